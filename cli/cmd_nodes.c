@@ -1,0 +1,356 @@
+/* gpufleet nodes: the registry. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/verbs.h"
+#include "lib/buf.h"
+
+enum { N_BMC, N_SSH, N_GROUP, N_REPLACE, N_ADD_GROUP, N_REMOVE_GROUP };
+
+static const struct cli_opt nodes_opts[] = {
+	[N_BMC] = {{"bmc", required_argument, NULL, 0}, "HOST[:PORT]", "the node's BMC (add)"},
+	[N_SSH] = {{"ssh", required_argument, NULL, 0}, "[USER@]HOST[:PORT]", "the node's host, for SSH (add)"},
+	[N_GROUP] = {{"group", required_argument, NULL, 'g'}, "G", "put the node in group G; repeatable (add)"},
+	[N_REPLACE] = {{"replace", no_argument, NULL, 0}, NULL, "update a node that exists (add, import)"},
+	[N_ADD_GROUP] = {{"add-group", required_argument, NULL, 0}, "G", "add group G (tag; same as +G)"},
+	[N_REMOVE_GROUP] = {{"remove-group", required_argument, NULL, 0}, "G", "remove group G (tag; same as -G)"},
+};
+
+struct nodes_args {
+	const char *bmc;
+	const char *ssh;
+	bool replace;
+	const char **add;    /* groups to add (add, tag) */
+	size_t nadd;
+	const char **del;    /* groups to remove (tag) */
+	size_t ndel;
+};
+
+static void push(const char ***v, size_t *n, const char *s)
+{
+	*v = gf_xrealloc(*v, (*n + 1) * sizeof(**v));
+	(*v)[(*n)++] = s;
+}
+
+static int on_opt(void *ud, size_t idx, const char *arg)
+{
+	struct nodes_args *a = ud;
+
+	switch (idx) {
+	case N_BMC: a->bmc = arg; break;
+	case N_SSH: a->ssh = arg; break;
+	case N_GROUP:
+	case N_ADD_GROUP: push(&a->add, &a->nadd, arg); break;
+	case N_REMOVE_GROUP: push(&a->del, &a->ndel, arg); break;
+	case N_REPLACE: a->replace = true; break;
+	default: break;
+	}
+	return 0;
+}
+
+static int check_group(const char *g)
+{
+	struct gf_err err = {0};
+
+	if (gf_node_name_check(g, &err) < 0) {
+		cli_error("bad group name '%s': use letters, digits, '.', '_' and '-'", g);
+		return GF_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int nodes_add(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs)
+{
+	struct gf_node n = {0};
+	struct gf_err err = {0};
+	struct gf_db *db;
+	int rc;
+
+	if (nargs != 1) {
+		cli_error("nodes add takes one NAME; see 'gpufleet nodes --help'");
+		return GF_EXIT_USAGE;
+	}
+	if (!a->bmc && !a->ssh) {
+		cli_error("node '%s' needs --bmc or --ssh", args[0]);
+		return GF_EXIT_USAGE;
+	}
+	if (gf_node_name_check(args[0], &err) < 0)
+		return cli_fail(&err);
+	for (size_t i = 0; i < a->nadd; i++)
+		if ((rc = check_group(a->add[i])))
+			return rc;
+	if (cli->protocol && gf_proto_parse(cli->protocol, &n.protocol, &err) < 0)
+		return cli_fail(&err);
+	if (a->bmc && gf_hostport_parse(a->bmc, &n.bmc, &n.bmc_port, &err) < 0)
+		return cli_fail(&err);
+	n.name = gf_xstrdup(args[0]);
+	n.ssh = a->ssh ? gf_xstrdup(a->ssh) : NULL;
+	n.profile = cli->profile ? gf_xstrdup(cli->profile) : NULL;
+	n.groups = gf_xcalloc(a->nadd ? a->nadd : 1, sizeof(char *));
+	for (size_t i = 0; i < a->nadd; i++)
+		n.groups[n.ngroups++] = gf_xstrdup(a->add[i]);
+	rc = cli_db(cli, &db);
+	if (!rc && gf_db_nodes_add(db, &n, 1, a->replace, &err) < 0)
+		rc = cli_fail(&err);
+	gf_node_release(&n);
+	return rc;
+}
+
+static int read_all(const char *path, char **ret)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	struct gf_buf b = GF_BUF_INIT;
+	char chunk[8192];
+	size_t got;
+
+	if (!f) {
+		cli_error("cannot read '%s' (%s)", path, strerror(errno));
+		return GF_EXIT_USAGE;
+	}
+	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		gf_buf_add(&b, chunk, got);
+		if (b.len > 64u * 1024 * 1024) {
+			cli_error("'%s' is larger than 64 MiB", path);
+			gf_buf_release(&b);
+			if (f != stdin)
+				fclose(f);
+			return GF_EXIT_USAGE;
+		}
+	}
+	if (f != stdin)
+		fclose(f);
+	*ret = gf_buf_detach(&b);
+	return 0;
+}
+
+static int nodes_import(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs)
+{
+	struct gf_err err = {0};
+	struct gf_node *nodes;
+	struct gf_db *db;
+	size_t n;
+	char *text;
+	int rc;
+
+	if (nargs != 1) {
+		cli_error("nodes import takes one FILE (or - for stdin)");
+		return GF_EXIT_USAGE;
+	}
+	rc = read_all(args[0], &text);
+	if (rc)
+		return rc;
+	rc = gf_nodes_parse_csv(text, &nodes, &n, &err);
+	free(text);
+	if (rc < 0) {
+		cli_error("'%s' %s; nothing imported", args[0], err.msg);
+		return GF_EXIT_USAGE;
+	}
+	rc = cli_db(cli, &db);
+	if (!rc && gf_db_nodes_add(db, nodes, n, a->replace, &err) < 0) {
+		cli_error("%s; nothing imported", err.msg);
+		rc = GF_EXIT_USAGE;
+	}
+	if (!rc && !cli->quiet)
+		fprintf(stderr, "imported %zu node%s\n", n, n == 1 ? "" : "s");
+	gf_nodes_free(nodes, n);
+	return rc;
+}
+
+static const struct gf_col list_cols[] = {
+	{"bmc", "BMC"}, {"protocol", "PROTOCOL"}, {"ssh", "SSH"}, {"profile", "PROFILE"},
+	{"groups", "GROUPS"},
+};
+
+static int nodes_list(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs)
+{
+	struct gf_render_spec spec = {list_cols, sizeof(list_cols) / sizeof(list_cols[0]), NULL,
+				      cli->collapse, false};
+	struct gf_node *nodes;
+	struct gf_buf b = GF_BUF_INIT;
+	json_t **objs;
+	size_t n;
+	int rc;
+
+	rc = cli_targets(cli, args, nargs, true, &nodes, &n);
+	if (rc)
+		return rc;
+	objs = gf_xcalloc(n ? n : 1, sizeof(*objs));
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_object(), *g = json_array();
+		struct gf_buf bmc = GF_BUF_INIT;
+
+		json_object_set_new(o, "node", json_string(nodes[i].name));
+		if (nodes[i].bmc) {
+			gf_buf_adds(&bmc, nodes[i].bmc);
+			if (nodes[i].bmc_port)
+				gf_buf_addf(&bmc, ":%d", nodes[i].bmc_port);
+			json_object_set_new(o, "bmc", json_string(gf_buf_str(&bmc)));
+		} else {
+			json_object_set_new(o, "bmc", json_null());
+		}
+		gf_buf_release(&bmc);
+		json_object_set_new(o, "protocol", json_string(gf_proto_name(nodes[i].protocol)));
+		json_object_set_new(o, "ssh", nodes[i].ssh ? json_string(nodes[i].ssh) : json_null());
+		json_object_set_new(o, "profile",
+				    json_string(nodes[i].profile ? nodes[i].profile : "default"));
+		for (size_t k = 0; k < nodes[i].ngroups; k++)
+			json_array_append_new(g, json_string(nodes[i].groups[k]));
+		json_object_set_new(o, "groups", g);
+		objs[i] = o;
+	}
+	switch (cli->format) {
+	case GF_FMT_JSON:
+		gf_render_json(objs, n, &b);
+		break;
+	case GF_FMT_NDJSON:
+		for (size_t i = 0; i < n; i++)
+			gf_render_ndjson_one(objs[i], &b);
+		break;
+	case GF_FMT_CSV:
+		gf_render_csv(objs, n, &spec, &b);
+		break;
+	default:
+		/* Groups read better as "a;b" than as a JSON array in a table. */
+		for (size_t i = 0; i < n; i++) {
+			struct gf_buf g = GF_BUF_INIT;
+
+			for (size_t k = 0; k < nodes[i].ngroups; k++)
+				gf_buf_addf(&g, "%s%s", k ? "," : "", nodes[i].groups[k]);
+			json_object_set_new(objs[i], "groups", json_string(gf_buf_str(&g)));
+			gf_buf_release(&g);
+		}
+		gf_render_table(objs, n, &spec, &b);
+		break;
+	}
+	fputs(gf_buf_str(&b), stdout);
+	gf_buf_release(&b);
+	for (size_t i = 0; i < n; i++)
+		json_decref(objs[i]);
+	free(objs);
+	gf_nodes_free(nodes, n);
+	return GF_EXIT_OK;
+}
+
+static int nodes_remove(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs)
+{
+	struct gf_err err = {0};
+	struct gf_node *nodes;
+	const char **names;
+	size_t n;
+	int rc;
+
+	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
+	if (rc)
+		return rc;
+	names = gf_xcalloc(n ? n : 1, sizeof(*names));
+	for (size_t i = 0; i < n; i++)
+		names[i] = nodes[i].name;
+	if (gf_db_nodes_remove(cli->db, names, n, &err) < 0)
+		rc = cli_fail(&err);
+	else if (!cli->quiet)
+		fprintf(stderr, "removed %zu node%s\n", n, n == 1 ? "" : "s");
+	free(names);
+	gf_nodes_free(nodes, n);
+	return rc;
+}
+
+static int nodes_tag(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs)
+{
+	struct gf_err err = {0};
+	struct gf_node *nodes;
+	const char **names;
+	size_t n;
+	int rc;
+
+	if (a->nadd + a->ndel == 0) {
+		cli_error("nodes tag needs +GROUP or -GROUP");
+		return GF_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < a->nadd; i++)
+		if ((rc = check_group(a->add[i])))
+			return rc;
+	for (size_t i = 0; i < a->ndel; i++)
+		if ((rc = check_group(a->del[i])))
+			return rc;
+	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
+	if (rc)
+		return rc;
+	names = gf_xcalloc(n ? n : 1, sizeof(*names));
+	for (size_t i = 0; i < n; i++)
+		names[i] = nodes[i].name;
+	if (gf_db_nodes_tag(cli->db, names, n, a->add, a->nadd, a->del, a->ndel, &err) < 0)
+		rc = cli_fail(&err);
+	free(names);
+	gf_nodes_free(nodes, n);
+	return rc;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs);
+} nodes_subs[] = {
+	{"add", nodes_add}, {"import", nodes_import}, {"list", nodes_list},
+	{"remove", nodes_remove}, {"tag", nodes_tag},
+};
+
+/* Is @s a "+GROUP" or "-GROUP" word of nodes tag, rather than an option? */
+static bool is_tag_word(const char *s)
+{
+	if (s[0] == '+')
+		return s[1] != '\0';
+	if (s[0] != '-' || s[1] == '-' || s[1] == '\0')
+		return false;
+	/* Single-letter short options keep their meaning. */
+	return strlen(s) > 2;
+}
+
+int cmd_nodes(struct gf_cli *cli, int argc, char **argv)
+{
+	struct nodes_args a = {0};
+	char **args, **kept;
+	int nargs, nkept = 0, rc;
+	const char *sub;
+	bool tag = false;
+
+	/* "+G -G" words are taken out before getopt sees "-G" as options. */
+	kept = gf_xcalloc((size_t)argc + 1, sizeof(char *));
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "tag") == 0 && !tag) {
+			tag = true;
+		} else if (tag && is_tag_word(argv[i])) {
+			if (argv[i][0] == '+')
+				push(&a.add, &a.nadd, argv[i] + 1);
+			else
+				push(&a.del, &a.ndel, argv[i] + 1);
+			continue;
+		}
+		kept[nkept++] = argv[i];
+	}
+	rc = cli_parse(cli, nkept, kept, nodes_opts, sizeof(nodes_opts) / sizeof(nodes_opts[0]),
+		       on_opt, &a, &args, &nargs);
+	if (rc)
+		goto out;
+	if (nargs < 1) {
+		cli_error("nodes needs a subverb: add, import, list, remove, tag");
+		rc = GF_EXIT_USAGE;
+		goto out;
+	}
+	sub = args[0];
+	args++;
+	nargs--;
+	rc = -1;
+	for (size_t i = 0; i < sizeof(nodes_subs) / sizeof(nodes_subs[0]); i++)
+		if (strcmp(nodes_subs[i].name, sub) == 0)
+			rc = nodes_subs[i].fn(cli, &a, args, nargs);
+	if (rc < 0) {
+		cli_error("unknown subverb 'nodes %s' (add, import, list, remove, tag)", sub);
+		rc = GF_EXIT_USAGE;
+	}
+out:
+	free(a.add);
+	free(a.del);
+	free(kept);
+	return rc;
+}

@@ -1,0 +1,114 @@
+/* What every verb handler shares: global options, the registry, targets, output. */
+#ifndef GF_CLI_COMMON_H
+#define GF_CLI_COMMON_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "inventory/db.h"
+#include "lib/creds.h"
+#include "lib/exec.h"
+#include "lib/node.h"
+#include "lib/output.h"
+#include "lib/result.h"
+
+/* Exit codes, the same for every verb. */
+enum {
+	GF_EXIT_OK = 0,
+	GF_EXIT_FAILED = 1,   /* at least one target failed */
+	GF_EXIT_USAGE = 2,    /* usage or configuration error */
+	GF_EXIT_DRIFT = 3,    /* drift found, with --fail-on-drift */
+	GF_EXIT_REFUSED = 4,  /* refused for safety */
+};
+
+/* Global options, after parsing. */
+struct gf_cli {
+	const char *prog;
+	const char *verb;
+	const char *db_path;       /* resolved: option, env, or XDG default */
+	const char *creds_path;
+	bool creds_explicit;       /* given by option or env: must exist */
+	enum gf_format format;
+	bool collapse;
+	unsigned fanout;
+	double timeout;
+	unsigned retries;
+	bool quiet;
+	int verbose;
+	bool progress;
+	bool color;
+	const char *hosts;         /* -H: ad-hoc BMC hosts */
+	const char *protocol;      /* --protocol for -H, or nodes add */
+	const char *profile;       /* --profile for -H, or nodes add */
+
+	struct gf_db *db;          /* opened on demand by cli_db() */
+	struct gf_node *reg;       /* the registry, loaded on demand */
+	size_t nreg;
+	bool reg_loaded;
+	struct gf_creds creds;
+	bool creds_loaded;
+};
+
+/* A verb's own option: getopt_long entry plus help text. */
+struct cli_opt {
+	struct option lo;
+	const char *arg;    /* metavar for help, NULL if no argument */
+	const char *help;
+};
+
+/*
+ * Parse the verb's argv (argv[0] is the verb) with the global options and
+ * @opts; calls @on_opt(ud, index into opts, optarg) for each verb option.
+ * The positional arguments are left in *ret_args / *ret_nargs (pointing into
+ * argv). Returns 0, or prints the error and returns GF_EXIT_USAGE; --help
+ * prints the verb's help and returns -1.
+ */
+int cli_parse(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *opts, size_t nopts,
+	      int (*on_opt)(void *ud, size_t idx, const char *arg), void *ud, char ***ret_args,
+	      int *ret_nargs);
+
+/* Print "gpufleet: MESSAGE" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print @err as an error and return the exit code it maps to (2 for usage/config). */
+int cli_fail(const struct gf_err *err);
+/* Warnings and -v messages on stderr; quiet silences warnings. */
+void cli_warn(const struct gf_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int cli_db(struct gf_cli *cli, struct gf_db **ret);
+int cli_registry(struct gf_cli *cli);
+int cli_creds(struct gf_cli *cli);
+
+/*
+ * Resolve the TARGETS arguments (joined with ',') or -H into nodes. Unknown
+ * names are a usage error that lists them. With @all_if_empty, no targets
+ * means every registered node. Returns 0 or an exit code (printed).
+ */
+int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
+		struct gf_node **ret, size_t *ret_n);
+
+/* The executor options from the global options. */
+void cli_exec_opts(const struct gf_cli *cli, struct gf_exec_opts *o);
+
+/* Rendering a fan-out run. */
+struct cli_render {
+	struct gf_cli *cli;
+	const struct gf_node *nodes;
+	size_t n;
+	const struct gf_render_spec *spec;
+	size_t finished;
+	size_t failed;
+	bool show_bmc;       /* add "bmc"/"protocol" to each object */
+};
+
+/* The exec "done" callback: streams ndjson and draws progress. @ud is a struct cli_render. */
+void cli_render_done(void *ud, size_t i, const struct gf_result *slot);
+/* Print all results (table/json/csv) after the run; returns 0 or 1 (some failed). */
+int cli_render_finish(struct cli_render *r, const struct gf_result *slots);
+
+/* Ask on a terminal; false when not a terminal. */
+bool cli_confirm(const char *question);
+
+void cli_release(struct gf_cli *cli);
+
+#endif

@@ -1,0 +1,180 @@
+/* gpufleet: the verb table and the way into it. */
+#include <locale.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/verbs.h"
+#include "lib/util.h"
+
+enum {
+	VERB_DB = 1 << 0,          /* uses the inventory */
+	VERB_FANOUT = 1 << 1,      /* talks to many nodes at once */
+	VERB_DESTRUCTIVE = 1 << 2, /* some subverbs need --yes for more than one node */
+};
+
+struct cli_verb {
+	const char *name;
+	int (*fn)(struct gf_cli *cli, int argc, char **argv);
+	unsigned flags;
+	const char *summary;
+	const char *usage;
+};
+
+/* Sorted by name: usage and --help come from here, and the man page test reads --help. */
+static const struct cli_verb verbs[] = {
+	{"nodes", cmd_nodes, VERB_DB, "the node registry: add, import, list, remove, tag",
+	 "usage: gpufleet nodes add NAME --bmc HOST[:PORT] [--protocol P] [--ssh [USER@]HOST[:PORT]]\n"
+	 "                          [--profile NAME] [--group G]... [--replace]\n"
+	 "       gpufleet nodes import FILE|-\n"
+	 "       gpufleet nodes list [TARGETS]\n"
+	 "       gpufleet nodes remove TARGETS\n"
+	 "       gpufleet nodes tag TARGETS [+GROUP | -GROUP | --add-group G | --remove-group G]...\n"},
+	{"power", cmd_power, VERB_DB | VERB_FANOUT | VERB_DESTRUCTIVE,
+	 "power status|on|off|cycle|reset|soft|nmi through the BMC",
+	 "usage: gpufleet power status|on|off|cycle|reset|soft|nmi [OPTIONS] TARGETS\n"
+	 "       gpufleet power ... -H BMCHOSTS [--protocol P] [--profile NAME]\n"
+	 "off, cycle, reset, soft and nmi on more than one node need --yes.\n"},
+};
+static const size_t nverbs = sizeof(verbs) / sizeof(verbs[0]);
+
+const char *cli_verb_usage(const char *verb)
+{
+	for (size_t i = 0; i < nverbs; i++)
+		if (strcmp(verbs[i].name, verb) == 0)
+			return verbs[i].usage;
+	return "";
+}
+
+static void main_help(FILE *f)
+{
+	fputs("usage: gpufleet [GLOBAL OPTIONS] VERB [SUBVERB] [OPTIONS] [TARGETS]\n"
+	      "\nDrive the BMCs and hosts of a GPU fleet; keep what they report in one inventory.\n"
+	      "\nVerbs:\n", f);
+	for (size_t i = 0; i < nverbs; i++)
+		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+	cli_print_global_opts(f);
+	fputs("\nTargets: gpu[001-128], r[1-2]n[01-04], @group, ',' union, '!' difference,\n"
+	      "'&' intersection. Exit codes: 0 all ok, 1 some failed, 2 usage, 3 drift, 4 refused.\n"
+	      "See gpufleet(1) and 'gpufleet VERB --help'.\n", f);
+}
+
+/* Does the global option @arg (as written on the command line) swallow the next word? */
+static bool takes_value(const char *arg)
+{
+	if (arg[1] == '-') {
+		const char *name = arg + 2;
+		size_t len = strcspn(name, "=");
+
+		if (name[len] == '=')
+			return false;
+		for (size_t i = 0; i < cli_nglobal_opts; i++)
+			if (strlen(cli_global_opts[i].lo.name) == len &&
+			    strncmp(cli_global_opts[i].lo.name, name, len) == 0)
+				return cli_global_opts[i].lo.has_arg == required_argument;
+		return false;
+	}
+	for (const char *p = arg + 1; *p; p++) {
+		if (*p == 'H')
+			return p[1] == '\0';
+	}
+	return false;
+}
+
+static void default_paths(struct gf_cli *cli, char *db, size_t dbsz, char *cred, size_t credsz)
+{
+	const char *home = getenv("HOME");
+	const char *x;
+
+	if (!home || !*home)
+		home = "/";
+	if ((x = getenv("GPUFLEET_DB")) && *x)
+		snprintf(db, dbsz, "%s", x);
+	else if ((x = getenv("XDG_DATA_HOME")) && *x)
+		snprintf(db, dbsz, "%s/gpufleet/inventory.db", x);
+	else
+		snprintf(db, dbsz, "%s/.local/share/gpufleet/inventory.db", home);
+	cli->db_path = db;
+
+	if ((x = getenv("GPUFLEET_CREDENTIALS")) && *x) {
+		snprintf(cred, credsz, "%s", x);
+		cli->creds_explicit = true;
+	} else if ((x = getenv("XDG_CONFIG_HOME")) && *x) {
+		snprintf(cred, credsz, "%s/gpufleet/credentials", x);
+	} else {
+		snprintf(cred, credsz, "%s/.config/gpufleet/credentials", home);
+	}
+	cli->creds_path = cred;
+}
+
+int main(int argc, char **argv)
+{
+	static char dbpath[4096], credpath[4096];
+	struct gf_cli cli = {
+		.prog = "gpufleet",
+		.format = GF_FMT_TABLE,
+		.fanout = 64,
+		.timeout = 10,
+		.retries = 1,
+		.progress = true,
+	};
+	const struct cli_verb *verb = NULL;
+	char **vargv;
+	int vargc = 0, verb_at = -1, rc;
+
+	gf_harden_process();
+	setlocale(LC_CTYPE, "");
+	signal(SIGPIPE, SIG_IGN);
+	default_paths(&cli, dbpath, sizeof(dbpath), credpath, sizeof(credpath));
+	cli.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+	cli.progress = isatty(STDERR_FILENO);
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (argv[i][0] == '-' && argv[i][1]) {
+			if (takes_value(argv[i]))
+				i++;
+			continue;
+		}
+		verb_at = i;
+		break;
+	}
+	if (verb_at < 0) {
+		for (int i = 1; i < argc; i++) {
+			if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+				printf("gpufleet %s\n", GF_VERSION);
+				return GF_EXIT_OK;
+			}
+			if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+				main_help(stdout);
+				return GF_EXIT_OK;
+			}
+		}
+		main_help(stderr);
+		return GF_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < nverbs; i++)
+		if (strcmp(verbs[i].name, argv[verb_at]) == 0)
+			verb = &verbs[i];
+	if (!verb) {
+		cli_error("unknown verb '%s'; see 'gpufleet --help'", argv[verb_at]);
+		return GF_EXIT_USAGE;
+	}
+	/* The verb first, then every other word in order: globals may stand anywhere. */
+	vargv = calloc((size_t)argc + 1, sizeof(char *));
+	if (!vargv)
+		return GF_EXIT_FAILED;
+	vargv[vargc++] = argv[verb_at];
+	for (int i = 1; i < argc; i++)
+		if (i != verb_at)
+			vargv[vargc++] = argv[i];
+	cli.verb = verb->name;
+	rc = verb->fn(&cli, vargc, vargv);
+	if (rc < 0)
+		rc = GF_EXIT_OK; /* --help or --version was printed */
+	cli_release(&cli);
+	free(vargv);
+	return rc;
+}

@@ -1,0 +1,15 @@
+/* The verb handlers: cmd_<verb>(cli, argc, argv) with argv[0] the verb. */
+#ifndef GF_CLI_VERBS_H
+#define GF_CLI_VERBS_H
+
+#include "cli/common.h"
+
+int cmd_nodes(struct gf_cli *cli, int argc, char **argv);
+int cmd_power(struct gf_cli *cli, int argc, char **argv);
+
+extern const struct cli_opt cli_global_opts[];
+extern const size_t cli_nglobal_opts;
+void cli_print_global_opts(FILE *f);
+const char *cli_verb_usage(const char *verb);
+
+#endif

@@ -1,0 +1,736 @@
+/* The SQLite inventory: opening, schema migrations, node registry, audit log. */
+#include "inventory/db.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "lib/buf.h"
+#include "lib/util.h"
+
+#define GF_DB_BUSY_MS 10000
+
+struct gf_db {
+	sqlite3 *h;  /* one connection, used by one thread */
+	char *path;  /* as given to gf_db_open(), for messages */
+};
+
+/*
+ * Schema migrations: migrations[i] takes a database from version i to i + 1.
+ * Append only; never edit a step that has shipped.
+ */
+static const char *const migrations[] = {
+	/* 0 -> 1: node registry and audit log */
+	"CREATE TABLE nodes ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  name TEXT UNIQUE NOT NULL,"
+	"  bmc TEXT,"
+	"  bmc_port INTEGER NOT NULL DEFAULT 0,"
+	"  protocol TEXT NOT NULL,"
+	"  ssh TEXT,"
+	"  profile TEXT,"
+	"  added REAL"
+	");"
+	"CREATE TABLE node_groups ("
+	"  node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,"
+	"  grp TEXT NOT NULL,"
+	"  PRIMARY KEY (node_id, grp)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX node_groups_grp ON node_groups(grp);"
+	"CREATE TABLE audit ("
+	"  id INTEGER PRIMARY KEY,"
+	"  time REAL NOT NULL,"
+	"  user TEXT,"
+	"  verb TEXT NOT NULL,"
+	"  node TEXT,"
+	"  result TEXT,"
+	"  detail TEXT"
+	");"
+	"CREATE INDEX audit_time ON audit(time);",
+};
+
+#define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+int gf_db_schema_version(void)
+{
+	return N_MIGRATIONS;
+}
+
+/*
+ * Report a failed sqlite call on @db. Call it before anything else touches
+ * the connection, as sqlite3_errmsg() describes only the latest call.
+ */
+static int db_fail(struct gf_db *db, int rc, const char *what, struct gf_err *err)
+{
+	const char *msg = db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc);
+	int code;
+
+	switch (rc & 0xff) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		code = gf_err_set(err, GF_E_BUSY, GF_EK_NONE,
+				  "database '%s' is locked by another process, %s failed (%s)",
+				  db->path, what, msg);
+		break;
+	case SQLITE_NOTADB:
+		code = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "file '%s' is not a gpufleet database (%s)", db->path, msg);
+		break;
+	default:
+		code = gf_err_set(err, GF_E_DB, GF_EK_NONE, "%s in database '%s' failed (%s)",
+				  what, db->path, msg);
+		break;
+	}
+	if (err)
+		err->detail = rc;
+	return code;
+}
+
+static int db_prepare(struct gf_db *db, const char *sql, sqlite3_stmt **ret, const char *what,
+		      struct gf_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db->h, sql, -1, &st, NULL);
+
+	if (rc != SQLITE_OK) {
+		int code = db_fail(db, rc, what, err);
+
+		sqlite3_finalize(st);
+		return code;
+	}
+	*ret = st;
+	return 0;
+}
+
+/* Run constant SQL, possibly several statements, that takes no parameters. */
+static int db_exec(struct gf_db *db, const char *sql, const char *what, struct gf_err *err)
+{
+	const char *tail = sql;
+
+	while (*tail) {
+		sqlite3_stmt *st = NULL;
+		const char *next = NULL;
+		int rc = sqlite3_prepare_v2(db->h, tail, -1, &st, &next);
+
+		if (rc != SQLITE_OK)
+			return db_fail(db, rc, what, err);
+		if (!st) /* only whitespace or comments left */
+			break;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			;
+		if (rc != SQLITE_DONE) {
+			int code = db_fail(db, rc, what, err);
+
+			sqlite3_finalize(st);
+			return code;
+		}
+		sqlite3_finalize(st);
+		tail = next;
+	}
+	return 0;
+}
+
+/* Run a statement that yields one integer row (a PRAGMA read). */
+static int db_int(struct gf_db *db, const char *sql, const char *what, int *ret,
+		  struct gf_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = db_prepare(db, sql, &st, what, err);
+
+	if (rc < 0)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		if (rc == SQLITE_DONE)
+			rc = SQLITE_ERROR;
+		rc = db_fail(db, rc, what, err);
+		sqlite3_finalize(st);
+		return rc;
+	}
+	*ret = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* Write transactions take the lock up front, so they wait (busy timeout) rather than deadlock. */
+static int tx_begin(struct gf_db *db, const char *what, struct gf_err *err)
+{
+	return db_exec(db, "BEGIN IMMEDIATE", what, err);
+}
+
+static int tx_commit(struct gf_db *db, const char *what, struct gf_err *err)
+{
+	int rc = db_exec(db, "COMMIT", what, err);
+
+	if (rc < 0 && !sqlite3_get_autocommit(db->h))
+		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+/* Undo after a failure: the error is already reported, a failed rollback adds nothing. */
+static void tx_rollback(struct gf_db *db)
+{
+	if (!sqlite3_get_autocommit(db->h))
+		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int bind_text(struct gf_db *db, sqlite3_stmt *st, int i, const char *s, const char *what,
+		     struct gf_err *err)
+{
+	int rc = s ? sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
+
+	return rc == SQLITE_OK ? 0 : db_fail(db, rc, what, err);
+}
+
+static int bind_int64(struct gf_db *db, sqlite3_stmt *st, int i, sqlite3_int64 v,
+		      const char *what, struct gf_err *err)
+{
+	int rc = sqlite3_bind_int64(st, i, v);
+
+	return rc == SQLITE_OK ? 0 : db_fail(db, rc, what, err);
+}
+
+static int bind_double(struct gf_db *db, sqlite3_stmt *st, int i, double v, const char *what,
+		       struct gf_err *err)
+{
+	int rc = sqlite3_bind_double(st, i, v);
+
+	return rc == SQLITE_OK ? 0 : db_fail(db, rc, what, err);
+}
+
+/* Step a statement that returns no rows, and reset it for the next use. */
+static int step_done(struct gf_db *db, sqlite3_stmt *st, const char *what, struct gf_err *err)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc != SQLITE_DONE) {
+		if (rc == SQLITE_ROW)
+			rc = SQLITE_MISUSE;
+		rc = db_fail(db, rc, what, err);
+		sqlite3_reset(st);
+		return rc;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return 0;
+}
+
+/* A copy of a text column, NULL for SQL NULL; the column's memory dies with the next step. */
+static char *col_text(sqlite3_stmt *st, int i)
+{
+	const unsigned char *s = sqlite3_column_text(st, i);
+
+	return s ? gf_xstrdup((const char *)s) : NULL;
+}
+
+/* Create the file ourselves so that its mode is 0600 whatever the umask. */
+static int create_file(const char *path, struct gf_err *err)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return 0;
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE, "cannot create database '%s' (%s)",
+				  path, strerror(errno));
+	}
+	if (fchmod(fd, 0600) < 0) {
+		int e = errno;
+
+		close(fd);
+		unlink(path);
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "cannot set the mode of database '%s' (%s)", path, strerror(e));
+	}
+	close(fd);
+	return 0;
+}
+
+static int too_new(struct gf_db *db, int version, struct gf_err *err)
+{
+	return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+			  "database '%s' has schema version %d, newer than this gpufleet knows (%d)",
+			  db->path, version, N_MIGRATIONS);
+}
+
+/* Bring a database at schema @version up to N_MIGRATIONS, all steps in one transaction. */
+static int migrate(struct gf_db *db, int version, struct gf_err *err)
+{
+	static const char what[] = "migrating the schema";
+	int rc;
+
+	if (version == N_MIGRATIONS)
+		return 0;
+	rc = tx_begin(db, what, err);
+	if (rc < 0)
+		return rc;
+	/* Another process may have migrated while we waited for the lock. */
+	rc = db_int(db, "PRAGMA user_version", what, &version, err);
+	if (rc < 0)
+		goto fail;
+	if (version < 0 || version > N_MIGRATIONS) {
+		rc = too_new(db, version, err);
+		goto fail;
+	}
+	if (version == N_MIGRATIONS) {
+		tx_rollback(db); /* nothing was written */
+		return 0;
+	}
+	for (int v = version; v < N_MIGRATIONS; v++) {
+		rc = db_exec(db, migrations[v], what, err);
+		if (rc < 0)
+			goto fail;
+	}
+	{
+		/* PRAGMA takes no parameters; the value is ours, not the user's. */
+		char sql[64];
+
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", N_MIGRATIONS);
+		rc = db_exec(db, sql, what, err);
+		if (rc < 0)
+			goto fail;
+	}
+	return tx_commit(db, what, err);
+
+fail:
+	tx_rollback(db);
+	return rc;
+}
+
+int gf_db_set_busy_timeout(struct gf_db *db, int ms, struct gf_err *err)
+{
+	int rc = sqlite3_busy_timeout(db->h, ms);
+
+	return rc == SQLITE_OK ? 0 : db_fail(db, rc, "setting the busy timeout", err);
+}
+
+int gf_db_open(const char *path, struct gf_db **ret, struct gf_err *err)
+{
+	struct gf_db *db = NULL;
+	int version = 0;
+	int rc;
+
+	if (!path || !*path)
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE, "database path is empty");
+	rc = gf_mkdir_parents(path, err);
+	if (rc < 0)
+		return rc;
+	rc = create_file(path, err);
+	if (rc < 0)
+		return rc;
+
+	db = gf_xcalloc(1, sizeof(*db));
+	db->path = gf_xstrdup(path);
+	rc = sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		const char *msg = db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc);
+
+		gf_err_set(err, GF_E_CONFIG, GF_EK_NONE, "cannot open database '%s' (%s)", path,
+			   msg);
+		if (err)
+			err->detail = rc;
+		rc = GF_E_CONFIG;
+		goto out;
+	}
+	sqlite3_extended_result_codes(db->h, 1);
+	rc = gf_db_set_busy_timeout(db, GF_DB_BUSY_MS, err);
+	if (rc < 0)
+		goto out;
+
+	/*
+	 * Read the version before anything writes: a file that is not a
+	 * database, or one from a newer gpufleet, is left untouched.
+	 */
+	rc = db_int(db, "PRAGMA user_version", "reading the schema version", &version, err);
+	if (rc < 0)
+		goto out;
+	if (version < 0 || version > N_MIGRATIONS) {
+		rc = too_new(db, version, err);
+		goto out;
+	}
+
+	/*
+	 * WAL lets a cron sweep and an operator share the file. A file system
+	 * without shared memory keeps the old journal mode, which still works,
+	 * only with less concurrency, so the answer is not checked.
+	 */
+	rc = db_exec(db, "PRAGMA journal_mode = WAL", "setting WAL mode", err);
+	if (rc < 0)
+		goto out;
+	rc = db_exec(db, "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL",
+		     "setting up the connection", err);
+	if (rc < 0)
+		goto out;
+	rc = migrate(db, version, err);
+
+out:
+	if (rc < 0) {
+		gf_db_close(db);
+		return rc;
+	}
+	*ret = db;
+	return 0;
+}
+
+void gf_db_close(struct gf_db *db)
+{
+	if (!db)
+		return;
+	sqlite3_close_v2(db->h);
+	free(db->path);
+	free(db);
+}
+
+static const char sql_node_insert[] =
+	"INSERT INTO nodes (name, bmc, bmc_port, protocol, ssh, profile, added)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id";
+static const char sql_node_upsert[] =
+	"INSERT INTO nodes (name, bmc, bmc_port, protocol, ssh, profile, added)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+	" ON CONFLICT (name) DO UPDATE SET bmc = excluded.bmc, bmc_port = excluded.bmc_port,"
+	" protocol = excluded.protocol, ssh = excluded.ssh, profile = excluded.profile"
+	" RETURNING id";
+
+/* Insert or update one node; *ret_id is its row id. */
+static int node_put(struct gf_db *db, sqlite3_stmt *st, const struct gf_node *n, double now,
+		    sqlite3_int64 *ret_id, struct gf_err *err)
+{
+	static const char what[] = "adding nodes";
+	sqlite3_int64 id;
+	int rc;
+
+	if ((rc = bind_text(db, st, 1, n->name, what, err)) < 0 ||
+	    (rc = bind_text(db, st, 2, n->bmc, what, err)) < 0 ||
+	    (rc = bind_int64(db, st, 3, n->bmc_port, what, err)) < 0 ||
+	    (rc = bind_text(db, st, 4, gf_proto_name(n->protocol), what, err)) < 0 ||
+	    (rc = bind_text(db, st, 5, n->ssh, what, err)) < 0 ||
+	    (rc = bind_text(db, st, 6, n->profile, what, err)) < 0 ||
+	    (rc = bind_double(db, st, 7, now, what, err)) < 0)
+		return rc;
+
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_CONSTRAINT_UNIQUE) {
+		sqlite3_reset(st);
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' already exists", n->name);
+	}
+	if (rc != SQLITE_ROW) {
+		rc = db_fail(db, rc == SQLITE_DONE ? SQLITE_ERROR : rc, what, err);
+		sqlite3_reset(st);
+		return rc;
+	}
+	id = sqlite3_column_int64(st, 0);
+	rc = step_done(db, st, what, err);
+	if (rc < 0)
+		return rc;
+	*ret_id = id;
+	return 0;
+}
+
+static int check_name(const char *what, const char *name, struct gf_err *err)
+{
+	if (!name || !*name)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "%s name is empty", what);
+	return 0;
+}
+
+int gf_db_nodes_add(struct gf_db *db, const struct gf_node *nodes, size_t n, bool replace,
+		    struct gf_err *err)
+{
+	static const char what[] = "adding nodes";
+	sqlite3_stmt *put = NULL, *clear = NULL, *grp = NULL;
+	double now = gf_walltime();
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		if ((rc = check_name("node", nodes[i].name, err)) < 0)
+			return rc;
+		for (size_t g = 0; g < nodes[i].ngroups; g++)
+			if ((rc = check_name("group", nodes[i].groups[g], err)) < 0)
+				return rc;
+	}
+
+	if ((rc = db_prepare(db, replace ? sql_node_upsert : sql_node_insert, &put, what, err)) < 0 ||
+	    (rc = db_prepare(db, "DELETE FROM node_groups WHERE node_id = ?1", &clear, what,
+			     err)) < 0 ||
+	    (rc = db_prepare(db, "INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)",
+			     &grp, what, err)) < 0)
+		goto out;
+	rc = tx_begin(db, what, err);
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const struct gf_node *nd = &nodes[i];
+		sqlite3_int64 id = 0;
+
+		rc = node_put(db, put, nd, now, &id, err);
+		if (rc < 0)
+			goto fail;
+		if (replace) {
+			if ((rc = bind_int64(db, clear, 1, id, what, err)) < 0 ||
+			    (rc = step_done(db, clear, what, err)) < 0)
+				goto fail;
+		}
+		for (size_t g = 0; g < nd->ngroups; g++) {
+			if ((rc = bind_int64(db, grp, 1, id, what, err)) < 0 ||
+			    (rc = bind_text(db, grp, 2, nd->groups[g], what, err)) < 0 ||
+			    (rc = step_done(db, grp, what, err)) < 0)
+				goto fail;
+		}
+	}
+	rc = tx_commit(db, what, err);
+	goto out;
+
+fail:
+	tx_rollback(db);
+out:
+	sqlite3_finalize(put);
+	sqlite3_finalize(clear);
+	sqlite3_finalize(grp);
+	return rc;
+}
+
+static int node_from_row(struct gf_db *db, sqlite3_stmt *st, struct gf_node *n,
+			 struct gf_err *err)
+{
+	const unsigned char *proto = sqlite3_column_text(st, 4);
+	enum gf_proto p;
+
+	if (!proto || gf_proto_parse((const char *)proto, &p, NULL) < 0)
+		return gf_err_set(err, GF_E_DB, GF_EK_NONE,
+				  "node '%s' in database '%s' has an unknown protocol '%s'",
+				  (const char *)sqlite3_column_text(st, 1), db->path,
+				  proto ? (const char *)proto : "");
+	memset(n, 0, sizeof(*n));
+	n->name = col_text(st, 1);
+	n->bmc = col_text(st, 2);
+	n->bmc_port = sqlite3_column_int(st, 3);
+	n->protocol = p;
+	n->ssh = col_text(st, 5);
+	n->profile = col_text(st, 6);
+	return 0;
+}
+
+int gf_db_nodes_load(struct gf_db *db, struct gf_node **ret, size_t *ret_n, struct gf_err *err)
+{
+	static const char what[] = "reading nodes";
+	sqlite3_stmt *sn = NULL, *sg = NULL;
+	struct gf_node *nodes = NULL;
+	sqlite3_int64 *ids = NULL;
+	size_t n = 0, cap = 0, at = 0;
+	int rc;
+
+	if ((rc = db_prepare(db,
+			     "SELECT id, name, bmc, bmc_port, protocol, ssh, profile FROM nodes"
+			     " ORDER BY id",
+			     &sn, what, err)) < 0 ||
+	    (rc = db_prepare(db, "SELECT node_id, grp FROM node_groups ORDER BY node_id, grp", &sg,
+			     what, err)) < 0)
+		goto out;
+	/* One read transaction, so that nodes and groups come from the same snapshot. */
+	rc = db_exec(db, "BEGIN", what, err);
+	if (rc < 0)
+		goto out;
+
+	while ((rc = sqlite3_step(sn)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			nodes = gf_xrealloc(nodes, cap * sizeof(*nodes));
+			ids = gf_xrealloc(ids, cap * sizeof(*ids));
+		}
+		rc = node_from_row(db, sn, &nodes[n], err);
+		if (rc < 0)
+			goto fail;
+		ids[n] = sqlite3_column_int64(sn, 0);
+		n++;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(db, rc, what, err);
+		goto fail;
+	}
+
+	/* Both lists are ordered by node id: walk them together. */
+	while ((rc = sqlite3_step(sg)) == SQLITE_ROW) {
+		sqlite3_int64 id = sqlite3_column_int64(sg, 0);
+		struct gf_node *nd;
+
+		while (at < n && ids[at] < id)
+			at++;
+		if (at == n || ids[at] != id)
+			continue; /* cannot happen with foreign keys on */
+		nd = &nodes[at];
+		nd->groups = gf_xrealloc(nd->groups, (nd->ngroups + 1) * sizeof(*nd->groups));
+		nd->groups[nd->ngroups++] = col_text(sg, 1);
+	}
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(db, rc, what, err);
+		goto fail;
+	}
+	rc = tx_commit(db, what, err);
+	if (rc < 0)
+		goto fail_done;
+	*ret = nodes;
+	*ret_n = n;
+	nodes = NULL;
+	n = 0;
+	goto out;
+
+fail:
+	tx_rollback(db);
+fail_done:
+	gf_nodes_free(nodes, n);
+	nodes = NULL;
+out:
+	free(ids);
+	sqlite3_finalize(sn);
+	sqlite3_finalize(sg);
+	return rc;
+}
+
+int gf_db_nodes_remove(struct gf_db *db, const char *const *names, size_t n, struct gf_err *err)
+{
+	static const char what[] = "removing nodes";
+	sqlite3_stmt *del = NULL;
+	int rc;
+
+	rc = db_prepare(db, "DELETE FROM nodes WHERE name = ?1", &del, what, err);
+	if (rc < 0)
+		return rc;
+	rc = tx_begin(db, what, err);
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if ((rc = check_name("node", names[i], err)) < 0 ||
+		    (rc = bind_text(db, del, 1, names[i], what, err)) < 0 ||
+		    (rc = step_done(db, del, what, err)) < 0)
+			goto fail;
+		if (sqlite3_changes(db->h) == 0) {
+			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' is not registered",
+					names[i]);
+			goto fail;
+		}
+	}
+	rc = tx_commit(db, what, err);
+	goto out;
+
+fail:
+	tx_rollback(db);
+out:
+	sqlite3_finalize(del);
+	return rc;
+}
+
+int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n,
+		    const char *const *add, size_t nadd, const char *const *del, size_t ndel,
+		    struct gf_err *err)
+{
+	static const char what[] = "tagging nodes";
+	sqlite3_stmt *find = NULL, *ins = NULL, *rm = NULL;
+	int rc;
+
+	for (size_t g = 0; g < nadd; g++)
+		if ((rc = check_name("group", add[g], err)) < 0)
+			return rc;
+	for (size_t g = 0; g < ndel; g++)
+		if ((rc = check_name("group", del[g], err)) < 0)
+			return rc;
+
+	if ((rc = db_prepare(db, "SELECT id FROM nodes WHERE name = ?1", &find, what, err)) < 0 ||
+	    (rc = db_prepare(db, "INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)",
+			     &ins, what, err)) < 0 ||
+	    (rc = db_prepare(db, "DELETE FROM node_groups WHERE node_id = ?1 AND grp = ?2", &rm,
+			     what, err)) < 0)
+		goto out;
+	rc = tx_begin(db, what, err);
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_int64 id;
+
+		if ((rc = check_name("node", names[i], err)) < 0 ||
+		    (rc = bind_text(db, find, 1, names[i], what, err)) < 0)
+			goto fail;
+		rc = sqlite3_step(find);
+		if (rc == SQLITE_DONE) {
+			sqlite3_reset(find);
+			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' is not registered",
+					names[i]);
+			goto fail;
+		}
+		if (rc != SQLITE_ROW) {
+			rc = db_fail(db, rc, what, err);
+			sqlite3_reset(find);
+			goto fail;
+		}
+		id = sqlite3_column_int64(find, 0);
+		sqlite3_reset(find);
+
+		/* Additions first, so a group both added and removed ends up removed. */
+		for (size_t g = 0; g < nadd; g++)
+			if ((rc = bind_int64(db, ins, 1, id, what, err)) < 0 ||
+			    (rc = bind_text(db, ins, 2, add[g], what, err)) < 0 ||
+			    (rc = step_done(db, ins, what, err)) < 0)
+				goto fail;
+		for (size_t g = 0; g < ndel; g++)
+			if ((rc = bind_int64(db, rm, 1, id, what, err)) < 0 ||
+			    (rc = bind_text(db, rm, 2, del[g], what, err)) < 0 ||
+			    (rc = step_done(db, rm, what, err)) < 0)
+				goto fail;
+	}
+	rc = tx_commit(db, what, err);
+	goto out;
+
+fail:
+	tx_rollback(db);
+out:
+	sqlite3_finalize(find);
+	sqlite3_finalize(ins);
+	sqlite3_finalize(rm);
+	return rc;
+}
+
+int gf_db_audit_add(struct gf_db *db, const struct gf_audit *rows, size_t n, struct gf_err *err)
+{
+	static const char what[] = "writing the audit log";
+	sqlite3_stmt *ins = NULL;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		if (!rows[i].verb)
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "audit row has no verb");
+
+	rc = db_prepare(db,
+			"INSERT INTO audit (time, user, verb, node, result, detail)"
+			" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+			&ins, what, err);
+	if (rc < 0)
+		return rc;
+	rc = tx_begin(db, what, err);
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const struct gf_audit *a = &rows[i];
+
+		if ((rc = bind_double(db, ins, 1, a->time, what, err)) < 0 ||
+		    (rc = bind_text(db, ins, 2, a->user, what, err)) < 0 ||
+		    (rc = bind_text(db, ins, 3, a->verb, what, err)) < 0 ||
+		    (rc = bind_text(db, ins, 4, a->node, what, err)) < 0 ||
+		    (rc = bind_text(db, ins, 5, a->result, what, err)) < 0 ||
+		    (rc = bind_text(db, ins, 6, a->detail, what, err)) < 0 ||
+		    (rc = step_done(db, ins, what, err)) < 0)
+			goto fail;
+	}
+	rc = tx_commit(db, what, err);
+	goto out;
+
+fail:
+	tx_rollback(db);
+out:
+	sqlite3_finalize(ins);
+	return rc;
+}

@@ -1,0 +1,58 @@
+/* The SQLite inventory: node registry, audit log; schema versions migrated forward. */
+#ifndef GF_DB_H
+#define GF_DB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lib/err.h"
+#include "lib/node.h"
+
+struct gf_db;
+
+/*
+ * Open or create @path (parent directories made 0700, file 0600), WAL mode,
+ * busy timeout, foreign keys, and migrate the schema to the current version
+ * (PRAGMA user_version) in one transaction. A file from a newer gpufleet is
+ * refused (GF_E_CONFIG). Caller frees with gf_db_close(). A handle is used by
+ * one thread.
+ */
+int gf_db_open(const char *path, struct gf_db **ret, struct gf_err *err);
+void gf_db_close(struct gf_db *db);
+/*
+ * How long a write waits for another process's lock before it fails with
+ * GF_E_BUSY (gf_db_open() sets 10 s).
+ */
+int gf_db_set_busy_timeout(struct gf_db *db, int ms, struct gf_err *err);
+/* The schema version this build writes. */
+int gf_db_schema_version(void);
+
+/*
+ * Add @n nodes in one transaction. A name already registered is GF_E_USAGE
+ * ("node 'x' already exists") and nothing is added, unless @replace.
+ */
+int gf_db_nodes_add(struct gf_db *db, const struct gf_node *nodes, size_t n, bool replace,
+		    struct gf_err *err);
+/* Every registered node, in registration order. Free with gf_nodes_free(). */
+int gf_db_nodes_load(struct gf_db *db, struct gf_node **ret, size_t *ret_n, struct gf_err *err);
+/* Remove nodes (and their group memberships) in one transaction. */
+int gf_db_nodes_remove(struct gf_db *db, const char *const *names, size_t n, struct gf_err *err);
+/* Add and remove groups of nodes in one transaction. */
+int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n,
+		    const char *const *add, size_t nadd, const char *const *del, size_t ndel,
+		    struct gf_err *err);
+
+/* One line of the audit table. */
+struct gf_audit {
+	double time;         /* epoch seconds the action was sent */
+	const char *user;    /* login user */
+	const char *verb;    /* "power on", "power off", ... */
+	const char *node;
+	const char *result;  /* "ok", or the error kind */
+	const char *detail;  /* message, may be NULL */
+};
+
+/* Append audit rows in one transaction. */
+int gf_db_audit_add(struct gf_db *db, const struct gf_audit *rows, size_t n, struct gf_err *err);
+
+#endif

@@ -1,0 +1,483 @@
+/*
+ * The IPMI backend: libfreeipmi, out of band, one ipmi_ctx per session.
+ *
+ * RMCP+ (IPMI 2.0) with cipher suite 17 by default. When the BMC refuses 17
+ * at the open-session step it is tried again with 3; a timeout or a rejected
+ * login never triggers that. IPMI 1.5 only when the profile asks for it.
+ *
+ * Threads: FreeIPMI keeps no shared state per context, so each worker
+ * thread owns its session; the one process-wide step (libgcrypt's set-up
+ * inside ipmi_rmcpplus_init()) is done once under pthread_once().
+ */
+#include "ipmi/ipmi.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <freeipmi/freeipmi.h>
+
+#include "lib/buf.h"
+#include "lib/util.h"
+
+#define CIPHER_DEFAULT 17
+#define CIPHER_FALLBACK 3
+/* FreeIPMI refuses longer host names (MAXHOSTNAMELEN in its parser). */
+#define HOST_MAX 64
+/* Session timeouts beyond this are capped: FreeIPMI computes poll() ms in an int. */
+#define SESSION_MS_MAX 3600000u
+#define RETRANSMIT_MS_MIN 250u
+#define RETRANSMIT_MS_MAX 1000u
+/* IPMI_LAN_BACKOFF_COUNT in FreeIPMI's ipmi-lan-session-common.c (not exported). */
+#define FREEIPMI_BACKOFF_COUNT 2u
+
+struct ipmi_session {
+	ipmi_ctx_t ctx;
+	char *node;     /* for messages */
+	int cipher;     /* the suite in use, -1 for IPMI 1.5 */
+};
+
+/* ipmipower -W names; those of the other IPMI version are ignored. */
+struct workaround {
+	const char *name;
+	unsigned v15;    /* IPMI_WORKAROUND_FLAGS_OUTOFBAND_* */
+	unsigned v20;    /* IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_* */
+};
+
+static const struct workaround workarounds[] = {
+	{"authcap", IPMI_WORKAROUND_FLAGS_OUTOFBAND_AUTHENTICATION_CAPABILITIES,
+	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_AUTHENTICATION_CAPABILITIES},
+	{"endianseq", IPMI_WORKAROUND_FLAGS_OUTOFBAND_BIG_ENDIAN_SEQUENCE_NUMBER, 0},
+	{"forcepermsg", IPMI_WORKAROUND_FLAGS_OUTOFBAND_FORCE_PERMSG_AUTHENTICATION, 0},
+	{"idzero", IPMI_WORKAROUND_FLAGS_OUTOFBAND_ACCEPT_SESSION_ID_ZERO, 0},
+	{"integritycheckvalue", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NON_EMPTY_INTEGRITY_CHECK_VALUE},
+	{"intel20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_INTEL_2_0_SESSION},
+	{"ipmiping", 0, 0}, /* ipmipower's own discovery; nothing for a session */
+	{"noauthcodecheck", IPMI_WORKAROUND_FLAGS_OUTOFBAND_NO_AUTH_CODE_CHECK, 0},
+	{"nochecksumcheck", IPMI_WORKAROUND_FLAGS_OUTOFBAND_NO_CHECKSUM_CHECK,
+	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NO_CHECKSUM_CHECK},
+	{"none", 0, 0},
+	{"opensesspriv", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE},
+	{"sun20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUN_2_0_SESSION},
+	{"supermicro20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUPERMICRO_2_0_SESSION},
+	{"unexpectedauth", IPMI_WORKAROUND_FLAGS_OUTOFBAND_CHECK_UNEXPECTED_AUTHCODE, 0},
+};
+
+static const struct {
+	const char *name;
+	uint8_t level;
+} privileges[] = {
+	{"user", IPMI_PRIVILEGE_LEVEL_USER},
+	{"operator", IPMI_PRIVILEGE_LEVEL_OPERATOR},
+	{"admin", IPMI_PRIVILEGE_LEVEL_ADMIN},
+};
+
+static const uint8_t chassis_controls[] = {
+	[GF_POWER_OP_ON] = IPMI_CHASSIS_CONTROL_POWER_UP,
+	[GF_POWER_OP_OFF] = IPMI_CHASSIS_CONTROL_POWER_DOWN,
+	[GF_POWER_OP_CYCLE] = IPMI_CHASSIS_CONTROL_POWER_CYCLE,
+	[GF_POWER_OP_RESET] = IPMI_CHASSIS_CONTROL_HARD_RESET,
+	[GF_POWER_OP_SOFT] = IPMI_CHASSIS_CONTROL_INITIATE_SOFT_SHUTDOWN,
+	[GF_POWER_OP_NMI] = IPMI_CHASSIS_CONTROL_PULSE_DIAGNOSTIC_INTERRUPT,
+};
+
+static pthread_once_t crypt_once = PTHREAD_ONCE_INIT;
+static int crypt_rc;
+
+/* libgcrypt's one-time set-up is not safe to race (see FreeIPMI's ipmi-crypt.c). */
+static void crypt_init(void)
+{
+	crypt_rc = ipmi_rmcpplus_init();
+}
+
+static int workaround_flags(const struct gf_bmc_target *t, bool v15, unsigned *ret,
+			    struct gf_err *err)
+{
+	const char *s = t->prof->ipmi_workarounds;
+	unsigned flags = 0;
+
+	while (s && *s) {
+		size_t len = strcspn(s, ",");
+		const char *b = s, *e = s + len;
+		size_t i;
+
+		while (b < e && (*b == ' ' || *b == '\t'))
+			b++;
+		while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		for (i = 0; i < sizeof(workarounds) / sizeof(workarounds[0]); i++) {
+			if (strlen(workarounds[i].name) == (size_t)(e - b) &&
+			    memcmp(workarounds[i].name, b, (size_t)(e - b)) == 0)
+				break;
+		}
+		if (i == sizeof(workarounds) / sizeof(workarounds[0]))
+			return gf_err_set(err, GF_E_CONFIG, GF_EK_INTERNAL,
+					  "workaround '%.*s' of profile '%s' is not a FreeIPMI "
+					  "workaround", (int)(e - b), b,
+					  t->prof->name ? t->prof->name : "default");
+		flags |= v15 ? workarounds[i].v15 : workarounds[i].v20;
+		s += len;
+		if (*s == ',')
+			s++;
+	}
+	*ret = flags;
+	return 0;
+}
+
+static int privilege_level(const struct gf_bmc_target *t, uint8_t *ret, struct gf_err *err)
+{
+	const char *want = t->prof->ipmi_privilege ? t->prof->ipmi_privilege : "admin";
+
+	for (size_t i = 0; i < sizeof(privileges) / sizeof(privileges[0]); i++) {
+		if (strcmp(privileges[i].name, want) == 0) {
+			*ret = privileges[i].level;
+			return 0;
+		}
+	}
+	return gf_err_set(err, GF_E_CONFIG, GF_EK_INTERNAL,
+			  "privilege '%s' of profile '%s' is not user, operator or admin", want,
+			  t->prof->name ? t->prof->name : "default");
+}
+
+/* "host", "host:port" or "[v6]:port", the forms FreeIPMI's parser takes. */
+static int host_arg(const struct gf_bmc_target *t, char *buf, size_t size, struct gf_err *err)
+{
+	const char *node = t->node ? t->node : t->host;
+	int n;
+
+	if (!t->host || !*t->host)
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "node '%s' has no bmc address",
+				  node);
+	if (strlen(t->host) > HOST_MAX)
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT,
+				  "bmc address '%s' of node '%s' is longer than %d characters",
+				  t->host, node, HOST_MAX);
+	if (t->port < 0 || t->port > 65535)
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc port %d of node '%s' is not a port",
+				  t->port, node);
+	if (!t->port)
+		n = snprintf(buf, size, "%s", t->host);
+	else if (strchr(t->host, ':') && t->host[0] != '[')
+		n = snprintf(buf, size, "[%s]:%d", t->host, t->port);
+	else
+		n = snprintf(buf, size, "%s:%d", t->host, t->port);
+	if (n < 0 || (size_t)n >= size)
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc address '%s' of node '%s' is too long",
+				  t->host, node);
+	return 0;
+}
+
+/*
+ * FreeIPMI's timeouts for an open that must end by @deadline; false when no
+ * time is left. FreeIPMI checks its session timeout only when a wait for an
+ * answer ends, and the n-th wait (from 0) lasts (n / 2 + 1) retransmission
+ * timeouts. So the retransmission timeout is chosen to make the waits add
+ * up to the time left, near RETRANSMIT_MS_MIN..MAX each, and the session
+ * timeout just below their sum: a BMC that never answers then fails at the
+ * deadline, not up to a growing wait after it.
+ */
+static bool timeouts(double deadline, unsigned *session_ms, unsigned *retransmit_ms)
+{
+	double left = (deadline - gf_monotime()) * 1000.0;
+	unsigned total, want, sum = 2, waits = 2, r;
+
+	if (left < 20.0)
+		return false;
+	total = left > (double)SESSION_MS_MAX ? SESSION_MS_MAX : (unsigned)left;
+	want = total / 10;
+	if (want < RETRANSMIT_MS_MIN)
+		want = RETRANSMIT_MS_MIN;
+	if (want > RETRANSMIT_MS_MAX)
+		want = RETRANSMIT_MS_MAX;
+	for (;;) {
+		unsigned next = sum + waits / FREEIPMI_BACKOFF_COUNT + 1;
+
+		if ((unsigned long long)next * want > total)
+			break;
+		sum = next;
+		waits++;
+	}
+	r = total / sum;
+	/* Each wait may end up to 1 ms early (poll() takes whole ms). */
+	*session_ms = r * sum - (5 + waits);
+	*retransmit_ms = r;
+	return r > 0 && r < *session_ms;
+}
+
+/*
+ * The answer of a BMC that lacks the proposed cipher suite. A proper refusal
+ * is "no cipher suite match" (CIPHER_SUITE_ID_UNAVAILABLE) or another RMCP+
+ * status (BAD_RMCPPLUS_STATUS_CODE). OpenIPMI's ipmi_sim answers "invalid
+ * authentication algorithm" in a 2-byte Open Session Response without the
+ * session id, which FreeIPMI reports as IPMI_ERR_IPMI_ERROR (a field it
+ * needs is missing). All three mean the BMC answered and said no; timeouts
+ * and login failures have other codes.
+ */
+static bool cipher_refused(int errnum)
+{
+	return errnum == IPMI_ERR_CIPHER_SUITE_ID_UNAVAILABLE ||
+	       errnum == IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE || errnum == IPMI_ERR_IPMI_ERROR;
+}
+
+/* @err from a failed open, in the words of ipmipower where they fit. */
+static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher,
+		      bool tried_default, unsigned wflags, double t0, struct gf_err *err)
+{
+	const char *node = t->node ? t->node : t->host;
+	int e = ipmi_ctx_errnum(ctx);
+	const char *why = ipmi_ctx_strerror(e);
+	int rc;
+
+	switch (e) {
+	case IPMI_ERR_USERNAME_INVALID:
+	case IPMI_ERR_PASSWORD_INVALID:
+	case IPMI_ERR_K_G_INVALID:
+	case IPMI_ERR_PASSWORD_VERIFICATION_TIMEOUT:
+	case IPMI_ERR_AUTHENTICATION_TYPE_UNAVAILABLE:
+		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH, "bmc '%s' rejected the login (%s)",
+				  node, why);
+	case IPMI_ERR_PRIVILEGE_LEVEL_INSUFFICIENT:
+	case IPMI_ERR_PRIVILEGE_LEVEL_CANNOT_BE_OBTAINED:
+		/* ipmi_sim and some Intel BMCs echo the wrong maximum privilege. */
+		if (cipher >= 0 && !(wflags & IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE))
+			return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
+					  "bmc '%s' rejected the login (%s; some bmcs need "
+					  "ipmi_workarounds = opensesspriv)", node, why);
+		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH, "bmc '%s' rejected the login (%s)",
+				  node, why);
+	case IPMI_ERR_SESSION_TIMEOUT:
+	case IPMI_ERR_CONNECTION_TIMEOUT:
+		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
+				  "bmc '%s' (%s) did not answer in %.1f s (%s)", node, t->host,
+				  gf_monotime() - t0, why);
+	case IPMI_ERR_HOSTNAME_INVALID:
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT,
+				  "bmc address '%s' of node '%s' does not resolve", t->host, node);
+	case IPMI_ERR_SYSTEM_ERROR:
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc '%s' (%s) is unreachable (%s)",
+				  node, t->host, why);
+	case IPMI_ERR_IPMI_2_0_UNAVAILABLE:
+		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+				  "bmc '%s' does not speak ipmi 2.0 (rmcp+); ipmi_version = 1.5 "
+				  "in its profile allows ipmi 1.5", node);
+	case IPMI_ERR_BMC_BUSY:
+		return gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
+				  "bmc '%s' has no room for another session (%s)", node, why);
+	case IPMI_ERR_CIPHER_SUITE_ID_UNAVAILABLE:
+	case IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE:
+	case IPMI_ERR_IPMI_ERROR:
+		if (cipher < 0)
+			break;
+		if (tried_default)
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+					"bmc '%s' refused cipher suites %d and %d (%s)", node,
+					CIPHER_DEFAULT, cipher, why);
+		else
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+					"bmc '%s' refused cipher suite %d (%s)", node, cipher, why);
+		if (err)
+			err->detail = cipher;
+		return rc;
+	case IPMI_ERR_OUT_OF_MEMORY:
+		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
+	default:
+		break;
+	}
+	return gf_err_set(err, GF_E_NODE,
+			  e == IPMI_ERR_IPMI_ERROR ? GF_EK_PROTOCOL : GF_EK_INTERNAL,
+			  "bmc '%s' session failed (freeipmi: %s)", node, ipmi_ctx_errormsg(ctx));
+}
+
+static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct gf_err *err)
+{
+	const struct gf_profile *p = t->prof;
+	const char *node = t->node ? t->node : t->host;
+	char host[HOST_MAX + 16];
+	unsigned wflags = 0, session_ms, retransmit_ms;
+	uint8_t priv = IPMI_PRIVILEGE_LEVEL_ADMIN;
+	int cipher = p->ipmi_v15 ? -1 : p->ipmi_cipher_suite < 0 ? CIPHER_DEFAULT
+								  : p->ipmi_cipher_suite;
+	bool fallback = !p->ipmi_v15 && p->ipmi_cipher_suite < 0;
+	bool tried_default = false;
+	size_t pw_max = p->ipmi_v15 ? IPMI_1_5_MAX_PASSWORD_LENGTH : IPMI_2_0_MAX_PASSWORD_LENGTH;
+	struct ipmi_session *s;
+	double t0 = gf_monotime();
+	int rc;
+
+	if (host_arg(t, host, sizeof(host), err) < 0)
+		return GF_E_NODE;
+	if ((rc = workaround_flags(t, p->ipmi_v15, &wflags, err)) < 0 ||
+	    (rc = privilege_level(t, &priv, err)) < 0)
+		return rc;
+	if (p->bmc_user && strlen(p->bmc_user) > IPMI_MAX_USER_NAME_LENGTH)
+		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
+				  "user name of profile '%s' is longer than ipmi allows (%d bytes)",
+				  p->name ? p->name : "default", IPMI_MAX_USER_NAME_LENGTH);
+	if (p->bmc_password && strlen(p->bmc_password) > pw_max)
+		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
+				  "password of profile '%s' is longer than ipmi %s allows (%zu bytes)",
+				  p->name ? p->name : "default", p->ipmi_v15 ? "1.5" : "2.0", pw_max);
+	pthread_once(&crypt_once, crypt_init);
+	if (crypt_rc < 0)
+		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+				  "the rmcp+ crypto library could not be set up");
+
+	s = gf_xcalloc(1, sizeof(*s));
+	s->node = gf_xstrdup(node);
+	s->ctx = ipmi_ctx_create();
+	if (!s->ctx) {
+		rc = gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
+		goto fail;
+	}
+	for (;;) {
+		if (!timeouts(t->deadline, &session_ms, &retransmit_ms)) {
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
+					"bmc '%s' (%s): no time left to open a session", node, t->host);
+			goto fail;
+		}
+		if (cipher < 0)
+			rc = ipmi_ctx_open_outofband(s->ctx, host, p->bmc_user, p->bmc_password,
+						     IPMI_AUTHENTICATION_TYPE_MD5, priv, session_ms,
+						     retransmit_ms, wflags, IPMI_FLAGS_DEFAULT);
+		else
+			rc = ipmi_ctx_open_outofband_2_0(s->ctx, host, p->bmc_user, p->bmc_password,
+							 NULL, 0, priv, (uint8_t)cipher, session_ms,
+							 retransmit_ms, wflags, IPMI_FLAGS_DEFAULT);
+		if (rc == 0)
+			break;
+		if (fallback && cipher == CIPHER_DEFAULT && cipher_refused(ipmi_ctx_errnum(s->ctx))) {
+			tried_default = true;
+			cipher = CIPHER_FALLBACK;
+			continue;
+		}
+		rc = open_error(t, s->ctx, cipher, tried_default, wflags, t0, err);
+		goto fail;
+	}
+	s->cipher = cipher;
+	*ret_session = s;
+	return 0;
+fail:
+	if (s->ctx)
+		ipmi_ctx_destroy(s->ctx);
+	free(s->node);
+	free(s);
+	return rc;
+}
+
+static void ipmi_close(void *session)
+{
+	struct ipmi_session *s = session;
+
+	if (!s)
+		return;
+	/* Sends Close Session and waits at most one retransmission timeout. */
+	ipmi_ctx_destroy(s->ctx);
+	free(s->node);
+	free(s);
+}
+
+/* @err for a failed command @what; @rs holds the completion code when the BMC sent one. */
+static int cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, struct gf_err *err)
+{
+	int e = ipmi_ctx_errnum(s->ctx);
+	uint64_t cc = 0;
+
+	if (rs && FIID_OBJ_GET(rs, "comp_code", &cc) == 1 && cc != 0) {
+		char text[IPMI_ERR_STR_MAX_LEN];
+		size_t len;
+
+		if (ipmi_completion_code_strerror_cmd_r(rs, IPMI_NET_FN_CHASSIS_RQ, text,
+							sizeof(text)) < 0)
+			snprintf(text, sizeof(text), "unknown completion code");
+		/* FreeIPMI's texts are sentences; ours are lower case without a full stop. */
+		len = strlen(text);
+		while (len && (text[len - 1] == '.' || text[len - 1] == '\n'))
+			text[--len] = '\0';
+		for (char *c = text; *c; c++)
+			if (*c >= 'A' && *c <= 'Z')
+				*c = (char)(*c - 'A' + 'a');
+		gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
+			   "bmc '%s' refused %s (completion code 0x%02x: %s)", s->node, what,
+			   (unsigned)cc, text);
+		if (err)
+			err->detail = (long)cc;
+		return GF_E_NODE;
+	}
+	switch (e) {
+	case IPMI_ERR_SESSION_TIMEOUT:
+	case IPMI_ERR_CONNECTION_TIMEOUT:
+	case IPMI_ERR_MESSAGE_TIMEOUT:
+		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT, "bmc '%s' did not answer %s (%s)",
+				  s->node, what, ipmi_ctx_strerror(e));
+	case IPMI_ERR_PRIVILEGE_LEVEL_INSUFFICIENT:
+		return gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
+				  "bmc '%s' refused %s (privilege level insufficient)", s->node, what);
+	case IPMI_ERR_SYSTEM_ERROR:
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc '%s' is unreachable (%s)",
+				  s->node, ipmi_ctx_errormsg(s->ctx));
+	case IPMI_ERR_OUT_OF_MEMORY:
+		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
+	default:
+		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL, "bmc '%s' failed %s (freeipmi: %s)",
+				  s->node, what, ipmi_ctx_errormsg(s->ctx));
+	}
+}
+
+static int ipmi_power_get(void *session, enum gf_power *ret, struct gf_err *err)
+{
+	struct ipmi_session *s = session;
+	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_get_chassis_status_rs);
+	uint64_t on = 0;
+	int rc;
+
+	if (!rs)
+		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
+	if (ipmi_cmd_get_chassis_status(s->ctx, rs) < 0) {
+		rc = cmd_error(s, "get chassis status", rs, err);
+		goto out;
+	}
+	if (FIID_OBJ_GET(rs, "current_power_state.power_is_on", &on) != 1) {
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+				"bmc '%s' sent a chassis status without the power state", s->node);
+		goto out;
+	}
+	*ret = on ? GF_POWER_ON : GF_POWER_OFF;
+	rc = 0;
+out:
+	fiid_obj_destroy(rs);
+	return rc;
+}
+
+static int ipmi_power_set(void *session, enum gf_power_op op, struct gf_err *err)
+{
+	struct ipmi_session *s = session;
+	fiid_obj_t rs;
+	char what[32];
+	int rc;
+
+	if ((unsigned)op >= sizeof(chassis_controls) / sizeof(chassis_controls[0]))
+		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "power operation %d is unknown",
+				  (int)op);
+	rs = fiid_obj_create(tmpl_cmd_chassis_control_rs);
+	if (!rs)
+		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
+	snprintf(what, sizeof(what), "power %s", gf_power_op_name(op));
+	if (ipmi_cmd_chassis_control(s->ctx, chassis_controls[op], rs) < 0)
+		rc = cmd_error(s, what, rs, err);
+	else
+		rc = 0;
+	fiid_obj_destroy(rs);
+	return rc;
+}
+
+const struct gf_backend gf_ipmi_backend = {
+	.name = "ipmi",
+	.open = ipmi_open,
+	.close = ipmi_close,
+	.power_get = ipmi_power_get,
+	.power_set = ipmi_power_set,
+};

@@ -1,0 +1,49 @@
+/* The table of BMC operations that each protocol backend implements. */
+#ifndef GF_BACKEND_H
+#define GF_BACKEND_H
+
+#include "lib/creds.h"
+#include "lib/err.h"
+
+enum gf_power {
+	GF_POWER_UNKNOWN = 0,
+	GF_POWER_ON,
+	GF_POWER_OFF,
+};
+
+enum gf_power_op {
+	GF_POWER_OP_ON = 0,
+	GF_POWER_OP_OFF,    /* hard off */
+	GF_POWER_OP_CYCLE,
+	GF_POWER_OP_RESET,  /* hard reset */
+	GF_POWER_OP_SOFT,   /* ACPI shutdown request */
+	GF_POWER_OP_NMI,    /* diagnostic interrupt */
+};
+
+const char *gf_power_name(enum gf_power p);        /* "on", "off", "unknown" */
+const char *gf_power_op_name(enum gf_power_op op); /* "on", "off", "cycle", ... */
+
+/* What a backend needs to reach one BMC. Read-only for the backend. */
+struct gf_bmc_target {
+	const char *node;                /* for messages */
+	const char *host;
+	int port;                        /* 0: protocol default */
+	const struct gf_profile *prof;   /* resolved: passwords present */
+	double deadline;                 /* monotonic; every call must return by then */
+};
+
+/*
+ * A backend: NULL members are operations it does not support. Every function
+ * is called from one worker thread for one session; sessions are never shared.
+ * Functions return 0 or a negative GF_E_* with @err filled (kind set for
+ * GF_E_NODE).
+ */
+struct gf_backend {
+	const char *name;  /* "ipmi", "redfish" */
+	int (*open)(const struct gf_bmc_target *t, void **ret_session, struct gf_err *err);
+	void (*close)(void *session);
+	int (*power_get)(void *session, enum gf_power *ret, struct gf_err *err);
+	int (*power_set)(void *session, enum gf_power_op op, struct gf_err *err);
+};
+
+#endif

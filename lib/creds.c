@@ -1,0 +1,680 @@
+#include "lib/creds.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/buf.h"
+
+extern char **environ;
+
+#define DEFAULT_PROFILE "default"
+/* A credentials file is a few profiles; anything bigger is a mistake. */
+#define MAX_FILE_SIZE (1024 * 1024)
+/* The password is the first line of the command's output. */
+#define MAX_PASSWORD_LINE 4096
+/*
+ * inih keeps section names in a 50-byte buffer and cuts longer ones; a name
+ * that fills it may have been cut, so such names are refused.
+ */
+#define MAX_PROFILE_NAME 48
+
+/* Cipher suite IDs FreeIPMI can use (ipmipower -I). */
+static const int valid_cipher_suites[] = {0, 1, 2, 3, 6, 7, 8, 11, 12, 15, 16, 17};
+
+/* Workaround names that ipmipower -W takes, from ipmipower(8). */
+static const char *const valid_workarounds[] = {
+	"authcap",      "nochecksumcheck", "idzero",       "unexpectedauth",
+	"forcepermsg",  "endianseq",       "noauthcodecheck", "intel20",
+	"supermicro20", "sun20",           "opensesspriv", "integritycheckvalue",
+	"ipmiping",
+};
+
+static const char *const valid_privileges[] = {"user", "operator", "admin"};
+
+static void profile_release(struct gf_profile *p)
+{
+	free(p->name);
+	free(p->bmc_user);
+	gf_free_secret(p->bmc_password);
+	/* The command line may embed a secret too (a vault token, say). */
+	gf_free_secret(p->bmc_password_command);
+	free(p->ipmi_workarounds);
+	free(p->ipmi_privilege);
+	free(p->ssh_user);
+	free(p->ssh_key);
+	free(p->ssh_key_passphrase_env);
+	free(p->ssh_known_hosts);
+	free(p->redfish_cacert);
+	memset(p, 0, sizeof(*p));
+}
+
+static void profile_init(struct gf_profile *p, const char *name)
+{
+	memset(p, 0, sizeof(*p));
+	p->name = gf_xstrdup(name);
+	p->ipmi_cipher_suite = -1;
+}
+
+void gf_creds_release(struct gf_creds *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		profile_release(&c->profiles[i]);
+	free(c->profiles);
+	free(c->path);
+	memset(c, 0, sizeof(*c));
+}
+
+static struct gf_profile *find_profile(struct gf_creds *c, const char *name)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (strcmp(c->profiles[i].name, name) == 0)
+			return &c->profiles[i];
+	return NULL;
+}
+
+static struct gf_profile *add_profile(struct gf_creds *c, const char *name)
+{
+	c->profiles = gf_xrealloc(c->profiles, (c->n + 1) * sizeof(*c->profiles));
+	profile_init(&c->profiles[c->n], name);
+	return &c->profiles[c->n++];
+}
+
+/* The parse state, shared by the line reader and the key handler. */
+struct parse_state {
+	const char *pos;       /* next unread byte of the file text */
+	int line;              /* number of the line inih is working on */
+	struct gf_creds *c;    /* profiles built so far */
+	char msg[400];         /* the first error, without its "file line" prefix */
+	int err_line;          /* its line, 0: none yet */
+	unsigned *seen;        /* per profile, a bit per keys[] entry already given */
+};
+
+static int fail(struct parse_state *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(struct parse_state *st, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (st->err_line)
+		return 0;
+	va_start(ap, fmt);
+	vsnprintf(st->msg, sizeof(st->msg), fmt, ap);
+	va_end(ap);
+	st->err_line = st->line;
+	return 0;
+}
+
+/*
+ * fgets() over the in-memory text, counting lines so that the handler knows
+ * where it is (this libinih calls handlers without a line number). A line
+ * longer than inih's buffer would be split silently, so it is an error here.
+ */
+static char *read_line(char *str, int num, void *stream)
+{
+	struct parse_state *st = stream;
+	const char *nl;
+	size_t len;
+
+	if (st->err_line || !*st->pos)
+		return NULL;
+	nl = strchr(st->pos, '\n');
+	len = nl ? (size_t)(nl - st->pos) + 1 : strlen(st->pos);
+	st->line++;
+	/* inih needs room for "\r\n" and the NUL. */
+	if (num < 3 || len + 2 > (size_t)num) {
+		fail(st, "line longer than %d characters", num - 3);
+		return NULL;
+	}
+	memcpy(str, st->pos, len);
+	str[len] = '\0';
+	st->pos += len;
+	return str;
+}
+
+/* Profile names follow the rule for node names: [A-Za-z0-9._-]+, starting alphanumeric. */
+static bool name_ok(const char *s)
+{
+	if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' || *s == '-'))
+			return false;
+	return true;
+}
+
+static bool env_name_ok(const char *s)
+{
+	if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+		return false;
+	for (s++; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_'))
+			return false;
+	return true;
+}
+
+static int set_cipher_suite(struct parse_state *st, struct gf_profile *p, const char *key,
+			    const char *v)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (!*v || *end || errno || !((*v >= '0' && *v <= '9') || *v == '-'))
+		return fail(st, "%s '%s' is not a number", key, v);
+	if (n == -1) {
+		p->ipmi_cipher_suite = -1;
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(valid_cipher_suites) / sizeof(valid_cipher_suites[0]); i++) {
+		if (valid_cipher_suites[i] == n) {
+			p->ipmi_cipher_suite = (int)n;
+			return 1;
+		}
+	}
+	return fail(st,
+		    "%s '%s' is not a cipher suite FreeIPMI supports "
+		    "(0, 1, 2, 3, 6, 7, 8, 11, 12, 15, 16, 17, or -1 for the default)",
+		    key, v);
+}
+
+static bool workaround_known(const char *s, size_t len)
+{
+	for (size_t i = 0; i < sizeof(valid_workarounds) / sizeof(valid_workarounds[0]); i++)
+		if (strlen(valid_workarounds[i]) == len && memcmp(valid_workarounds[i], s, len) == 0)
+			return true;
+	return false;
+}
+
+/* Validate and normalise "a, b,c" into "a,b,c"; "none" alone means no workarounds. */
+static int set_workarounds(struct parse_state *st, struct gf_profile *p, const char *key,
+			   const char *v)
+{
+	struct gf_buf out = GF_BUF_INIT;
+	const char *s = v;
+
+	if (strcmp(v, "none") == 0) {
+		free(p->ipmi_workarounds);
+		p->ipmi_workarounds = NULL;
+		return 1;
+	}
+	for (;;) {
+		const char *end = strchr(s, ',');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+		const char *b = s, *e = s + len;
+
+		while (b < e && (*b == ' ' || *b == '\t'))
+			b++;
+		while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (b == e) {
+			gf_buf_release(&out);
+			return fail(st, "%s '%s' has an empty name", key, v);
+		}
+		if (!workaround_known(b, (size_t)(e - b))) {
+			int n = (int)(e - b);
+
+			gf_buf_release(&out);
+			return fail(st, "%s '%.*s' is not a FreeIPMI workaround (see ipmipower(8) -W)",
+				    key, n, b);
+		}
+		if (out.len)
+			gf_buf_addc(&out, ',');
+		gf_buf_add(&out, b, (size_t)(e - b));
+		if (!end)
+			break;
+		s = end + 1;
+	}
+	free(p->ipmi_workarounds);
+	p->ipmi_workarounds = gf_buf_detach(&out);
+	return 1;
+}
+
+static int set_privilege(struct parse_state *st, struct gf_profile *p, const char *key,
+			 const char *v)
+{
+	for (size_t i = 0; i < sizeof(valid_privileges) / sizeof(valid_privileges[0]); i++) {
+		if (strcasecmp(v, valid_privileges[i]) == 0) {
+			free(p->ipmi_privilege);
+			p->ipmi_privilege = gf_xstrdup(valid_privileges[i]);
+			return 1;
+		}
+	}
+	return fail(st, "%s '%s' is not one of user, operator, admin", key, v);
+}
+
+static int set_version(struct parse_state *st, struct gf_profile *p, const char *key,
+		       const char *v)
+{
+	if (strcmp(v, "2.0") == 0)
+		p->ipmi_v15 = false;
+	else if (strcmp(v, "1.5") == 0)
+		p->ipmi_v15 = true;
+	else
+		return fail(st, "%s '%s' is not 2.0 or 1.5", key, v);
+	return 1;
+}
+
+enum key_kind {
+	K_TEXT,      /* any text, may be empty */
+	K_NONEMPTY,  /* any text, not empty */
+	K_SECRET,    /* any text, zeroed when freed */
+	K_ENVNAME,   /* an environment variable name */
+	K_SPECIAL,   /* validated by its own setter */
+};
+
+struct key_def {
+	const char *name;
+	enum key_kind kind;
+	size_t off;  /* offset of the char * field, for the string kinds */
+	int (*set)(struct parse_state *st, struct gf_profile *p, const char *key, const char *v);
+};
+
+#define STR_KEY(n, k) {#n, k, offsetof(struct gf_profile, n), NULL}
+#define FN_KEY(n, f) {#n, K_SPECIAL, 0, f}
+
+static const struct key_def keys[] = {
+	STR_KEY(bmc_user, K_TEXT),
+	STR_KEY(bmc_password, K_SECRET),
+	STR_KEY(bmc_password_command, K_NONEMPTY),
+	FN_KEY(ipmi_cipher_suite, set_cipher_suite),
+	FN_KEY(ipmi_workarounds, set_workarounds),
+	FN_KEY(ipmi_version, set_version),
+	FN_KEY(ipmi_privilege, set_privilege),
+	STR_KEY(ssh_user, K_NONEMPTY),
+	STR_KEY(ssh_key, K_NONEMPTY),
+	STR_KEY(ssh_key_passphrase_env, K_ENVNAME),
+	STR_KEY(ssh_known_hosts, K_NONEMPTY),
+	STR_KEY(redfish_cacert, K_NONEMPTY),
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+_Static_assert(NKEYS <= sizeof(unsigned) * 8, "one bit per key in parse_state.seen");
+
+static struct gf_profile *section_profile(struct parse_state *st, const char *section,
+					  size_t *ret_idx)
+{
+	struct gf_creds *c = st->c;
+	struct gf_profile *p;
+
+	p = find_profile(c, section);
+	if (!p) {
+		p = add_profile(c, section);
+		st->seen = gf_xrealloc(st->seen, c->n * sizeof(*st->seen));
+		st->seen[c->n - 1] = 0;
+	}
+	*ret_idx = (size_t)(p - c->profiles);
+	return p;
+}
+
+static int set_string(struct parse_state *st, struct gf_profile *p, const struct key_def *k,
+		      const char *v)
+{
+	char **field = (char **)((char *)p + k->off);
+
+	if (k->kind != K_TEXT && k->kind != K_SECRET && !*v)
+		return fail(st, "%s is empty", k->name);
+	if (k->kind == K_ENVNAME && !env_name_ok(v))
+		return fail(st, "%s '%s' is not an environment variable name", k->name, v);
+	if (k->kind == K_SECRET)
+		gf_free_secret(*field);
+	else
+		free(*field);
+	*field = gf_xstrdup(v);
+	return 1;
+}
+
+/* inih calls this for each "key = value"; returning 0 stops the parse. */
+static int handle_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse_state *st = user;
+	const struct key_def *k = NULL;
+	struct gf_profile *p;
+	size_t idx, ki;
+
+	if (!*section)
+		return fail(st, "key '%s' is outside any [profile] section", name);
+	if (!name_ok(section))
+		return fail(st,
+			    "profile name '%s' is not valid (letters, digits, '.', '_', '-', "
+			    "starting with a letter or digit)",
+			    section);
+	if (strlen(section) > MAX_PROFILE_NAME)
+		return fail(st, "profile name '%s' is longer than %d characters", section,
+			    MAX_PROFILE_NAME);
+	for (ki = 0; ki < NKEYS; ki++) {
+		if (strcmp(keys[ki].name, name) == 0) {
+			k = &keys[ki];
+			break;
+		}
+	}
+	if (!k)
+		return fail(st, "unknown key '%s' in profile '%s'", name, section);
+	p = section_profile(st, section, &idx);
+	if (st->seen[idx] & (1u << ki))
+		return fail(st, "key '%s' given twice in profile '%s'", name, section);
+	st->seen[idx] |= 1u << ki;
+	if ((strcmp(name, "bmc_password") == 0 && p->bmc_password_command) ||
+	    (strcmp(name, "bmc_password_command") == 0 && p->bmc_password))
+		return fail(st, "profile '%s' has both bmc_password and bmc_password_command",
+			    section);
+	if (k->kind == K_SPECIAL)
+		return k->set(st, p, name, value);
+	return set_string(st, p, k, value);
+}
+
+/* Read all of @fd (a regular file of @size bytes as fstat saw it) into a new string. */
+static int read_all(int fd, const char *path, off_t size, char **ret, struct gf_err *err)
+{
+	size_t cap = (size_t)size + 1, len = 0;
+	char *text;
+
+	if (size > MAX_FILE_SIZE)
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "credentials file '%s' is larger than %d bytes", path,
+				  MAX_FILE_SIZE);
+	text = gf_xmalloc(cap);
+	for (;;) {
+		ssize_t r;
+
+		if (len + 1 == cap) {
+			/*
+			 * The file grew since fstat. Do not realloc: that would leave a
+			 * copy of secrets behind in freed memory.
+			 */
+			char probe;
+
+			r = read(fd, &probe, 1);
+			if (r == 0)
+				break;
+			if (r < 0 && errno == EINTR)
+				continue;
+			explicit_bzero(text, cap);
+			free(text);
+			if (r > 0)
+				return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+						  "credentials file '%s' changed while being read",
+						  path);
+			return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+					  "credentials file '%s' cannot be read (%s)", path,
+					  strerror(errno));
+		}
+		r = read(fd, text + len, cap - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+
+			explicit_bzero(text, cap);
+			free(text);
+			return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+					  "credentials file '%s' cannot be read (%s)", path,
+					  strerror(e));
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	text[len] = '\0';
+	if (strlen(text) != len) {
+		explicit_bzero(text, cap);
+		free(text);
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "credentials file '%s' contains a NUL byte", path);
+	}
+	*ret = text;
+	return 0;
+}
+
+/* Run inih over @text with options fit for secrets, then put its globals back. */
+static int parse_text(const char *path, const char *text, struct gf_creds *c, struct gf_err *err)
+{
+	struct parse_state st = {.pos = text, .c = c};
+	bool save_inline = ini_allow_inline_comments;
+	bool save_multi = ini_allow_multiline;
+	bool save_stop = ini_stop_on_first_error;
+	bool save_noval = ini_allow_no_value;
+	int rc = 0, r;
+
+	/*
+	 * A password may contain " ;", which inih would take for a comment, and
+	 * an indented line would silently extend the previous value: both off.
+	 */
+	ini_allow_inline_comments = false;
+	ini_allow_multiline = false;
+	ini_stop_on_first_error = true;
+	ini_allow_no_value = false;
+	r = ini_parse_stream(read_line, &st, handle_key, &st);
+	ini_allow_inline_comments = save_inline;
+	ini_allow_multiline = save_multi;
+	ini_stop_on_first_error = save_stop;
+	ini_allow_no_value = save_noval;
+
+	if (st.err_line)
+		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE, "'%s' line %d: %s", path, st.err_line,
+				st.msg);
+	else if (r > 0)
+		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				"'%s' line %d: not a [profile] header nor a key = value line", path,
+				r);
+	else if (r < 0)
+		rc = gf_err_set(err, GF_E_NOMEM, GF_EK_NONE, "credentials file '%s' cannot be parsed",
+				path);
+	free(st.seen);
+	return rc;
+}
+
+int gf_creds_load(const char *path, bool must_exist, struct gf_creds *ret, struct gf_err *err)
+{
+	struct gf_creds c = {0};
+	struct stat sb;
+	char *text = NULL;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ENOENT && !must_exist)
+			goto out_default;
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "credentials file '%s' cannot be opened (%s)", path,
+				  strerror(errno));
+	}
+	/* Check the file we opened, not the name: it may have been swapped since. */
+	if (fstat(fd, &sb) < 0) {
+		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				"credentials file '%s' cannot be examined (%s)", path,
+				strerror(errno));
+		close(fd);
+		return rc;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		close(fd);
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "credentials file '%s' is not a regular file", path);
+	}
+	if (sb.st_mode & 077) {
+		close(fd);
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "credentials file '%s' is readable by group or others (mode %04o); "
+				  "chmod 600 it",
+				  path, (unsigned)(sb.st_mode & 07777));
+	}
+	rc = read_all(fd, path, sb.st_size, &text, err);
+	close(fd);
+	if (rc)
+		return rc;
+	rc = parse_text(path, text, &c, err);
+	gf_free_secret(text);
+	if (rc) {
+		gf_creds_release(&c);
+		return rc;
+	}
+	c.path = gf_xstrdup(path);
+out_default:
+	if (!find_profile(&c, DEFAULT_PROFILE))
+		add_profile(&c, DEFAULT_PROFILE);
+	*ret = c;
+	return 0;
+}
+
+/*
+ * Run @cmd with /bin/sh and return the first line of its standard output.
+ * Standard input and error stay the caller's, so a command may prompt.
+ */
+static int run_password_command(const struct gf_profile *p, char **ret, struct gf_err *err)
+{
+	char *argv[] = {(char *)"sh", (char *)"-c", p->bmc_password_command, NULL};
+	posix_spawn_file_actions_t fa;
+	char *out = gf_xmalloc(MAX_PASSWORD_LINE);
+	size_t len = 0;
+	bool overflow = false;
+	int fds[2], status, rc = 0, e;
+	pid_t pid;
+	char *nl;
+
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		e = errno;
+		free(out);
+		return gf_err_set(err, GF_E_IO, GF_EK_NONE,
+				  "password command for profile '%s' cannot be started (%s)",
+				  p->name, strerror(e));
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	e = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	if (e) {
+		close(fds[0]);
+		free(out);
+		return gf_err_set(err, GF_E_IO, GF_EK_NONE,
+				  "password command for profile '%s' cannot be started (%s)",
+				  p->name, strerror(e));
+	}
+	/* Read to the end, so the command never dies of SIGPIPE; keep the first line. */
+	for (;;) {
+		char scratch[512];
+		ssize_t r;
+
+		if (len < MAX_PASSWORD_LINE - 1)
+			r = read(fds[0], out + len, MAX_PASSWORD_LINE - 1 - len);
+		else
+			r = read(fds[0], scratch, sizeof(scratch));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (len < MAX_PASSWORD_LINE - 1) {
+			len += (size_t)r;
+		} else {
+			overflow = true;
+			explicit_bzero(scratch, sizeof(scratch));
+		}
+	}
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			rc = gf_err_set(err, GF_E_IO, GF_EK_NONE,
+					"password command for profile '%s' cannot be waited for (%s)",
+					p->name, strerror(errno));
+			goto out;
+		}
+	}
+	out[len] = '\0';
+	if (WIFSIGNALED(status)) {
+		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				"password command for profile '%s' failed (signal %d)", p->name,
+				WTERMSIG(status));
+		goto out;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				"password command for profile '%s' failed (exit %d)", p->name,
+				WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		goto out;
+	}
+	nl = memchr(out, '\n', len);
+	if (!nl && overflow) {
+		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				"password command for profile '%s' printed a line longer than %d bytes",
+				p->name, MAX_PASSWORD_LINE - 1);
+		goto out;
+	}
+	if (nl)
+		*nl = '\0';
+	len = strlen(out);
+	if (len && out[len - 1] == '\r')
+		out[--len] = '\0';
+	if (!len) {
+		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				"password command for profile '%s' failed (no output)", p->name);
+		goto out;
+	}
+	*ret = gf_xstrdup(out);
+out:
+	explicit_bzero(out, MAX_PASSWORD_LINE);
+	free(out);
+	return rc;
+}
+
+int gf_creds_resolve(struct gf_creds *c, const char *name, const struct gf_profile **ret,
+		     struct gf_err *err)
+{
+	const char *env_user = getenv("GPUFLEET_BMC_USER");
+	const char *env_pass = getenv("GPUFLEET_BMC_PASSWORD");
+	struct gf_profile *p;
+
+	if (!name)
+		name = DEFAULT_PROFILE;
+	p = find_profile(c, name);
+	if (!p && strcmp(name, DEFAULT_PROFILE) == 0)
+		p = add_profile(c, DEFAULT_PROFILE);
+	if (!p) {
+		if (c->path)
+			return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+					  "profile '%s' is not in credentials file '%s'", name,
+					  c->path);
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "profile '%s' is unknown (no credentials file)", name);
+	}
+	/*
+	 * Replace a value only when it differs, so that resolving a profile again
+	 * never frees a string an earlier caller may still hold.
+	 */
+	if (env_user && (!p->bmc_user || strcmp(p->bmc_user, env_user) != 0)) {
+		free(p->bmc_user);
+		p->bmc_user = gf_xstrdup(env_user);
+	}
+	if (env_pass) {
+		if (!p->bmc_password || strcmp(p->bmc_password, env_pass) != 0) {
+			gf_free_secret(p->bmc_password);
+			p->bmc_password = gf_xstrdup(env_pass);
+		}
+	} else if (!p->bmc_password && p->bmc_password_command) {
+		/* Run once: later calls find the password in the profile. */
+		char *pw;
+		int rc = run_password_command(p, &pw, err);
+
+		if (rc)
+			return rc;
+		p->bmc_password = pw;
+	}
+	*ret = p;
+	return 0;
+}

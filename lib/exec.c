@@ -1,0 +1,136 @@
+#include "lib/exec.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/buf.h"
+#include "lib/util.h"
+
+struct exec_state {
+	const struct gf_exec_opts *opts;
+	size_t n;
+	gf_exec_task task;
+	void *ctx;
+	struct gf_result *slots;
+	double start;              /* monotonic time the run began */
+	atomic_size_t next;        /* next node index to take */
+
+	pthread_mutex_t lock;      /* guards the completion queue */
+	pthread_cond_t cond;
+	size_t *doneq;             /* node indices in completion order */
+	size_t ndone;
+};
+
+static bool retryable(const struct gf_result *r)
+{
+	return !r->ok && (r->err.kind == GF_EK_TIMEOUT || r->err.kind == GF_EK_CONNECT);
+}
+
+static void run_one(struct exec_state *st, size_t i)
+{
+	const struct gf_exec_opts *o = st->opts;
+	struct gf_result *slot = &st->slots[i];
+
+	if (o->batch)
+		gf_sleep_until(st->start + (double)(i / o->batch) * o->interval);
+	slot->t_start = gf_walltime();
+	for (;;) {
+		json_decref(slot->data);
+		slot->data = NULL;
+		slot->ok = false;
+		gf_err_clear(&slot->err);
+		slot->attempts++;
+		slot->no_retry = false;
+		st->task(st->ctx, i, gf_monotime() + o->timeout, slot);
+		if (!retryable(slot) || slot->no_retry || slot->attempts > o->retries)
+			break;
+	}
+	slot->t_end = gf_walltime();
+}
+
+static void *worker(void *arg)
+{
+	struct exec_state *st = arg;
+
+	for (;;) {
+		size_t i = atomic_fetch_add(&st->next, 1);
+
+		if (i >= st->n)
+			break;
+		run_one(st, i);
+		pthread_mutex_lock(&st->lock);
+		st->doneq[st->ndone++] = i;
+		pthread_cond_signal(&st->cond);
+		pthread_mutex_unlock(&st->lock);
+	}
+	return NULL;
+}
+
+int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, void *ctx,
+		struct gf_result *slots, gf_exec_done done, void *ud, struct gf_err *err)
+{
+	struct exec_state st = {
+		.opts = opts, .n = n, .task = task, .ctx = ctx, .slots = slots,
+	};
+	size_t nthreads = opts->fanout ? opts->fanout : 1;
+	size_t started = 0, reported = 0;
+	pthread_t *tids;
+	pthread_attr_t attr;
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		gf_result_init(&slots[i]);
+	if (n == 0)
+		return 0;
+	if (nthreads > n)
+		nthreads = n;
+	st.doneq = gf_xcalloc(n, sizeof(*st.doneq));
+	tids = gf_xcalloc(nthreads, sizeof(*tids));
+	pthread_mutex_init(&st.lock, NULL);
+	pthread_cond_init(&st.cond, NULL);
+	atomic_init(&st.next, 0);
+	st.start = gf_monotime();
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, opts->stack_size ? opts->stack_size : 256 * 1024);
+	for (; started < nthreads; started++) {
+		int e = pthread_create(&tids[started], &attr, worker, &st);
+
+		if (e) {
+			if (started == 0) {
+				rc = gf_err_set(err, GF_E_IO, GF_EK_INTERNAL,
+						"cannot start worker threads (%s)", strerror(e));
+				goto out;
+			}
+			break; /* fewer workers than asked: they share the work */
+		}
+	}
+
+	pthread_mutex_lock(&st.lock);
+	while (reported < n) {
+		while (reported == st.ndone)
+			pthread_cond_wait(&st.cond, &st.lock);
+		while (reported < st.ndone) {
+			size_t i = st.doneq[reported++];
+
+			if (done) {
+				pthread_mutex_unlock(&st.lock);
+				done(ud, i, &slots[i]);
+				pthread_mutex_lock(&st.lock);
+			}
+		}
+	}
+	pthread_mutex_unlock(&st.lock);
+	for (size_t t = 0; t < started; t++)
+		pthread_join(tids[t], NULL);
+out:
+	pthread_attr_destroy(&attr);
+	pthread_mutex_destroy(&st.lock);
+	pthread_cond_destroy(&st.cond);
+	free(st.doneq);
+	free(tids);
+	return rc;
+}

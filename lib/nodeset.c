@@ -1,0 +1,908 @@
+/* Node sets: ClusterShell/pdsh-style expressions, expanded and collapsed. */
+#include "lib/nodeset.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/buf.h"
+
+/* Longer than any host name (DNS allows 253); also bounds memory at the cap. */
+#define NAME_MAX_LEN 255
+/* Below 10^18, so a bound, a step and their differences fit in 64 bits. */
+#define NUM_MAX_DIGITS 18
+/* How much of the expression an error message quotes. */
+#define QUOTE_MAX 200
+#define NOT_FOUND SIZE_MAX
+
+typedef unsigned long long u64;
+
+/* ---- the set itself ---- */
+
+void gf_nodeset_init(struct gf_nodeset *s)
+{
+	s->names = NULL;
+	s->n = 0;
+	s->cap = 0;
+}
+
+void gf_nodeset_release(struct gf_nodeset *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->n; i++)
+		free(s->names[i]);
+	free(s->names);
+	gf_nodeset_init(s);
+}
+
+/* Append @name (taken over) without looking for duplicates. */
+static void set_push(struct gf_nodeset *s, char *name)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+
+		s->names = gf_xrealloc(s->names, cap * sizeof(*s->names));
+		s->cap = cap;
+	}
+	s->names[s->n++] = name;
+}
+
+bool gf_nodeset_contains(const struct gf_nodeset *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (!strcmp(s->names[i], name))
+			return true;
+	return false;
+}
+
+bool gf_nodeset_add(struct gf_nodeset *s, const char *name)
+{
+	if (gf_nodeset_contains(s, name))
+		return false;
+	set_push(s, gf_xstrdup(name));
+	return true;
+}
+
+/* ---- a hash index over an array of strings owned elsewhere ---- */
+
+struct slot {
+	size_t pos;    /* 0: empty, else position in the key array + 1 */
+	uint64_t hash; /* of that key: growing and probing need not touch the strings */
+};
+
+struct index {
+	struct slot *slot;
+	size_t cap; /* a power of two, or 0 */
+	size_t n;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	while (*s) {
+		h ^= (unsigned char)*s++;
+		h *= 1099511628211ULL;
+	}
+	/*
+	 * FNV alone leaves names that differ in their last characters in
+	 * neighbouring slots; mix (murmur3's finaliser) so linear probing stays short.
+	 */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 33);
+}
+
+static void index_release(struct index *x)
+{
+	free(x->slot);
+	x->slot = NULL;
+	x->cap = 0;
+	x->n = 0;
+}
+
+static void index_insert_raw(struct index *x, size_t pos, uint64_t hash)
+{
+	size_t mask = x->cap - 1;
+	size_t i = (size_t)hash & mask;
+
+	while (x->slot[i].pos)
+		i = (i + 1) & mask;
+	x->slot[i].pos = pos + 1;
+	x->slot[i].hash = hash;
+	x->n++;
+}
+
+/* Make room for @want entries at a load of at most one half. */
+static void index_reserve(struct index *x, size_t want)
+{
+	struct slot *old = x->slot;
+	size_t oldcap = x->cap;
+	size_t cap = x->cap ? x->cap : 64;
+	size_t i;
+
+	while (cap / 2 < want)
+		cap *= 2;
+	if (cap == x->cap)
+		return;
+	x->slot = gf_xcalloc(cap, sizeof(*x->slot));
+	x->cap = cap;
+	x->n = 0;
+	for (i = 0; i < oldcap; i++)
+		if (old[i].pos)
+			index_insert_raw(x, old[i].pos - 1, old[i].hash);
+	free(old);
+}
+
+static size_t index_find(const struct index *x, char *const *keys, const char *key)
+{
+	uint64_t h;
+	size_t mask, i;
+
+	if (!x->cap)
+		return NOT_FOUND;
+	h = hash_str(key);
+	mask = x->cap - 1;
+	i = (size_t)h & mask;
+	while (x->slot[i].pos) {
+		size_t pos = x->slot[i].pos - 1;
+
+		if (x->slot[i].hash == h && !strcmp(keys[pos], key))
+			return pos;
+		i = (i + 1) & mask;
+	}
+	return NOT_FOUND;
+}
+
+/* Index keys[pos], which must not be in the index yet. */
+static void index_put(struct index *x, char *const *keys, size_t pos)
+{
+	index_reserve(x, x->n + 1);
+	index_insert_raw(x, pos, hash_str(keys[pos]));
+}
+
+/* Index keys[0..n) afresh. */
+static void index_rebuild(struct index *x, char *const *keys, size_t n)
+{
+	size_t i;
+
+	index_release(x);
+	index_reserve(x, n);
+	for (i = 0; i < n; i++)
+		index_insert_raw(x, i, hash_str(keys[i]));
+}
+
+/* ---- a set under construction: the names plus an index, for O(1) lookups ---- */
+
+struct wset {
+	struct gf_nodeset s;
+	struct index idx;
+};
+
+static void wset_init(struct wset *w)
+{
+	gf_nodeset_init(&w->s);
+	w->idx.slot = NULL;
+	w->idx.cap = 0;
+	w->idx.n = 0;
+}
+
+static void wset_release(struct wset *w)
+{
+	gf_nodeset_release(&w->s);
+	index_release(&w->idx);
+}
+
+static bool wset_has(const struct wset *w, const char *name)
+{
+	return index_find(&w->idx, w->s.names, name) != NOT_FOUND;
+}
+
+/* Take @name over; a duplicate is freed. Returns -1 (name freed) when the set is full. */
+static int wset_take(struct wset *w, char *name)
+{
+	if (wset_has(w, name)) {
+		free(name);
+		return 0;
+	}
+	if (w->s.n >= GF_NODESET_MAX) {
+		free(name);
+		return -1;
+	}
+	set_push(&w->s, name);
+	index_put(&w->idx, w->s.names, w->s.n - 1);
+	return 0;
+}
+
+/* Keep the names of @w that are (@keep_common) or are not in @t, in their order. */
+static void wset_filter(struct wset *w, const struct wset *t, bool keep_common)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < w->s.n; i++) {
+		if (wset_has(t, w->s.names[i]) == keep_common)
+			w->s.names[j++] = w->s.names[i];
+		else
+			free(w->s.names[i]);
+	}
+	w->s.n = j;
+	index_rebuild(&w->idx, w->s.names, j);
+}
+
+/* ---- the parser ---- */
+
+struct parser {
+	const char *expr;
+	size_t len;
+	gf_group_resolver resolve;
+	void *ud;
+	struct gf_err *err;
+};
+
+/* One "lo-hi/step" item of a bracket; width is that of the lower bound as written. */
+struct range {
+	u64 lo, hi, step;
+	int width;
+};
+
+/* A bracket and the literal text before it. */
+struct group {
+	size_t lit; /* offset of the literal in the expression */
+	size_t lit_len;
+	struct range *r;
+	size_t nr;
+};
+
+static bool is_op(char c)
+{
+	return c == ',' || c == '!' || c == '&';
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Characters a name may hold outside brackets. */
+static bool is_name_char(char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c))
+		return true;
+	return c != '\0' && strchr("-_.:+%/~=", c) != NULL;
+}
+
+static int perr(const struct parser *p, size_t off, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A GF_E_USAGE error about the expression at offset @off. */
+static int perr(const struct parser *p, size_t off, const char *fmt, ...)
+{
+	char what[320];
+	va_list ap;
+	int q = p->len > QUOTE_MAX ? QUOTE_MAX : (int)p->len;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return gf_err_set(p->err, GF_E_USAGE, GF_EK_NONE, "%s at column %zu in '%.*s%s'", what,
+			  off + 1, q, p->expr, p->len > QUOTE_MAX ? "..." : "");
+}
+
+/* Describe the character at @off for a message: "'x'", "end of input" or "byte 0x01". */
+static void describe_char(const struct parser *p, size_t off, char *buf, size_t size)
+{
+	unsigned char c;
+
+	if (off >= p->len) {
+		snprintf(buf, size, "end of input");
+		return;
+	}
+	c = (unsigned char)p->expr[off];
+	if (c == ' ')
+		snprintf(buf, size, "space");
+	else if (c > 0x20 && c < 0x7f)
+		snprintf(buf, size, "'%c'", c);
+	else
+		snprintf(buf, size, "byte 0x%02x", c);
+}
+
+static int err_unexpected(const struct parser *p, size_t off, const char *where)
+{
+	char what[32];
+
+	describe_char(p, off, what, sizeof(what));
+	return perr(p, off, "unexpected %s%s", what, where);
+}
+
+/*
+ * Find the end of the term starting at *@pos: it runs to whitespace or an
+ * operator outside brackets. Checks that brackets balance and do not nest.
+ */
+static int scan_term(const struct parser *p, size_t *pos)
+{
+	size_t i = *pos;
+	size_t open = 0;
+	bool inside = false;
+
+	for (; i < p->len; i++) {
+		char c = p->expr[i];
+
+		if (inside) {
+			if (c == ']')
+				inside = false;
+			else if (c == '[')
+				return perr(p, i, "nested '['");
+			continue;
+		}
+		if (is_space(c) || is_op(c))
+			break;
+		if (c == '[') {
+			inside = true;
+			open = i;
+		} else if (c == ']') {
+			return perr(p, i, "unbalanced ']'");
+		}
+	}
+	if (inside)
+		return perr(p, open, "unbalanced '['");
+	*pos = i;
+	return 0;
+}
+
+/* Read a decimal number at *@pos; sets its digit count in @ret_digits. */
+static int parse_num(const struct parser *p, size_t *pos, u64 *ret, int *ret_digits)
+{
+	size_t i = *pos;
+	u64 v = 0;
+
+	while (i < p->len && is_digit(p->expr[i])) {
+		if (i - *pos >= NUM_MAX_DIGITS)
+			return perr(p, *pos, "number too long (more than %d digits)", NUM_MAX_DIGITS);
+		v = v * 10 + (u64)(p->expr[i] - '0');
+		i++;
+	}
+	if (i == *pos) {
+		if (i < p->len && p->expr[i] == ']')
+			return perr(p, i, "missing number before ']'");
+		return err_unexpected(p, i, ", expected a number");
+	}
+	*ret_digits = (int)(i - *pos);
+	*ret = v;
+	*pos = i;
+	return 0;
+}
+
+/*
+ * Parse the bracket whose '[' is at *@pos into @g; on success *@pos is past the
+ * ']' and *@count is the number of values it yields (capped just above the max).
+ */
+static int parse_bracket(const struct parser *p, size_t *pos, struct group *g, u64 *count)
+{
+	size_t i = *pos + 1;
+	size_t cap = 0;
+	u64 total = 0;
+	int rc;
+
+	if (i < p->len && p->expr[i] == ']')
+		return perr(p, *pos, "empty brackets");
+	for (;;) {
+		struct range r;
+		size_t start = i;
+		int hw;
+
+		rc = parse_num(p, &i, &r.lo, &r.width);
+		if (rc)
+			return rc;
+		r.hi = r.lo;
+		r.step = 1;
+		if (i < p->len && p->expr[i] == '-') {
+			i++;
+			rc = parse_num(p, &i, &r.hi, &hw);
+			if (rc)
+				return rc;
+			if (i < p->len && p->expr[i] == '/') {
+				size_t soff = ++i;
+
+				rc = parse_num(p, &i, &r.step, &hw);
+				if (rc)
+					return rc;
+				if (r.step == 0)
+					return perr(p, soff, "zero step in range '%.*s'",
+						    (int)(i - start), p->expr + start);
+			}
+			if (r.hi < r.lo)
+				return perr(p, start, "reversed range '%.*s'", (int)(i - start),
+					    p->expr + start);
+		}
+		if (g->nr == cap) {
+			cap = cap ? cap * 2 : 4;
+			g->r = gf_xrealloc(g->r, cap * sizeof(*g->r));
+		}
+		g->r[g->nr++] = r;
+		total += (r.hi - r.lo) / r.step + 1;
+		if (total > GF_NODESET_MAX)
+			total = (u64)GF_NODESET_MAX + 1;
+
+		if (i < p->len && p->expr[i] == ',') {
+			i++;
+			continue;
+		}
+		if (i < p->len && p->expr[i] == ']')
+			break;
+		return err_unexpected(p, i, " in brackets");
+	}
+	*pos = i + 1;
+	*count = total;
+	return 0;
+}
+
+static size_t num_digits(u64 v)
+{
+	size_t d = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		d++;
+	}
+	return d;
+}
+
+/* Write @v with at least @width digits (zero padded) at the end of @b. */
+static void add_num(struct gf_buf *b, u64 v, int width)
+{
+	char tmp[32];
+	size_t d = num_digits(v);
+	size_t n = d < (size_t)width ? (size_t)width : d;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		tmp[n - 1 - i] = (char)('0' + v % 10);
+		v /= 10;
+	}
+	gf_buf_add(b, tmp, n);
+}
+
+static void groups_free(struct group *g, size_t ng)
+{
+	size_t i;
+
+	for (i = 0; i < ng; i++)
+		free(g[i].r);
+	free(g);
+}
+
+/*
+ * Expand the name pattern expr[off..off+len) into @out (initialised by the
+ * caller), the first bracket varying slowest.
+ */
+static int expand_pattern(const struct parser *p, size_t off, size_t len, struct wset *out)
+{
+	struct group *g = NULL;
+	size_t ng = 0, cap = 0;
+	size_t i = off, end = off + len;
+	size_t lit, tail, maxlen = 0;
+	u64 product = 1;
+	size_t *ri = NULL;
+	u64 *v = NULL;
+	struct gf_buf b = GF_BUF_INIT;
+	int rc = 0;
+
+	/* scan_term() saw every '[' closed within the term: brackets end before @end. */
+	for (;;) {
+		u64 count = 1;
+		size_t k, widest = 0;
+
+		lit = i;
+		while (i < end && p->expr[i] != '[') {
+			if (p->expr[i] == ']') {
+				rc = perr(p, i, "unbalanced ']'");
+				goto out;
+			}
+			if (!is_name_char(p->expr[i])) {
+				rc = err_unexpected(p, i, " in a name");
+				goto out;
+			}
+			i++;
+		}
+		maxlen += i - lit;
+		if (i == end)
+			break;
+		if (ng == cap) {
+			cap = cap ? cap * 2 : 4;
+			g = gf_xrealloc(g, cap * sizeof(*g));
+		}
+		g[ng].lit = lit;
+		g[ng].lit_len = i - lit;
+		g[ng].r = NULL;
+		g[ng].nr = 0;
+		ng++;
+		rc = parse_bracket(p, &i, &g[ng - 1], &count);
+		if (rc)
+			goto out;
+		/* Counts are at least 1, so the cap bounds the product as it grows. */
+		if (product > GF_NODESET_MAX / count) {
+			rc = perr(p, off, "'%.*s' expands to more than %d names", (int)len,
+				  p->expr + off, GF_NODESET_MAX);
+			goto out;
+		}
+		product *= count;
+		for (k = 0; k < g[ng - 1].nr; k++) {
+			const struct range *r = &g[ng - 1].r[k];
+			size_t d = num_digits(r->hi);
+
+			if (d < (size_t)r->width)
+				d = (size_t)r->width;
+			if (d > widest)
+				widest = d;
+		}
+		maxlen += widest;
+	}
+	tail = lit;
+	if (maxlen == 0) {
+		rc = perr(p, off, "empty name");
+		goto out;
+	}
+	if (maxlen > NAME_MAX_LEN) {
+		rc = perr(p, off, "name longer than %d characters", NAME_MAX_LEN);
+		goto out;
+	}
+
+	ri = gf_xcalloc(ng, sizeof(*ri));
+	v = gf_xcalloc(ng, sizeof(*v));
+	for (i = 0; i < ng; i++)
+		v[i] = g[i].r[0].lo;
+	for (;;) {
+		bool more = false;
+		size_t k;
+
+		gf_buf_reset(&b);
+		for (k = 0; k < ng; k++) {
+			gf_buf_add(&b, p->expr + g[k].lit, g[k].lit_len);
+			add_num(&b, v[k], g[k].r[ri[k]].width);
+		}
+		gf_buf_add(&b, p->expr + tail, end - tail);
+		/* The product check above keeps this within the cap. */
+		wset_take(out, gf_xstrndup(gf_buf_str(&b), b.len));
+
+		/* Advance like an odometer, the last bracket fastest. */
+		for (k = ng; k-- > 0;) {
+			const struct range *r = &g[k].r[ri[k]];
+
+			if (r->hi - v[k] >= r->step) {
+				v[k] += r->step;
+				more = true;
+				break;
+			}
+			if (ri[k] + 1 < g[k].nr) {
+				ri[k]++;
+				v[k] = g[k].r[ri[k]].lo;
+				more = true;
+				break;
+			}
+			ri[k] = 0;
+			v[k] = g[k].r[0].lo;
+		}
+		if (!more)
+			break;
+	}
+out:
+	gf_buf_release(&b);
+	free(ri);
+	free(v);
+	groups_free(g, ng);
+	return rc;
+}
+
+/* Expand "@group" at expr[off..off+len) through the resolver into @out. */
+static int expand_group(const struct parser *p, size_t off, size_t len, struct wset *out)
+{
+	struct wset groups;
+	size_t i, j;
+	int rc;
+
+	if (!p->resolve)
+		return perr(p, off, "no group source for '%.*s'", (int)len, p->expr + off);
+	if (len == 1)
+		return perr(p, off, "missing group name after '@'");
+	wset_init(&groups);
+	/* A group name may itself be a pattern: "@rack[1-4]". */
+	rc = expand_pattern(p, off + 1, len - 1, &groups);
+	for (i = 0; !rc && i < groups.s.n; i++) {
+		struct gf_nodeset members;
+
+		gf_nodeset_init(&members);
+		rc = p->resolve(p->ud, groups.s.names[i], &members, p->err);
+		if (rc > 0)
+			rc = perr(p, off, "group source failed for '%s'", groups.s.names[i]);
+		for (j = 0; !rc && j < members.n; j++) {
+			if (wset_take(out, members.names[j]) < 0)
+				rc = perr(p, off, "'%.*s' expands to more than %d names", (int)len,
+					  p->expr + off, GF_NODESET_MAX);
+			members.names[j] = NULL;
+		}
+		gf_nodeset_release(&members);
+	}
+	wset_release(&groups);
+	return rc;
+}
+
+/* Combine @t into @cur with @op; @t is emptied. */
+static int apply(const struct parser *p, struct wset *cur, struct wset *t, char op, size_t off)
+{
+	size_t i;
+	int rc = 0;
+
+	switch (op) {
+	case ',':
+		for (i = 0; i < t->s.n; i++) {
+			if (!rc && wset_take(cur, t->s.names[i]) < 0)
+				rc = perr(p, off, "node set expands to more than %d names",
+					  GF_NODESET_MAX);
+			else if (rc)
+				free(t->s.names[i]);
+			t->s.names[i] = NULL;
+		}
+		t->s.n = 0;
+		break;
+	case '!':
+		wset_filter(cur, t, false);
+		break;
+	default: /* '&' */
+		wset_filter(cur, t, true);
+		break;
+	}
+	return rc;
+}
+
+int gf_nodeset_parse(const char *expr, gf_group_resolver resolve, void *ud,
+		     struct gf_nodeset *ret, struct gf_err *err)
+{
+	struct parser p = {expr ? expr : "", 0, resolve, ud, err};
+	struct wset cur, t;
+	size_t i = 0;
+	char op = ',';
+	int rc = 0;
+
+	p.len = strlen(p.expr);
+	wset_init(&cur);
+	while (i < p.len && is_space(p.expr[i]))
+		i++;
+	if (i == p.len)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "empty node set");
+	if (is_op(p.expr[i]))
+		op = p.expr[i++]; /* applies to the empty set */
+	for (;;) {
+		size_t start;
+
+		while (i < p.len && is_space(p.expr[i]))
+			i++;
+		start = i;
+		rc = scan_term(&p, &i);
+		if (rc)
+			goto out;
+		if (i == start) {
+			rc = perr(&p, start, "empty term after '%c'", op);
+			goto out;
+		}
+		wset_init(&t);
+		if (p.expr[start] == '@')
+			rc = expand_group(&p, start, i - start, &t);
+		else
+			rc = expand_pattern(&p, start, i - start, &t);
+		if (!rc)
+			rc = apply(&p, &cur, &t, op, start);
+		wset_release(&t);
+		if (rc)
+			goto out;
+
+		while (i < p.len && is_space(p.expr[i]))
+			i++;
+		if (i == p.len)
+			break;
+		if (!is_op(p.expr[i])) {
+			rc = err_unexpected(&p, i, ", expected ',', '!' or '&'");
+			goto out;
+		}
+		op = p.expr[i++];
+	}
+	index_release(&cur.idx);
+	*ret = cur.s;
+	return 0;
+out:
+	wset_release(&cur);
+	return rc;
+}
+
+/* ---- collapse ---- */
+
+/* Where the last digit run of a name is, and what it says. */
+struct split {
+	size_t pre;  /* digits start here */
+	size_t dig;  /* number of digits; 0: the name stays as it is */
+	u64 val;
+	bool padded; /* a leading zero: only folds with the same width */
+};
+
+static struct split split_name(const char *name)
+{
+	struct split sp = {0, 0, 0, false};
+	size_t len = strlen(name);
+	size_t e = len, s, i;
+
+	while (e > 0 && !is_digit(name[e - 1]))
+		e--;
+	if (e == 0)
+		return sp;
+	s = e;
+	while (s > 0 && is_digit(name[s - 1]))
+		s--;
+	if (e - s > NUM_MAX_DIGITS)
+		return sp;
+	sp.pre = s;
+	sp.dig = e - s;
+	for (i = s; i < e; i++)
+		sp.val = sp.val * 10 + (u64)(name[i] - '0');
+	sp.padded = sp.dig > 1 && name[s] == '0';
+	return sp;
+}
+
+/* The fold key: the length of the prefix keeps prefix and suffix apart. */
+static void fold_key(struct gf_buf *key, const char *name, const struct split *sp, size_t width)
+{
+	gf_buf_reset(key);
+	if (!sp->dig) {
+		gf_buf_addc(key, 'P');
+		gf_buf_adds(key, name);
+		return;
+	}
+	gf_buf_addc(key, 'N');
+	add_num(key, sp->pre, 0);
+	gf_buf_addc(key, ':');
+	gf_buf_add(key, name, sp->pre);
+	gf_buf_adds(key, name + sp->pre + sp->dig);
+	gf_buf_addc(key, '#');
+	add_num(key, width, 0);
+}
+
+struct fold {
+	size_t first; /* index in names of its first member */
+	size_t width; /* digits of every member; 0: unpadded numbers of any width */
+	u64 *nums;
+	size_t n, cap;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void fold_render(struct gf_buf *out, const char *const *names, struct fold *f)
+{
+	const char *name = names[f->first];
+	struct split sp = split_name(name);
+	size_t i, j, n = 0;
+
+	if (f->n > 1) {
+		qsort(f->nums, f->n, sizeof(*f->nums), cmp_u64);
+		for (i = 0; i < f->n; i++)
+			if (n == 0 || f->nums[n - 1] != f->nums[i])
+				f->nums[n++] = f->nums[i];
+	} else {
+		n = f->n;
+	}
+	if (n <= 1) {
+		gf_buf_adds(out, name);
+		return;
+	}
+	gf_buf_add(out, name, sp.pre);
+	gf_buf_addc(out, '[');
+	for (i = 0; i < n; i = j + 1) {
+		j = i;
+		while (j + 1 < n && f->nums[j + 1] == f->nums[j] + 1)
+			j++;
+		if (i > 0)
+			gf_buf_addc(out, ',');
+		add_num(out, f->nums[i], (int)f->width);
+		if (j > i) {
+			gf_buf_addc(out, '-');
+			add_num(out, f->nums[j], (int)f->width);
+		}
+	}
+	gf_buf_addc(out, ']');
+	gf_buf_adds(out, name + sp.pre + sp.dig);
+}
+
+char *gf_nodeset_collapse(const char *const *names, size_t n)
+{
+	struct gf_buf out = GF_BUF_INIT, key = GF_BUF_INIT;
+	struct index padded_idx = {NULL, 0, 0}, fold_idx = {NULL, 0, 0};
+	char **padded = NULL, **keys = NULL;
+	size_t npadded = 0, nfolds = 0, i;
+	struct fold *folds = NULL;
+
+	/* Which prefix/suffix/width classes have zero-padded members. */
+	for (i = 0; i < n; i++) {
+		struct split sp = split_name(names[i]);
+
+		if (!sp.padded)
+			continue;
+		fold_key(&key, names[i], &sp, sp.dig);
+		if (index_find(&padded_idx, padded, gf_buf_str(&key)) != NOT_FOUND)
+			continue;
+		if (!(npadded & (npadded - 1)))
+			padded = gf_xrealloc(padded, (npadded ? npadded * 2 : 1) * sizeof(*padded));
+		padded[npadded++] = gf_xstrdup(gf_buf_str(&key));
+		index_put(&padded_idx, padded, npadded - 1);
+	}
+
+	for (i = 0; i < n; i++) {
+		struct split sp = split_name(names[i]);
+		size_t width = sp.padded ? sp.dig : 0;
+		size_t pos;
+		struct fold *f;
+
+		/* An unpadded number as wide as a padded class prints the same in it. */
+		if (sp.dig > 1 && !sp.padded && npadded) {
+			fold_key(&key, names[i], &sp, sp.dig);
+			if (index_find(&padded_idx, padded, gf_buf_str(&key)) != NOT_FOUND)
+				width = sp.dig;
+		}
+		fold_key(&key, names[i], &sp, width);
+		pos = index_find(&fold_idx, keys, gf_buf_str(&key));
+		if (pos == NOT_FOUND) {
+			if (!(nfolds & (nfolds - 1))) {
+				size_t cap = nfolds ? nfolds * 2 : 1;
+
+				keys = gf_xrealloc(keys, cap * sizeof(*keys));
+				folds = gf_xrealloc(folds, cap * sizeof(*folds));
+			}
+			pos = nfolds++;
+			keys[pos] = gf_xstrdup(gf_buf_str(&key));
+			folds[pos] = (struct fold){i, width, NULL, 0, 0};
+			index_put(&fold_idx, keys, pos);
+		}
+		f = &folds[pos];
+		if (!sp.dig)
+			continue;
+		if (f->n == f->cap) {
+			f->cap = f->cap ? f->cap * 2 : 4;
+			f->nums = gf_xrealloc(f->nums, f->cap * sizeof(*f->nums));
+		}
+		f->nums[f->n++] = sp.val;
+	}
+
+	for (i = 0; i < nfolds; i++) {
+		if (i > 0)
+			gf_buf_addc(&out, ',');
+		fold_render(&out, names, &folds[i]);
+		free(folds[i].nums);
+		free(keys[i]);
+	}
+	for (i = 0; i < npadded; i++)
+		free(padded[i]);
+	free(padded);
+	free(folds);
+	free(keys);
+	index_release(&padded_idx);
+	index_release(&fold_idx);
+	gf_buf_release(&key);
+	if (!out.s)
+		return gf_xstrdup("");
+	return gf_buf_detach(&out);
+}

@@ -1,0 +1,342 @@
+#include "lib/output.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/nodeset.h"
+
+int gf_format_parse(const char *s, enum gf_format *ret, struct gf_err *err)
+{
+	static const char *const names[] = {
+		[GF_FMT_TABLE] = "table", [GF_FMT_JSON] = "json", [GF_FMT_NDJSON] = "ndjson",
+		[GF_FMT_CSV] = "csv", [GF_FMT_PROMETHEUS] = "prometheus",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(s, names[i]) == 0) {
+			*ret = (enum gf_format)i;
+			return 0;
+		}
+	}
+	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+			  "unknown format '%s' (table, json, ndjson, csv, prometheus)", s);
+}
+
+/* Look up a dotted path in @o; NULL when absent. Borrowed. */
+static json_t *lookup(json_t *o, const char *path)
+{
+	char key[128];
+
+	while (o && json_is_object(o)) {
+		const char *dot = strchr(path, '.');
+		size_t len = dot ? (size_t)(dot - path) : strlen(path);
+
+		if (len >= sizeof(key))
+			return NULL;
+		memcpy(key, path, len);
+		key[len] = '\0';
+		o = json_object_get(o, key);
+		if (!dot)
+			return o;
+		path = dot + 1;
+	}
+	return NULL;
+}
+
+static char *cell_text(json_t *v)
+{
+	char tmp[64];
+
+	if (!v || json_is_null(v))
+		return gf_xstrdup("-");
+	if (json_is_string(v))
+		return gf_xstrdup(json_string_value(v));
+	if (json_is_integer(v)) {
+		snprintf(tmp, sizeof(tmp), "%lld", (long long)json_integer_value(v));
+		return gf_xstrdup(tmp);
+	}
+	if (json_is_real(v)) {
+		snprintf(tmp, sizeof(tmp), "%g", json_real_value(v));
+		return gf_xstrdup(tmp);
+	}
+	if (json_is_boolean(v))
+		return gf_xstrdup(json_is_true(v) ? "yes" : "no");
+	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+	return s ? s : gf_xstrdup("?");
+}
+
+/* One output row before folding: the node and its cells (without NODE). */
+struct row {
+	const char *node;
+	char **cells;  /* ncols cells, then the error cell */
+	bool failed;
+	bool folded;   /* already printed as part of an earlier fold */
+};
+
+struct table {
+	struct row *rows;
+	size_t n, cap;
+	size_t ncells;   /* spec cols + error */
+	bool any_failed;
+};
+
+static void add_row(struct table *t, json_t *obj, json_t *elem, const struct gf_render_spec *spec)
+{
+	struct row r = {0};
+	json_t *ok = json_object_get(obj, "ok");
+
+	r.node = json_string_value(json_object_get(obj, "node"));
+	r.cells = gf_xcalloc(t->ncells, sizeof(char *));
+	r.failed = ok && !json_is_true(ok);
+	for (size_t c = 0; c < spec->ncols; c++) {
+		json_t *v = elem ? lookup(elem, spec->cols[c].key) : NULL;
+
+		if (!v)
+			v = lookup(obj, spec->cols[c].key);
+		r.cells[c] = cell_text(v);
+	}
+	if (r.failed) {
+		json_t *e = json_object_get(obj, "error");
+		char *msg = NULL;
+		const char *kind = json_string_value(json_object_get(e, "kind"));
+		const char *text = json_string_value(json_object_get(e, "message"));
+		struct gf_buf b = GF_BUF_INIT;
+
+		gf_buf_addf(&b, "%s: %s", kind ? kind : "internal", text ? text : "");
+		msg = gf_buf_detach(&b);
+		r.cells[spec->ncols] = msg;
+		t->any_failed = true;
+	} else {
+		r.cells[spec->ncols] = gf_xstrdup("");
+	}
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 16;
+		t->rows = gf_xrealloc(t->rows, t->cap * sizeof(*t->rows));
+	}
+	t->rows[t->n++] = r;
+}
+
+static void build_table(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
+			struct table *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->ncells = spec->ncols + 1;
+	for (size_t i = 0; i < n; i++) {
+		json_t *arr = spec->rows_key ? json_object_get(objs[i], spec->rows_key) : NULL;
+
+		if (arr && json_is_array(arr) && json_array_size(arr) > 0) {
+			size_t k;
+			json_t *elem;
+
+			json_array_foreach(arr, k, elem)
+				add_row(t, objs[i], elem, spec);
+		} else {
+			add_row(t, objs[i], NULL, spec);
+		}
+	}
+}
+
+static void free_table(struct table *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		for (size_t c = 0; c < t->ncells; c++)
+			free(t->rows[i].cells[c]);
+		free(t->rows[i].cells);
+	}
+	free(t->rows);
+}
+
+static bool same_cells(const struct table *t, const struct row *a, const struct row *b)
+{
+	for (size_t c = 0; c < t->ncells; c++)
+		if (strcmp(a->cells[c], b->cells[c]) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * The NODE column of every output row: the node itself, or with collapse the
+ * folded range of all rows with the same cells. Returns a new array of owned
+ * strings, one per row; NULL marks a row folded into an earlier one.
+ */
+static char **node_column(struct table *t, bool collapse)
+{
+	char **col = gf_xcalloc(t->n, sizeof(char *));
+	const char **names = gf_xcalloc(t->n, sizeof(char *));
+
+	for (size_t i = 0; i < t->n; i++) {
+		size_t k = 0;
+
+		if (t->rows[i].folded)
+			continue;
+		if (!collapse) {
+			col[i] = gf_xstrdup(t->rows[i].node ? t->rows[i].node : "");
+			continue;
+		}
+		for (size_t j = i; j < t->n; j++) {
+			if (t->rows[j].folded || !same_cells(t, &t->rows[i], &t->rows[j]))
+				continue;
+			if (j != i)
+				t->rows[j].folded = true;
+			/* A node with several identical rows is named once. */
+			bool dup = false;
+
+			for (size_t m = 0; m < k; m++)
+				if (strcmp(names[m], t->rows[j].node) == 0)
+					dup = true;
+			if (!dup)
+				names[k++] = t->rows[j].node;
+		}
+		col[i] = gf_nodeset_collapse(names, k);
+	}
+	free(names);
+	return col;
+}
+
+static void pad(struct gf_buf *out, size_t n)
+{
+	while (n--)
+		gf_buf_addc(out, ' ');
+}
+
+void gf_render_table(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
+		     struct gf_buf *out)
+{
+	struct table t;
+	char **nodes;
+	size_t *w;
+	size_t ncols;
+
+	build_table(objs, n, spec, &t);
+	nodes = node_column(&t, spec->collapse);
+	ncols = t.any_failed ? t.ncells : spec->ncols;
+	w = gf_xcalloc(ncols + 1, sizeof(size_t));
+	w[0] = strlen("NODE");
+	for (size_t c = 0; c < spec->ncols; c++)
+		w[c + 1] = strlen(spec->cols[c].title);
+	if (t.any_failed)
+		w[ncols] = strlen("ERROR");
+	for (size_t i = 0; i < t.n; i++) {
+		if (!nodes[i])
+			continue;
+		if (strlen(nodes[i]) > w[0])
+			w[0] = strlen(nodes[i]);
+		for (size_t c = 0; c < ncols; c++)
+			if (strlen(t.rows[i].cells[c]) > w[c + 1])
+				w[c + 1] = strlen(t.rows[i].cells[c]);
+	}
+
+	gf_buf_adds(out, "NODE");
+	for (size_t c = 0; c < ncols; c++) {
+		const char *title = c < spec->ncols ? spec->cols[c].title : "ERROR";
+
+		pad(out, w[c] - (c ? strlen(spec->cols[c - 1].title) : 4) + 2);
+		gf_buf_adds(out, title);
+	}
+	gf_buf_addc(out, '\n');
+	for (size_t i = 0; i < t.n; i++) {
+		size_t prev;
+
+		if (!nodes[i])
+			continue;
+		gf_buf_adds(out, nodes[i]);
+		prev = strlen(nodes[i]);
+		for (size_t c = 0; c < ncols; c++) {
+			const char *cell = t.rows[i].cells[c];
+			bool last = c + 1 == ncols;
+			bool red = spec->color && t.rows[i].failed && c == spec->ncols;
+
+			pad(out, w[c] - prev + 2);
+			if (red)
+				gf_buf_adds(out, "\033[31m");
+			gf_buf_adds(out, cell);
+			if (red)
+				gf_buf_adds(out, "\033[0m");
+			prev = strlen(cell);
+			if (last)
+				break;
+		}
+		/* No trailing blanks: trim what padding of empty cells left. */
+		while (out->len && out->s[out->len - 1] == ' ')
+			out->s[--out->len] = '\0';
+		gf_buf_addc(out, '\n');
+	}
+	for (size_t i = 0; i < t.n; i++)
+		free(nodes[i]);
+	free(nodes);
+	free(w);
+	free_table(&t);
+}
+
+static void csv_field(struct gf_buf *out, const char *s)
+{
+	if (strpbrk(s, ",\"\r\n") == NULL) {
+		gf_buf_adds(out, s);
+		return;
+	}
+	gf_buf_addc(out, '"');
+	for (; *s; s++) {
+		if (*s == '"')
+			gf_buf_addc(out, '"');
+		gf_buf_addc(out, *s);
+	}
+	gf_buf_addc(out, '"');
+}
+
+void gf_render_csv(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
+		   struct gf_buf *out)
+{
+	struct table t;
+	char **nodes;
+
+	build_table(objs, n, spec, &t);
+	nodes = node_column(&t, spec->collapse);
+	gf_buf_adds(out, "node");
+	for (size_t c = 0; c < spec->ncols; c++) {
+		gf_buf_addc(out, ',');
+		csv_field(out, spec->cols[c].key);
+	}
+	gf_buf_adds(out, ",error\n");
+	for (size_t i = 0; i < t.n; i++) {
+		if (!nodes[i])
+			continue;
+		csv_field(out, nodes[i]);
+		for (size_t c = 0; c < t.ncells; c++) {
+			gf_buf_addc(out, ',');
+			csv_field(out, t.rows[i].cells[c]);
+		}
+		gf_buf_addc(out, '\n');
+	}
+	for (size_t i = 0; i < t.n; i++)
+		free(nodes[i]);
+	free(nodes);
+	free_table(&t);
+}
+
+static void dump(json_t *obj, struct gf_buf *out)
+{
+	char *s = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+	if (s) {
+		gf_buf_adds(out, s);
+		free(s);
+	}
+}
+
+void gf_render_json(json_t *const *objs, size_t n, struct gf_buf *out)
+{
+	gf_buf_adds(out, "[");
+	for (size_t i = 0; i < n; i++) {
+		gf_buf_adds(out, i ? ",\n" : "\n");
+		dump(objs[i], out);
+	}
+	gf_buf_adds(out, n ? "\n]\n" : "]\n");
+}
+
+void gf_render_ndjson_one(json_t *obj, struct gf_buf *out)
+{
+	dump(obj, out);
+	gf_buf_addc(out, '\n');
+}

@@ -1,0 +1,46 @@
+/* Renderers: table, json, ndjson, csv, built into a buffer; cli/ prints it. */
+#ifndef GF_OUTPUT_H
+#define GF_OUTPUT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lib/buf.h"
+#include "lib/err.h"
+
+enum gf_format {
+	GF_FMT_TABLE = 0,
+	GF_FMT_JSON,
+	GF_FMT_NDJSON,
+	GF_FMT_CSV,
+	GF_FMT_PROMETHEUS,
+};
+
+int gf_format_parse(const char *s, enum gf_format *ret, struct gf_err *err);
+
+/* A column: a member of the per-node object (dotted path into objects allowed). */
+struct gf_col {
+	const char *key;    /* e.g. "power" */
+	const char *title;  /* e.g. "POWER" */
+};
+
+struct gf_render_spec {
+	const struct gf_col *cols;  /* besides NODE and, when any node failed, ERROR */
+	size_t ncols;
+	const char *rows_key;       /* array member shown as one row per element, or NULL */
+	bool collapse;              /* fold identical rows into node ranges */
+	bool color;                 /* ANSI colour for ok/error in tables */
+};
+
+/* @objs: the per-node objects (borrowed), as made by gf_result_to_json(). */
+void gf_render_table(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
+		     struct gf_buf *out);
+void gf_render_csv(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
+		   struct gf_buf *out);
+/* A JSON array of the objects, one per line, closed by "]\n". */
+void gf_render_json(json_t *const *objs, size_t n, struct gf_buf *out);
+/* One object on one line. */
+void gf_render_ndjson_one(json_t *obj, struct gf_buf *out);
+
+#endif

@@ -1,0 +1,153 @@
+#include "lib/util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/buf.h"
+
+double gf_monotime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double gf_walltime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void gf_sleep_until(double t)
+{
+	for (;;) {
+		double left = t - gf_monotime();
+		struct timespec ts;
+
+		if (left <= 0)
+			return;
+		ts.tv_sec = (time_t)left;
+		ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+		if (nanosleep(&ts, NULL) == 0)
+			return;
+	}
+}
+
+void gf_iso8601(double t, bool frac, char *buf, size_t size)
+{
+	time_t secs = (time_t)floor(t);
+	struct tm tm;
+	char base[32];
+
+	gmtime_r(&secs, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (frac)
+		snprintf(buf, size, "%s.%03dZ", base, (int)((t - (double)secs) * 1000.0));
+	else
+		snprintf(buf, size, "%sZ", base);
+}
+
+int gf_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret,
+		  struct gf_err *err, const char *what)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		goto bad;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		goto bad;
+	*ret = v;
+	return 0;
+bad:
+	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "%s '%s' is not a whole number from %lu to %lu",
+			  what, s ? s : "", min, max);
+}
+
+int gf_parse_seconds(const char *s, double min, double max, double *ret, struct gf_err *err,
+		     const char *what)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	if (!s || !*s || *s == ' ')
+		goto bad;
+	v = strtod(s, &end);
+	if (errno || *end || !isfinite(v) || v < min || v > max)
+		goto bad;
+	*ret = v;
+	return 0;
+bad:
+	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "%s '%s' is not a number of seconds from %g to %g",
+			  what, s ? s : "", min, max);
+}
+
+const char *gf_invoking_user(void)
+{
+	static char name[256];
+	const char *s = getenv("SUDO_USER");
+	struct passwd pw, *res = NULL;
+	char pwbuf[4096];
+
+	if (s && *s) {
+		snprintf(name, sizeof(name), "%s", s);
+		return name;
+	}
+	if (getpwuid_r(geteuid(), &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res) {
+		snprintf(name, sizeof(name), "%s", res->pw_name);
+		return name;
+	}
+	snprintf(name, sizeof(name), "uid %u", (unsigned)geteuid());
+	return name;
+}
+
+void gf_harden_process(void)
+{
+	struct rlimit rl = {0, 0};
+
+	setrlimit(RLIMIT_CORE, &rl);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+int gf_mkdir_parents(const char *path, struct gf_err *err)
+{
+	char *dir = gf_xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	int rc = 0;
+
+	if (!slash || slash == dir)
+		goto out;
+	*slash = '\0';
+	for (char *p = dir + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+
+		*p = '\0';
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+			rc = gf_err_set(err, GF_E_IO, GF_EK_NONE, "cannot create directory '%s' (%s)",
+					dir, strerror(errno));
+			goto out;
+		}
+		*p = saved;
+		if (saved == '\0')
+			break;
+	}
+out:
+	free(dir);
+	return rc;
+}

@@ -1,0 +1,89 @@
+"""The node registry and configuration errors, through the real binary (no peers needed)."""
+import json
+import os
+
+
+def test_add_list_tag_remove(gf):
+    assert gf.run("nodes", "add", "gpu001", "--bmc", "127.31.0.1", "--protocol", "ipmi",
+                  "--group", "rack1", "--ssh", "ops@127.31.0.101:2222").returncode == 0
+    assert gf.run("nodes", "add", "gpu002", "--bmc", "127.31.0.2:6230", "-g", "rack1").returncode == 0
+    r, data = gf.json("nodes", "list")
+    assert data == [
+        {"node": "gpu001", "bmc": "127.31.0.1", "protocol": "ipmi", "ssh": "ops@127.31.0.101:2222",
+         "profile": "default", "groups": ["rack1"]},
+        {"node": "gpu002", "bmc": "127.31.0.2:6230", "protocol": "auto", "ssh": None,
+         "profile": "default", "groups": ["rack1"]},
+    ]
+    assert gf.run("nodes", "tag", "gpu[001-002]", "+hot", "-rack1").returncode == 0
+    r, data = gf.json("nodes", "list", "@hot")
+    assert [o["groups"] for o in data] == [["hot"], ["hot"]]
+    r = gf.run("nodes", "list", "@rack1")
+    assert r.returncode == 2 and "rack1" in r.stderr
+    r = gf.run("nodes", "add", "gpu001", "--bmc", "127.31.0.9")
+    assert r.returncode == 2 and "already exists" in r.stderr
+    assert gf.run("nodes", "remove", "gpu001").returncode == 0
+    r, data = gf.json("nodes", "list")
+    assert [o["node"] for o in data] == ["gpu002"]
+
+
+def test_import_broken_line_imports_nothing(gf):
+    csv = ("name,bmc,protocol,groups\n"
+           "n1,127.31.0.1,ipmi,a\n"
+           "n2,127.31.0.2,ipmi,a;b\n"
+           "n3,127.31.0.3,telnet,a\n"
+           "n4,127.31.0.4,ipmi,\n")
+    r = gf.run("nodes", "import", "-", input=csv)
+    assert r.returncode == 2
+    assert "line 4" in r.stderr and "nothing imported" in r.stderr
+    r, data = gf.json("nodes", "list")
+    assert data == []
+    r = gf.run("nodes", "import", "-", input=csv.replace("telnet", "redfish"))
+    assert r.returncode == 0, r.stderr
+    r, data = gf.json("nodes", "list", "@b")
+    assert [o["node"] for o in data] == ["n2"]
+
+
+def test_targets_syntax(gf):
+    csv = "name,bmc,groups\n" + "".join(
+        f"r{r}n{n:02d},127.31.0.{r * 10 + n},{'odd' if n % 2 else 'even'}\n"
+        for r in (1, 2) for n in range(1, 5))
+    assert gf.run("nodes", "import", "-", input=csv).returncode == 0
+
+    def names(*t):
+        r, data = gf.json("nodes", "list", *t)
+        assert r.returncode == 0, r.stderr
+        return [o["node"] for o in data]
+
+    assert names("r[1-2]n[01-02]") == ["r1n01", "r1n02", "r2n01", "r2n02"]
+    assert names("r1n[01-04]!@odd") == ["r1n02", "r1n04"]
+    assert names("@odd&r2n[01-03]") == ["r2n01", "r2n03"]
+    r = gf.run("nodes", "list", "r1n[01-")
+    assert r.returncode == 2 and r.stdout == ""
+
+
+def test_credentials_mode_refused(gf):
+    gf.write_creds("[default]\nbmc_user = admin\nbmc_password = x\n", mode=0o644)
+    r = gf.run("power", "status", "-H", "127.31.0.1", "--protocol", "ipmi")
+    assert r.returncode == 2
+    assert "credentials" in r.stderr and "0644" in r.stderr
+    assert "x\n" not in r.stderr
+
+
+def test_bad_options_are_usage_errors(gf):
+    for args in (["power"], ["power", "warp", "x"], ["frobnicate"], ["--fanout", "0", "nodes", "list"],
+                 ["nodes", "list", "--format", "xml"], ["power", "status", "--timeout", "soon", "-H", "x"]):
+        r = gf.run(*args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert r.stderr.startswith("gpufleet: ") or r.stderr.startswith("usage"), r.stderr
+        assert r.stdout == ""
+
+
+def test_password_never_in_db(gf):
+    gf.run("nodes", "add", "n1", "--bmc", "127.31.250.1", "--protocol", "ipmi")
+    gf.run("power", "on", "n1", "--timeout", "0.5", "--retries", "0")
+    with open(gf.db, "rb") as f:
+        assert b"lab-Pa55word" not in f.read()
+    for name in os.listdir(gf.workdir):
+        if name.startswith("inventory.db"):
+            with open(os.path.join(gf.workdir, name), "rb") as f:
+                assert b"lab-Pa55word" not in f.read()

@@ -1,0 +1,32 @@
+#!/bin/bash
+# Install what gpufleet needs to build and test, from Debian 12's archive only.
+# Run as root. Installs nothing when everything is already there.
+set -euo pipefail
+
+pkgs=(
+	# build
+	gcc meson ninja-build pkg-config
+	libfreeipmi-dev libipmimonitoring-dev libcurl4-openssl-dev libjansson-dev
+	libssh2-1-dev libsqlite3-dev libinih-dev libcmocka-dev
+	# test lab and reference tools
+	openipmi freeipmi-tools ipmitool openssh-server openssl sqlite3
+	python3 python3-pytest hyperfine
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing packages: ${missing[*]}; run as root to install them" >&2
+	exit 2
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

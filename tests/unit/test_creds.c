@@ -1,0 +1,545 @@
+/* Unit tests for lib/creds.c: the credentials file, profiles, overrides, password commands. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "lib/buf.h"
+#include "lib/creds.h"
+
+/* A private directory per run; every test writes its files there. */
+static char tmpdir[] = "/tmp/gf-test-creds-XXXXXX";
+
+static char *path_in_tmp(const char *name)
+{
+	struct gf_buf b = GF_BUF_INIT;
+
+	gf_buf_addf(&b, "%s/%s", tmpdir, name);
+	return gf_buf_detach(&b);
+}
+
+/* Write @text to a file named @name in the test directory with @mode; returns its path. */
+static char *write_file(const char *name, const char *text, mode_t mode)
+{
+	char *path = path_in_tmp(name);
+	size_t len = strlen(text);
+	int fd;
+
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+	return path;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	unsetenv("GPUFLEET_BMC_USER");
+	unsetenv("GPUFLEET_BMC_PASSWORD");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unsetenv("GPUFLEET_BMC_USER");
+	unsetenv("GPUFLEET_BMC_PASSWORD");
+	return 0;
+}
+
+/* Load @text written with mode 0600; asserts success. */
+static void load_ok(const char *text, struct gf_creds *c)
+{
+	char *path = write_file("creds.ini", text, 0600);
+	struct gf_err err = {0};
+
+	if (gf_creds_load(path, true, c, &err) != 0)
+		fail_msg("load failed: %s", err.msg);
+	assert_string_equal(c->path, path);
+	free(path);
+}
+
+static const struct gf_profile *resolve_ok(struct gf_creds *c, const char *name)
+{
+	const struct gf_profile *p = NULL;
+	struct gf_err err = {0};
+
+	if (gf_creds_resolve(c, name, &p, &err) != 0)
+		fail_msg("resolve '%s' failed: %s", name ? name : "(null)", err.msg);
+	assert_non_null(p);
+	return p;
+}
+
+static void test_mode_refused(void **state)
+{
+	static const mode_t bad[] = {0644, 0640, 0604, 0610, 0601, 0660, 0777};
+	static const mode_t good[] = {0600, 0400, 0700};
+	struct gf_creds c = {.n = 42};
+	struct gf_err err = {0};
+	char *path, *want;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		path = write_file("loose.ini", "[default]\nbmc_user = admin\n", bad[i]);
+		assert_int_equal(gf_creds_load(path, true, &c, &err), GF_E_CONFIG);
+		assert_int_equal(c.n, 42); /* untouched */
+		assert_non_null(strstr(err.msg, "is readable by group or others"));
+		free(path);
+	}
+	path = write_file("loose.ini", "[default]\nbmc_user = admin\n", 0644);
+	assert_int_equal(gf_creds_load(path, true, &c, &err), GF_E_CONFIG);
+	{
+		struct gf_buf b = GF_BUF_INIT;
+
+		gf_buf_addf(&b,
+			    "credentials file '%s' is readable by group or others (mode 0644); "
+			    "chmod 600 it",
+			    path);
+		want = gf_buf_detach(&b);
+	}
+	assert_string_equal(err.msg, want);
+	free(want);
+	free(path);
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		path = write_file("tight.ini", "[default]\nbmc_user = admin\n", good[i]);
+		assert_int_equal(gf_creds_load(path, true, &c, &err), 0);
+		assert_string_equal(resolve_ok(&c, NULL)->bmc_user, "admin");
+		gf_creds_release(&c);
+		free(path);
+	}
+}
+
+static void test_missing_file(void **state)
+{
+	char *path = path_in_tmp("does-not-exist.ini");
+	struct gf_creds c = {0};
+	struct gf_err err = {0};
+	const struct gf_profile *p;
+
+	(void)state;
+	assert_int_equal(gf_creds_load(path, true, &c, &err), GF_E_CONFIG);
+	assert_non_null(strstr(err.msg, "cannot be opened"));
+
+	assert_int_equal(gf_creds_load(path, false, &c, &err), 0);
+	assert_null(c.path);
+	p = resolve_ok(&c, NULL);
+	assert_string_equal(p->name, "default");
+	assert_null(p->bmc_user);
+	assert_null(p->bmc_password);
+	assert_int_equal(p->ipmi_cipher_suite, -1);
+	assert_false(p->ipmi_v15);
+	assert_int_equal(gf_creds_resolve(&c, "lab", &p, &err), GF_E_CONFIG);
+	assert_string_equal(err.msg, "profile 'lab' is unknown (no credentials file)");
+	gf_creds_release(&c);
+	free(path);
+
+	/* A directory is not a credentials file. */
+	assert_int_equal(gf_creds_load(tmpdir, false, &c, &err), GF_E_CONFIG);
+	assert_non_null(strstr(err.msg, "is not a regular file"));
+}
+
+static void test_all_keys(void **state)
+{
+	const char *text = "; credentials for the lab\n"
+			   "# two comment styles\n"
+			   "[lab]\n"
+			   "bmc_user = root\n"
+			   "bmc_password = pa ;ss # not a comment\n"
+			   "ipmi_cipher_suite = 3\n"
+			   "ipmi_workarounds = opensesspriv, authcap\n"
+			   "ipmi_version = 1.5\n"
+			   "ipmi_privilege = OPERATOR\n"
+			   "ssh_user = ops\n"
+			   "ssh_key = /home/ops/.ssh/id_ed25519\n"
+			   "ssh_key_passphrase_env = GF_KEY_PASS\n"
+			   "ssh_known_hosts = /etc/gpufleet/known_hosts\n"
+			   "redfish_cacert = /etc/gpufleet/ca.pem\n"
+			   "\n"
+			   "[vault]\n"
+			   "bmc_user=\n"
+			   "bmc_password_command = echo hunter2\n"
+			   "ipmi_version = 2.0\n"
+			   "ipmi_workarounds = none\n"
+			   "ipmi_cipher_suite = -1\n";
+	const struct gf_profile *p;
+	struct gf_creds c = {0};
+
+	(void)state;
+	load_ok(text, &c);
+	assert_int_equal(c.n, 3); /* lab, vault, and default */
+
+	p = resolve_ok(&c, "lab");
+	assert_string_equal(p->name, "lab");
+	assert_string_equal(p->bmc_user, "root");
+	assert_string_equal(p->bmc_password, "pa ;ss # not a comment");
+	assert_null(p->bmc_password_command);
+	assert_int_equal(p->ipmi_cipher_suite, 3);
+	assert_string_equal(p->ipmi_workarounds, "opensesspriv,authcap");
+	assert_true(p->ipmi_v15);
+	assert_string_equal(p->ipmi_privilege, "operator");
+	assert_string_equal(p->ssh_user, "ops");
+	assert_string_equal(p->ssh_key, "/home/ops/.ssh/id_ed25519");
+	assert_string_equal(p->ssh_key_passphrase_env, "GF_KEY_PASS");
+	assert_string_equal(p->ssh_known_hosts, "/etc/gpufleet/known_hosts");
+	assert_string_equal(p->redfish_cacert, "/etc/gpufleet/ca.pem");
+
+	p = resolve_ok(&c, "vault");
+	assert_string_equal(p->bmc_user, "");
+	assert_string_equal(p->bmc_password_command, "echo hunter2");
+	assert_string_equal(p->bmc_password, "hunter2");
+	assert_false(p->ipmi_v15);
+	assert_null(p->ipmi_workarounds);
+	assert_int_equal(p->ipmi_cipher_suite, -1);
+	assert_null(p->ipmi_privilege);
+	assert_null(p->ssh_user);
+
+	p = resolve_ok(&c, NULL);
+	assert_string_equal(p->name, "default");
+	assert_null(p->bmc_user);
+
+	gf_creds_release(&c);
+	assert_int_equal(c.n, 0);
+	assert_null(c.profiles);
+}
+
+static void test_cipher_suites(void **state)
+{
+	static const int valid[] = {0, 1, 2, 3, 6, 7, 8, 11, 12, 15, 16, 17};
+	struct gf_err err = {0};
+
+	(void)state;
+	for (int cs = -2; cs <= 20; cs++) {
+		struct gf_buf b = GF_BUF_INIT;
+		struct gf_creds c = {0};
+		bool want = cs == -1;
+		char *path;
+		int rc;
+
+		for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++)
+			want = want || valid[i] == cs;
+		gf_buf_addf(&b, "[default]\nipmi_cipher_suite = %d\n", cs);
+		path = write_file("cs.ini", gf_buf_str(&b), 0600);
+		rc = gf_creds_load(path, true, &c, &err);
+		if ((rc == 0) != want)
+			fail_msg("cipher suite %d: rc %d (%s)", cs, rc, err.msg);
+		if (rc == 0) {
+			assert_int_equal(resolve_ok(&c, "default")->ipmi_cipher_suite, cs);
+			gf_creds_release(&c);
+		}
+		gf_buf_release(&b);
+		free(path);
+	}
+}
+
+static void test_workarounds(void **state)
+{
+	const char *text = "[w]\n"
+			   "ipmi_workarounds = authcap,nochecksumcheck,idzero,unexpectedauth,"
+			   "forcepermsg,endianseq,noauthcodecheck,intel20,supermicro20,sun20,"
+			   "opensesspriv,integritycheckvalue,ipmiping\n";
+	struct gf_creds c = {0};
+
+	(void)state;
+	load_ok(text, &c);
+	assert_string_equal(resolve_ok(&c, "w")->ipmi_workarounds,
+			    "authcap,nochecksumcheck,idzero,unexpectedauth,forcepermsg,endianseq,"
+			    "noauthcodecheck,intel20,supermicro20,sun20,opensesspriv,"
+			    "integritycheckvalue,ipmiping");
+	gf_creds_release(&c);
+}
+
+struct bad_case {
+	const char *text;
+	int line;
+	const char *msg; /* after "'PATH' line N: " */
+};
+
+static const struct bad_case bad_cases[] = {
+	{"bmc_user = x\n", 1, "key 'bmc_user' is outside any [profile] section"},
+	{"[a]\nbmc_user = x\nbmc_pass = y\n", 3, "unknown key 'bmc_pass' in profile 'a'"},
+	{"[a]\n\n# c\nBMC_USER = y\n", 4, "unknown key 'BMC_USER' in profile 'a'"},
+	{"[a]\nbmc_user = x\nbmc_user = y\n", 3, "key 'bmc_user' given twice in profile 'a'"},
+	{"[a]\nbmc_user = x\n[b]\nssh_user=s\n[a]\nbmc_user = y\n", 6,
+	 "key 'bmc_user' given twice in profile 'a'"},
+	{"[a]\nbmc_password = x\nbmc_password_command = cat /x\n", 3,
+	 "profile 'a' has both bmc_password and bmc_password_command"},
+	{"[a]\nbmc_password_command =\n", 2, "bmc_password_command is empty"},
+	{"[a]\nipmi_cipher_suite = 4\n", 2,
+	 "ipmi_cipher_suite '4' is not a cipher suite FreeIPMI supports (0, 1, 2, 3, 6, 7, 8, "
+	 "11, 12, 15, 16, 17, or -1 for the default)"},
+	{"[a]\nipmi_cipher_suite = 3x\n", 2, "ipmi_cipher_suite '3x' is not a number"},
+	{"[a]\nipmi_cipher_suite = +3\n", 2, "ipmi_cipher_suite '+3' is not a number"},
+	{"[a]\nipmi_cipher_suite =\n", 2, "ipmi_cipher_suite '' is not a number"},
+	{"[a]\nipmi_workarounds = authcap,bogus\n", 2,
+	 "ipmi_workarounds 'bogus' is not a FreeIPMI workaround (see ipmipower(8) -W)"},
+	{"[a]\nipmi_workarounds = authcap,,idzero\n", 2,
+	 "ipmi_workarounds 'authcap,,idzero' has an empty name"},
+	{"[a]\nipmi_workarounds = none,authcap\n", 2,
+	 "ipmi_workarounds 'none' is not a FreeIPMI workaround (see ipmipower(8) -W)"},
+	{"[a]\nipmi_version = 2\n", 2, "ipmi_version '2' is not 2.0 or 1.5"},
+	{"[a]\nipmi_privilege = root\n", 2,
+	 "ipmi_privilege 'root' is not one of user, operator, admin"},
+	{"[a]\nssh_key_passphrase_env = 1PASS\n", 2,
+	 "ssh_key_passphrase_env '1PASS' is not an environment variable name"},
+	{"[a]\nssh_user =\n", 2, "ssh_user is empty"},
+	{"[a]\nssh_key =\n", 2, "ssh_key is empty"},
+	{"[a]\nssh_known_hosts =\n", 2, "ssh_known_hosts is empty"},
+	{"[a]\nredfish_cacert =\n", 2, "redfish_cacert is empty"},
+	{"[my lab]\nbmc_user = x\n", 2,
+	 "profile name 'my lab' is not valid (letters, digits, '.', '_', '-', starting with a "
+	 "letter or digit)"},
+	{"[_lab]\nbmc_user = x\n", 2,
+	 "profile name '_lab' is not valid (letters, digits, '.', '_', '-', starting with a "
+	 "letter or digit)"},
+	/* inih cuts section names at 49 characters: a name that long may have been cut. */
+	{"[p23456789012345678901234567890123456789012345678901234567890]\nbmc_user = x\n", 2,
+	 "profile name 'p234567890123456789012345678901234567890123456789' is longer than 48 "
+	 "characters"},
+	{"[a]\nbmc_user = x\nthis is not a key\n", 3,
+	 "not a [profile] header nor a key = value line"},
+	{"[a]\nbmc_user = x\n  continued\n", 3, "not a [profile] header nor a key = value line"},
+	{"[a\nbmc_user = x\n", 1, "not a [profile] header nor a key = value line"},
+};
+
+static void test_bad_values(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		char *path = write_file("bad.ini", bad_cases[i].text, 0600);
+		struct gf_creds c = {.n = 42};
+		struct gf_err err = {0};
+		struct gf_buf want = GF_BUF_INIT;
+		int rc;
+
+		gf_buf_addf(&want, "'%s' line %d: %s", path, bad_cases[i].line, bad_cases[i].msg);
+		rc = gf_creds_load(path, true, &c, &err);
+		if (rc != GF_E_CONFIG || strcmp(err.msg, gf_buf_str(&want)) != 0)
+			fail_msg("case %zu: rc %d, message '%s', want '%s'", i, rc, err.msg,
+				 gf_buf_str(&want));
+		assert_int_equal(c.n, 42);
+		gf_buf_release(&want);
+		free(path);
+	}
+}
+
+static void test_long_line(void **state)
+{
+	struct gf_buf text = GF_BUF_INIT, want = GF_BUF_INIT;
+	struct gf_creds c = {0};
+	struct gf_err err = {0};
+	char *path;
+
+	(void)state;
+	gf_buf_adds(&text, "[a]\nbmc_user = x\nbmc_password = ");
+	for (int i = 0; i < 300; i++)
+		gf_buf_addc(&text, 'p');
+	gf_buf_adds(&text, "\n");
+	path = write_file("long.ini", gf_buf_str(&text), 0600);
+	assert_int_equal(gf_creds_load(path, true, &c, &err), GF_E_CONFIG);
+	gf_buf_addf(&want, "'%s' line 3: line longer than", path);
+	assert_memory_equal(err.msg, gf_buf_str(&want), want.len);
+	gf_buf_release(&text);
+	gf_buf_release(&want);
+	free(path);
+}
+
+static void test_default_and_unknown(void **state)
+{
+	const struct gf_profile *p = NULL;
+	struct gf_creds c = {0};
+	struct gf_err err = {0};
+	struct gf_buf want = GF_BUF_INIT;
+
+	(void)state;
+	/* No [default] in the file: it exists anyway, empty. */
+	load_ok("[lab]\nbmc_user = root\n", &c);
+	p = resolve_ok(&c, NULL);
+	assert_string_equal(p->name, "default");
+	assert_null(p->bmc_user);
+	assert_ptr_equal(resolve_ok(&c, "default"), p);
+
+	p = NULL;
+	assert_int_equal(gf_creds_resolve(&c, "Lab", &p, &err), GF_E_CONFIG);
+	assert_null(p);
+	gf_buf_addf(&want, "profile 'Lab' is not in credentials file '%s'", c.path);
+	assert_string_equal(err.msg, gf_buf_str(&want));
+	gf_buf_release(&want);
+	gf_creds_release(&c);
+
+	/* A [default] in the file is the one used. */
+	load_ok("[default]\nbmc_user = admin\n[lab]\nbmc_user = root\n", &c);
+	assert_int_equal(c.n, 2);
+	assert_string_equal(resolve_ok(&c, NULL)->bmc_user, "admin");
+	gf_creds_release(&c);
+
+	/* The longest profile name inih passes whole. */
+	load_ok("[p23456789012345678901234567890123456789012345678]\nbmc_user = long\n", &c);
+	assert_string_equal(resolve_ok(&c, "p23456789012345678901234567890123456789012345678")->bmc_user,
+			    "long");
+	gf_creds_release(&c);
+
+	/* An empty file is fine too. */
+	load_ok("", &c);
+	assert_int_equal(c.n, 1);
+	assert_string_equal(resolve_ok(&c, "default")->name, "default");
+	gf_creds_release(&c);
+}
+
+static void test_env_override(void **state)
+{
+	struct gf_creds c = {0};
+	const struct gf_profile *p;
+
+	(void)state;
+	load_ok("[lab]\nbmc_user = root\nbmc_password = calvin\n"
+		"[cmd]\nbmc_password_command = echo ran >> ran.txt; echo frompcmd\n",
+		&c);
+	setenv("GPUFLEET_BMC_USER", "envuser", 1);
+	p = resolve_ok(&c, "lab");
+	assert_string_equal(p->bmc_user, "envuser");
+	assert_string_equal(p->bmc_password, "calvin");
+
+	setenv("GPUFLEET_BMC_PASSWORD", "envpass", 1);
+	p = resolve_ok(&c, "lab");
+	assert_string_equal(p->bmc_password, "envpass");
+	{
+		/* Resolving again keeps the strings an earlier caller may hold. */
+		const char *user = p->bmc_user, *pass = p->bmc_password;
+
+		p = resolve_ok(&c, "lab");
+		assert_ptr_equal(p->bmc_user, user);
+		assert_ptr_equal(p->bmc_password, pass);
+	}
+	p = resolve_ok(&c, NULL);
+	assert_string_equal(p->bmc_user, "envuser");
+	assert_string_equal(p->bmc_password, "envpass");
+
+	/* The environment wins over a password command, which then never runs. */
+	assert_int_equal(chdir(tmpdir), 0);
+	unlink("ran.txt");
+	p = resolve_ok(&c, "cmd");
+	assert_string_equal(p->bmc_password, "envpass");
+	assert_int_equal(access("ran.txt", F_OK), -1);
+	gf_creds_release(&c);
+}
+
+static void test_password_command(void **state)
+{
+	struct gf_creds c = {0};
+	const struct gf_profile *p;
+	FILE *f;
+	char line[64];
+	int runs = 0;
+
+	(void)state;
+	assert_int_equal(chdir(tmpdir), 0);
+	unlink("count.txt");
+	load_ok("[a]\nbmc_user = root\n"
+		"bmc_password_command = echo run >> count.txt; printf 's3cret\\nsecond line\\n'\n"
+		"[crlf]\nbmc_password_command = printf 'win\\r\\n'\n"
+		"[nonl]\nbmc_password_command = printf 'bare'\n"
+		"[big]\nbmc_password_command = echo first; head -c 200000 /dev/zero | tr '\\0' x\n",
+		&c);
+	p = resolve_ok(&c, "a");
+	assert_string_equal(p->bmc_password, "s3cret");
+	assert_string_equal(p->bmc_user, "root");
+	/* Cached: the second resolve does not run the command again. */
+	p = resolve_ok(&c, "a");
+	assert_string_equal(p->bmc_password, "s3cret");
+	f = fopen("count.txt", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		runs++;
+	fclose(f);
+	assert_int_equal(runs, 1);
+
+	assert_string_equal(resolve_ok(&c, "crlf")->bmc_password, "win");
+	assert_string_equal(resolve_ok(&c, "nonl")->bmc_password, "bare");
+	/* Output beyond the first line is read and dropped without harm. */
+	assert_string_equal(resolve_ok(&c, "big")->bmc_password, "first");
+	gf_creds_release(&c);
+}
+
+static void test_password_command_fails(void **state)
+{
+	static const struct {
+		const char *cmd;
+		const char *msg;
+	} cases[] = {
+		{"echo partial; exit 3", "password command for profile 'x' failed (exit 3)"},
+		{"true", "password command for profile 'x' failed (no output)"},
+		{"echo", "password command for profile 'x' failed (no output)"},
+		{"kill -TERM $$", "password command for profile 'x' failed (signal 15)"},
+		{"/nonexistent/vault-cli get bmc 2>/dev/null",
+		 "password command for profile 'x' failed (exit 127)"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct gf_buf text = GF_BUF_INIT;
+		const struct gf_profile *p = NULL;
+		struct gf_creds c = {0};
+		struct gf_err err = {0};
+
+		gf_buf_addf(&text, "[x]\nbmc_password_command = %s\n", cases[i].cmd);
+		load_ok(gf_buf_str(&text), &c);
+		assert_int_equal(gf_creds_resolve(&c, "x", &p, &err), GF_E_CONFIG);
+		assert_null(p);
+		assert_string_equal(err.msg, cases[i].msg);
+		/* A failure is not cached as a password. */
+		assert_null(c.profiles[0].bmc_password);
+		gf_creds_release(&c);
+		gf_buf_release(&text);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_mode_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_all_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cipher_suites, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_workarounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_values, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_default_and_unknown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_env_override, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_password_command, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_password_command_fails, setup, teardown),
+	};
+	int rc;
+
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	/* Leave nothing behind: remove what the tests wrote, then the directory. */
+	{
+		static const char *const files[] = {"loose.ini", "tight.ini", "creds.ini", "cs.ini",
+						    "bad.ini",   "long.ini",  "ran.txt",   "count.txt"};
+
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			char *p = path_in_tmp(files[i]);
+
+			unlink(p);
+			free(p);
+		}
+		if (chdir("/") == 0)
+			rmdir(tmpdir);
+	}
+	return rc;
+}

@@ -1,0 +1,658 @@
+/* Unit tests for inventory/db.c: open, migrations, node registry, audit, locking. */
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "inventory/db.h"
+#include "lib/buf.h"
+
+/* struct gf_node holds char *; these literals are never written through. */
+#define S(lit) ((char *)(lit))
+
+struct fixture {
+	char dir[64];   /* mkdtemp directory, removed afterwards */
+	char *path;     /* dir + "/inv.db" */
+};
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct gf_buf b = GF_BUF_INIT;
+
+	if (!f)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "%s", "/tmp/gf-test-db-XXXXXX");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
+	gf_buf_addf(&b, "%s/inv.db", f->dir);
+	f->path = gf_buf_detach(&b);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(f->path);
+	free(f);
+	return 0;
+}
+
+static double now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static struct gf_db *open_ok(const char *path)
+{
+	struct gf_err err = {0};
+	struct gf_db *db = NULL;
+	int rc = gf_db_open(path, &db, &err);
+
+	if (rc != 0)
+		fail_msg("gf_db_open('%s') = %d: %s", path, rc, err.msg);
+	assert_non_null(db);
+	return db;
+}
+
+/* A second, raw connection for looking behind the API. */
+static sqlite3 *raw_open(const char *path)
+{
+	sqlite3 *h = NULL;
+
+	assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL),
+			 SQLITE_OK);
+	return h;
+}
+
+static void raw_exec(sqlite3 *h, const char *sql)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		fail_msg("%s: %s", sql, msg ? msg : "?");
+	}
+}
+
+static long long raw_int(sqlite3 *h, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	long long v;
+
+	assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Text of the first column of the first row, copied; NULL for SQL NULL. */
+static char *raw_text(sqlite3 *h, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	const unsigned char *s;
+	char *v;
+
+	assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	s = sqlite3_column_text(st, 0);
+	v = s ? gf_xstrdup((const char *)s) : NULL;
+	sqlite3_finalize(st);
+	return v;
+}
+
+static struct gf_node mknode(const char *name, const char *bmc, enum gf_proto proto,
+			     char **groups, size_t ngroups)
+{
+	struct gf_node n = {
+		.name = S(name),
+		.bmc = S(bmc),
+		.protocol = proto,
+		.groups = groups,
+		.ngroups = ngroups,
+	};
+	return n;
+}
+
+static void load(struct gf_db *db, struct gf_node **ret, size_t *ret_n)
+{
+	struct gf_err err = {0};
+	int rc = gf_db_nodes_load(db, ret, ret_n, &err);
+
+	if (rc != 0)
+		fail_msg("gf_db_nodes_load = %d: %s", rc, err.msg);
+}
+
+/* The node names loaded, joined with ','; groups of each in [..]. */
+static char *describe(struct gf_db *db)
+{
+	struct gf_node *nodes = NULL;
+	struct gf_buf b = GF_BUF_INIT;
+	size_t n = 0;
+
+	load(db, &nodes, &n);
+	for (size_t i = 0; i < n; i++) {
+		gf_buf_addf(&b, "%s%s[", i ? "," : "", nodes[i].name);
+		for (size_t g = 0; g < nodes[i].ngroups; g++)
+			gf_buf_addf(&b, "%s%s", g ? " " : "", nodes[i].groups[g]);
+		gf_buf_addc(&b, ']');
+	}
+	gf_nodes_free(nodes, n);
+	return gf_buf_detach(&b);
+}
+
+static void assert_describe(struct gf_db *db, const char *want)
+{
+	char *got = describe(db);
+
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void test_fresh(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_buf deep = GF_BUF_INIT;
+	struct gf_db *db;
+	struct stat st;
+	sqlite3 *h;
+	char *mode;
+
+	/* Parent directories are made, 0700. */
+	gf_buf_addf(&deep, "%s/a/b/inv.db", f->dir);
+	db = open_ok(gf_buf_str(&deep));
+	gf_db_close(db);
+	gf_buf_reset(&deep);
+	gf_buf_addf(&deep, "%s/a/b", f->dir);
+	assert_int_equal(stat(gf_buf_str(&deep), &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0700);
+	gf_buf_release(&deep);
+
+	assert_true(gf_db_schema_version() >= 1);
+	db = open_ok(f->path);
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "PRAGMA user_version"), gf_db_schema_version());
+	mode = raw_text(h, "PRAGMA journal_mode");
+	assert_string_equal(mode, "wal");
+	free(mode);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+				    " AND name IN ('nodes', 'node_groups', 'audit')"),
+			 3);
+	sqlite3_close(h);
+	gf_db_close(db);
+
+	/* Reopening an up-to-date database changes nothing. */
+	db = open_ok(f->path);
+	gf_db_close(db);
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "PRAGMA user_version"), gf_db_schema_version());
+	sqlite3_close(h);
+}
+
+static void test_mode_0600(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_buf wal = GF_BUF_INIT;
+	struct gf_db *db;
+	struct stat st;
+	mode_t old = umask(0);
+
+	db = open_ok(f->path);
+	umask(old);
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+
+	/* The WAL holds the same data: sqlite gives it the database's mode. */
+	gf_buf_addf(&wal, "%s-wal", f->path);
+	assert_int_equal(stat(gf_buf_str(&wal), &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	gf_db_close(db);
+
+	/* A strict umask does not make it unreadable to its owner either. */
+	gf_buf_reset(&wal);
+	gf_buf_addf(&wal, "%s/strict.db", f->dir);
+	old = umask(0277);
+	db = open_ok(gf_buf_str(&wal));
+	umask(old);
+	assert_int_equal(stat(gf_buf_str(&wal), &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	gf_buf_release(&wal);
+	gf_db_close(db);
+}
+
+static void test_round_trip(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	char *g1[] = {S("rack2"), S("a100"), S("rack2"), S("all")};
+	char *g2[] = {S("all")};
+	struct gf_node in[3];
+	struct gf_node *out = NULL;
+	size_t n = 0;
+	struct gf_db *db = open_ok(f->path);
+
+	/* Registration order is not name order. */
+	in[0] = mknode("gpu002", "10.0.0.2", GF_PROTO_IPMI, g1, 4);
+	in[0].bmc_port = 6230;
+	in[0].ssh = S("root@gpu002:2222");
+	in[0].profile = S("lab");
+	in[1] = mknode("gpu001", NULL, GF_PROTO_AUTO, NULL, 0);
+	in[1].ssh = S("gpu001");
+	in[2] = mknode("gpu010", "bmc10.example", GF_PROTO_REDFISH, g2, 1);
+	assert_int_equal(gf_db_nodes_add(db, in, 3, false, &err), 0);
+	gf_db_close(db);
+
+	db = open_ok(f->path);
+	load(db, &out, &n);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0].name, "gpu002");
+	assert_string_equal(out[0].bmc, "10.0.0.2");
+	assert_int_equal(out[0].bmc_port, 6230);
+	assert_int_equal(out[0].protocol, GF_PROTO_IPMI);
+	assert_string_equal(out[0].ssh, "root@gpu002:2222");
+	assert_string_equal(out[0].profile, "lab");
+	assert_int_equal(out[0].ngroups, 3); /* sorted, the duplicate folded */
+	assert_string_equal(out[0].groups[0], "a100");
+	assert_string_equal(out[0].groups[1], "all");
+	assert_string_equal(out[0].groups[2], "rack2");
+
+	assert_string_equal(out[1].name, "gpu001");
+	assert_null(out[1].bmc);
+	assert_int_equal(out[1].bmc_port, 0);
+	assert_int_equal(out[1].protocol, GF_PROTO_AUTO);
+	assert_string_equal(out[1].ssh, "gpu001");
+	assert_null(out[1].profile);
+	assert_int_equal(out[1].ngroups, 0);
+
+	assert_string_equal(out[2].name, "gpu010");
+	assert_int_equal(out[2].protocol, GF_PROTO_REDFISH);
+	assert_null(out[2].ssh);
+	assert_int_equal(out[2].ngroups, 1);
+	assert_string_equal(out[2].groups[0], "all");
+	gf_nodes_free(out, n);
+	gf_db_close(db);
+}
+
+static void test_empty_load(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_node *out = (struct gf_node *)&out; /* must be overwritten */
+	size_t n = 99;
+	struct gf_db *db = open_ok(f->path);
+
+	load(db, &out, &n);
+	assert_int_equal(n, 0);
+	gf_nodes_free(out, n);
+	gf_db_close(db);
+}
+
+static void test_duplicate(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	char *g[] = {S("x")};
+	struct gf_node one = mknode("n1", "b1", GF_PROTO_IPMI, NULL, 0);
+	struct gf_node batch[3];
+	struct gf_db *db = open_ok(f->path);
+	sqlite3 *h;
+
+	assert_int_equal(gf_db_nodes_add(db, &one, 1, false, NULL), 0);
+
+	/* The third is a duplicate: the first two, and their groups, are not added either. */
+	batch[0] = mknode("n2", "b2", GF_PROTO_IPMI, g, 1);
+	batch[1] = mknode("n3", "b3", GF_PROTO_IPMI, g, 1);
+	batch[2] = mknode("n1", "other", GF_PROTO_REDFISH, g, 1);
+	assert_int_equal(gf_db_nodes_add(db, batch, 3, false, &err), GF_E_USAGE);
+	assert_int_equal(err.code, GF_E_USAGE);
+	assert_string_equal(err.msg, "node 'n1' already exists");
+	assert_describe(db, "n1[]");
+
+	/* A name twice in one batch is a duplicate too. */
+	batch[2] = mknode("n2", "b2", GF_PROTO_IPMI, NULL, 0);
+	assert_int_equal(gf_db_nodes_add(db, batch, 3, false, &err), GF_E_USAGE);
+	assert_string_equal(err.msg, "node 'n2' already exists");
+	assert_describe(db, "n1[]");
+
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM node_groups"), 0);
+	sqlite3_close(h);
+
+	/* The handle is still usable: the failed transaction was rolled back. */
+	assert_int_equal(gf_db_nodes_add(db, batch, 2, false, &err), 0);
+	assert_describe(db, "n1[],n2[x],n3[x]");
+	gf_db_close(db);
+}
+
+static void test_replace(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	char *g_old[] = {S("g1"), S("g2")};
+	char *g_new[] = {S("g3")};
+	struct gf_node first[2], again[2];
+	struct gf_node *out = NULL;
+	size_t n = 0;
+	struct gf_db *db = open_ok(f->path);
+
+	first[0] = mknode("a", "bmc-a", GF_PROTO_IPMI, g_old, 2);
+	first[0].ssh = S("a-host");
+	first[0].profile = S("p1");
+	first[1] = mknode("b", "bmc-b", GF_PROTO_IPMI, NULL, 0);
+	assert_int_equal(gf_db_nodes_add(db, first, 2, false, &err), 0);
+
+	again[0] = mknode("c", "bmc-c", GF_PROTO_AUTO, NULL, 0);
+	again[1] = mknode("a", "bmc-a2", GF_PROTO_REDFISH, g_new, 1);
+	again[1].bmc_port = 8443;
+	assert_int_equal(gf_db_nodes_add(db, again, 2, true, &err), 0);
+
+	load(db, &out, &n);
+	assert_int_equal(n, 3);
+	/* "a" keeps its place in registration order. */
+	assert_string_equal(out[0].name, "a");
+	assert_string_equal(out[0].bmc, "bmc-a2");
+	assert_int_equal(out[0].bmc_port, 8443);
+	assert_int_equal(out[0].protocol, GF_PROTO_REDFISH);
+	assert_null(out[0].ssh);
+	assert_null(out[0].profile);
+	assert_int_equal(out[0].ngroups, 1);
+	assert_string_equal(out[0].groups[0], "g3");
+	assert_string_equal(out[1].name, "b");
+	assert_string_equal(out[2].name, "c");
+	gf_nodes_free(out, n);
+	gf_db_close(db);
+}
+
+static void test_remove(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	char *g[] = {S("grp")};
+	struct gf_node in[3];
+	const char *bad[] = {"a", "zz"};
+	const char *good[] = {"a", "c"};
+	struct gf_db *db = open_ok(f->path);
+	sqlite3 *h;
+
+	in[0] = mknode("a", NULL, GF_PROTO_AUTO, g, 1);
+	in[1] = mknode("b", NULL, GF_PROTO_AUTO, g, 1);
+	in[2] = mknode("c", NULL, GF_PROTO_AUTO, g, 1);
+	assert_int_equal(gf_db_nodes_add(db, in, 3, false, &err), 0);
+
+	assert_int_equal(gf_db_nodes_remove(db, bad, 2, &err), GF_E_USAGE);
+	assert_string_equal(err.msg, "node 'zz' is not registered");
+	assert_describe(db, "a[grp],b[grp],c[grp]");
+
+	assert_int_equal(gf_db_nodes_remove(db, good, 2, &err), 0);
+	assert_describe(db, "b[grp]");
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM node_groups"), 1);
+	sqlite3_close(h);
+
+	/* A removed name can be registered again, without its old groups. */
+	in[0].groups = NULL;
+	in[0].ngroups = 0;
+	assert_int_equal(gf_db_nodes_add(db, in, 1, false, &err), 0);
+	assert_describe(db, "b[grp],a[]");
+	gf_db_close(db);
+}
+
+static void test_tag(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	struct gf_node in[2];
+	const char *both[] = {"a", "b"};
+	const char *only_a[] = {"a"};
+	const char *with_bad[] = {"b", "nope"};
+	const char *xy[] = {"y", "x"};
+	const char *x[] = {"x"};
+	const char *z[] = {"z"};
+	struct gf_db *db = open_ok(f->path);
+
+	in[0] = mknode("a", NULL, GF_PROTO_AUTO, NULL, 0);
+	in[1] = mknode("b", NULL, GF_PROTO_AUTO, NULL, 0);
+	assert_int_equal(gf_db_nodes_add(db, in, 2, false, &err), 0);
+
+	assert_int_equal(gf_db_nodes_tag(db, both, 2, xy, 2, NULL, 0, &err), 0);
+	assert_describe(db, "a[x y],b[x y]");
+	/* Adding a group twice is harmless. */
+	assert_int_equal(gf_db_nodes_tag(db, only_a, 1, x, 1, NULL, 0, &err), 0);
+	assert_describe(db, "a[x y],b[x y]");
+
+	assert_int_equal(gf_db_nodes_tag(db, only_a, 1, z, 1, x, 1, &err), 0);
+	assert_describe(db, "a[y z],b[x y]");
+
+	/* An unknown node: nothing changes, not even for the known one before it. */
+	assert_int_equal(gf_db_nodes_tag(db, with_bad, 2, z, 1, x, 1, &err), GF_E_USAGE);
+	assert_string_equal(err.msg, "node 'nope' is not registered");
+	assert_describe(db, "a[y z],b[x y]");
+	gf_db_close(db);
+}
+
+static void test_audit(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	struct gf_audit rows[2] = {
+		{.time = 1764417600.25, .user = "alice", .verb = "power off", .node = "gpu001",
+		 .result = "ok", .detail = NULL},
+		{.time = 1764417601.5, .user = "alice", .verb = "power off", .node = "gpu002",
+		 .result = "timeout", .detail = "bmc 'gpu002' did not answer within 5 s"},
+	};
+	struct gf_db *db = open_ok(f->path);
+	sqlite3 *h;
+	char *s;
+
+	assert_int_equal(gf_db_audit_add(db, rows, 2, &err), 0);
+	gf_db_close(db);
+
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM audit"), 2);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM audit WHERE node = 'gpu001'"
+				    " AND user = 'alice' AND verb = 'power off' AND result = 'ok'"
+				    " AND detail IS NULL AND time = 1764417600.25"),
+			 1);
+	s = raw_text(h, "SELECT detail FROM audit WHERE node = 'gpu002'");
+	assert_string_equal(s, "bmc 'gpu002' did not answer within 5 s");
+	free(s);
+	s = raw_text(h, "SELECT result FROM audit ORDER BY id DESC LIMIT 1");
+	assert_string_equal(s, "timeout");
+	free(s);
+	sqlite3_close(h);
+}
+
+static void test_newer_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	struct gf_db *db = (struct gf_db *)&db; /* must stay untouched */
+	sqlite3 *h = raw_open(f->path);
+
+	raw_exec(h, "CREATE TABLE future (x); PRAGMA user_version = 99");
+	sqlite3_close(h);
+
+	assert_int_equal(gf_db_open(f->path, &db, &err), GF_E_CONFIG);
+	assert_ptr_equal(db, (struct gf_db *)&db);
+	assert_int_equal(err.code, GF_E_CONFIG);
+	assert_non_null(strstr(err.msg, f->path));
+	assert_non_null(strstr(err.msg, "99"));
+	assert_non_null(strstr(err.msg, "newer"));
+
+	/* Left as it was: still version 99, not switched to WAL. */
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "PRAGMA user_version"), 99);
+	{
+		char *mode = raw_text(h, "PRAGMA journal_mode");
+
+		assert_string_equal(mode, "delete");
+		free(mode);
+	}
+	sqlite3_close(h);
+}
+
+static void test_not_a_db(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	struct gf_db *db = (struct gf_db *)&db;
+	static const char junk[] = "name,bmc\ngpu001,10.0.0.1\nthis is a CSV file, not SQLite\n"
+				   "padding padding padding padding padding padding padding\n";
+	char back[sizeof(junk)] = {0};
+	FILE *fp = fopen(f->path, "w");
+
+	assert_non_null(fp);
+	assert_int_equal(fwrite(junk, 1, sizeof(junk) - 1, fp), sizeof(junk) - 1);
+	fclose(fp);
+
+	assert_int_equal(gf_db_open(f->path, &db, &err), GF_E_CONFIG);
+	assert_ptr_equal(db, (struct gf_db *)&db);
+	assert_non_null(strstr(err.msg, f->path));
+	assert_non_null(strstr(err.msg, "not a"));
+
+	/* Not clobbered. */
+	fp = fopen(f->path, "r");
+	assert_non_null(fp);
+	assert_int_equal(fread(back, 1, sizeof(back), fp), sizeof(junk) - 1);
+	fclose(fp);
+	assert_string_equal(back, junk);
+}
+
+static void test_migrate_from_empty(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	struct gf_node nd = mknode("n", NULL, GF_PROTO_AUTO, NULL, 0);
+	int fd = open(f->path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	struct gf_db *db;
+	sqlite3 *h;
+
+	assert_true(fd >= 0);
+	close(fd);
+	db = open_ok(f->path);
+	assert_int_equal(gf_db_nodes_add(db, &nd, 1, false, &err), 0);
+	gf_db_close(db);
+
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "PRAGMA user_version"), gf_db_schema_version());
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM nodes"), 1);
+	sqlite3_close(h);
+
+	/* An existing SQLite file at version 0 (someone else's tables) is migrated too. */
+	free(f->path);
+	{
+		struct gf_buf b = GF_BUF_INIT;
+
+		gf_buf_addf(&b, "%s/v0.db", f->dir);
+		f->path = gf_buf_detach(&b);
+	}
+	h = raw_open(f->path);
+	raw_exec(h, "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('kept')");
+	sqlite3_close(h);
+	db = open_ok(f->path);
+	gf_db_close(db);
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "PRAGMA user_version"), gf_db_schema_version());
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM notes"), 1);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM audit"), 0);
+	sqlite3_close(h);
+}
+
+static void test_busy_waits(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	struct gf_node nd = mknode("n", NULL, GF_PROTO_AUTO, NULL, 0);
+	struct gf_db *db = open_ok(f->path);
+	sqlite3 *a = raw_open(f->path);
+	double t0, waited;
+	int rc;
+
+	/* Handle A holds the write lock; B must wait its busy timeout, then give up. */
+	raw_exec(a, "BEGIN IMMEDIATE");
+	assert_int_equal(gf_db_set_busy_timeout(db, 300, &err), 0);
+	t0 = now_mono();
+	rc = gf_db_nodes_add(db, &nd, 1, false, &err);
+	waited = now_mono() - t0;
+	assert_int_equal(rc, GF_E_BUSY);
+	assert_int_equal(err.detail & 0xff, SQLITE_BUSY);
+	assert_non_null(strstr(err.msg, f->path));
+	assert_true(waited >= 0.25);
+	assert_true(waited < 5.0);
+
+	/* Readers are not blocked by the writer (WAL). */
+	assert_describe(db, "");
+
+	/* Once A is done, B writes. */
+	raw_exec(a, "COMMIT");
+	assert_int_equal(gf_db_nodes_add(db, &nd, 1, false, &err), 0);
+	assert_describe(db, "n[]");
+	sqlite3_close(a);
+	gf_db_close(db);
+}
+
+static void test_bad_path(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	struct gf_db *db = (struct gf_db *)&db;
+	struct gf_buf b = GF_BUF_INIT;
+
+	/* The path is a directory. */
+	assert_int_not_equal(gf_db_open(f->dir, &db, &err), 0);
+	assert_ptr_equal(db, (struct gf_db *)&db);
+	assert_non_null(strstr(err.msg, f->dir));
+
+	/* A parent is a regular file. */
+	assert_int_equal(close(open(f->path, O_WRONLY | O_CREAT, 0600)), 0);
+	gf_buf_addf(&b, "%s/sub/inv.db", f->path);
+	assert_int_not_equal(gf_db_open(gf_buf_str(&b), &db, &err), 0);
+	assert_ptr_equal(db, (struct gf_db *)&db);
+	gf_buf_release(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fresh, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mode_0600, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_load, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_duplicate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tag, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_newer_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_a_db, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_from_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_busy_waits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_path, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,130 @@
+/* The fan-out executor: every slot filled once, window bounded, retries, batches. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "lib/exec.h"
+#include "lib/util.h"
+
+struct ctx {
+	atomic_int running;
+	atomic_int peak;
+	atomic_int calls[64];
+	int fail_first;        /* node index whose first attempt times out */
+};
+
+static void task(void *vctx, size_t i, double deadline, struct gf_result *slot)
+{
+	struct ctx *c = vctx;
+	int now = atomic_fetch_add(&c->running, 1) + 1;
+	int peak = atomic_load(&c->peak);
+
+	while (now > peak && !atomic_compare_exchange_weak(&c->peak, &peak, now))
+		;
+	atomic_fetch_add(&c->calls[i], 1);
+	/* Hold the slot long enough for the window to fill. */
+	usleep(2000);
+	if ((int)i == c->fail_first && atomic_load(&c->calls[i]) == 1) {
+		struct gf_err e = {0};
+
+		gf_err_set(&e, GF_E_NODE, GF_EK_TIMEOUT, "slow");
+		gf_result_fail(slot, &e);
+	} else {
+		slot->ok = true;
+		slot->data = json_pack("{s:i}", "i", (int)i);
+	}
+	assert_true(deadline > gf_monotime());
+	atomic_fetch_sub(&c->running, 1);
+}
+
+struct seen {
+	int order[64];
+	int n;
+};
+
+static void done(void *ud, size_t i, const struct gf_result *slot)
+{
+	struct seen *s = ud;
+
+	s->order[s->n++] = (int)i;
+}
+
+static void window_and_slots(void **state)
+{
+	struct ctx c = {.fail_first = -1};
+	struct gf_exec_opts o = {.fanout = 4, .timeout = 5};
+	struct gf_result slots[64];
+	struct seen s = {0};
+
+	assert_int_equal(gf_exec_run(&o, 64, task, &c, slots, done, &s, NULL), 0);
+	assert_int_equal(s.n, 64);
+	assert_true(atomic_load(&c.peak) <= 4);
+	assert_true(atomic_load(&c.peak) >= 2);
+	for (int i = 0; i < 64; i++) {
+		assert_true(slots[i].ok);
+		assert_int_equal(json_integer_value(json_object_get(slots[i].data, "i")), i);
+		assert_int_equal(atomic_load(&c.calls[i]), 1);
+		gf_result_release(&slots[i]);
+	}
+}
+
+static void retry_on_timeout(void **state)
+{
+	struct ctx c = {.fail_first = 3};
+	struct gf_exec_opts o = {.fanout = 2, .timeout = 5, .retries = 1};
+	struct gf_result slots[8];
+
+	assert_int_equal(gf_exec_run(&o, 8, task, &c, slots, NULL, NULL, NULL), 0);
+	assert_true(slots[3].ok);
+	assert_int_equal(slots[3].attempts, 2);
+	assert_int_equal(atomic_load(&c.calls[3]), 2);
+	for (int i = 0; i < 8; i++)
+		gf_result_release(&slots[i]);
+
+	struct ctx c2 = {.fail_first = 3};
+
+	o.retries = 0;
+	assert_int_equal(gf_exec_run(&o, 8, task, &c2, slots, NULL, NULL, NULL), 0);
+	assert_false(slots[3].ok);
+	assert_int_equal(slots[3].err.kind, GF_EK_TIMEOUT);
+	for (int i = 0; i < 8; i++)
+		gf_result_release(&slots[i]);
+}
+
+static void batches(void **state)
+{
+	struct ctx c = {.fail_first = -1};
+	struct gf_exec_opts o = {.fanout = 8, .timeout = 5, .batch = 2, .interval = 0.2};
+	struct gf_result slots[6];
+
+	assert_int_equal(gf_exec_run(&o, 6, task, &c, slots, NULL, NULL, NULL), 0);
+	/* Nodes 0-1, 2-3, 4-5 start about 0.2 s apart. */
+	assert_true(slots[2].t_start - slots[0].t_start >= 0.19);
+	assert_true(slots[4].t_start - slots[2].t_start >= 0.19);
+	assert_true(slots[1].t_start - slots[0].t_start < 0.15);
+	for (int i = 0; i < 6; i++)
+		gf_result_release(&slots[i]);
+}
+
+static void empty(void **state)
+{
+	struct gf_exec_opts o = {.fanout = 4, .timeout = 1};
+
+	assert_int_equal(gf_exec_run(&o, 0, task, NULL, NULL, NULL, NULL, NULL), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(window_and_slots),
+		cmocka_unit_test(retry_on_timeout),
+		cmocka_unit_test(batches),
+		cmocka_unit_test(empty),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,159 @@
+/* Renderers: table alignment, collapse, csv quoting, json/ndjson shape. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "lib/output.h"
+#include "lib/result.h"
+
+static json_t *node(const char *name, const char *power)
+{
+	struct gf_result r;
+	json_t *o;
+
+	gf_result_init(&r);
+	r.ok = true;
+	r.data = json_pack("{s:s}", "power", power);
+	o = gf_result_to_json(name, "127.0.0.1", "ipmi", &r);
+	gf_result_release(&r);
+	return o;
+}
+
+static json_t *failed(const char *name, enum gf_errkind kind, const char *msg)
+{
+	struct gf_result r;
+	struct gf_err e = {0};
+	json_t *o;
+
+	gf_result_init(&r);
+	gf_err_set(&e, GF_E_NODE, kind, "%s", msg);
+	gf_result_fail(&r, &e);
+	o = gf_result_to_json(name, NULL, NULL, &r);
+	gf_result_release(&r);
+	return o;
+}
+
+static const struct gf_col cols[] = {{"power", "POWER"}};
+
+static void free_objs(json_t **o, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		json_decref(o[i]);
+}
+
+static void table_aligned(void **state)
+{
+	json_t *o[] = {node("gpu1", "on"), node("gpu10", "off")};
+	struct gf_render_spec spec = {cols, 1, NULL, false, false};
+	struct gf_buf b = GF_BUF_INIT;
+
+	gf_render_table(o, 2, &spec, &b);
+	assert_string_equal(gf_buf_str(&b), "NODE   POWER\ngpu1   on\ngpu10  off\n");
+	gf_buf_release(&b);
+	free_objs(o, 2);
+}
+
+static void table_collapse_and_error(void **state)
+{
+	json_t *o[] = {node("gpu1", "on"), node("gpu2", "on"), node("gpu3", "off"),
+		       node("gpu4", "on"), failed("gpu5", GF_EK_AUTH, "bad password")};
+	struct gf_render_spec spec = {cols, 1, NULL, true, false};
+	struct gf_buf b = GF_BUF_INIT;
+
+	gf_render_table(o, 5, &spec, &b);
+	assert_string_equal(gf_buf_str(&b),
+			    "NODE        POWER  ERROR\n"
+			    "gpu[1-2,4]  on\n"
+			    "gpu3        off\n"
+			    "gpu5        -      auth: bad password\n");
+	gf_buf_release(&b);
+	free_objs(o, 5);
+}
+
+static void csv_quoting(void **state)
+{
+	json_t *o[] = {node("gpu1", "on, \"really\""), failed("gpu2", GF_EK_TIMEOUT, "no answer")};
+	struct gf_render_spec spec = {cols, 1, NULL, false, false};
+	struct gf_buf b = GF_BUF_INIT;
+
+	gf_render_csv(o, 2, &spec, &b);
+	assert_string_equal(gf_buf_str(&b), "node,power,error\n"
+					    "gpu1,\"on, \"\"really\"\"\",\n"
+					    "gpu2,-,timeout: no answer\n");
+	gf_buf_release(&b);
+	free_objs(o, 2);
+}
+
+static void json_shape(void **state)
+{
+	json_t *o[] = {node("gpu1", "on"), failed("gpu2", GF_EK_CONNECT, "refused")};
+	struct gf_buf b = GF_BUF_INIT;
+	json_error_t je;
+	json_t *arr;
+
+	gf_render_json(o, 2, &b);
+	arr = json_loads(gf_buf_str(&b), 0, &je);
+	assert_non_null(arr);
+	assert_int_equal(json_array_size(arr), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(arr, 0), "node")), "gpu1");
+	assert_true(json_is_true(json_object_get(json_array_get(arr, 0), "ok")));
+	assert_null(json_object_get(json_array_get(arr, 0), "error"));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(arr, 1), "error"), "kind")),
+			    "connect");
+	assert_true(json_is_false(json_object_get(json_array_get(arr, 1), "ok")));
+	json_decref(arr);
+	gf_buf_release(&b);
+
+	gf_render_ndjson_one(o[0], &b);
+	assert_non_null(strchr(gf_buf_str(&b), '\n'));
+	assert_ptr_equal(strchr(gf_buf_str(&b), '\n'), gf_buf_str(&b) + b.len - 1);
+	gf_buf_release(&b);
+	free_objs(o, 2);
+}
+
+static void rows_key(void **state)
+{
+	static const struct gf_col c2[] = {{"name", "SENSOR"}, {"reading", "READING"}};
+	struct gf_render_spec spec = {c2, 2, "sensors", false, false};
+	struct gf_result r;
+	struct gf_buf b = GF_BUF_INIT;
+	json_t *o;
+
+	gf_result_init(&r);
+	r.ok = true;
+	r.data = json_pack("{s:[{s:s,s:f},{s:s,s:i}]}", "sensors", "name", "Temp", "reading", 41.5, "name",
+			   "Fan", "reading", 9000);
+	o = gf_result_to_json("n1", NULL, NULL, &r);
+	gf_render_table(&o, 1, &spec, &b);
+	assert_string_equal(gf_buf_str(&b), "NODE  SENSOR  READING\nn1    Temp    41.5\nn1    Fan     9000\n");
+	gf_buf_release(&b);
+	json_decref(o);
+	gf_result_release(&r);
+}
+
+static void format_parse(void **state)
+{
+	enum gf_format f;
+	struct gf_err e = {0};
+
+	assert_int_equal(gf_format_parse("ndjson", &f, &e), 0);
+	assert_int_equal(f, GF_FMT_NDJSON);
+	assert_int_equal(gf_format_parse("xml", &f, &e), GF_E_USAGE);
+	assert_non_null(strstr(e.msg, "'xml'"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(table_aligned),
+		cmocka_unit_test(table_collapse_and_error),
+		cmocka_unit_test(csv_quoting),
+		cmocka_unit_test(json_shape),
+		cmocka_unit_test(rows_key),
+		cmocka_unit_test(format_parse),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
