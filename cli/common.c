@@ -248,8 +248,10 @@ int cli_db(struct gf_cli *cli, struct gf_db **ret)
 	struct gf_err err = {0};
 
 	if (!cli->db) {
-		if (gf_db_open(cli->db_path, &cli->db, &err) < 0)
-			return cli_fail(&err) == GF_EXIT_USAGE ? GF_EXIT_USAGE : GF_EXIT_USAGE;
+		if (gf_db_open(cli->db_path, &cli->db, &err) < 0) {
+			cli_fail(&err);
+			return GF_EXIT_USAGE; /* a DB that cannot be opened is a configuration error */
+		}
 	}
 	*ret = cli->db;
 	return 0;
@@ -518,6 +520,76 @@ bool cli_confirm(const char *question)
 	if (!fgets(line, sizeof(line), stdin))
 		return false;
 	return line[0] == 'y' || line[0] == 'Y';
+}
+
+int cli_guard(struct gf_cli *cli, const char *what, const struct gf_node *nodes, size_t n, bool yes)
+{
+	const char **names;
+	char q[512];
+	char *set;
+	bool ok;
+
+	if (n <= 1 || yes)
+		return 0;
+	names = gf_xcalloc(n, sizeof(*names));
+	for (size_t i = 0; i < n; i++)
+		names[i] = nodes[i].name;
+	set = gf_nodeset_collapse(names, n);
+	free(names);
+	snprintf(q, sizeof(q), "%s on %zu nodes (%s)?", what, n, set);
+	ok = cli_confirm(q);
+	if (!ok)
+		cli_error("refusing to %s on %zu nodes (%s) without --yes", what, n, set);
+	free(set);
+	return ok ? 0 : GF_EXIT_REFUSED;
+}
+
+int cli_dry_run(struct gf_cli *cli, const char *action, const struct gf_node *nodes, size_t n,
+		const struct gf_render_spec *spec)
+{
+	struct gf_result *slots = gf_xcalloc(n ? n : 1, sizeof(*slots));
+	struct cli_render r = {.cli = cli, .nodes = nodes, .n = n, .spec = spec, .show_bmc = true};
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		gf_result_init(&slots[i]);
+		slots[i].ok = true;
+		slots[i].data = json_pack("{s:s, s:b}", "action", action, "dry_run", 1);
+		cli_render_done(&r, i, &slots[i]);
+	}
+	rc = cli_render_finish(&r, slots);
+	for (size_t i = 0; i < n; i++)
+		gf_result_release(&slots[i]);
+	free(slots);
+	return rc;
+}
+
+int cli_audit(struct gf_cli *cli, const char *verb, const char *sub, const struct gf_node *nodes,
+	      size_t n, const struct gf_result *slots)
+{
+	struct gf_audit *rows = gf_xcalloc(n ? n : 1, sizeof(*rows));
+	const char *user = gf_invoking_user();
+	struct gf_err err = {0};
+	struct gf_db *db;
+	char what[96];
+	int rc;
+
+	snprintf(what, sizeof(what), "%s %s", verb, sub);
+	for (size_t i = 0; i < n; i++) {
+		rows[i].time = slots[i].t_start;
+		rows[i].user = user;
+		rows[i].verb = what;
+		rows[i].node = nodes[i].name;
+		rows[i].result = slots[i].ok ? "ok" : gf_errkind_name(slots[i].err.kind);
+		rows[i].detail = slots[i].ok ? NULL : slots[i].err.msg;
+	}
+	rc = cli_db(cli, &db);
+	if (!rc && gf_db_audit_add(db, rows, n, &err) < 0) {
+		cli_error("the audit log could not be written: %s", err.msg);
+		rc = GF_EXIT_FAILED;
+	}
+	free(rows);
+	return rc;
 }
 
 void cli_release(struct gf_cli *cli)

@@ -28,6 +28,7 @@ struct gf_cli {
 	const char *verb;
 	const char *db_path;       /* resolved: option, env, or XDG default */
 	const char *creds_path;
+	const char *cache_dir;     /* $XDG_CACHE_HOME/gpufleet: SDR caches */
 	bool creds_explicit;       /* given by option or env: must exist */
 	enum gf_format format;
 	bool collapse;
@@ -105,6 +106,18 @@ struct cli_render {
 void cli_render_done(void *ud, size_t i, const struct gf_result *slot);
 /* Print all results (table/json/csv) after the run; returns 0 or 1 (some failed). */
 int cli_render_finish(struct cli_render *r, const struct gf_result *slots);
+
+/*
+ * The safety guard of destructive verbs: more than one node needs @yes, or a
+ * "y" on a terminal. Returns 0 to go on, or GF_EXIT_REFUSED (printed).
+ */
+int cli_guard(struct gf_cli *cli, const char *what, const struct gf_node *nodes, size_t n, bool yes);
+/* Render {"action":@action,"dry_run":true} for every node; sends nothing. */
+int cli_dry_run(struct gf_cli *cli, const char *action, const struct gf_node *nodes, size_t n,
+		const struct gf_render_spec *spec);
+/* Write one audit row per node ("VERB SUB", its result) in one transaction. */
+int cli_audit(struct gf_cli *cli, const char *verb, const char *sub, const struct gf_node *nodes,
+	      size_t n, const struct gf_result *slots);
 
 /* Ask on a terminal; false when not a terminal. */
 bool cli_confirm(const char *question);

@@ -82,7 +82,8 @@ static bool takes_value(const char *arg)
 	return false;
 }
 
-static void default_paths(struct gf_cli *cli, char *db, size_t dbsz, char *cred, size_t credsz)
+static void default_paths(struct gf_cli *cli, char *db, size_t dbsz, char *cred, size_t credsz,
+			  char *cache, size_t cachesz)
 {
 	const char *home = getenv("HOME");
 	const char *x;
@@ -106,11 +107,17 @@ static void default_paths(struct gf_cli *cli, char *db, size_t dbsz, char *cred,
 		snprintf(cred, credsz, "%s/.config/gpufleet/credentials", home);
 	}
 	cli->creds_path = cred;
+
+	if ((x = getenv("XDG_CACHE_HOME")) && *x)
+		snprintf(cache, cachesz, "%s/gpufleet", x);
+	else
+		snprintf(cache, cachesz, "%s/.cache/gpufleet", home);
+	cli->cache_dir = cache;
 }
 
 int main(int argc, char **argv)
 {
-	static char dbpath[4096], credpath[4096];
+	static char dbpath[4096], credpath[4096], cachepath[4096];
 	struct gf_cli cli = {
 		.prog = "gpufleet",
 		.format = GF_FMT_TABLE,
@@ -126,7 +133,8 @@ int main(int argc, char **argv)
 	gf_harden_process();
 	setlocale(LC_CTYPE, "");
 	signal(SIGPIPE, SIG_IGN);
-	default_paths(&cli, dbpath, sizeof(dbpath), credpath, sizeof(credpath));
+	default_paths(&cli, dbpath, sizeof(dbpath), credpath, sizeof(credpath), cachepath,
+		      sizeof(cachepath));
 	cli.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
 	cli.progress = isatty(STDERR_FILENO);
 

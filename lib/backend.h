@@ -4,6 +4,7 @@
 
 #include "lib/creds.h"
 #include "lib/err.h"
+#include "lib/model.h"
 
 enum gf_power {
 	GF_POWER_UNKNOWN = 0,
@@ -30,6 +31,7 @@ struct gf_bmc_target {
 	int port;                        /* 0: protocol default */
 	const struct gf_profile *prof;   /* resolved: passwords present */
 	double deadline;                 /* monotonic; every call must return by then */
+	const char *cache_dir;           /* per-user cache (IPMI SDR cache), NULL: none */
 };
 
 /*
@@ -44,6 +46,15 @@ struct gf_backend {
 	void (*close)(void *session);
 	int (*power_get)(void *session, enum gf_power *ret, struct gf_err *err);
 	int (*power_set)(void *session, enum gf_power_op op, struct gf_err *err);
+	/* Boot override: what the BMC holds now; set, then the caller reads it back. */
+	int (*boot_get)(void *session, struct gf_boot *ret, struct gf_err *err);
+	int (*boot_set)(void *session, const struct gf_boot *want, struct gf_err *err);
+	/* Lists are filled only on success (the caller passes empty ones). */
+	int (*sensors)(void *session, struct gf_sensor_list *ret, struct gf_err *err);
+	int (*sel_list)(void *session, struct gf_sel_list *ret, struct gf_err *err);
+	int (*sel_clear)(void *session, struct gf_err *err);
+	int (*firmware)(void *session, struct gf_component_list *ret, struct gf_err *err);
+	int (*hardware)(void *session, struct gf_hardware *ret, struct gf_err *err);
 };
 
 #endif

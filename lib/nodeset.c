@@ -127,7 +127,7 @@ static void index_reserve(struct index *x, size_t want)
 {
 	struct slot *old = x->slot;
 	size_t oldcap = x->cap;
-	size_t cap = x->cap ? x->cap : 64;
+	size_t cap = x->cap ? x->cap : 16;
 	size_t i;
 
 	while (cap / 2 < want)
@@ -202,9 +202,27 @@ static void wset_release(struct wset *w)
 	index_release(&w->idx);
 }
 
+/* Below this many names a set has no index: most terms are one name. */
+#define WSET_SMALL 8
+
 static bool wset_has(const struct wset *w, const char *name)
 {
-	return index_find(&w->idx, w->s.names, name) != NOT_FOUND;
+	size_t i;
+
+	if (w->idx.cap)
+		return index_find(&w->idx, w->s.names, name) != NOT_FOUND;
+	for (i = 0; i < w->s.n; i++)
+		if (!strcmp(w->s.names[i], name))
+			return true;
+	return false;
+}
+
+static void wset_reindex(struct wset *w)
+{
+	if (w->s.n < WSET_SMALL)
+		index_release(&w->idx);
+	else
+		index_rebuild(&w->idx, w->s.names, w->s.n);
 }
 
 /* Take @name over; a duplicate is freed. Returns -1 (name freed) when the set is full. */
@@ -219,7 +237,10 @@ static int wset_take(struct wset *w, char *name)
 		return -1;
 	}
 	set_push(&w->s, name);
-	index_put(&w->idx, w->s.names, w->s.n - 1);
+	if (w->idx.cap)
+		index_put(&w->idx, w->s.names, w->s.n - 1);
+	else if (w->s.n >= WSET_SMALL)
+		wset_reindex(w);
 	return 0;
 }
 
@@ -235,7 +256,7 @@ static void wset_filter(struct wset *w, const struct wset *t, bool keep_common)
 			free(w->s.names[i]);
 	}
 	w->s.n = j;
-	index_rebuild(&w->idx, w->s.names, j);
+	wset_reindex(w);
 }
 
 /* ---- the parser ---- */
@@ -561,8 +582,10 @@ static int expand_pattern(const struct parser *p, size_t off, size_t len, struct
 		goto out;
 	}
 
-	ri = gf_xcalloc(ng, sizeof(*ri));
-	v = gf_xcalloc(ng, sizeof(*v));
+	if (ng) {
+		ri = gf_xcalloc(ng, sizeof(*ri));
+		v = gf_xcalloc(ng, sizeof(*v));
+	}
 	for (i = 0; i < ng; i++)
 		v[i] = g[i].r[0].lo;
 	for (;;) {

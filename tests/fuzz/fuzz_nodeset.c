@@ -81,8 +81,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 
 	c = gf_nodeset_collapse((const char *const *)s.names, s.n);
-	if (s.n == 0) {
-		if (c[0])
+	/* Huge sets are slow under instrumentation and teach the fuzzer nothing new. */
+	if (s.n == 0 || s.n > 100000) {
+		if (s.n == 0 && c[0])
 			abort();
 		free(c);
 		gf_nodeset_release(&s);

@@ -1,0 +1,39 @@
+/* Fanning one BMC operation out over nodes: profiles, sessions, rendering. */
+#ifndef GF_CLI_BMC_H
+#define GF_CLI_BMC_H
+
+#include "cli/common.h"
+#include "lib/backend.h"
+
+/*
+ * One operation on an open session, on a worker thread: fill slot->data (an
+ * object, already made) and return 0, or return < 0 with @err filled. Set
+ * slot->no_retry once the BMC may have acted. @ctx is read-only.
+ */
+typedef int (*cli_bmc_op)(const struct gf_backend *be, void *sess, const struct gf_node *n,
+			  const void *ctx, struct gf_result *slot, struct gf_err *err);
+
+struct cli_bmc_run {
+	struct gf_cli *cli;
+	const struct gf_node *nodes;
+	size_t n;
+	cli_bmc_op op;
+	const void *ctx;
+	const struct gf_render_spec *spec;  /* NULL: do not render, the caller reads slots */
+	unsigned batch;                     /* staggering, see gf_exec_opts */
+	double interval;
+	struct gf_result *slots;            /* filled by cli_bmc_fanout(); cli_bmc_release() */
+};
+
+/* The backend for a node's protocol; NULL with @err (unsupported) when none. */
+const struct gf_backend *cli_backend_for(const struct gf_node *n, struct gf_err *err);
+
+/*
+ * Resolve the profiles, run @op on every node, render (unless spec is NULL).
+ * Returns the exit code: 0 all ok, 1 some failed, 2 configuration error
+ * (then nothing was sent).
+ */
+int cli_bmc_fanout(struct cli_bmc_run *run);
+void cli_bmc_release(struct cli_bmc_run *run);
+
+#endif

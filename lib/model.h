@@ -1,0 +1,170 @@
+/*
+ * The result model every backend fills, whatever protocol served: sensors,
+ * event log entries, firmware components, hardware facts, boot override.
+ * Each has a *_to_json() that makes the documented JSON shape, so output is
+ * the same for IPMI and Redfish. Lists own their elements.
+ */
+#ifndef GF_MODEL_H
+#define GF_MODEL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* ---- sensors ---------------------------------------------------------- */
+
+enum gf_sensor_state {
+	GF_SENSOR_UNKNOWN = 0,
+	GF_SENSOR_NOMINAL,
+	GF_SENSOR_WARNING,   /* beyond a non-critical threshold */
+	GF_SENSOR_CRITICAL,  /* beyond a critical or non-recoverable one; a failed PSU */
+};
+
+/* Canonical sensor types (JSON "type"): temperature, fan, power, voltage,
+ * current, power_supply, processor, memory, drive, other ... as strings. */
+
+struct gf_num {
+	bool set;
+	double v;
+};
+
+struct gf_sensor {
+	char *name;
+	char *type;            /* canonical, lower case: "temperature", "fan", ... */
+	struct gf_num reading;
+	char *unit;            /* "C", "RPM", "W", "V", "A", "%", NULL when discrete */
+	enum gf_sensor_state state;
+	char *state_text;      /* discrete sensors: the asserted states, NULL otherwise */
+	struct gf_num lnr, lc, lnc, unc, uc, unr;  /* thresholds */
+};
+
+struct gf_sensor_list {
+	struct gf_sensor *v;
+	size_t n, cap;
+};
+
+/* ---- event log -------------------------------------------------------- */
+
+enum gf_severity {
+	GF_SEV_INFO = 0,
+	GF_SEV_WARNING,
+	GF_SEV_CRITICAL,
+};
+
+struct gf_sel_entry {
+	char *id;              /* record id as the BMC gives it */
+	bool has_time;
+	double time;           /* epoch seconds, UTC */
+	char *time_note;       /* "pre-init" when stamped before the BMC clock was set */
+	char *sensor;
+	char *sensor_type;
+	char *event;           /* the decoded event text */
+	bool deassertion;
+	enum gf_severity severity;
+};
+
+struct gf_sel_list {
+	struct gf_sel_entry *v;
+	size_t n, cap;
+};
+
+/* ---- firmware --------------------------------------------------------- */
+
+struct gf_component {
+	char *key;             /* canonical: "bmc", "bios", "gpu3.firmware", "nic0", "psu1" ... */
+	char *id;              /* raw member id as the BMC names it */
+	char *name;
+	char *kind;            /* bmc, bios, gpu, nic, psu, cpld, baseboard, other */
+	char *version;
+	bool updateable;
+};
+
+struct gf_component_list {
+	struct gf_component *v;
+	size_t n, cap;
+};
+
+/* ---- hardware --------------------------------------------------------- */
+
+struct gf_gpu_hw {
+	int index;
+	char *model;
+	char *serial;
+	char *firmware;
+};
+
+struct gf_hardware {
+	struct {
+		char *manufacturer, *model, *serial, *uuid, *bios_version;
+	} system;
+	struct {
+		char *serial, *part_number;
+	} chassis;
+	struct {
+		char *manufacturer, *product, *serial, *part_number;
+	} board;
+	struct {
+		char *manufacturer, *name, *serial, *part_number, *asset_tag;
+	} product;
+	char **cpus;           /* model strings, one per socket */
+	size_t ncpus;
+	struct gf_num memory_gib;
+	struct gf_gpu_hw *gpus;
+	size_t ngpus;
+};
+
+/* ---- boot override ---------------------------------------------------- */
+
+enum gf_boot_dev {
+	GF_BOOT_NONE = 0,      /* no override: the BIOS order */
+	GF_BOOT_PXE,
+	GF_BOOT_DISK,
+	GF_BOOT_BIOS,
+	GF_BOOT_CD,
+	GF_BOOT_OTHER,
+};
+
+enum gf_boot_mode {
+	GF_BOOT_MODE_UNSET = 0,
+	GF_BOOT_MODE_UEFI,
+	GF_BOOT_MODE_LEGACY,
+};
+
+struct gf_boot {
+	enum gf_boot_dev dev;
+	bool persistent;       /* false: next boot only */
+	enum gf_boot_mode mode;
+};
+
+/* ---- functions -------------------------------------------------------- */
+
+const char *gf_sensor_state_name(enum gf_sensor_state s);  /* "nominal", ... */
+const char *gf_severity_name(enum gf_severity s);          /* "info", ... */
+const char *gf_boot_dev_name(enum gf_boot_dev d);          /* "none", "pxe", "disk", "bios", "cd", "other" */
+const char *gf_boot_mode_name(enum gf_boot_mode m);        /* null-able: NULL when unset */
+/* Parse names back; return -1 when unknown. */
+int gf_sensor_state_parse(const char *s);
+int gf_severity_parse(const char *s);
+int gf_boot_dev_parse(const char *s);
+
+/* Append a zeroed element and return it (owned by the list). */
+struct gf_sensor *gf_sensor_list_add(struct gf_sensor_list *l);
+struct gf_sel_entry *gf_sel_list_add(struct gf_sel_list *l);
+struct gf_component *gf_component_list_add(struct gf_component_list *l);
+
+void gf_sensor_list_release(struct gf_sensor_list *l);
+void gf_sel_list_release(struct gf_sel_list *l);
+void gf_component_list_release(struct gf_component_list *l);
+void gf_hardware_release(struct gf_hardware *h);
+
+/* The documented JSON shapes. New references. */
+json_t *gf_sensor_to_json(const struct gf_sensor *s);
+json_t *gf_sensors_to_json(const struct gf_sensor_list *l);      /* array */
+json_t *gf_sel_entry_to_json(const struct gf_sel_entry *e);
+json_t *gf_sel_to_json(const struct gf_sel_list *l);             /* array */
+json_t *gf_component_to_json(const struct gf_component *c);
+json_t *gf_components_to_json(const struct gf_component_list *l); /* array */
+json_t *gf_hardware_to_json(const struct gf_hardware *h);        /* object with system, chassis, ... */
+json_t *gf_boot_to_json(const struct gf_boot *b);                /* {"device","persistent","mode"} */
+
+#endif
