@@ -39,6 +39,8 @@ static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *sl
 	void *sess = NULL;
 
 	slot->data = json_object();
+	if (t->run->action)
+		json_object_set_new(slot->data, "action", json_string(t->run->action));
 	if (!n->bmc) {
 		gf_err_set(&err, GF_E_NODE, GF_EK_UNSUPPORTED, "node '%s' has no BMC", n->name);
 		goto fail;

@@ -20,6 +20,7 @@ struct cli_bmc_run {
 	cli_bmc_op op;
 	const void *ctx;
 	const struct gf_render_spec *spec;  /* NULL: do not render, the caller reads slots */
+	const char *action;                 /* put in every node's "action", also on failure */
 	unsigned batch;                     /* staggering, see gf_exec_opts */
 	double interval;
 	struct gf_result *slots;            /* filled by cli_bmc_fanout(); cli_bmc_release() */

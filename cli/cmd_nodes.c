@@ -179,18 +179,16 @@ static int nodes_list(struct gf_cli *cli, struct nodes_args *a, char **args, int
 	objs = gf_xcalloc(n ? n : 1, sizeof(*objs));
 	for (size_t i = 0; i < n; i++) {
 		json_t *o = json_object(), *g = json_array();
-		struct gf_buf bmc = GF_BUF_INIT;
 
 		json_object_set_new(o, "node", json_string(nodes[i].name));
 		if (nodes[i].bmc) {
-			gf_buf_adds(&bmc, nodes[i].bmc);
-			if (nodes[i].bmc_port)
-				gf_buf_addf(&bmc, ":%d", nodes[i].bmc_port);
-			json_object_set_new(o, "bmc", json_string(gf_buf_str(&bmc)));
+			char *bmc = gf_hostport_format(nodes[i].bmc, nodes[i].bmc_port);
+
+			json_object_set_new(o, "bmc", json_string(bmc));
+			free(bmc);
 		} else {
 			json_object_set_new(o, "bmc", json_null());
 		}
-		gf_buf_release(&bmc);
 		json_object_set_new(o, "protocol", json_string(gf_proto_name(nodes[i].protocol)));
 		json_object_set_new(o, "ssh", nodes[i].ssh ? json_string(nodes[i].ssh) : json_null());
 		json_object_set_new(o, "profile",
@@ -208,20 +206,20 @@ static int nodes_list(struct gf_cli *cli, struct nodes_args *a, char **args, int
 		for (size_t i = 0; i < n; i++)
 			gf_render_ndjson_one(objs[i], &b);
 		break;
-	case GF_FMT_CSV:
-		gf_render_csv(objs, n, &spec, &b);
-		break;
 	default:
-		/* Groups read better as "a;b" than as a JSON array in a table. */
+		/* Groups as "a;b", the way nodes import reads them back. */
 		for (size_t i = 0; i < n; i++) {
 			struct gf_buf g = GF_BUF_INIT;
 
 			for (size_t k = 0; k < nodes[i].ngroups; k++)
-				gf_buf_addf(&g, "%s%s", k ? "," : "", nodes[i].groups[k]);
+				gf_buf_addf(&g, "%s%s", k ? ";" : "", nodes[i].groups[k]);
 			json_object_set_new(objs[i], "groups", json_string(gf_buf_str(&g)));
 			gf_buf_release(&g);
 		}
-		gf_render_table(objs, n, &spec, &b);
+		if (cli->format == GF_FMT_CSV)
+			gf_render_csv(objs, n, &spec, &b);
+		else
+			gf_render_table(objs, n, &spec, &b);
 		break;
 	}
 	fputs(gf_buf_str(&b), stdout);

@@ -115,7 +115,6 @@ static int power_op(const struct gf_backend *be, void *sess, const struct gf_nod
 		json_object_set_new(slot->data, "power", json_string(gf_power_name(st)));
 		return 0;
 	}
-	json_object_set_new(slot->data, "action", json_string(sub->name));
 	slot->no_retry = true; /* from here on the BMC may have acted */
 	if (be->power_set(sess, sub->op, err) < 0)
 		return GF_E_NODE;
@@ -186,7 +185,16 @@ int cmd_power(struct gf_cli *cli, int argc, char **argv)
 	run = (struct cli_bmc_run){
 		.cli = cli, .nodes = nodes, .n = n, .op = power_op, .ctx = &ctx, .spec = &spec,
 		.batch = (unsigned)a.batch, .interval = a.interval,
+		.action = sub->status ? NULL : sub->name,
 	};
+	if (!sub->status) {
+		struct gf_db *db;
+
+		/* The audit log must be writable before anything is sent. */
+		rc = cli_db(cli, &db);
+		if (rc)
+			goto out;
+	}
 	rc = cli_bmc_fanout(&run);
 	if (run.slots && !sub->status) {
 		int arc = cli_audit(cli, "power", sub->name, nodes, n, run.slots);

@@ -235,6 +235,11 @@ int cli_parse(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *o
 		if (rc)
 			goto out;
 	}
+	if (cli->format == GF_FMT_PROMETHEUS && !cli->allow_prometheus) {
+		cli_error("'%s' cannot print --format prometheus (table, json, ndjson, csv)", cli->verb);
+		rc = GF_EXIT_USAGE;
+		goto out;
+	}
 	*ret_args = argv + optind;
 	*ret_nargs = argc - optind;
 out:
@@ -434,15 +439,15 @@ void cli_exec_opts(const struct gf_cli *cli, struct gf_exec_opts *o)
 static json_t *node_json(const struct cli_render *r, size_t i, const struct gf_result *slot)
 {
 	const struct gf_node *n = &r->nodes[i];
-	char bmc[300];
+	char *bmc;
+	json_t *o;
 
 	if (!r->show_bmc)
 		return gf_result_to_json(n->name, NULL, NULL, slot);
-	if (n->bmc && n->bmc_port)
-		snprintf(bmc, sizeof(bmc), "%s:%d", n->bmc, n->bmc_port);
-	else
-		snprintf(bmc, sizeof(bmc), "%s", n->bmc ? n->bmc : "");
-	return gf_result_to_json(n->name, n->bmc ? bmc : NULL, gf_proto_name(n->protocol), slot);
+	bmc = n->bmc ? gf_hostport_format(n->bmc, n->bmc_port) : NULL;
+	o = gf_result_to_json(n->name, bmc, gf_proto_name(n->protocol), slot);
+	free(bmc);
+	return o;
 }
 
 void cli_render_done(void *ud, size_t i, const struct gf_result *slot)

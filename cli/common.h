@@ -31,6 +31,7 @@ struct gf_cli {
 	const char *cache_dir;     /* $XDG_CACHE_HOME/gpufleet: SDR caches */
 	bool creds_explicit;       /* given by option or env: must exist */
 	enum gf_format format;
+	bool allow_prometheus;     /* the verb can print --format prometheus */
 	bool collapse;
 	unsigned fanout;
 	double timeout;

@@ -12,6 +12,7 @@ enum {
 	VERB_DB = 1 << 0,          /* uses the inventory */
 	VERB_FANOUT = 1 << 1,      /* talks to many nodes at once */
 	VERB_DESTRUCTIVE = 1 << 2, /* some subverbs need --yes for more than one node */
+	VERB_PROMETHEUS = 1 << 3,  /* can print --format prometheus */
 };
 
 struct cli_verb {
@@ -179,6 +180,7 @@ int main(int argc, char **argv)
 		if (i != verb_at)
 			vargv[vargc++] = argv[i];
 	cli.verb = verb->name;
+	cli.allow_prometheus = verb->flags & VERB_PROMETHEUS;
 	rc = verb->fn(&cli, vargc, vargv);
 	if (rc < 0)
 		rc = GF_EXIT_OK; /* --help or --version was printed */

@@ -185,7 +185,7 @@ static bool timeouts(double deadline, unsigned *session_ms, unsigned *retransmit
 	double left = (deadline - gf_monotime()) * 1000.0;
 	unsigned total, want, sum = 2, waits = 2, r;
 
-	if (left < 20.0)
+	if (!(left >= 20.0)) /* also a NaN deadline */
 		return false;
 	total = left > (double)SESSION_MS_MAX ? SESSION_MS_MAX : (unsigned)left;
 	want = total / 10;

@@ -625,3 +625,17 @@ out:
 	*ret_n = cs.n;
 	return 0;
 }
+
+char *gf_hostport_format(const char *host, int port)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	bool v6 = strchr(host, ':') != NULL;
+
+	if (v6 && port)
+		gf_buf_addf(&b, "[%s]:%d", host, port);
+	else if (port)
+		gf_buf_addf(&b, "%s:%d", host, port);
+	else
+		gf_buf_adds(&b, host);
+	return gf_buf_detach(&b);
+}

@@ -39,6 +39,9 @@ int gf_proto_parse(const char *s, enum gf_proto *ret, struct gf_err *err);
  */
 int gf_hostport_parse(const char *s, char **ret_host, int *ret_port, struct gf_err *err);
 
+/* The inverse of gf_hostport_parse(): "host", "host:port", "[v6]:port". Caller frees. */
+char *gf_hostport_format(const char *host, int port);
+
 /* A node name: [A-Za-z0-9._-]+, starting with a letter or digit. */
 int gf_node_name_check(const char *name, struct gf_err *err);
 

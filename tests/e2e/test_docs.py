@@ -1,5 +1,6 @@
 """The documentation agrees with the binary: --help, the man pages, the bash
 completion and the man pages that meson installs."""
+import functools
 import glob
 import os
 import re
@@ -50,6 +51,7 @@ def short_opts(lines):
     return {m.group(1) for line in lines for m in [re.match(r"\s+(-[A-Za-z]),", line)] if m}
 
 
+@functools.lru_cache(maxsize=None)
 def main_help():
     return run_help()
 
@@ -94,6 +96,7 @@ def man_page(name):
     return roff_text(path)
 
 
+@functools.lru_cache(maxsize=None)
 def verb_help(verb):
     return run_help(verb)
 
@@ -235,7 +238,7 @@ def test_verb_page_documents_every_subverb(verb):
 def test_credentials_page_documents_every_key():
     with open(os.path.join(TOP, "lib", "creds.c"), encoding="utf-8") as f:
         src = f.read()
-    keys = re.findall(r"(?:STR|FN)_KEY\((\w+),", src)
+    keys = re.findall(r"^\s+(?:STR|FN)_KEY\(([a-z]\w+),", src, flags=re.M)
     assert "bmc_password" in keys and "ipmi_cipher_suite" in keys, keys
     listed = man_section(man_page("gpufleet-credentials.5"), "KEYS")
     for key in keys:
@@ -297,8 +300,8 @@ def test_every_man_page_is_installed():
         assert page in listed, f"man/{page} is not in the install list of man/meson.build"
 
 
-@pytest.mark.parametrize("page", ["gpufleet.1", "gpufleet-power.1", "gpufleet-nodes.1",
-                                  "gpufleet-credentials.5"])
+@pytest.mark.parametrize("page", sorted(os.path.basename(p)
+                                         for p in glob.glob(os.path.join(MAN, "*.[1-8]"))))
 def test_man_page_header_matches_file(page):
     with open(os.path.join(MAN, page), encoding="utf-8") as f:
         src = f.read()

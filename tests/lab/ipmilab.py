@@ -428,6 +428,8 @@ class IpmiLab:
         self._reap(left, time.monotonic() + 5.0)
         still = [n.index for n in left if self._running(n)]
         for n in self.nodes.values():
+            if n.proc is not None:
+                n.proc.poll()  # reap the ones that had exited by themselves
             n.proc = None
         self.started = False
         try:
