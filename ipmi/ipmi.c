@@ -5,13 +5,13 @@
  * at the open-session step it is tried again with 3; a timeout or a rejected
  * login never triggers that. IPMI 1.5 only when the profile asks for it.
  *
- * Threads: FreeIPMI keeps no shared state per context, so each worker
- * thread owns its session; the one process-wide step (libgcrypt's set-up
- * inside ipmi_rmcpplus_init()) is done once under pthread_once().
+ * Threads: FreeIPMI contexts share no state, so each worker thread owns its
+ * session and context; the one process-wide step (libgcrypt's set-up inside
+ * ipmi_rmcpplus_init()) is done once under pthread_once(). Host names are
+ * resolved with getaddrinfo(), which the deadline does not bound.
  */
 #include "ipmi/ipmi.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -84,6 +84,19 @@ static const uint8_t chassis_controls[] = {
 	[GF_POWER_OP_SOFT] = IPMI_CHASSIS_CONTROL_INITIATE_SOFT_SHUTDOWN,
 	[GF_POWER_OP_NMI] = IPMI_CHASSIS_CONTROL_PULSE_DIAGNOSTIC_INTERRUPT,
 };
+
+/* FreeIPMI's message @in, lower case and without a full stop, into @buf. */
+static const char *lower(const char *in, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	for (; in && *in && n + 1 < size; in++)
+		buf[n++] = (*in >= 'A' && *in <= 'Z') ? (char)(*in - 'A' + 'a') : *in;
+	while (n && (buf[n - 1] == '.' || buf[n - 1] == '\n'))
+		n--;
+	buf[n] = '\0';
+	return buf;
+}
 
 static pthread_once_t crypt_once = PTHREAD_ONCE_INIT;
 static int crypt_rc;
@@ -229,7 +242,9 @@ static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher,
 {
 	const char *node = t->node ? t->node : t->host;
 	int e = ipmi_ctx_errnum(ctx);
-	const char *why = ipmi_ctx_strerror(e);
+	char why_buf[128];
+	const char *why = lower(ipmi_ctx_strerror(e), why_buf, sizeof(why_buf));
+	const char *refusal;
 	int rc;
 
 	switch (e) {
@@ -272,13 +287,16 @@ static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher,
 	case IPMI_ERR_IPMI_ERROR:
 		if (cipher < 0)
 			break;
+		refusal = e == IPMI_ERR_CIPHER_SUITE_ID_UNAVAILABLE ? "no matching cipher suite"
+			  : e == IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE ? "rmcp+ open session status"
+			  : "malformed open session answer";
 		if (tried_default)
 			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 					"bmc '%s' refused cipher suites %d and %d (%s)", node,
-					CIPHER_DEFAULT, cipher, why);
+					CIPHER_DEFAULT, cipher, refusal);
 		else
 			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-					"bmc '%s' refused cipher suite %d (%s)", node, cipher, why);
+					"bmc '%s' refused cipher suite %d (%s)", node, cipher, refusal);
 		if (err)
 			err->detail = cipher;
 		return rc;
@@ -289,7 +307,8 @@ static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher,
 	}
 	return gf_err_set(err, GF_E_NODE,
 			  e == IPMI_ERR_IPMI_ERROR ? GF_EK_PROTOCOL : GF_EK_INTERNAL,
-			  "bmc '%s' session failed (freeipmi: %s)", node, ipmi_ctx_errormsg(ctx));
+			  "bmc '%s' session failed (freeipmi: %s)", node,
+			  lower(ipmi_ctx_errormsg(ctx), why_buf, sizeof(why_buf)));
 }
 
 static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct gf_err *err)
@@ -384,22 +403,16 @@ static void ipmi_close(void *session)
 static int cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, struct gf_err *err)
 {
 	int e = ipmi_ctx_errnum(s->ctx);
+	char why[128];
 	uint64_t cc = 0;
 
 	if (rs && FIID_OBJ_GET(rs, "comp_code", &cc) == 1 && cc != 0) {
 		char text[IPMI_ERR_STR_MAX_LEN];
-		size_t len;
 
 		if (ipmi_completion_code_strerror_cmd_r(rs, IPMI_NET_FN_CHASSIS_RQ, text,
 							sizeof(text)) < 0)
 			snprintf(text, sizeof(text), "unknown completion code");
-		/* FreeIPMI's texts are sentences; ours are lower case without a full stop. */
-		len = strlen(text);
-		while (len && (text[len - 1] == '.' || text[len - 1] == '\n'))
-			text[--len] = '\0';
-		for (char *c = text; *c; c++)
-			if (*c >= 'A' && *c <= 'Z')
-				*c = (char)(*c - 'A' + 'a');
+		lower(text, text, sizeof(text));
 		gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
 			   "bmc '%s' refused %s (completion code 0x%02x: %s)", s->node, what,
 			   (unsigned)cc, text);
@@ -412,18 +425,19 @@ static int cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, st
 	case IPMI_ERR_CONNECTION_TIMEOUT:
 	case IPMI_ERR_MESSAGE_TIMEOUT:
 		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT, "bmc '%s' did not answer %s (%s)",
-				  s->node, what, ipmi_ctx_strerror(e));
+				  s->node, what, lower(ipmi_ctx_strerror(e), why, sizeof(why)));
 	case IPMI_ERR_PRIVILEGE_LEVEL_INSUFFICIENT:
 		return gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
 				  "bmc '%s' refused %s (privilege level insufficient)", s->node, what);
 	case IPMI_ERR_SYSTEM_ERROR:
 		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc '%s' is unreachable (%s)",
-				  s->node, ipmi_ctx_errormsg(s->ctx));
+				  s->node, lower(ipmi_ctx_errormsg(s->ctx), why, sizeof(why)));
 	case IPMI_ERR_OUT_OF_MEMORY:
 		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
 	default:
 		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL, "bmc '%s' failed %s (freeipmi: %s)",
-				  s->node, what, ipmi_ctx_errormsg(s->ctx));
+				  s->node, what,
+				  lower(ipmi_ctx_errormsg(s->ctx), why, sizeof(why)));
 	}
 }
 

@@ -255,6 +255,8 @@ static void wset_filter(struct wset *w, const struct wset *t, bool keep_common)
 		else
 			free(w->s.names[i]);
 	}
+	if (j == w->s.n)
+		return; /* nothing moved: the index still holds */
 	w->s.n = j;
 	wset_reindex(w);
 }

@@ -11,6 +11,18 @@ As a module:
 
     with IpmiLab(workdir, count=20, overrides={3: {'password': 'wrong'}}) as lab:
         lab.addr(1), lab.password, lab.power(1), lab.chassis_log(1)
+        lab.console(1, 'sel_add ...')   # ipmi_sim_cmd(5) at run time
+        lab.pause(2); lab.resume(2)     # a BMC that stops answering
+        lab.fail_chassis(4)             # chassis commands get a completion code
+
+Users: USER (admin privilege), "operator" and "viewer" (user privilege), all
+with the lab password. Per-node overrides: password, power ('on'/'off' at
+start), port. The
+emulator commands come from emu.template ($extra: the emu_extra argument),
+the LAN set-up from lan.conf.template. ipmi_sim (OpenIPMI 2.0.33) refuses
+cipher suite 17 and every SHA-256 suite, needs FreeIPMI's opensesspriv
+workaround for RMCP+, and answers "pulse diagnostic interrupt" (NMI) with
+completion code 0xcc without running the chassis program.
 
 As a command (writes D/pids, D/lab.json and D/password, returns once every
 sim answers):
@@ -164,7 +176,7 @@ class IpmiLab:
 
     def __init__(self, workdir, prefix='127.31.0', count=20, user='admin', password=None,
                  first=1, port=IPMI_PORT, console_port=CONSOLE_PORT, power='off',
-                 overrides=None, start_timeout=None, sim='ipmi_sim'):
+                 overrides=None, start_timeout=None, sim='ipmi_sim', emu_extra=None):
         self.workdir = os.path.abspath(workdir)
         self.prefix = prefix
         self.count = int(count)
@@ -179,6 +191,9 @@ class IpmiLab:
         self.overrides = {int(k): dict(v) for k, v in (overrides or {}).items()}
         self.start_timeout = start_timeout
         self.sim = sim
+        # More emulator commands (sensors, SDRs, SEL entries) for each node's
+        # emu.cmds, before mc_enable: a string, or a function of the Node.
+        self.emu_extra = emu_extra
         for what, value in (('user', self.user), ('password', self.password)):
             self._check_conf_string(what, value)
         if self.count < 1:
@@ -289,7 +304,8 @@ class IpmiLab:
             'index': n.index, 'guid': guid, 'fw_major': '0x01', 'fw_minor': '0x00',
             'manufacturer_id': '0x001647', 'product_id': '0x0001',
             'fru_size': len(fru), 'fru_data': ' '.join('0x%02x' % b for b in fru),
-            'extra': '',
+            'extra': (self.emu_extra(n) if callable(self.emu_extra)
+                      else self.emu_extra or ''),
         })
         _write(os.path.join(n.dir, 'lan.conf'), lan, 0o600)
         _write(os.path.join(n.dir, 'emu.cmds'), emu)
@@ -411,6 +427,14 @@ class IpmiLab:
         this lab's ipmi_sim processes."""
         victims = []
         for n in self.nodes.values():
+            if n.proc is not None:
+                # Our own child: its PID cannot be reused before we reap it,
+                # and right after exec its cmdline may still read empty.
+                if n.proc.poll() is None:
+                    victims.append(n)
+                    n.proc.send_signal(signal.SIGCONT)
+                    n.proc.send_signal(signal.SIGTERM)
+                continue
             if n.pid and _pid_alive(n.pid) and self._is_our_sim(n.pid, n):
                 victims.append(n)
                 try:
@@ -421,6 +445,9 @@ class IpmiLab:
         self._reap(victims, time.monotonic() + grace)
         left = [n for n in victims if self._running(n)]
         for n in left:
+            if n.proc is not None:
+                n.proc.kill()
+                continue
             try:
                 os.kill(n.pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -510,16 +537,22 @@ class IpmiLab:
             except FileNotFoundError:
                 pass
 
+    def _signal(self, i, sig):
+        n = self.node(i)
+        if n.proc is not None:
+            if n.proc.poll() is None:
+                n.proc.send_signal(sig)
+        elif n.pid and self._is_our_sim(n.pid, n):
+            os.kill(n.pid, sig)
+        else:
+            raise LabError('node %d has no running sim' % i)
+
     def pause(self, i):
         """Freeze node @i's sim (SIGSTOP): its BMC stops answering."""
-        n = self.node(i)
-        if n.pid and self._is_our_sim(n.pid, n):
-            os.kill(n.pid, signal.SIGSTOP)
+        self._signal(i, signal.SIGSTOP)
 
     def resume(self, i):
-        n = self.node(i)
-        if n.pid and self._is_our_sim(n.pid, n):
-            os.kill(n.pid, signal.SIGCONT)
+        self._signal(i, signal.SIGCONT)
 
     def console(self, i, command, timeout=5.0):
         """Run one ipmi_sim_cmd(5) command on node @i's console and return

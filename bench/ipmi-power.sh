@@ -1,0 +1,104 @@
+#!/bin/bash
+# bench/ipmi-power.sh [N]: gpufleet power status vs FreeIPMI's ipmipower and a
+# sequential ipmitool loop, on the same N ipmi_sim BMCs (127.34.0.0/16), side
+# by side in one run. Prints medians and ratios (gpufleet / reference).
+# Needs root (UDP port 623), hyperfine, and a built tree (ninja -C build).
+set -euo pipefail
+
+n=${1:-200}
+runs=${RUNS:-7}
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
+[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/gf-bench-power.XXXXXX)
+cleanup() {
+	/usr/bin/python3 tests/lab/ipmilab.py stop --dir "$work/lab" || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+umask 077
+echo "bench-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/pw"
+/usr/bin/python3 tests/lab/ipmilab.py start --dir "$work/lab" --prefix 127.34.0 --count "$n" \
+	--user admin --password-file "$work/pw" --power on
+
+pw=$(cat "$work/pw")
+# gpufleet: cipher suite 3 (what ipmipower uses), and the default (17, then 3).
+printf '[default]\nbmc_user = admin\nbmc_password = %s\nipmi_workarounds = opensesspriv\nipmi_cipher_suite = 3\n' \
+	"$pw" > "$work/cred3"
+printf '[default]\nbmc_user = admin\nbmc_password = %s\nipmi_workarounds = opensesspriv\n' \
+	"$pw" > "$work/cred17"
+# FreeIPMI reads its password from a config file, not argv.
+printf 'driver-type LAN_2_0\nusername admin\npassword %s\nworkaround-flags opensesspriv\ncipher-suite-id 3\n' \
+	"$pw" > "$work/freeipmi.conf"
+unset pw
+
+hosts=$(/usr/bin/python3 -c "
+import sys; sys.path.insert(0, 'tests/lab')
+from ipmilab import IpmiLab
+print(IpmiLab.attach('$work/lab').hostrange())")
+export GPUFLEET_DB=$work/db
+{
+	echo "name,bmc,protocol,groups"
+	i=0
+	for a in $(/usr/bin/python3 -c "
+import sys; sys.path.insert(0, 'tests/lab')
+from ipmilab import IpmiLab
+lab = IpmiLab.attach('$work/lab')
+print(' '.join(lab.addr(i) for i in lab.indices()))"); do
+		i=$((i + 1))
+		printf 'b%04d,%s,ipmi,bench\n' "$i" "$a"
+	done
+} | "$gf" nodes import - 2>/dev/null
+
+fan=64
+cmds=(
+	"GPUFLEET_CREDENTIALS=$work/cred3 $gf power status @bench --fanout $fan --no-progress -q -C"
+	"GPUFLEET_CREDENTIALS=$work/cred17 $gf power status @bench --fanout $fan --no-progress -q -C"
+	"ipmipower -h '$hosts' --config-file $work/freeipmi.conf --stat -F $fan"
+)
+names=("gpufleet (cipher 3)" "gpufleet (default: 17, falls back to 3)" "ipmipower -F $fan")
+if [ "$n" -le 200 ]; then
+	cmds+=("for h in \$(/usr/bin/python3 -c \"import sys; sys.path.insert(0, 'tests/lab'); from ipmilab import IpmiLab; l=IpmiLab.attach('$work/lab'); print(' '.join(l.addr(i) for i in l.indices()))\"); do ipmitool -I lanplus -C 3 -H \$h -U admin -f $work/pw power status; done")
+	names+=("ipmitool loop (sequential)")
+fi
+
+# A sanity pass first: every tool must see all N BMCs on.
+ok=$(GPUFLEET_CREDENTIALS=$work/cred3 "$gf" power status @bench --format ndjson --no-progress | grep -c '"power":"on"' || true)
+ref=$(ipmipower -h "$hosts" --config-file "$work/freeipmi.conf" --stat -F $fan | grep -c ': on$' || true)
+echo "sanity: gpufleet saw $ok/$n on, ipmipower saw $ref/$n on"
+[ "$ok" -eq "$n" ] && [ "$ref" -eq "$n" ] || { echo "sanity check failed" >&2; exit 1; }
+
+args=()
+slow=()
+for i in "${!cmds[@]}"; do
+	if [[ ${names[$i]} == ipmitool* ]]; then
+		slow+=(--command-name "${names[$i]}" "${cmds[$i]}")
+	else
+		args+=(--command-name "${names[$i]}" "${cmds[$i]}")
+	fi
+done
+hyperfine -w 1 -r "$runs" --export-json "$work/h.json" --style basic "${args[@]}" >&2
+echo '{"results":[]}' > "$work/h2.json"
+if [ ${#slow[@]} -gt 0 ]; then
+	hyperfine -r 3 --export-json "$work/h2.json" --style basic "${slow[@]}" >&2
+fi
+
+/usr/bin/python3 - "$n" "$work/h.json" "$work/h2.json" <<'PY'
+import json, statistics, sys
+res = []
+for path in sys.argv[2:]:
+    res += json.load(open(path))["results"]
+med = {r["command"]: (statistics.median(r["times"]), len(r["times"])) for r in res}
+print(f"N={sys.argv[1]} BMCs: median wall time; ratio = gpufleet / reference (<= 1.0: gpufleet no slower)")
+for name, (t, k) in med.items():
+    print(f"  {name:42s} {t:7.3f} s  ({k} runs)")
+gfs = [n for n in med if n.startswith("gpufleet")]
+refs = [n for n in med if not n.startswith("gpufleet")]
+for g in gfs:
+    for r in refs:
+        print(f"  ratio {g} / {r}: {med[g][0] / med[r][0]:.2f}")
+PY

@@ -1,0 +1,217 @@
+/*
+ * Walking a Redfish tree: the service root, $expand where the service says it
+ * may be used, and collections with paging and de-duplication (real BMCs
+ * page at 50 or 75 members, and captured trees hold merged pages).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/buf.h"
+#include "redfish/rf.h"
+
+#define MAX_MEMBERS 20000u
+#define MAX_PAGES 1000u
+
+void rf_expand_query(const json_t *root, char *buf, size_t size)
+{
+	json_t *eq = rf_get(root, "ProtocolFeaturesSupported.ExpandQuery");
+	const char *what = NULL;
+	double max = 0;
+
+	buf[0] = '\0';
+	if (!json_is_object(eq))
+		return;
+	/* "." expands the subordinate resources (Members), not Links: what a walk needs. */
+	if (rf_bool(eq, "NoLinks") == 1)
+		what = ".";
+	else if (rf_bool(eq, "ExpandAll") == 1)
+		what = "*";
+	if (!what)
+		return;
+	if (rf_bool(eq, "Levels") == 1 && rf_num(eq, "MaxLevels", &max) && max >= 1)
+		snprintf(buf, size, "$expand=%s($levels=1)", what);
+	else
+		snprintf(buf, size, "$expand=%s", what);
+}
+
+void rf_client_setup(struct rf_client *c, const struct rf_io *io, void *ud, const char *node,
+		     json_t *root)
+{
+	memset(c, 0, sizeof(*c));
+	c->io = io;
+	c->ud = ud;
+	c->node = node ? node : "";
+	c->root = json_incref(root);
+	c->max_members = MAX_MEMBERS;
+	c->max_pages = MAX_PAGES;
+	rf_expand_query(root, c->expand, sizeof(c->expand));
+	c->dialect = rf_dialect_detect(root, NULL);
+}
+
+int rf_client_init(struct rf_client *c, const struct rf_io *io, void *ud, const char *node,
+		   struct gf_err *err)
+{
+	json_t *root = NULL;
+	int rc = io->get(ud, "/redfish/v1", &root, NULL, err);
+
+	if (rc < 0)
+		return rc;
+	rf_client_setup(c, io, ud, node, root);
+	json_decref(root);
+	return 0;
+}
+
+void rf_client_release(struct rf_client *c)
+{
+	json_decref(c->root);
+	c->root = NULL;
+}
+
+int rf_fetch(struct rf_client *c, const char *path, json_t **ret, struct gf_err *err)
+{
+	return c->io->get(c->ud, path, ret, NULL, err);
+}
+
+/* Was the member listed with more than its link, i.e. expanded? */
+static bool expanded(const json_t *m)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)m, k, v) {
+		if (strcmp(k, "@odata.id") != 0)
+			return true;
+	}
+	return false;
+}
+
+static char *with_query(const char *path, const char *query)
+{
+	struct gf_buf b = GF_BUF_INIT;
+
+	gf_buf_adds(&b, path);
+	gf_buf_addc(&b, strchr(path, '?') ? '&' : '?');
+	gf_buf_adds(&b, query);
+	return gf_buf_detach(&b);
+}
+
+/* One page's members into @out. */
+static int take_members(struct rf_client *c, const json_t *page, unsigned flags, json_t *seen,
+			json_t *out, struct gf_err *err)
+{
+	json_t *members = rf_arr(page, "Members");
+	size_t i;
+	json_t *m;
+
+	json_array_foreach(members, i, m) {
+		const char *id = rf_odata_id(m);
+		json_t *full = NULL;
+		int rc;
+
+		if (!json_is_object(m))
+			continue;
+		if (id) {
+			if (json_object_get(seen, id))
+				continue;
+			json_object_set_new(seen, id, json_true());
+		}
+		if (json_array_size(out) >= c->max_members)
+			return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+					  "bmc '%s' lists more than %zu members in one collection",
+					  c->node, c->max_members);
+		if ((flags & RF_WALK_REFS) || expanded(m) || !id) {
+			json_array_append(out, m);
+			continue;
+		}
+		rc = c->io->get(c->ud, id, &full, NULL, err);
+		if (rc < 0) {
+			/* A member that is gone (or was trimmed from a capture) is no failure. */
+			if (err && err->detail == 404)
+				continue;
+			return rc;
+		}
+		if (json_is_object(full))
+			json_array_append_new(out, full);
+		else
+			json_decref(full);
+	}
+	return 0;
+}
+
+int rf_collection(struct rf_client *c, const char *path, unsigned flags, json_t **ret,
+		  struct gf_err *err)
+{
+	json_t *out = json_array(), *seen = json_object(), *pages = json_object();
+	char *first = NULL, *next = NULL;
+	unsigned npages = 0;
+	int rc = 0;
+
+	if ((flags & RF_WALK_EXPAND) && !(flags & RF_WALK_REFS) && c->expand[0])
+		first = with_query(path, c->expand);
+	next = gf_xstrdup(first ? first : path);
+	while (next) {
+		json_t *page = NULL;
+		const char *link;
+
+		json_object_set_new(pages, next, json_true());
+		rc = c->io->get(c->ud, next, &page, NULL, err);
+		if (rc < 0 && first && npages == 0 && err &&
+		    (err->detail == 400 || err->detail == 501 || err->detail == 405)) {
+			/* The service refused $expand after all: walk without it from now on. */
+			c->expand[0] = '\0';
+			free(next);
+			next = gf_xstrdup(path);
+			free(first);
+			first = NULL;
+			gf_err_clear(err);
+			continue;
+		}
+		if (rc < 0)
+			goto out;
+		if (!json_is_object(page)) {
+			json_decref(page);
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+					"bmc '%s' answered '%s' with something that is not an object",
+					c->node, next);
+			goto out;
+		}
+		rc = take_members(c, page, flags, seen, out, err);
+		link = rf_str(page, "Members@odata.nextLink");
+		free(next);
+		next = NULL;
+		if (rc == 0 && link && *link && !json_object_get(pages, link)) {
+			if (++npages >= c->max_pages)
+				rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+						"bmc '%s' pages '%s' more than %u times", c->node,
+						path, c->max_pages);
+			else
+				next = gf_xstrdup(link);
+		}
+		json_decref(page);
+		if (rc < 0)
+			goto out;
+	}
+out:
+	free(first);
+	free(next);
+	json_decref(seen);
+	json_decref(pages);
+	if (rc < 0) {
+		json_decref(out);
+		return rc;
+	}
+	*ret = out;
+	return 0;
+}
+
+int rf_collection_of(struct rf_client *c, const json_t *o, const char *key, unsigned flags,
+		     json_t **ret, struct gf_err *err)
+{
+	const char *link = rf_link(o, key);
+
+	if (!link) {
+		*ret = json_array();
+		return 0;
+	}
+	return rf_collection(c, link, flags, ret, err);
+}
