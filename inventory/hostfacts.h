@@ -133,6 +133,12 @@ struct gf_cmd_out {
 	const char *err;       /* stderr, NUL terminated ("" when none) */
 };
 
+/*
+ * Should the fallback @c (GF_HC_CUDA_TXT, GF_HC_DMESG) run, given what the
+ * first round of commands answered?
+ */
+bool gf_hostfacts_need_fallback(enum gf_hostcmd c, const struct gf_cmd_out outs[GF_HC_COUNT]);
+
 /* Did the shell or env say the command does not exist (exit 126/127)? */
 bool gf_hostcmd_missing(const struct gf_cmd_out *o);
 

@@ -11,6 +11,7 @@
  * resolved with getaddrinfo(), which the deadline does not bound.
  */
 #include "ipmi/ipmi.h"
+#include "ipmi/internal.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -35,11 +36,6 @@
 /* IPMI_LAN_BACKOFF_COUNT in FreeIPMI's ipmi-lan-session-common.c (not exported). */
 #define FREEIPMI_BACKOFF_COUNT 2u
 
-struct ipmi_session {
-	ipmi_ctx_t ctx;
-	char *node;     /* for messages */
-	int cipher;     /* the suite in use, -1 for IPMI 1.5 */
-};
 
 /* ipmipower -W names; those of the other IPMI version are ignored. */
 struct workaround {
@@ -86,7 +82,7 @@ static const uint8_t chassis_controls[] = {
 };
 
 /* FreeIPMI's message @in, lower case and without a full stop, into @buf. */
-static const char *lower(const char *in, char *buf, size_t size)
+const char *gf_ipmi_lower(const char *in, char *buf, size_t size)
 {
 	size_t n = 0;
 
@@ -243,7 +239,7 @@ static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher,
 	const char *node = t->node ? t->node : t->host;
 	int e = ipmi_ctx_errnum(ctx);
 	char why_buf[128];
-	const char *why = lower(ipmi_ctx_strerror(e), why_buf, sizeof(why_buf));
+	const char *why = gf_ipmi_lower(ipmi_ctx_strerror(e), why_buf, sizeof(why_buf));
 	const char *refusal;
 	int rc;
 
@@ -308,7 +304,7 @@ static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher,
 	return gf_err_set(err, GF_E_NODE,
 			  e == IPMI_ERR_IPMI_ERROR ? GF_EK_PROTOCOL : GF_EK_INTERNAL,
 			  "bmc '%s' session failed (freeipmi: %s)", node,
-			  lower(ipmi_ctx_errormsg(ctx), why_buf, sizeof(why_buf)));
+			  gf_ipmi_lower(ipmi_ctx_errormsg(ctx), why_buf, sizeof(why_buf)));
 }
 
 static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct gf_err *err)
@@ -377,6 +373,8 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 		goto fail;
 	}
 	s->cipher = cipher;
+	s->host = t->host;
+	s->cache_dir = t->cache_dir;
 	*ret_session = s;
 	return 0;
 fail:
@@ -399,8 +397,8 @@ static void ipmi_close(void *session)
 	free(s);
 }
 
-/* @err for a failed command @what; @rs holds the completion code when the BMC sent one. */
-static int cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, struct gf_err *err)
+int gf_ipmi_cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, uint8_t netfn,
+		      struct gf_err *err)
 {
 	int e = ipmi_ctx_errnum(s->ctx);
 	char why[128];
@@ -409,10 +407,10 @@ static int cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, st
 	if (rs && FIID_OBJ_GET(rs, "comp_code", &cc) == 1 && cc != 0) {
 		char text[IPMI_ERR_STR_MAX_LEN];
 
-		if (ipmi_completion_code_strerror_cmd_r(rs, IPMI_NET_FN_CHASSIS_RQ, text,
+		if (ipmi_completion_code_strerror_cmd_r(rs, netfn, text,
 							sizeof(text)) < 0)
 			snprintf(text, sizeof(text), "unknown completion code");
-		lower(text, text, sizeof(text));
+		gf_ipmi_lower(text, text, sizeof(text));
 		gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
 			   "bmc '%s' refused %s (completion code 0x%02x: %s)", s->node, what,
 			   (unsigned)cc, text);
@@ -425,19 +423,19 @@ static int cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, st
 	case IPMI_ERR_CONNECTION_TIMEOUT:
 	case IPMI_ERR_MESSAGE_TIMEOUT:
 		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT, "bmc '%s' did not answer %s (%s)",
-				  s->node, what, lower(ipmi_ctx_strerror(e), why, sizeof(why)));
+				  s->node, what, gf_ipmi_lower(ipmi_ctx_strerror(e), why, sizeof(why)));
 	case IPMI_ERR_PRIVILEGE_LEVEL_INSUFFICIENT:
 		return gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
 				  "bmc '%s' refused %s (privilege level insufficient)", s->node, what);
 	case IPMI_ERR_SYSTEM_ERROR:
 		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc '%s' is unreachable (%s)",
-				  s->node, lower(ipmi_ctx_errormsg(s->ctx), why, sizeof(why)));
+				  s->node, gf_ipmi_lower(ipmi_ctx_errormsg(s->ctx), why, sizeof(why)));
 	case IPMI_ERR_OUT_OF_MEMORY:
 		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
 	default:
 		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL, "bmc '%s' failed %s (freeipmi: %s)",
 				  s->node, what,
-				  lower(ipmi_ctx_errormsg(s->ctx), why, sizeof(why)));
+				  gf_ipmi_lower(ipmi_ctx_errormsg(s->ctx), why, sizeof(why)));
 	}
 }
 
@@ -451,7 +449,7 @@ static int ipmi_power_get(void *session, enum gf_power *ret, struct gf_err *err)
 	if (!rs)
 		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
 	if (ipmi_cmd_get_chassis_status(s->ctx, rs) < 0) {
-		rc = cmd_error(s, "get chassis status", rs, err);
+		rc = gf_ipmi_cmd_error(s, "get chassis status", rs, IPMI_NET_FN_CHASSIS_RQ, err);
 		goto out;
 	}
 	if (FIID_OBJ_GET(rs, "current_power_state.power_is_on", &on) != 1) {
@@ -481,7 +479,7 @@ static int ipmi_power_set(void *session, enum gf_power_op op, struct gf_err *err
 		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
 	snprintf(what, sizeof(what), "power %s", gf_power_op_name(op));
 	if (ipmi_cmd_chassis_control(s->ctx, chassis_controls[op], rs) < 0)
-		rc = cmd_error(s, what, rs, err);
+		rc = gf_ipmi_cmd_error(s, what, rs, IPMI_NET_FN_CHASSIS_RQ, err);
 	else
 		rc = 0;
 	fiid_obj_destroy(rs);
