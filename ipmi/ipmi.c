@@ -19,6 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <freeipmi/freeipmi.h>
 
@@ -232,6 +236,56 @@ static bool cipher_refused(int errnum)
 	       errnum == IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE || errnum == IPMI_ERR_IPMI_ERROR;
 }
 
+/*
+ * A BMC that refused suite 17 once is remembered for a week in the cache
+ * directory, so that later runs open with 3 at once instead of paying a
+ * refused round trip per node per run; after a week 17 is tried again (a
+ * firmware update may have brought it). Workers write only these files.
+ */
+#define CIPHER_MEMO_SECONDS (7 * 24 * 3600)
+
+static bool memo_path(const struct gf_bmc_target *t, char *buf, size_t size)
+{
+	int n;
+
+	if (!t->cache_dir || !*t->cache_dir || strchr(t->host, '/'))
+		return false;
+	n = snprintf(buf, size, "%s/ipmi-cipher/%s_%d", t->cache_dir, t->host, t->port);
+	return n > 0 && (size_t)n < size;
+}
+
+static bool memo_says_fallback(const struct gf_bmc_target *t)
+{
+	char path[4096];
+	struct stat st;
+
+	if (!memo_path(t, path, sizeof(path)) || stat(path, &st) < 0)
+		return false;
+	return time(NULL) - st.st_mtime < CIPHER_MEMO_SECONDS;
+}
+
+static void memo_set(const struct gf_bmc_target *t, bool fallback)
+{
+	char path[4096];
+	int fd;
+
+	if (!memo_path(t, path, sizeof(path)))
+		return;
+	if (!fallback) {
+		unlink(path);
+		return;
+	}
+	if (gf_mkdir_parents(path, NULL) < 0)
+		return;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, "3\n", 2) != 2) {
+		/* Only a hint: without it the next run tries 17 first again. */
+	}
+	close(fd);
+}
+
 /* @err from a failed open, in the words of ipmipower where they fit. */
 static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher,
 		      bool tried_default, unsigned wflags, double t0, struct gf_err *err)
@@ -317,6 +371,7 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	int cipher = p->ipmi_v15 ? -1 : p->ipmi_cipher_suite < 0 ? CIPHER_DEFAULT
 								  : p->ipmi_cipher_suite;
 	bool fallback = !p->ipmi_v15 && p->ipmi_cipher_suite < 0;
+	bool memo = fallback && memo_says_fallback(t);
 	bool tried_default = false;
 	size_t pw_max = p->ipmi_v15 ? IPMI_1_5_MAX_PASSWORD_LENGTH : IPMI_2_0_MAX_PASSWORD_LENGTH;
 	struct ipmi_session *s;
@@ -348,6 +403,8 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 		rc = gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
 		goto fail;
 	}
+	if (memo)
+		cipher = CIPHER_FALLBACK;
 	for (;;) {
 		if (!timeouts(t->deadline, &session_ms, &retransmit_ms)) {
 			rc = gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
@@ -369,9 +426,18 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 			cipher = CIPHER_FALLBACK;
 			continue;
 		}
+		if (memo && cipher == CIPHER_FALLBACK && cipher_refused(ipmi_ctx_errnum(s->ctx))) {
+			/* The memo is stale: this BMC now wants something else. */
+			memo = false;
+			memo_set(t, false);
+			cipher = CIPHER_DEFAULT;
+			continue;
+		}
 		rc = open_error(t, s->ctx, cipher, tried_default, wflags, t0, err);
 		goto fail;
 	}
+	if (tried_default && !memo)
+		memo_set(t, true);
 	s->cipher = cipher;
 	s->host = t->host;
 	s->cache_dir = t->cache_dir;

@@ -423,7 +423,7 @@ static int parse_bracket(const struct parser *p, size_t *pos, struct group *g, u
 	if (i < p->len && p->expr[i] == ']')
 		return perr(p, *pos, "empty brackets");
 	for (;;) {
-		struct range r;
+		struct range r = {0, 0, 1, 0};
 		size_t start = i;
 		int hw;
 
@@ -861,6 +861,12 @@ char *gf_nodeset_collapse(const char *const *names, size_t n)
 	size_t npadded = 0, nfolds = 0, i;
 	struct fold *folds = NULL;
 
+	if (n == 0)
+		return gf_xstrdup("");
+	/* At most one fold per name. */
+	keys = gf_xcalloc(n, sizeof(*keys));
+	folds = gf_xcalloc(n, sizeof(*folds));
+
 	/* Which prefix/suffix/width classes have zero-padded members. */
 	for (i = 0; i < n; i++) {
 		struct split sp = split_name(names[i]);
@@ -891,12 +897,6 @@ char *gf_nodeset_collapse(const char *const *names, size_t n)
 		fold_key(&key, names[i], &sp, width);
 		pos = index_find(&fold_idx, keys, gf_buf_str(&key));
 		if (pos == NOT_FOUND) {
-			if (!(nfolds & (nfolds - 1))) {
-				size_t cap = nfolds ? nfolds * 2 : 1;
-
-				keys = gf_xrealloc(keys, cap * sizeof(*keys));
-				folds = gf_xrealloc(folds, cap * sizeof(*folds));
-			}
 			pos = nfolds++;
 			keys[pos] = gf_xstrdup(gf_buf_str(&key));
 			folds[pos] = (struct fold){i, width, NULL, 0, 0};
@@ -927,7 +927,7 @@ char *gf_nodeset_collapse(const char *const *names, size_t n)
 	index_release(&padded_idx);
 	index_release(&fold_idx);
 	gf_buf_release(&key);
-	if (!out.s)
+	if (!out.s) /* a single empty name */
 		return gf_xstrdup("");
 	return gf_buf_detach(&out);
 }

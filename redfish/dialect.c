@@ -182,22 +182,25 @@ static const char *const generic_logs[] = {
 };
 
 static const struct rf_dialect dialect_dell = {
-	"dell", dell_vendors, RF_FWID_DELL, dell_states, dell_fw, dell_logs, false,
+	.name = "dell", .vendors = dell_vendors, .fwid = RF_FWID_DELL, .states = dell_states,
+	.fw = dell_fw, .logs = dell_logs,
 };
 static const struct rf_dialect dialect_hpe = {
-	"hpe", hpe_vendors, RF_FWID_PLAIN, NULL, hpe_fw, hpe_logs, false,
+	.name = "hpe", .vendors = hpe_vendors, .fw = hpe_fw, .logs = hpe_logs,
+	.context = "Oem.Hpe.DeviceContext",
 };
 static const struct rf_dialect dialect_lenovo = {
-	"lenovo", lenovo_vendors, RF_FWID_PLAIN, NULL, lenovo_fw, lenovo_logs, false,
+	.name = "lenovo", .vendors = lenovo_vendors, .fw = lenovo_fw, .logs = lenovo_logs,
 };
 static const struct rf_dialect dialect_supermicro = {
-	"supermicro", supermicro_vendors, RF_FWID_PLAIN, NULL, supermicro_fw, supermicro_logs, true,
+	.name = "supermicro", .vendors = supermicro_vendors, .fw = supermicro_fw,
+	.logs = supermicro_logs, .gpus_in_pcie = true,
 };
 static const struct rf_dialect dialect_nvidia = {
-	"nvidia", nvidia_vendors, RF_FWID_PLAIN, NULL, nvidia_fw, nvidia_logs, false,
+	.name = "nvidia", .vendors = nvidia_vendors, .fw = nvidia_fw, .logs = nvidia_logs,
 };
 static const struct rf_dialect dialect_generic = {
-	"generic", NULL, RF_FWID_PLAIN, NULL, generic_fw, generic_logs, false,
+	.name = "generic", .fw = generic_fw, .logs = generic_logs,
 };
 
 const struct rf_dialect *const rf_dialects[] = {

@@ -142,6 +142,7 @@ struct rf_dialect {
 	const struct rf_fw_state *states;  /* RF_FWID_DELL: suffix per state, NULL-terminated */
 	const struct rf_fw_rule *fw;       /* terminated by a rule with a NULL match */
 	const char *const *logs;           /* event log service Ids, most wanted first */
+	const char *context;               /* where a member says where it sits ("Oem.Hpe.DeviceContext") */
 	bool gpus_in_pcie;                 /* GPUs are Chassis PCIeDevices, not Processors */
 };
 

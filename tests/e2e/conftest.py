@@ -30,6 +30,7 @@ class Gf:
         env["GPUFLEET_DB"] = self.db
         env["GPUFLEET_CREDENTIALS"] = self.creds
         env["HOME"] = self.workdir
+        env["XDG_CACHE_HOME"] = os.path.join(self.workdir, "cache")
         env.pop("SUDO_USER", None)
         if extra:
             env.update(extra)

@@ -1,5 +1,6 @@
 """Power control through the real binary against a fleet of ipmi_sim BMCs."""
 import json
+import os
 import time
 
 import pytest
@@ -139,6 +140,24 @@ def test_cipher_17_refused_then_3(gf, fleet):
     r, data = gf.json("power", "status", "-H", fleet.addr(1))
     assert r.returncode == 0, r.stderr
     assert data[0]["power"] in ("on", "off")
+
+
+def test_cipher_fallback_is_remembered(gf, fleet):
+    memo = os.path.join(gf.workdir, "cache", "gpufleet", "ipmi-cipher", f"{fleet.addr(3)}_0")
+    r, data = gf.json("power", "status", "-H", fleet.addr(3), "--protocol", "ipmi")
+    assert r.returncode == 0, r.stderr
+    with open(memo) as f:
+        assert f.read() == "3\n"
+    assert os.stat(memo).st_mode & 0o077 == 0
+    # A week later 17 is tried again, and the memo renewed after the refusal.
+    os.utime(memo, (time.time() - 8 * 86400, time.time() - 8 * 86400))
+    r, data = gf.json("power", "status", "-H", fleet.addr(3), "--protocol", "ipmi")
+    assert r.returncode == 0, r.stderr
+    assert time.time() - os.stat(memo).st_mtime < 60
+    # An explicit suite in the profile ignores the memo.
+    gf.write_creds(open(gf.creds).read() + "ipmi_cipher_suite = 17\n")
+    r, data = gf.json("power", "status", "-H", fleet.addr(3), "--retries", "0")
+    assert r.returncode == 1 and "17" in data[0]["error"]["message"]
 
 
 def test_cipher_0_only_when_asked(gf, fleet):

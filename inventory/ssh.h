@@ -1,0 +1,76 @@
+/*
+ * SSH to a node's operating system with libssh2: one connection per node,
+ * several commands on their own channels at once, every call bounded by a
+ * deadline (non-blocking sockets and poll). Host keys are checked against an
+ * OpenSSH known_hosts file; unknown and changed keys are refused with their
+ * SHA-256 fingerprint. A session is used by one thread.
+ */
+#ifndef GF_SSH_H
+#define GF_SSH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lib/buf.h"
+#include "lib/creds.h"
+#include "lib/err.h"
+
+/* One command to run, and what came of it. */
+struct gf_remote_cmd {
+	const char *line;      /* in: the command line, run by the remote user's shell */
+	bool ran;              /* out: it was started */
+	bool timed_out;        /* out: it had not finished by the deadline */
+	int status;            /* out: exit status; -1 when killed by a signal or unknown */
+	struct gf_buf out;     /* out: stdout (at most GF_REMOTE_MAX_OUTPUT bytes kept) */
+	struct gf_buf err;     /* out: stderr */
+};
+
+/* Output beyond this many bytes per stream is read and dropped. */
+#define GF_REMOTE_MAX_OUTPUT (8u << 20)
+
+void gf_remote_cmd_release(struct gf_remote_cmd *c);
+
+struct gf_ssh_target {
+	const char *node;               /* for messages */
+	const char *spec;               /* "[user@]host[:port]" */
+	const struct gf_profile *prof;  /* ssh_user, ssh_key, ssh_key_passphrase_env, ssh_known_hosts */
+	bool accept_new;                /* record an unknown host key (never a changed one) */
+	double deadline;                /* monotonic: every call returns by then */
+};
+
+struct gf_ssh;
+
+/* libssh2_init(): once, on the main thread, before any session. */
+int gf_ssh_global_init(struct gf_err *err);
+void gf_ssh_global_cleanup(void);
+
+/*
+ * Connect, check the host key, authenticate (ssh-agent, then key files:
+ * the profile's ssh_key, or ~/.ssh/id_ed25519, id_ecdsa, id_rsa). Errors are
+ * GF_E_NODE with kind connect, timeout, hostkey or auth. Free with
+ * gf_ssh_close().
+ */
+int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_err *err);
+
+/*
+ * Run @n commands, as many at once as the server allows, each until it ends
+ * or @deadline passes (then it is marked timed_out; its output so far is
+ * kept). Returns 0 when every command ended or timed out, or GF_E_NODE when
+ * the connection failed.
+ */
+int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double deadline,
+	       struct gf_err *err);
+
+/* Disconnect (within a short bound) and free; accepts NULL. */
+void gf_ssh_close(struct gf_ssh *s);
+
+/*
+ * The known_hosts file in use for @prof: its ssh_known_hosts, else
+ * $HOME/.ssh/known_hosts. Caller frees.
+ */
+char *gf_ssh_known_hosts_path(const struct gf_profile *prof);
+
+/* "SHA256:<base64 without padding>" of @len bytes at @blob (a raw public key). */
+char *gf_ssh_fingerprint(const unsigned char *sha256, size_t len);
+
+#endif
