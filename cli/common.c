@@ -457,6 +457,11 @@ void cli_render_done(void *ud, size_t i, const struct gf_result *slot)
 	r->finished++;
 	if (!slot->ok)
 		r->failed++;
+	if (r->cli->verbose)
+		fprintf(stderr, "gpufleet: %s: %s in %.3f s (%u attempt%s)%s%s\n", r->nodes[i].name,
+			slot->ok ? "ok" : gf_errkind_name(slot->err.kind), slot->t_end - slot->t_start,
+			slot->attempts, slot->attempts == 1 ? "" : "s", slot->ok ? "" : ": ",
+			slot->ok ? "" : slot->err.msg);
 	if (r->cli->format == GF_FMT_NDJSON) {
 		struct gf_buf b = GF_BUF_INIT;
 		json_t *o = node_json(r, i, slot);

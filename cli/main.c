@@ -25,6 +25,12 @@ struct cli_verb {
 
 /* Sorted by name: usage and --help come from here, and the man page test reads --help. */
 static const struct cli_verb verbs[] = {
+	{"host", cmd_host, VERB_DB | VERB_FANOUT, "NVIDIA driver, CUDA, GPUs and their health, over SSH",
+	 "usage: gpufleet host [OPTIONS] TARGETS\n"
+	 "       gpufleet host -H HOST[:PORT][,...] [--profile NAME]\n"
+	 "       gpufleet host --local\n"
+	 "       gpufleet host --commands\n"
+	 "Runs fixed, read-only commands on each node (see --commands and gpufleet-host(1)).\n"},
 	{"nodes", cmd_nodes, VERB_DB, "the node registry: add, import, list, remove, tag",
 	 "usage: gpufleet nodes add NAME --bmc HOST[:PORT] [--protocol P] [--ssh [USER@]HOST[:PORT]]\n"
 	 "                          [--profile NAME] [--group G]... [--replace]\n"

@@ -4,6 +4,7 @@
 
 #include "cli/common.h"
 
+int cmd_host(struct gf_cli *cli, int argc, char **argv);
 int cmd_nodes(struct gf_cli *cli, int argc, char **argv);
 int cmd_power(struct gf_cli *cli, int argc, char **argv);
 

@@ -2,6 +2,9 @@
 #ifndef GF_BACKEND_H
 #define GF_BACKEND_H
 
+#include <signal.h>
+#include <stdbool.h>
+
 #include "lib/creds.h"
 #include "lib/err.h"
 #include "lib/model.h"
@@ -32,6 +35,13 @@ struct gf_bmc_target {
 	const struct gf_profile *prof;   /* resolved: passwords present */
 	double deadline;                 /* monotonic; every call must return by then */
 	const char *cache_dir;           /* per-user cache (IPMI SDR cache), NULL: none */
+	/* Redfish TLS: CA verification by default, or a pin, or nothing with insecure. */
+	const char *cacert;              /* CA bundle for the BMC certificate, NULL: system CAs */
+	bool insecure;                   /* no certificate check at all (the CLI warns) */
+	const char *tls_pin;             /* pinned SHA-256 of the BMC certificate (hex), NULL: none */
+	bool tls_pin_new;                /* no pin yet: accept and report the certificate seen */
+	const char *log_name;            /* sel: the log to use (Redfish LogService Id), NULL: find it */
+	const volatile sig_atomic_t *cancel;  /* set on Ctrl-C: stop soon, still clean up; NULL: none */
 };
 
 /*

@@ -64,6 +64,7 @@ struct rf_client {
 	const struct rf_dialect *dialect;
 	char expand[32];                   /* "$expand=.($levels=1)", "" when not advertised */
 	const char *log_name;              /* sel: the log service to use, NULL: discover */
+	char *main_system;                 /* @odata.id of the main System, once known; owned */
 	size_t max_members;                /* per collection, against runaway paging */
 	unsigned max_pages;
 };

@@ -4,6 +4,7 @@
  * page at 50 or 75 members, and captured trees hold merged pages).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/buf.h"
@@ -65,6 +66,8 @@ void rf_client_release(struct rf_client *c)
 {
 	json_decref(c->root);
 	c->root = NULL;
+	free(c->main_system);
+	c->main_system = NULL;
 }
 
 int rf_fetch(struct rf_client *c, const char *path, json_t **ret, struct gf_err *err)

@@ -1,0 +1,157 @@
+#!/bin/bash
+# bench/redfish-firmware.sh [N]: `gpufleet firmware` vs a parallel curl crawl
+# of the same UpdateService/FirmwareInventory members (one curl per request,
+# xargs -P 20, Basic auth: the way scripts do it today), on the same N
+# emulated Redfish BMCs (tests/lab/redfish_emu.py, 127.32.200.0/24 and up),
+# side by side in one run. Prints medians and the ratio gpufleet / curl
+# (the target is <= 0.5).
+#
+# Environment: VENDORS (emulated dialects, default dgx; see
+# tests/lab/REDFISH-EMU.md), RUNS (hyperfine runs, default 5), PARALLEL (curl
+# parallelism, default 20), GPUFLEET_BIN, WORKERS (emulator processes).
+# Needs hyperfine, curl, openssl and a built tree (ninja -C build). Fails
+# loudly while gpufleet cannot read the firmware inventory over Redfish.
+set -euo pipefail
+
+n=${1:-100}
+runs=${RUNS:-5}
+par=${PARALLEL:-20}
+vendors=${VENDORS:-dgx}
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
+[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
+for tool in hyperfine curl openssl; do
+	command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
+done
+
+work=$(mktemp -d /tmp/gf-bench-redfish.XXXXXX)
+cleanup() {
+	/usr/bin/python3 tests/lab/redfish_emu.py stop --dir "$work/lab" || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+umask 077
+echo "bench-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/pw"
+wargs=()
+[ -n "${WORKERS:-}" ] && wargs=(--workers "$WORKERS")
+/usr/bin/python3 tests/lab/redfish_emu.py start --dir "$work/lab" --prefix 127.32.200 \
+	--count "$n" --vendors "$vendors" --user admin --password-file "$work/pw" "${wargs[@]}"
+
+ca=$work/lab/ca.pem
+port=$(/usr/bin/python3 -c "import json; print(json.load(open('$work/lab/lab.json'))['port'])")
+pw=$(cat "$work/pw")
+printf '[default]\nbmc_user = admin\nbmc_password = %s\nredfish_cacert = %s\n' "$pw" "$ca" \
+	> "$work/cred"
+# curl reads the password from a netrc file, not argv
+printf 'default login admin password %s\n' "$pw" > "$work/netrc"
+unset pw
+
+export GPUFLEET_DB=$work/db
+export GPUFLEET_CREDENTIALS=$work/cred
+{
+	echo "name,bmc,protocol,groups"
+	i=0
+	while read -r a; do
+		i=$((i + 1))
+		printf 'r%04d,%s:%s,redfish,bench\n' "$i" "$a" "$port"
+	done < "$work/lab/addrs"
+} | "$gf" nodes import - >/dev/null
+
+# The crawl: every BMC's FirmwareInventory collection (following
+# Members@odata.nextLink), then every member, one curl per request.
+cat > "$work/crawl.sh" <<'SH'
+#!/bin/bash
+set -euo pipefail
+addrs=$1 port=$2 ca=$3 netrc=$4 par=$5 out=${6:-/dev/null}
+collection() {
+	local h=$1 url=/redfish/v1/UpdateService/FirmwareInventory body next
+	while [ -n "$url" ]; do
+		body=$(curl -sS --fail --cacert "$ca" --netrc-file "$netrc" "https://$h:$port$url")
+		grep -o '"@odata.id": *"/redfish/v1/UpdateService/FirmwareInventory/[^"]*"' <<<"$body" |
+			sed -e 's/.*"\(\/redfish[^"]*\)"$/\1/' -e "s|^|https://$h:$port|"
+		next=$(grep -o '"Members@odata.nextLink": *"[^"]*"' <<<"$body" | sed 's/.*"\([^"]*\)"$/\1/' || true)
+		url=$next
+	done
+}
+export -f collection
+export port ca netrc
+members=$(xargs -P "$par" -I{} bash -c 'collection "$@"' _ {} < "$addrs" | sort -u)
+[ -n "$members" ] || { echo "crawl: no members found" >&2; exit 1; }
+printf '%s\n' "$members" |
+	xargs -P "$par" -n 1 curl -sS --fail --cacert "$ca" --netrc-file "$netrc" -o /dev/null -w '%{http_code}\n' >"$out"
+SH
+chmod +x "$work/crawl.sh"
+
+# Sanity first: both sides must see every member of every BMC.
+expect=$(/usr/bin/python3 - "$work/lab" <<'PY'
+import json, sys
+sys.path.insert(0, 'tests/lab')
+from redfish_emu import RedfishLab, FW_INV
+lab = RedfishLab.attach(sys.argv[1])
+print(sum(len(lab.resource(i, FW_INV)['Members']) for i in lab.indices()))
+PY
+)
+"$work/crawl.sh" "$work/lab/addrs" "$port" "$ca" "$work/netrc" "$par" "$work/crawl.out"
+got_curl=$(grep -c '^200$' "$work/crawl.out" || true)
+set +e
+"$gf" firmware @bench --format ndjson --no-progress >"$work/gf.out" 2>"$work/gf.err"
+rc=$?
+set -e
+got_gf=$(/usr/bin/python3 - "$work/gf.out" <<'PY'
+import json, sys
+total = 0
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if not line:
+        continue
+    try:
+        d = json.loads(line)
+    except ValueError:
+        continue
+    if d.get("ok"):
+        total += len(d.get("components") or [])
+print(total)
+PY
+)
+echo "sanity: $expect members on $n BMCs; curl crawl fetched $got_curl, gpufleet reported $got_gf (exit $rc)"
+if [ "$got_curl" -ne "$expect" ]; then
+	echo "FAIL: the curl crawl did not fetch every member" >&2
+	exit 1
+fi
+if [ "$rc" -ne 0 ] || [ "$got_gf" -ne "$expect" ]; then
+	echo "FAIL: gpufleet firmware did not report every member over Redfish (exit $rc):" >&2
+	head -n 5 "$work/gf.err" >&2
+	head -c 600 "$work/gf.out" >&2
+	echo >&2
+	exit 1
+fi
+sessions=$(/usr/bin/python3 - "$work/lab" <<'PY'
+import sys
+sys.path.insert(0, 'tests/lab')
+from redfish_emu import RedfishLab
+lab = RedfishLab.attach(sys.argv[1])
+print(sum(lab.sessions_open(i) for i in lab.indices()))
+PY
+)
+echo "sanity: $sessions sessions left open on the BMCs after gpufleet"
+
+hyperfine -w 1 -r "$runs" --export-json "$work/h.json" --style basic \
+	--command-name "gpufleet firmware" \
+	"$gf firmware @bench --format json --no-progress -q >/dev/null" \
+	--command-name "curl crawl (xargs -P $par)" \
+	"$work/crawl.sh $work/lab/addrs $port $ca $work/netrc $par" >&2
+
+/usr/bin/python3 - "$n" "$expect" "$work/h.json" <<'PY'
+import json, statistics, sys
+res = json.load(open(sys.argv[3]))["results"]
+med = {r["command"]: statistics.median(r["times"]) for r in res}
+print(f"N={sys.argv[1]} BMCs, {sys.argv[2]} firmware members: median wall time")
+for name, t in med.items():
+    print(f"  {name:32s} {t:7.3f} s")
+g = [k for k in med if k.startswith("gpufleet")][0]
+c = [k for k in med if k.startswith("curl")][0]
+print(f"  ratio gpufleet / curl crawl: {med[g] / med[c]:.2f} (target <= 0.50)")
+PY

@@ -1,0 +1,300 @@
+#include "inventory/hostcollect.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/util.h"
+
+extern char **environ;
+
+/* Time kept back from the node's deadline to close the connection. */
+#define CLOSE_MARGIN 0.25
+/* Rounds of asking nvidia-smi again without a refused field. */
+#define MAX_ROUNDS 8
+
+int gf_host_run_ssh(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
+		    struct gf_err *err)
+{
+	return gf_ssh_run(ud, cmds, n, deadline, err);
+}
+
+/* ---- local processes -------------------------------------------------- */
+
+struct proc {
+	pid_t pid;
+	int fd[2];     /* stdout, stderr read ends; -1 once closed */
+	bool exited;
+};
+
+static int spawn(struct gf_remote_cmd *c, struct proc *p, struct gf_err *err)
+{
+	int po[2] = {-1, -1}, pe[2] = {-1, -1};
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t def, none;
+	char *argv[] = {(char *)"sh", (char *)"-c", (char *)c->line, NULL};
+	int rc;
+
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+		rc = errno;
+		if (po[0] >= 0) {
+			close(po[0]);
+			close(po[1]);
+		}
+		return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "cannot make a pipe (%s)", strerror(rc));
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+	posix_spawnattr_init(&at);
+	/* Its own process group, so that a hung command and its children can be killed. */
+	posix_spawnattr_setpgroup(&at, 0);
+	/* gpufleet ignores SIGPIPE; the commands must not inherit that. */
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);
+	sigemptyset(&none);
+	posix_spawnattr_setsigdefault(&at, &def);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+					      POSIX_SPAWN_SETSIGMASK);
+	rc = posix_spawn(&p->pid, "/bin/sh", &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(po[1]);
+	close(pe[1]);
+	if (rc) {
+		close(po[0]);
+		close(pe[0]);
+		return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "cannot run /bin/sh (%s)", strerror(rc));
+	}
+	p->fd[0] = po[0];
+	p->fd[1] = pe[0];
+	fcntl(po[0], F_SETFL, O_NONBLOCK);
+	fcntl(pe[0], F_SETFL, O_NONBLOCK);
+	c->ran = true;
+	return 0;
+}
+
+static void reap(struct gf_remote_cmd *c, struct proc *p, bool block)
+{
+	int st;
+	pid_t r = waitpid(p->pid, &st, block ? 0 : WNOHANG);
+
+	if (r != p->pid)
+		return;
+	p->exited = true;
+	c->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
+		      struct gf_err *err)
+{
+	struct proc *ps = gf_xcalloc(n ? n : 1, sizeof(*ps));
+	struct pollfd *pfd = gf_xcalloc(2 * (n ? n : 1), sizeof(*pfd));
+	char buf[16384];
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		cmds[i].ran = false;
+		cmds[i].timed_out = false;
+		cmds[i].status = -1;
+		ps[i].fd[0] = ps[i].fd[1] = -1;
+		ps[i].pid = -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		rc = spawn(&cmds[i], &ps[i], err);
+		if (rc < 0)
+			goto out;
+	}
+	for (;;) {
+		size_t np = 0;
+		double left = deadline - gf_monotime();
+
+		for (size_t i = 0; i < n; i++) {
+			for (int k = 0; k < 2; k++) {
+				if (ps[i].fd[k] < 0)
+					continue;
+				pfd[np].fd = ps[i].fd[k];
+				pfd[np].events = POLLIN;
+				pfd[np].revents = 0;
+				np++;
+			}
+		}
+		if (np == 0)
+			break;
+		if (left <= 0)
+			break;
+		if (poll(pfd, (nfds_t)np, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			for (int k = 0; k < 2; k++) {
+				ssize_t got;
+
+				if (ps[i].fd[k] < 0)
+					continue;
+				while ((got = read(ps[i].fd[k], buf, sizeof(buf))) > 0) {
+					struct gf_buf *b = k ? &cmds[i].err : &cmds[i].out;
+
+					if (b->len < GF_REMOTE_MAX_OUTPUT)
+						gf_buf_add(b, buf, (size_t)got);
+				}
+				if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+					close(ps[i].fd[k]);
+					ps[i].fd[k] = -1;
+				}
+			}
+		}
+	}
+	/* Output closed: the processes end now, or they are hung and get killed at the deadline. */
+	for (size_t i = 0; i < n; i++) {
+		if (ps[i].pid < 0)
+			continue;
+		while (!ps[i].exited && ps[i].fd[0] < 0 && ps[i].fd[1] < 0 && gf_monotime() < deadline) {
+			reap(&cmds[i], &ps[i], false);
+			if (!ps[i].exited)
+				gf_sleep_until(gf_monotime() + 0.002);
+		}
+		if (!ps[i].exited)
+			reap(&cmds[i], &ps[i], false);
+		if (!ps[i].exited) {
+			cmds[i].timed_out = true;
+			kill(-ps[i].pid, SIGKILL);
+			reap(&cmds[i], &ps[i], true);
+			cmds[i].status = -1;
+		}
+	}
+out:
+	for (size_t i = 0; i < n; i++) {
+		for (int k = 0; k < 2; k++)
+			if (ps[i].fd[k] >= 0)
+				close(ps[i].fd[k]);
+		if (ps[i].pid > 0 && !ps[i].exited) {
+			kill(-ps[i].pid, SIGKILL);
+			waitpid(ps[i].pid, NULL, 0);
+		}
+	}
+	free(ps);
+	free(pfd);
+	return rc;
+}
+
+/* ---- the collection --------------------------------------------------- */
+
+struct round {
+	struct gf_remote_cmd cmds[GF_HC_COUNT];
+	enum gf_hostcmd ids[GF_HC_COUNT];
+	size_t n;
+};
+
+static void round_add(struct round *r, enum gf_hostcmd id, const char *line)
+{
+	memset(&r->cmds[r->n], 0, sizeof(r->cmds[r->n]));
+	r->cmds[r->n].line = line;
+	r->ids[r->n++] = id;
+}
+
+/* Run a round and move its results into @res (indexed by command). */
+static int round_run(const struct gf_host_runner *r, struct round *rd, double deadline,
+		     struct gf_remote_cmd res[GF_HC_COUNT], struct gf_err *err)
+{
+	int rc = r->run(r->ud, rd->cmds, rd->n, deadline, err);
+
+	for (size_t i = 0; i < rd->n; i++) {
+		struct gf_remote_cmd *dst = &res[rd->ids[i]];
+
+		gf_remote_cmd_release(dst);
+		*dst = rd->cmds[i];
+	}
+	rd->n = 0;
+	return rc;
+}
+
+/* Drop @field from @fields; false when it is not there (or is the last one). */
+static bool drop_field(const char **fields, size_t *n, const char *field)
+{
+	for (size_t i = 0; i < *n; i++) {
+		if (strcmp(fields[i], field) != 0)
+			continue;
+		if (*n == 1)
+			return false;
+		memmove(&fields[i], &fields[i + 1], (*n - i - 1) * sizeof(*fields));
+		(*n)--;
+		return true;
+	}
+	return false;
+}
+
+int gf_host_collect(const struct gf_host_runner *r, double deadline, struct gf_hostfacts *ret,
+		    struct gf_err *err)
+{
+	struct gf_remote_cmd res[GF_HC_COUNT];
+	struct gf_cmd_out outs[GF_HC_COUNT];
+	const char *fields[64];
+	size_t nfields = gf_hostfacts_nquery_fields;
+	struct round *rd = gf_xcalloc(1, sizeof(*rd));
+	char *qline;
+	double cdl = deadline - CLOSE_MARGIN;
+	int rc = 0;
+
+	memset(res, 0, sizeof(res));
+	memcpy(fields, gf_hostfacts_query_fields, nfields * sizeof(*fields));
+	qline = gf_hostfacts_query_cmd(fields, nfields);
+	res[GF_HC_SMI_QUERY].line = qline;
+	for (int c = 0; c <= GF_HC_JOURNAL; c++)
+		round_add(rd, (enum gf_hostcmd)c, c == GF_HC_SMI_QUERY ? qline : gf_hostcmd_line(c));
+	rc = round_run(r, rd, cdl, res, err);
+
+	for (int i = 0; rc == 0 && i < MAX_ROUNDS; i++) {
+		const struct gf_remote_cmd *q = &res[GF_HC_SMI_QUERY];
+
+		for (int c = 0; c < GF_HC_COUNT; c++) {
+			outs[c] = (struct gf_cmd_out){
+				.ran = res[c].ran || res[c].timed_out, .timed_out = res[c].timed_out,
+				.status = res[c].status, .out = gf_buf_str(&res[c].out),
+				.err = gf_buf_str(&res[c].err),
+			};
+		}
+		if (q->ran && !q->timed_out && q->status != 0) {
+			char *bad = gf_hostfacts_invalid_field(gf_buf_str(&q->out));
+
+			/* An older driver does not know a field: ask again without it. */
+			if (bad && drop_field(fields, &nfields, bad)) {
+				char *line = gf_hostfacts_query_cmd(fields, nfields);
+
+				free(qline);
+				qline = line;
+				round_add(rd, GF_HC_SMI_QUERY, qline);
+			}
+			free(bad);
+		}
+		for (int c = GF_HC_JOURNAL + 1; c < GF_HC_COUNT; c++)
+			if (!res[c].ran && !res[c].timed_out && gf_hostfacts_need_fallback(c, outs))
+				round_add(rd, (enum gf_hostcmd)c, gf_hostcmd_line(c));
+		if (rd->n == 0)
+			break;
+		rc = round_run(r, rd, cdl, res, err);
+	}
+	if (rc == 0) {
+		for (int c = 0; c < GF_HC_COUNT; c++) {
+			outs[c] = (struct gf_cmd_out){
+				.ran = res[c].ran || res[c].timed_out, .timed_out = res[c].timed_out,
+				.status = res[c].status, .out = gf_buf_str(&res[c].out),
+				.err = gf_buf_str(&res[c].err),
+			};
+		}
+		rc = gf_hostfacts_build(outs, fields, nfields, ret, err);
+	}
+	for (int c = 0; c < GF_HC_COUNT; c++)
+		gf_remote_cmd_release(&res[c]);
+	free(qline);
+	free(rd);
+	return rc;
+}

@@ -1,0 +1,203 @@
+/*
+ * Hardware facts: the main System (model, maker, serial, UUID, BIOS, CPUs,
+ * memory), GPUs from the Processors of every System (DGX keeps them on the
+ * HGX baseboard's System) or, where a BMC lists them only as PCIe devices
+ * (Supermicro), from the Chassis; serials from the System's chassis.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/buf.h"
+#include "redfish/rf.h"
+
+static long first_number(const char *s)
+{
+	for (; s && *s; s++) {
+		if (isdigit((unsigned char)*s)) {
+			long v = 0;
+
+			while (isdigit((unsigned char)*s) && v < 100000000)
+				v = v * 10 + (*s++ - '0');
+			return v;
+		}
+	}
+	return -1;
+}
+
+static void add_gpu(struct gf_hardware *h, const json_t *o, const char *firmware_key)
+{
+	const char *id = rf_str(o, "Id");
+	double ord;
+	long idx = first_number(id);
+	struct gf_gpu_hw *g;
+
+	if (idx < 0 && rf_num(rf_get(o, "Location.PartLocation"), "LocationOrdinalValue", &ord))
+		idx = (long)ord;
+	if (idx < 0)
+		idx = (long)h->ngpus;
+	h->gpus = gf_xrealloc(h->gpus, (h->ngpus + 1) * sizeof(*h->gpus));
+	g = &h->gpus[h->ngpus++];
+	memset(g, 0, sizeof(*g));
+	g->index = (int)idx;
+	g->model = rf_dup(rf_str(o, "Model"));
+	g->serial = rf_dup(rf_str(o, "SerialNumber"));
+	g->firmware = rf_dup(rf_str(o, firmware_key));
+}
+
+static void add_cpu(struct gf_hardware *h, const json_t *p, const json_t *sys)
+{
+	const char *model = rf_str(p, "Model");
+
+	if (!model || !*model)
+		model = rf_get_str(sys, "ProcessorSummary.Model");
+	if (!model || !*model)
+		model = rf_str(p, "Manufacturer");
+	h->cpus = gf_xrealloc(h->cpus, (h->ncpus + 1) * sizeof(*h->cpus));
+	h->cpus[h->ncpus++] = rf_dup(model ? model : "unknown");
+}
+
+/* CPUs of the main System, GPUs of any System. */
+static int processors(struct rf_client *c, const json_t *sys, bool main, struct gf_hardware *h,
+		      struct gf_err *err)
+{
+	json_t *list = NULL;
+	size_t i;
+	json_t *p;
+	int rc = rf_collection_of(c, sys, "Processors", RF_WALK_EXPAND, &list, err);
+
+	if (rc < 0)
+		return rc;
+	json_array_foreach(list, i, p) {
+		const char *type = rf_str(p, "ProcessorType");
+
+		if (rf_eq(type, "GPU"))
+			add_gpu(h, p, "FirmwareVersion");
+		else if (main && (rf_eq(type, "CPU") || !type) &&
+			 !rf_eq(rf_get_str(p, "Status.State"), "Absent"))
+			add_cpu(h, p, sys);
+	}
+	json_decref(list);
+	return 0;
+}
+
+static bool is_gpu_device(const json_t *d)
+{
+	const char *id = rf_str(d, "Id"), *desc = rf_str(d, "Description");
+
+	return (id && strncmp(id, "GPU", 3) == 0) || (desc && strstr(desc, "GPU"));
+}
+
+/* Supermicro: Chassis/<id>/PCIeDevices/GPUn. */
+static int pcie_gpus(struct rf_client *c, struct gf_hardware *h, struct gf_err *err)
+{
+	json_t *chassis = NULL;
+	size_t i;
+	json_t *ch;
+	int rc = rf_collection_of(c, c->root, "Chassis", RF_WALK_FETCH, &chassis, err);
+
+	if (rc < 0)
+		return rc;
+	json_array_foreach(chassis, i, ch) {
+		json_t *devs = NULL;
+		size_t k;
+		json_t *d;
+
+		if (!rf_link(ch, "PCIeDevices"))
+			continue;
+		rc = rf_collection_of(c, ch, "PCIeDevices", RF_WALK_EXPAND, &devs, err);
+		if (rc < 0)
+			break;
+		json_array_foreach(devs, k, d)
+			if (is_gpu_device(d))
+				add_gpu(h, d, "FirmwareVersion");
+		json_decref(devs);
+	}
+	json_decref(chassis);
+	return rc;
+}
+
+static int main_chassis(struct rf_client *c, const json_t *sys, struct gf_hardware *h,
+			struct gf_err *err)
+{
+	json_t *links = rf_arr(rf_obj(sys, "Links"), "Chassis"), *ch = NULL, *list = NULL;
+	const char *uri = rf_odata_id(json_array_get(links, 0));
+	int rc;
+
+	if (uri) {
+		rc = rf_fetch(c, uri, &ch, err);
+		if (rc < 0 && !(err && err->detail == 404))
+			return rc;
+	}
+	if (!ch) {
+		rc = rf_collection_of(c, c->root, "Chassis", RF_WALK_REFS, &list, err);
+		if (rc < 0)
+			return rc;
+		uri = rf_odata_id(json_array_get(list, 0));
+		if (uri && (rc = rf_fetch(c, uri, &ch, err)) < 0) {
+			json_decref(list);
+			return rc;
+		}
+		json_decref(list);
+	}
+	if (ch) {
+		h->chassis.serial = rf_dup(rf_str(ch, "SerialNumber"));
+		h->chassis.part_number = rf_dup(rf_str(ch, "PartNumber"));
+		json_decref(ch);
+	}
+	return 0;
+}
+
+int rf_hardware(struct rf_client *c, struct gf_hardware *ret, struct gf_err *err)
+{
+	struct gf_hardware h = {0};
+	json_t *systems = NULL, *sys = NULL;
+	double mem;
+	size_t i;
+	json_t *s;
+	int rc;
+
+	rc = rf_main_system(c, &sys, err);
+	if (rc < 0)
+		return rc;
+	h.system.manufacturer = rf_dup(rf_str(sys, "Manufacturer"));
+	h.system.model = rf_dup(rf_str(sys, "Model"));
+	h.system.serial = rf_dup(rf_str(sys, "SerialNumber"));
+	h.system.uuid = rf_dup(rf_str(sys, "UUID"));
+	h.system.bios_version = rf_dup(rf_str(sys, "BiosVersion"));
+	h.product.manufacturer = rf_dup(rf_str(sys, "Manufacturer"));
+	h.product.name = rf_dup(rf_str(sys, "Model"));
+	h.product.serial = rf_dup(rf_str(sys, "SerialNumber"));
+	h.product.part_number = rf_dup(rf_str(sys, "PartNumber") ? rf_str(sys, "PartNumber")
+								: rf_str(sys, "SKU"));
+	h.product.asset_tag = rf_dup(rf_str(sys, "AssetTag"));
+	if (rf_num(rf_obj(sys, "MemorySummary"), "TotalSystemMemoryGiB", &mem)) {
+		h.memory_gib.set = true;
+		h.memory_gib.v = mem;
+	}
+	rc = rf_collection_of(c, c->root, "Systems", RF_WALK_FETCH, &systems, err);
+	if (rc < 0)
+		goto out;
+	json_array_foreach(systems, i, s) {
+		bool is_main = rf_eq(rf_odata_id(s), rf_odata_id(sys));
+
+		rc = processors(c, s, is_main, &h, err);
+		if (rc < 0)
+			goto out;
+	}
+	if (h.ngpus == 0 && c->dialect->gpus_in_pcie) {
+		rc = pcie_gpus(c, &h, err);
+		if (rc < 0)
+			goto out;
+	}
+	rc = main_chassis(c, sys, &h, err);
+out:
+	json_decref(systems);
+	json_decref(sys);
+	if (rc < 0) {
+		gf_hardware_release(&h);
+		return rc;
+	}
+	*ret = h;
+	return 0;
+}

@@ -1,0 +1,73 @@
+/*
+ * HTTPS to one BMC for the Redfish backend: one libcurl easy handle per
+ * session (so one kept-alive connection), TLS verification or pinning,
+ * deadlines, 503 Retry-After, a cap on bodies, same-host redirects only.
+ * Internal to redfish/.
+ */
+#ifndef GF_RF_HTTP_H
+#define GF_RF_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lib/backend.h"
+#include "lib/buf.h"
+#include "lib/err.h"
+
+struct rf_http;
+
+struct rf_http_opts {
+	const char *node;        /* for messages */
+	const char *host;
+	int port;                /* 0: 443 */
+	double deadline;         /* monotonic */
+	const char *cacert;      /* NULL: system CAs */
+	bool insecure;           /* no verification at all */
+	const char *pin;         /* expected fingerprint, NULL: none */
+	bool pin_new;            /* pinning: accept what is seen when there is no pin */
+	bool verify_none;        /* probe: nothing secret is sent, so the peer is not checked */
+	const volatile sig_atomic_t *cancel;
+	size_t max_body;         /* 0: the default (32 MiB) */
+};
+
+/* A new connection context (nothing is sent yet). Free with rf_http_free(). */
+int rf_http_new(const struct rf_http_opts *o, struct rf_http **ret, struct gf_err *err);
+void rf_http_free(struct rf_http *h);
+
+/* Credentials: X-Auth-Token (preferred) or Basic. Copied; zeroed when freed. */
+void rf_http_set_token(struct rf_http *h, const char *token);
+void rf_http_set_basic(struct rf_http *h, const char *user, const char *password);
+/* Stop sending credentials (for requests that must go out without). */
+void rf_http_auth(struct rf_http *h, bool on);
+/* Move the deadline (cleanup gets a little time of its own). */
+void rf_http_set_deadline(struct rf_http *h, double deadline);
+
+struct rf_resp {
+	long status;
+	struct gf_buf body;
+	char *etag;              /* ETag header */
+	char *token;             /* X-Auth-Token header (secret) */
+	char *location;          /* Location header */
+};
+
+void rf_resp_release(struct rf_resp *r);
+
+/*
+ * One request. @path is "/redfish/..." or an absolute URL on the same
+ * scheme, host and port. @body NULL: none. 503 with Retry-After is waited
+ * out inside the deadline; same-host redirects are followed (5 at most), any
+ * other is refused. Returns 0 with the response whatever its status, or
+ * GF_E_NODE when no answer came (timeout, connect, tls, ...).
+ */
+int rf_http_request(struct rf_http *h, const char *method, const char *path, const char *body,
+		    const char *if_match, struct rf_resp *ret, struct gf_err *err);
+
+/* The fingerprint seen at the latest handshake, NULL before one. */
+const char *rf_http_fingerprint(const struct rf_http *h);
+
+/* An error for a non-2xx answer, with the Redfish error message when the body has one. */
+int rf_http_status_err(const struct rf_http *h, const char *method, const char *path,
+		       const struct rf_resp *r, struct gf_err *err);
+
+#endif
