@@ -53,6 +53,12 @@ static const char *const migrations[] = {
 	"  detail TEXT"
 	");"
 	"CREATE INDEX audit_time ON audit(time);",
+	/* 1 -> 2: TLS certificate pins of Redfish BMCs (trust on first use) */
+	"CREATE TABLE tls_pins ("
+	"  node TEXT PRIMARY KEY,"        /* registry name, or the host for -H */
+	"  fingerprint TEXT NOT NULL,"    /* SHA-256 of the DER certificate, hex */
+	"  first_seen REAL NOT NULL"
+	");",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
