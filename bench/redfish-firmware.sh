@@ -2,19 +2,20 @@
 # bench/redfish-firmware.sh [N]: `gpufleet firmware` vs a parallel curl crawl
 # of the same UpdateService/FirmwareInventory members (one curl per request,
 # xargs -P 20, Basic auth: the way scripts do it today), on the same N
-# emulated Redfish BMCs (tests/lab/redfish_emu.py, 127.32.200.0/24 and up),
+# emulated Redfish BMCs (tests/lab/redfish_emu.py, PREFIX 127.32.160.0/24 and up),
 # side by side in one run. Prints medians and the ratio gpufleet / curl
 # (the target is <= 0.5).
 #
 # Environment: VENDORS (emulated dialects, default dgx; see
-# tests/lab/REDFISH-EMU.md), RUNS (hyperfine runs, default 5), PARALLEL (curl
-# parallelism, default 20), GPUFLEET_BIN, WORKERS (emulator processes).
+# tests/lab/REDFISH-EMU.md), RUNS (hyperfine runs, default 3), PARALLEL (curl
+# parallelism, default 20), PREFIX (addresses, default 127.32.160),
+# GPUFLEET_BIN, WORKERS (emulator processes).
 # Needs hyperfine, curl, openssl and a built tree (ninja -C build). Fails
 # loudly while gpufleet cannot read the firmware inventory over Redfish.
 set -euo pipefail
 
 n=${1:-100}
-runs=${RUNS:-5}
+runs=${RUNS:-3}
 par=${PARALLEL:-20}
 vendors=${VENDORS:-dgx}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,7 +38,7 @@ umask 077
 echo "bench-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/pw"
 wargs=()
 [ -n "${WORKERS:-}" ] && wargs=(--workers "$WORKERS")
-/usr/bin/python3 tests/lab/redfish_emu.py start --dir "$work/lab" --prefix 127.32.200 \
+/usr/bin/python3 tests/lab/redfish_emu.py start --dir "$work/lab" --prefix "${PREFIX:-127.32.160}" \
 	--count "$n" --vendors "$vendors" --user admin --password-file "$work/pw" "${wargs[@]}"
 
 ca=$work/lab/ca.pem
@@ -66,22 +67,24 @@ cat > "$work/crawl.sh" <<'SH'
 #!/bin/bash
 set -euo pipefail
 addrs=$1 port=$2 ca=$3 netrc=$4 par=$5 out=${6:-/dev/null}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 collection() {
-	local h=$1 url=/redfish/v1/UpdateService/FirmwareInventory body next
+	local h=$1 url=/redfish/v1/UpdateService/FirmwareInventory body
 	while [ -n "$url" ]; do
 		body=$(curl -sS --fail --cacert "$ca" --netrc-file "$netrc" "https://$h:$port$url")
 		grep -o '"@odata.id": *"/redfish/v1/UpdateService/FirmwareInventory/[^"]*"' <<<"$body" |
-			sed -e 's/.*"\(\/redfish[^"]*\)"$/\1/' -e "s|^|https://$h:$port|"
-		next=$(grep -o '"Members@odata.nextLink": *"[^"]*"' <<<"$body" | sed 's/.*"\([^"]*\)"$/\1/' || true)
-		url=$next
+			sed -e 's/.*"\(\/redfish[^"]*\)"$/\1/' -e "s|^|https://$h:$port|" >>"$tmp/$h"
+		url=$(grep -o '"Members@odata.nextLink": *"[^"]*"' <<<"$body" | sed 's/.*"\([^"]*\)"$/\1/' || true)
 	done
 }
 export -f collection
-export port ca netrc
-members=$(xargs -P "$par" -I{} bash -c 'collection "$@"' _ {} < "$addrs" | sort -u)
-[ -n "$members" ] || { echo "crawl: no members found" >&2; exit 1; }
-printf '%s\n' "$members" |
-	xargs -P "$par" -n 1 curl -sS --fail --cacert "$ca" --netrc-file "$netrc" -o /dev/null -w '%{http_code}\n' >"$out"
+export port ca netrc tmp
+xargs -P "$par" -I{} bash -c 'collection "$@"' _ {} < "$addrs"
+sort -u "$tmp"/* > "$tmp/all"
+[ -s "$tmp/all" ] || { echo "crawl: no members found" >&2; exit 1; }
+xargs -P "$par" -n 1 curl -sS --fail --cacert "$ca" --netrc-file "$netrc" -o /dev/null \
+	-w '%{http_code}\n' <"$tmp/all" >"$out"
 SH
 chmod +x "$work/crawl.sh"
 

@@ -21,18 +21,26 @@ struct cli_bmc_run {
 	const void *ctx;
 	const struct gf_render_spec *spec;  /* NULL: do not render, the caller reads slots */
 	const char *action;                 /* put in every node's "action", also on failure */
+	const char *log_name;               /* sel --log: the event log to read (Redfish), NULL: find it */
+	bool no_thresholds;                 /* sensors: the output shows no thresholds */
 	unsigned batch;                     /* staggering, see gf_exec_opts */
 	double interval;
 	struct gf_result *slots;            /* filled by cli_bmc_fanout(); cli_bmc_release() */
 };
 
-/* The backend for a node's protocol; NULL with @err (unsupported) when none. */
+/*
+ * The backend for a node's protocol; NULL with @err (unsupported) when none.
+ * For "auto" this is IPMI: cli_bmc_fanout() first asks the node whether it
+ * serves Redfish (GET /redfish/v1, nothing secret sent) and uses Redfish if so.
+ */
 const struct gf_backend *cli_backend_for(const struct gf_node *n, struct gf_err *err);
 
 /*
  * Resolve the profiles, run @op on every node, render (unless spec is NULL).
- * Returns the exit code: 0 all ok, 1 some failed, 2 configuration error
- * (then nothing was sent).
+ * Redfish certificates: pins are read from the DB before and written after
+ * the run (with --tls-pin new). Ctrl-C during the run stops it soon, with
+ * sessions closed. Returns the exit code: 0 all ok, 1 some failed, 2
+ * configuration error (then nothing was sent), 130 interrupted.
  */
 int cli_bmc_fanout(struct cli_bmc_run *run);
 void cli_bmc_release(struct cli_bmc_run *run);

@@ -6,6 +6,7 @@
 
 #include "cli/verbs.h"
 #include "lib/buf.h"
+#include "redfish/redfish.h"
 
 enum { N_BMC, N_SSH, N_GROUP, N_REPLACE, N_ADD_GROUP, N_REMOVE_GROUP };
 
@@ -285,12 +286,113 @@ static int nodes_tag(struct gf_cli *cli, struct nodes_args *a, char **args, int 
 	return rc;
 }
 
+/* repin: what a worker needs, read-only, and what it leaves per node. */
+struct repin_task {
+	const struct gf_node *nodes;
+	char **old;                        /* per node: the pin before, NULL: none */
+	char (*seen)[GF_REDFISH_FP_SIZE];  /* per node, written by its worker */
+};
+
+static void repin_one(void *vctx, size_t i, double deadline, struct gf_result *slot)
+{
+	const struct repin_task *t = vctx;
+	const struct gf_node *n = &t->nodes[i];
+	struct gf_bmc_target target = {
+		.node = n->name, .host = n->bmc, .port = n->bmc_port, .deadline = deadline,
+	};
+	struct gf_err err = {0};
+
+	slot->data = json_object();
+	json_object_set_new(slot->data, "previous", t->old[i] ? json_string(t->old[i]) : json_null());
+	if (!n->bmc || n->protocol == GF_PROTO_IPMI) {
+		gf_err_set(&err, GF_E_NODE, GF_EK_UNSUPPORTED, "node '%s' has no Redfish BMC to pin",
+			   n->name);
+		gf_result_fail(slot, &err);
+		return;
+	}
+	if (gf_redfish_peek_cert(&target, t->seen[i], &err) < 0) {
+		gf_result_fail(slot, &err);
+		return;
+	}
+	json_object_set_new(slot->data, "pin", json_string(t->seen[i]));
+	slot->ok = true;
+}
+
+static const struct gf_col repin_cols[] = {{"pin", "PIN"}, {"previous", "PREVIOUS"}};
+
+/*
+ * Forget the pinned certificates of TARGETS and record the ones they show
+ * now (no credentials are sent for that). A node that cannot be reached is
+ * left unpinned: '--tls-pin new' pins it at its next contact.
+ */
+static int nodes_repin(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs)
+{
+	struct gf_render_spec spec = {repin_cols, 2, NULL, cli->collapse, cli->color};
+	struct cli_render r = {.cli = cli, .spec = &spec, .show_bmc = true};
+	struct repin_task t = {0};
+	struct gf_result *slots = NULL;
+	const char **names = NULL, **fps = NULL;
+	struct gf_exec_opts eo;
+	struct gf_err err = {0};
+	struct gf_node *nodes;
+	struct gf_db *db;
+	size_t n;
+	int rc;
+
+	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
+	if (rc)
+		return rc;
+	rc = cli_db(cli, &db);
+	if (rc)
+		goto out;
+	t.nodes = nodes;
+	t.old = gf_xcalloc(n ? n : 1, sizeof(*t.old));
+	for (size_t i = 0; i < n; i++) {
+		if (gf_db_tls_pin_get(db, nodes[i].name, &t.old[i], &err) < 0) {
+			rc = cli_fail(&err);
+			goto out;
+		}
+	}
+	t.seen = gf_xcalloc(n ? n : 1, sizeof(*t.seen));
+	slots = gf_xcalloc(n ? n : 1, sizeof(*slots));
+	names = gf_xcalloc(n ? n : 1, sizeof(*names));
+	fps = gf_xcalloc(n ? n : 1, sizeof(*fps));
+	r.nodes = nodes;
+	r.n = n;
+	cli_exec_opts(cli, &eo);
+	if (gf_exec_run(&eo, n, repin_one, &t, slots, cli_render_done, &r, &err) < 0) {
+		rc = cli_fail(&err);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		names[i] = nodes[i].name;
+		fps[i] = slots[i].ok ? t.seen[i] : NULL;
+	}
+	if (gf_db_tls_pin_set(db, names, fps, n, &err) < 0) {
+		rc = cli_fail(&err);
+		goto out;
+	}
+	rc = cli_render_finish(&r, slots);
+out:
+	for (size_t i = 0; slots && i < n; i++)
+		gf_result_release(&slots[i]);
+	for (size_t i = 0; t.old && i < n; i++)
+		free(t.old[i]);
+	free(t.old);
+	free(slots);
+	free(t.seen);
+	free(names);
+	free(fps);
+	gf_nodes_free(nodes, n);
+	return rc;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs);
 } nodes_subs[] = {
 	{"add", nodes_add}, {"import", nodes_import}, {"list", nodes_list},
-	{"remove", nodes_remove}, {"tag", nodes_tag},
+	{"remove", nodes_remove}, {"repin", nodes_repin}, {"tag", nodes_tag},
 };
 
 /* Is @s a "+GROUP" or "-GROUP" word of nodes tag, rather than an option? */
@@ -331,7 +433,7 @@ int cmd_nodes(struct gf_cli *cli, int argc, char **argv)
 	if (rc)
 		goto out;
 	if (nargs < 1) {
-		cli_error("nodes needs a subverb: add, import, list, remove, tag");
+		cli_error("nodes needs a subverb: add, import, list, remove, repin, tag");
 		rc = GF_EXIT_USAGE;
 		goto out;
 	}
@@ -343,7 +445,7 @@ int cmd_nodes(struct gf_cli *cli, int argc, char **argv)
 		if (strcmp(nodes_subs[i].name, sub) == 0)
 			rc = nodes_subs[i].fn(cli, &a, args, nargs);
 	if (rc < 0) {
-		cli_error("unknown subverb 'nodes %s' (add, import, list, remove, tag)", sub);
+		cli_error("unknown subverb 'nodes %s' (add, import, list, remove, repin, tag)", sub);
 		rc = GF_EXIT_USAGE;
 	}
 out:

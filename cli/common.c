@@ -13,10 +13,11 @@
 /* Global options: accepted before and after the verb. Sorted by long name. */
 enum {
 	OPT_COLOR = 1000, OPT_CREDENTIALS, OPT_DB, OPT_FANOUT, OPT_FORMAT, OPT_NO_PROGRESS,
-	OPT_PROFILE, OPT_PROTOCOL, OPT_RETRIES, OPT_TIMEOUT,
+	OPT_PROFILE, OPT_PROTOCOL, OPT_RETRIES, OPT_TIMEOUT, OPT_CACERT, OPT_INSECURE, OPT_TLS_PIN,
 };
 
 const struct cli_opt cli_global_opts[] = {
+	{{"cacert", required_argument, NULL, OPT_CACERT}, "FILE", "CA bundle that signs the BMC certificates (Redfish)"},
 	{{"collapse", no_argument, NULL, 'C'}, NULL, "fold identical results into node[1-4,7] ranges"},
 	{{"color", required_argument, NULL, OPT_COLOR}, "WHEN", "auto, always or never"},
 	{{"credentials", required_argument, NULL, OPT_CREDENTIALS}, "FILE", "credentials file (mode 0600)"},
@@ -25,12 +26,14 @@ const struct cli_opt cli_global_opts[] = {
 	{{"format", required_argument, NULL, OPT_FORMAT}, "FMT", "table, json, ndjson or csv"},
 	{{"help", no_argument, NULL, 'h'}, NULL, "show help"},
 	{{"hosts", required_argument, NULL, 'H'}, "HOSTS", "ad-hoc BMC hosts instead of registered nodes"},
+	{{"insecure", no_argument, NULL, OPT_INSECURE}, NULL, "do not check BMC certificates (Redfish; warns)"},
 	{{"no-progress", no_argument, NULL, OPT_NO_PROGRESS}, NULL, "no progress bar on stderr"},
 	{{"profile", required_argument, NULL, OPT_PROFILE}, "NAME", "credentials profile for -H hosts"},
 	{{"protocol", required_argument, NULL, OPT_PROTOCOL}, "PROTO", "ipmi, redfish or auto, for -H hosts"},
 	{{"quiet", no_argument, NULL, 'q'}, NULL, "print only results and errors"},
 	{{"retries", required_argument, NULL, OPT_RETRIES}, "N", "extra attempts after a timeout (default 1)"},
 	{{"timeout", required_argument, NULL, OPT_TIMEOUT}, "SECONDS", "deadline per node and attempt (default 10)"},
+	{{"tls-pin", required_argument, NULL, OPT_TLS_PIN}, "new", "pin BMC certificates on first use (Redfish)"},
 	{{"verbose", no_argument, NULL, 'v'}, NULL, "say more on stderr"},
 	{{"version", no_argument, NULL, 'V'}, NULL, "show the version"},
 };
@@ -120,6 +123,15 @@ static int global_opt(struct gf_cli *cli, int c, const char *arg)
 	case 'H': cli->hosts = arg; return 0;
 	case OPT_NO_PROGRESS: cli->progress = false; return 0;
 	case OPT_DB: cli->db_path = arg; return 0;
+	case OPT_CACERT: cli->cacert = arg; return 0;
+	case OPT_INSECURE: cli->insecure = true; return 0;
+	case OPT_TLS_PIN:
+		if (strcmp(arg, "new") != 0) {
+			cli_error("unknown --tls-pin '%s' (new: pin certificates on first use)", arg);
+			return GF_EXIT_USAGE;
+		}
+		cli->tls_pin_new = true;
+		return 0;
 	case OPT_PROFILE: cli->profile = arg; return 0;
 	case OPT_CREDENTIALS:
 		cli->creds_path = arg;

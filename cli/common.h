@@ -43,6 +43,9 @@ struct gf_cli {
 	const char *hosts;         /* -H: ad-hoc BMC hosts */
 	const char *protocol;      /* --protocol for -H, or nodes add */
 	const char *profile;       /* --profile for -H, or nodes add */
+	const char *cacert;        /* --cacert: CA bundle for Redfish BMC certificates */
+	bool insecure;             /* --insecure: no Redfish certificate checks */
+	bool tls_pin_new;          /* --tls-pin new: pin Redfish certificates on first use */
 
 	struct gf_db *db;          /* opened on demand by cli_db() */
 	struct gf_node *reg;       /* the registry, loaded on demand */

@@ -4,9 +4,18 @@
 
 #include "cli/common.h"
 
+int cmd_boot(struct gf_cli *cli, int argc, char **argv);
+int cmd_diff(struct gf_cli *cli, int argc, char **argv);
+int cmd_drift(struct gf_cli *cli, int argc, char **argv);
+int cmd_firmware(struct gf_cli *cli, int argc, char **argv);
+int cmd_hardware(struct gf_cli *cli, int argc, char **argv);
 int cmd_host(struct gf_cli *cli, int argc, char **argv);
+int cmd_inventory(struct gf_cli *cli, int argc, char **argv);
 int cmd_nodes(struct gf_cli *cli, int argc, char **argv);
 int cmd_power(struct gf_cli *cli, int argc, char **argv);
+int cmd_sel(struct gf_cli *cli, int argc, char **argv);
+int cmd_sensors(struct gf_cli *cli, int argc, char **argv);
+int cmd_sweep(struct gf_cli *cli, int argc, char **argv);
 
 extern const struct cli_opt cli_global_opts[];
 extern const size_t cli_nglobal_opts;

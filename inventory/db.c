@@ -59,6 +59,76 @@ static const char *const migrations[] = {
 	"  fingerprint TEXT NOT NULL,"    /* SHA-256 of the DER certificate, hex */
 	"  first_seen REAL NOT NULL"
 	");",
+	/*
+	 * 2 -> 3: sweeps (inventory/store.c). Component lists and documents are
+	 * content-addressed (hash, then the body compared) and shared by rows.
+	 */
+	"CREATE TABLE sweeps ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  uid TEXT NOT NULL UNIQUE,"     /* random, the identity across sites */
+	"  started REAL NOT NULL,"
+	"  finished REAL NOT NULL,"
+	"  imported REAL,"                /* when inventory import added it */
+	"  nodes INTEGER NOT NULL DEFAULT 0,"
+	"  ok INTEGER NOT NULL DEFAULT 0,"
+	"  partial INTEGER NOT NULL DEFAULT 0,"
+	"  failed INTEGER NOT NULL DEFAULT 0"
+	");"
+	"CREATE INDEX sweeps_started ON sweeps(started, id);"
+	"CREATE TABLE csets ("
+	"  id INTEGER PRIMARY KEY,"
+	"  hash INTEGER NOT NULL,"
+	"  body BLOB NOT NULL"            /* canonical form of the list */
+	");"
+	"CREATE INDEX csets_hash ON csets(hash);"
+	"CREATE TABLE components ("
+	"  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
+	"  key TEXT NOT NULL,"
+	"  version TEXT,"
+	"  source TEXT NOT NULL CHECK (source IN ('ipmi', 'redfish', 'ssh')),"
+	"  raw_id TEXT,"
+	"  name TEXT,"
+	"  kind TEXT,"
+	"  PRIMARY KEY (cset, key)"
+	") WITHOUT ROWID;"
+	"CREATE TABLE blobs ("
+	"  id INTEGER PRIMARY KEY,"
+	"  hash INTEGER NOT NULL,"
+	"  body TEXT NOT NULL"            /* compact JSON, keys sorted */
+	");"
+	"CREATE INDEX blobs_hash ON blobs(hash);"
+	"CREATE TABLE sweep_nodes ("
+	"  sweep INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,"
+	"  node TEXT NOT NULL,"
+	"  status TEXT NOT NULL CHECK (status IN ('ok', 'partial', 'failed')),"
+	"  errors TEXT,"                  /* JSON [{"op","kind","message"}], NULL: none */
+	"  protocol TEXT,"
+	"  model TEXT,"
+	"  fw_read INTEGER NOT NULL DEFAULT 0,"
+	"  host_read INTEGER NOT NULL DEFAULT 0,"
+	"  cset INTEGER NOT NULL REFERENCES csets(id),"
+	"  hardware INTEGER REFERENCES blobs(id),"
+	"  host INTEGER REFERENCES blobs(id),"
+	"  sel_total INTEGER,"            /* NULL: the SEL was not read */
+	"  sel_info INTEGER,"
+	"  sel_warning INTEGER,"
+	"  sel_critical INTEGER,"
+	"  sel_mark REAL,"
+	"  sens_nominal INTEGER,"         /* NULL: sensors were not read */
+	"  sens_warning INTEGER,"
+	"  sens_critical INTEGER,"
+	"  sens_unknown INTEGER,"
+	"  PRIMARY KEY (sweep, node)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX sweep_nodes_node ON sweep_nodes(node, sweep);"
+	"CREATE INDEX sweep_nodes_cset ON sweep_nodes(cset);"
+	"CREATE INDEX sweep_nodes_hardware ON sweep_nodes(hardware);"
+	"CREATE INDEX sweep_nodes_host ON sweep_nodes(host);"
+	"CREATE TABLE node_last ("         /* each node's newest row */
+	"  node TEXT PRIMARY KEY,"
+	"  sweep INTEGER NOT NULL,"
+	"  started REAL NOT NULL"
+	") WITHOUT ROWID;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -66,6 +136,16 @@ static const char *const migrations[] = {
 int gf_db_schema_version(void)
 {
 	return N_MIGRATIONS;
+}
+
+sqlite3 *gf_db_sqlite(struct gf_db *db)
+{
+	return db->h;
+}
+
+const char *gf_db_path(const struct gf_db *db)
+{
+	return db->path;
 }
 
 /*
@@ -738,5 +818,80 @@ fail:
 	tx_rollback(db);
 out:
 	sqlite3_finalize(ins);
+	return rc;
+}
+
+int gf_db_tls_pin_get(struct gf_db *db, const char *node, char **ret, struct gf_err *err)
+{
+	static const char what[] = "reading a TLS pin";
+	sqlite3_stmt *st = NULL;
+	char *fp = NULL;
+	int rc;
+
+	if ((rc = check_name("node", node, err)) < 0)
+		return rc;
+	rc = db_prepare(db, "SELECT fingerprint FROM tls_pins WHERE node = ?1", &st, what, err);
+	if (rc < 0)
+		return rc;
+	if ((rc = bind_text(db, st, 1, node, what, err)) < 0)
+		goto out;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		fp = col_text(st, 0);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = 0;
+	} else {
+		rc = db_fail(db, rc, what, err);
+		goto out;
+	}
+	*ret = fp;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *const *fps,
+		      size_t n, struct gf_err *err)
+{
+	static const char what[] = "writing TLS pins";
+	sqlite3_stmt *put = NULL, *del = NULL;
+	double now = gf_walltime();
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		if ((rc = check_name("node", nodes[i], err)) < 0)
+			return rc;
+	if ((rc = db_prepare(db,
+			     "INSERT INTO tls_pins (node, fingerprint, first_seen) VALUES (?1, ?2, ?3)"
+			     " ON CONFLICT (node) DO UPDATE SET fingerprint = excluded.fingerprint,"
+			     " first_seen = excluded.first_seen",
+			     &put, what, err)) < 0 ||
+	    (rc = db_prepare(db, "DELETE FROM tls_pins WHERE node = ?1", &del, what, err)) < 0)
+		goto out;
+	rc = tx_begin(db, what, err);
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if (fps[i]) {
+			if ((rc = bind_text(db, put, 1, nodes[i], what, err)) < 0 ||
+			    (rc = bind_text(db, put, 2, fps[i], what, err)) < 0 ||
+			    (rc = bind_double(db, put, 3, now, what, err)) < 0 ||
+			    (rc = step_done(db, put, what, err)) < 0)
+				goto fail;
+		} else {
+			if ((rc = bind_text(db, del, 1, nodes[i], what, err)) < 0 ||
+			    (rc = step_done(db, del, what, err)) < 0)
+				goto fail;
+		}
+	}
+	rc = tx_commit(db, what, err);
+	goto out;
+
+fail:
+	tx_rollback(db);
+out:
+	sqlite3_finalize(put);
+	sqlite3_finalize(del);
 	return rc;
 }

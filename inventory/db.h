@@ -28,6 +28,14 @@ int gf_db_set_busy_timeout(struct gf_db *db, int ms, struct gf_err *err);
 int gf_db_schema_version(void);
 
 /*
+ * The connection and the path, for the other modules of inventory/ that keep
+ * their own tables (store.c); not for cli/.
+ */
+struct sqlite3;
+struct sqlite3 *gf_db_sqlite(struct gf_db *db);
+const char *gf_db_path(const struct gf_db *db);
+
+/*
  * Add @n nodes in one transaction. A name already registered is GF_E_USAGE
  * ("node 'x' already exists") and nothing is added, unless @replace.
  */
@@ -54,5 +62,18 @@ struct gf_audit {
 
 /* Append audit rows in one transaction. */
 int gf_db_audit_add(struct gf_db *db, const struct gf_audit *rows, size_t n, struct gf_err *err);
+
+/*
+ * TLS certificate pins of Redfish BMCs, by node name (the host for -H): the
+ * SHA-256 of the DER certificate, lower-case hex. *ret is the pin (caller
+ * frees) or NULL when the node has none.
+ */
+int gf_db_tls_pin_get(struct gf_db *db, const char *node, char **ret, struct gf_err *err);
+/*
+ * Record pins in one transaction: @fps[i] for @nodes[i], replacing what was
+ * there (first_seen is then now); a NULL @fps[i] removes the pin.
+ */
+int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *const *fps,
+		      size_t n, struct gf_err *err);
 
 #endif

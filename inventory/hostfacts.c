@@ -29,7 +29,7 @@ static const struct {
 	[GF_HC_OS_RELEASE] = {"/etc/os-release", "cat /etc/os-release"},
 	[GF_HC_FABRICMANAGER] = {"nv-fabricmanager", "env LC_ALL=C nv-fabricmanager --version"},
 	[GF_HC_OFED] = {"ofed_info", "env LC_ALL=C ofed_info -s"},
-	[GF_HC_JOURNAL] = {"journalctl", "env LC_ALL=C journalctl -k -q --no-pager --since=-24h"},
+	[GF_HC_JOURNAL] = {"journalctl", "env LC_ALL=C journalctl -k --no-pager --since=-24h"},
 	[GF_HC_CUDA_TXT] = {"/usr/local/cuda/version.txt", "cat /usr/local/cuda/version.txt"},
 	[GF_HC_DMESG] = {"dmesg", "env LC_ALL=C dmesg"},
 };
@@ -783,12 +783,16 @@ static char *first_line_of(const struct gf_cmd_out *o)
 	return s;
 }
 
-/* The kernel log could not be read for lack of permission: a result, not a failure. */
+/*
+ * The kernel log could not be read for lack of permission: a result, not a
+ * failure. journalctl says so, or shows a user outside adm/systemd-journal
+ * only their own messages; dmesg fails to read the kernel buffer.
+ */
 static bool log_denied(const struct gf_cmd_out *o)
 {
 	static const char *const needles[] = {
 		"insufficient permissions", "not seeing messages from other users",
-		"Operation not permitted", "Permission denied",
+		"read kernel buffer failed",
 	};
 
 	for (size_t i = 0; i < NELEM(needles); i++) {
@@ -820,8 +824,18 @@ static void build_health(const struct gf_cmd_out outs[GF_HC_COUNT], struct gf_ho
 	const struct gf_cmd_out *both[] = {q, s};
 
 	if (gf_hostcmd_missing(q) || gf_hostcmd_missing(s)) {
+		const struct gf_cmd_out *m = gf_hostcmd_missing(q) ? q : s;
+		size_t len;
+		/* The shell's own complaint, not a login message on the same stream. */
+		const char *l = find_line_with(m->err, "nvidia-smi", &len);
+
 		f->health = GF_HEALTH_NO_NVIDIA_SMI;
-		f->health_detail = first_line_of(gf_hostcmd_missing(q) ? q : s);
+		if (l) {
+			trim(&l, &len);
+			f->health_detail = gf_xstrndup(l, len);
+		}
+		if (!f->health_detail)
+			f->health_detail = gf_xstrdup("nvidia-smi is not installed");
 		return;
 	}
 	for (size_t i = 0; i < NELEM(both); i++) {

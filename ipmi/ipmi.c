@@ -441,6 +441,8 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	s->cipher = cipher;
 	s->host = t->host;
 	s->cache_dir = t->cache_dir;
+	s->deadline = t->deadline;
+	s->no_thresholds = t->no_thresholds;
 	*ret_session = s;
 	return 0;
 fail:
@@ -558,4 +560,11 @@ const struct gf_backend gf_ipmi_backend = {
 	.close = ipmi_close,
 	.power_get = ipmi_power_get,
 	.power_set = ipmi_power_set,
+	.sensors = gf_ipmi_sensors,
+	.sel_list = gf_ipmi_sel_list,
+	.sel_clear = gf_ipmi_sel_clear,
+	.firmware = gf_ipmi_firmware,
+	.hardware = gf_ipmi_hardware,
+	.boot_get = gf_ipmi_boot_get,
+	.boot_set = gf_ipmi_boot_set,
 };

@@ -42,6 +42,7 @@ struct gf_bmc_target {
 	bool tls_pin_new;                /* no pin yet: accept and report the certificate seen */
 	const char *log_name;            /* sel: the log to use (Redfish LogService Id), NULL: find it */
 	const volatile sig_atomic_t *cancel;  /* set on Ctrl-C: stop soon, still clean up; NULL: none */
+	bool no_thresholds;              /* sensors: thresholds will not be shown; skip commands for them */
 };
 
 /*

@@ -135,6 +135,7 @@ void gf_component_list_release(struct gf_component_list *l)
 		free(l->v[i].name);
 		free(l->v[i].kind);
 		free(l->v[i].version);
+		json_decref(l->v[i].details);
 	}
 	free(l->v);
 	memset(l, 0, sizeof(*l));
@@ -261,6 +262,8 @@ json_t *gf_component_to_json(const struct gf_component *c)
 	json_object_set_new(o, "kind", str(c->kind ? c->kind : "other"));
 	json_object_set_new(o, "version", str(c->version));
 	json_object_set_new(o, "updateable", json_boolean(c->updateable));
+	if (c->details)
+		json_object_set(o, "details", c->details);
 	return o;
 }
 

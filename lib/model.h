@@ -77,6 +77,8 @@ struct gf_component {
 	char *kind;            /* bmc, bios, gpu, nic, psu, cpld, baseboard, other */
 	char *version;
 	bool updateable;
+	json_t *details;       /* owned, NULL: none; what else the protocol reports (IPMI: ids,
+				* ipmi_version, aux_revision), JSON member "details" */
 };
 
 struct gf_component_list {

@@ -317,7 +317,8 @@ void gf_render_csv(json_t *const *objs, size_t n, const struct gf_render_spec *s
 
 static void dump(json_t *obj, struct gf_buf *out)
 {
-	char *s = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	/* 15 digits: a reading of 12.04 prints as 12.04, not 12.039999999999999. */
+	char *s = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
 
 	if (s) {
 		gf_buf_adds(out, s);
@@ -339,4 +340,157 @@ void gf_render_ndjson_one(json_t *obj, struct gf_buf *out)
 {
 	dump(obj, out);
 	gf_buf_addc(out, '\n');
+}
+
+/* ---- Prometheus ----------------------------------------------------------- */
+
+/* A label value: backslash, double quote and line feed escaped, as the format asks. */
+static void prom_label(struct gf_buf *out, const char *name, const char *v, bool first)
+{
+	if (!first)
+		gf_buf_addc(out, ',');
+	gf_buf_adds(out, name);
+	gf_buf_adds(out, "=\"");
+	for (; v && *v; v++) {
+		switch (*v) {
+		case '\\': gf_buf_adds(out, "\\\\"); break;
+		case '"': gf_buf_adds(out, "\\\""); break;
+		case '\n': gf_buf_adds(out, "\\n"); break;
+		default: gf_buf_addc(out, *v); break;
+		}
+	}
+	gf_buf_addc(out, '"');
+}
+
+static void prom_number(struct gf_buf *out, double v)
+{
+	if (v != v)
+		gf_buf_adds(out, "NaN");
+	else if (v > 1e308)
+		gf_buf_adds(out, "+Inf");
+	else if (v < -1e308)
+		gf_buf_adds(out, "-Inf");
+	else
+		gf_buf_addf(out, "%.15g", v);
+}
+
+/* One sensor's labels, as "{node=..,sensor=..,type=..,unit=..}". */
+static void prom_sensor_labels(struct gf_buf *out, const char *node, const char *sensor,
+			       json_t *s)
+{
+	const char *type = json_string_value(json_object_get(s, "type"));
+	const char *unit = json_string_value(json_object_get(s, "unit"));
+
+	gf_buf_addc(out, '{');
+	prom_label(out, "node", node, true);
+	prom_label(out, "sensor", sensor, false);
+	prom_label(out, "type", type ? type : "other", false);
+	prom_label(out, "unit", unit ? unit : "", false);
+	gf_buf_addc(out, '}');
+}
+
+/* The sensor label of element @k of @arr: its name, made unique within the node. */
+static char *prom_sensor_name(json_t *arr, size_t k)
+{
+	const char *name = json_string_value(json_object_get(json_array_get(arr, k), "name"));
+	struct gf_buf b = GF_BUF_INIT;
+	size_t before = 0;
+
+	if (!name)
+		name = "";
+	for (size_t j = 0; j < k; j++) {
+		const char *other = json_string_value(json_object_get(json_array_get(arr, j), "name"));
+
+		if (other && strcmp(other, name) == 0)
+			before++;
+	}
+	gf_buf_adds(&b, name);
+	if (before)
+		gf_buf_addf(&b, " #%zu", before + 1);
+	return gf_buf_detach(&b);
+}
+
+static int prom_state(const char *s)
+{
+	if (!s)
+		return 3;
+	if (strcmp(s, "nominal") == 0)
+		return 0;
+	if (strcmp(s, "warning") == 0)
+		return 1;
+	if (strcmp(s, "critical") == 0)
+		return 2;
+	return 3;
+}
+
+static void prom_family(struct gf_buf *out, const char *name, const char *help)
+{
+	gf_buf_addf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+}
+
+/* Every sample line of one family for every node that answered. */
+static void prom_samples(json_t *const *objs, size_t n, struct gf_buf *out, bool values)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *node = json_string_value(json_object_get(objs[i], "node"));
+		json_t *arr = json_object_get(objs[i], "sensors");
+		size_t k;
+		json_t *s;
+
+		if (!json_is_true(json_object_get(objs[i], "ok")) || !json_is_array(arr))
+			continue;
+		json_array_foreach(arr, k, s) {
+			json_t *reading = json_object_get(s, "reading");
+			char *name;
+
+			if (values && !json_is_number(reading))
+				continue;
+			name = prom_sensor_name(arr, k);
+			gf_buf_adds(out, values ? "gpufleet_sensor_value" : "gpufleet_sensor_state");
+			prom_sensor_labels(out, node ? node : "", name, s);
+			gf_buf_addc(out, ' ');
+			if (values)
+				prom_number(out, json_number_value(reading));
+			else
+				gf_buf_addf(out, "%d",
+					    prom_state(json_string_value(json_object_get(s, "state"))));
+			gf_buf_addc(out, '\n');
+			free(name);
+		}
+	}
+}
+
+void gf_render_prometheus_sensors(json_t *const *objs, size_t n, struct gf_buf *out)
+{
+	prom_family(out, "gpufleet_node_up",
+		    "Whether the node's BMC answered the sensor read (1) or not (0).");
+	for (size_t i = 0; i < n; i++) {
+		const char *node = json_string_value(json_object_get(objs[i], "node"));
+		bool ok = json_is_true(json_object_get(objs[i], "ok"));
+
+		gf_buf_adds(out, "gpufleet_node_up{");
+		prom_label(out, "node", node ? node : "", true);
+		gf_buf_addf(out, "} %d\n", ok ? 1 : 0);
+	}
+	/* Why a node is down, as comments (ignored by parsers, read by people). */
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_object_get(objs[i], "error");
+		const char *node = json_string_value(json_object_get(objs[i], "node"));
+		const char *kind = json_string_value(json_object_get(e, "kind"));
+		const char *msg = json_string_value(json_object_get(e, "message"));
+
+		if (json_is_true(json_object_get(objs[i], "ok")))
+			continue;
+		gf_buf_addf(out, "# gpufleet: node %s failed: %s: ", node ? node : "?",
+			    kind ? kind : "internal");
+		for (; msg && *msg; msg++)
+			gf_buf_addc(out, *msg == '\n' || *msg == '\r' ? ' ' : *msg);
+		gf_buf_addc(out, '\n');
+	}
+	prom_family(out, "gpufleet_sensor_value",
+		    "Sensor reading from the BMC, in the unit of the unit label.");
+	prom_samples(objs, n, out, true);
+	prom_family(out, "gpufleet_sensor_state",
+		    "Sensor state: 0 nominal, 1 warning, 2 critical, 3 unknown.");
+	prom_samples(objs, n, out, false);
 }

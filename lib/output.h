@@ -43,4 +43,19 @@ void gf_render_json(json_t *const *objs, size_t n, struct gf_buf *out);
 /* One object on one line. */
 void gf_render_ndjson_one(json_t *obj, struct gf_buf *out);
 
+/*
+ * Sensors in the Prometheus text exposition format (0.0.4), for
+ * node_exporter's textfile collector. @objs are per-node objects as
+ * gf_result_to_json() makes them, with a "sensors" array of the shape of
+ * gf_sensor_to_json(). Three gauge families:
+ *   gpufleet_node_up{node}                             1 answered, 0 failed
+ *   gpufleet_sensor_value{node,sensor,type,unit}       the reading (when there is one)
+ *   gpufleet_sensor_state{node,sensor,type,unit}       0 nominal, 1 warning,
+ *                                                      2 critical, 3 unknown
+ * A failed node also gets a comment line with its error. A sensor name
+ * repeated on one node is made unique with " #2", " #3"... Label values are
+ * escaped (backslash, double quote, newline).
+ */
+void gf_render_prometheus_sensors(json_t *const *objs, size_t n, struct gf_buf *out);
+
 #endif

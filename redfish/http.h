@@ -17,6 +17,9 @@
 
 struct rf_http;
 
+/* A SHA-256 fingerprint in lower-case hex. */
+#define RF_FP_HEX 64
+
 struct rf_http_opts {
 	const char *node;        /* for messages */
 	const char *host;
@@ -40,8 +43,13 @@ void rf_http_set_token(struct rf_http *h, const char *token);
 void rf_http_set_basic(struct rf_http *h, const char *user, const char *password);
 /* Stop sending credentials (for requests that must go out without). */
 void rf_http_auth(struct rf_http *h, bool on);
-/* Move the deadline (cleanup gets a little time of its own). */
+/* Move the deadline. */
 void rf_http_set_deadline(struct rf_http *h, double deadline);
+/* Swap the cancel flag (NULL: not cancellable); returns the one before. */
+const volatile sig_atomic_t *rf_http_set_cancel(struct rf_http *h,
+					       const volatile sig_atomic_t *cancel);
+/* For cleaning up (deleting the session): @seconds more if the deadline is near, and no cancel. */
+void rf_http_cleanup_mode(struct rf_http *h, double seconds);
 
 struct rf_resp {
 	long status;
@@ -49,6 +57,7 @@ struct rf_resp {
 	char *etag;              /* ETag header */
 	char *token;             /* X-Auth-Token header (secret) */
 	char *location;          /* Location header */
+	char *retry_after;       /* Retry-After header */
 };
 
 void rf_resp_release(struct rf_resp *r);

@@ -101,6 +101,8 @@ int rf_collection_of(struct rf_client *c, const json_t *o, const char *key, unsi
 		     json_t **ret, struct gf_err *err);
 /* GET through the client: a helper for the walkers. */
 int rf_fetch(struct rf_client *c, const char *path, json_t **ret, struct gf_err *err);
+/* The same, where 404 is no error: *ret is then NULL. */
+int rf_fetch_opt(struct rf_client *c, const char *path, json_t **ret, struct gf_err *err);
 
 /* ---- vendor dialects (dialect.c): differences kept as data -------------- */
 
@@ -216,9 +218,5 @@ int rf_power_set(struct rf_client *c, enum gf_power_op op, struct gf_err *err);
 void rf_boot_parse(const json_t *sys, struct gf_boot *ret);
 int rf_boot_get(struct rf_client *c, struct gf_boot *ret, struct gf_err *err);
 int rf_boot_set(struct rf_client *c, const struct gf_boot *want, struct gf_err *err);
-
-/* ---- SHA-256 fingerprints, lower-case hex (http.c) ---------------------- */
-
-#define RF_FINGERPRINT_LEN 64
 
 #endif

@@ -39,14 +39,18 @@ static char *sensor_of(const json_t *e)
 		return rf_dup(name);
 	/* rf_get() splits on dots, and "@odata.id" holds one: read it directly. */
 	origin = rf_odata_id(rf_obj(rf_obj(e, "Links"), "OriginOfCondition"));
+	/* A sensor resource names the sensor; a Manager or System names only the source. */
+	if (origin && (strstr(origin, "/Sensors/") || strstr(origin, "/Thermal") ||
+		       strstr(origin, "/Power")))
+		return rf_dup(strrchr(origin, '/') + 1);
+	if (rf_num(e, "SensorNumber", &num)) {
+		snprintf(buf, sizeof(buf), "#%.0f", num);
+		return gf_xstrdup(buf);
+	}
 	if (origin && *origin) {
 		const char *slash = strrchr(origin, '/');
 
 		return rf_dup(slash ? slash + 1 : origin);
-	}
-	if (rf_num(e, "SensorNumber", &num)) {
-		snprintf(buf, sizeof(buf), "#%.0f", num);
-		return gf_xstrdup(buf);
 	}
 	return NULL;
 }
@@ -214,6 +218,14 @@ static int by_time(const void *a, const void *b)
 		return x->e->time < y->e->time ? -1 : 1;
 	if (x->e->has_time != y->e->has_time)
 		return x->e->has_time ? 1 : -1;
+	/* Same second: the record ids tell the order, where they are numbers. */
+	if (x->e->id && y->e->id) {
+		char *ex, *ey;
+		long ix = strtol(x->e->id, &ex, 10), iy = strtol(y->e->id, &ey, 10);
+
+		if (!*ex && !*ey && ex != x->e->id && ey != y->e->id && ix != iy)
+			return ix < iy ? -1 : 1;
+	}
 	return x->at < y->at ? -1 : (x->at > y->at ? 1 : 0);
 }
 

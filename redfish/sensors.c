@@ -329,13 +329,13 @@ static int chassis_sensors(struct rf_client *c, const json_t *ch, json_t *seen,
 	int rc;
 
 	if (rf_link(ch, "Thermal")) {
-		if ((rc = rf_fetch(c, rf_link(ch, "Thermal"), &doc, err)) < 0)
+		if ((rc = rf_fetch_opt(c, rf_link(ch, "Thermal"), &doc, err)) < 0)
 			return rc;
 		rf_sensors_thermal(doc, seen, ret);
 		json_decref(doc);
 	}
 	if (rf_link(ch, "Power")) {
-		if ((rc = rf_fetch(c, rf_link(ch, "Power"), &doc, err)) < 0)
+		if ((rc = rf_fetch_opt(c, rf_link(ch, "Power"), &doc, err)) < 0)
 			return rc;
 		rf_sensors_power(doc, seen, ret);
 		json_decref(doc);
@@ -348,7 +348,7 @@ static int chassis_sensors(struct rf_client *c, const json_t *ch, json_t *seen,
 		json_decref(list);
 	}
 	if (!rf_link(ch, "Thermal") && rf_link(ch, "ThermalSubsystem")) {
-		if ((rc = rf_fetch(c, rf_link(ch, "ThermalSubsystem"), &doc, err)) < 0)
+		if ((rc = rf_fetch_opt(c, rf_link(ch, "ThermalSubsystem"), &doc, err)) < 0)
 			return rc;
 		rc = rf_collection_of(c, doc, "Fans", RF_WALK_EXPAND, &list, err);
 		json_decref(doc);
@@ -359,7 +359,7 @@ static int chassis_sensors(struct rf_client *c, const json_t *ch, json_t *seen,
 		json_decref(list);
 	}
 	if (!rf_link(ch, "Power") && rf_link(ch, "PowerSubsystem")) {
-		if ((rc = rf_fetch(c, rf_link(ch, "PowerSubsystem"), &doc, err)) < 0)
+		if ((rc = rf_fetch_opt(c, rf_link(ch, "PowerSubsystem"), &doc, err)) < 0)
 			return rc;
 		rc = rf_collection_of(c, doc, "PowerSupplies", RF_WALK_EXPAND, &list, err);
 		json_decref(doc);
@@ -383,7 +383,6 @@ int rf_sensors(struct rf_client *c, struct gf_sensor_list *ret, struct gf_err *e
 	if (!rf_link(c->root, "Chassis"))
 		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "bmc '%s' has no Chassis",
 				  c->node);
-	}
 	rc = rf_collection_of(c, c->root, "Chassis", RF_WALK_FETCH, &chassis, err);
 	if (rc < 0)
 		goto out;

@@ -211,10 +211,30 @@ int rf_collection_of(struct rf_client *c, const json_t *o, const char *key, unsi
 		     json_t **ret, struct gf_err *err)
 {
 	const char *link = rf_link(o, key);
+	int rc;
 
 	if (!link) {
 		*ret = json_array();
 		return 0;
 	}
-	return rf_collection(c, link, flags, ret, err);
+	rc = rf_collection(c, link, flags, ret, err);
+	/* A link to nothing (a part the BMC does not serve after all) is an empty collection. */
+	if (rc < 0 && err && err->detail == 404) {
+		gf_err_clear(err);
+		*ret = json_array();
+		return 0;
+	}
+	return rc;
+}
+
+int rf_fetch_opt(struct rf_client *c, const char *path, json_t **ret, struct gf_err *err)
+{
+	int rc = rf_fetch(c, path, ret, err);
+
+	if (rc < 0 && err && err->detail == 404) {
+		gf_err_clear(err);
+		*ret = NULL;
+		return 0;
+	}
+	return rc;
 }

@@ -9,8 +9,10 @@ pkgs=(
 	libfreeipmi-dev libipmimonitoring-dev libcurl4-openssl-dev libjansson-dev
 	libssh2-1-dev libsqlite3-dev libinih-dev libcmocka-dev
 	# test lab and reference tools
-	openipmi freeipmi-tools ipmitool openssh-server openssl sqlite3
+	openipmi libopenipmi-dev freeipmi-tools ipmitool openssh-server openssl sqlite3 groff-base
 	python3 python3-pytest hyperfine
+	# promtool, for the check of gpufleet sensors --format prometheus
+	prometheus
 )
 
 missing=()

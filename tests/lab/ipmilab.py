@@ -17,12 +17,24 @@ As a module:
 
 Users: USER (admin privilege), "operator" and "viewer" (user privilege), all
 with the lab password. Per-node overrides: password, power ('on'/'off' at
-start), port. The
+start), port; and what the BMC reports of itself: fw ('1.74': Get Device ID
+major.minor), aux_fw ('0a0b0c0d': auxiliary revision), manufacturer_id,
+product_id, bios (system firmware version), fru ({'chassis': {...},
+'board': {...}, 'product': {...}}, see fru_image(); default: a full image
+that names the node), fru_raw (a whole FRU image in hex). The
 emulator commands come from emu.template ($extra: the emu_extra argument),
 the LAN set-up from lan.conf.template. ipmi_sim (OpenIPMI 2.0.33) refuses
 cipher suite 17 and every SHA-256 suite, needs FreeIPMI's opensesspriv
 workaround for RMCP+, and answers "pulse diagnostic interrupt" (NMI) with
 completion code 0xcc without running the chassis program.
+
+Boot options: ipmi_sim itself keeps only the boot device and always answers
+"not valid, one-time, legacy". When the lab module (labbmc.c, compiled at
+start when libopenipmi-dev is there; lab.module tells) is loaded, the BMC
+keeps the whole boot flags in D/node<i>/bootflags (lab.boot_flags(i)) and a
+one-time override is cleared when the host boots (power on from off, reset,
+the second half of a cycle), as on a real BMC. The module also serves the
+system firmware (BIOS) version and the auxiliary firmware revision.
 
 As a command (writes D/pids, D/lab.json and D/password, returns once every
 sim answers):
@@ -30,6 +42,7 @@ sim answers):
     ipmilab.py start --dir D [--prefix 127.31.0] [--count N] [--first K]
                      [--user U] [--password-file F] [--power on|off]
                      [--node-power I=on] [--node-password-file I=F]
+                     [--sensors]   (sensors and event logs: ipmisensors.py)
     ipmilab.py stop --dir D
     ipmilab.py status --dir D
 
@@ -103,6 +116,103 @@ def fru_bytes(manufacturer, product, serial, part='LAB-1', version='1.0'):
     return bytes(header) + bytes(area)
 
 
+def _fru_area(head, fields):
+    """One info area: @head bytes after version and length, the fields,
+    the end marker, padding to 8 bytes and the checksum."""
+    area = bytes([0x01, 0x00]) + bytes(head)
+    for field in fields:
+        area += _fru_field(field or '')
+    area += b'\xc1'
+    while (len(area) + 1) % 8:
+        area += b'\x00'
+    area = bytearray(area)
+    area[1] = (len(area) + 1) // 8
+    area.append((-sum(area)) & 0xff)
+    return bytes(area)
+
+
+# Minutes from 1996-01-01 to 2024-03-01 00:00 UTC, the lab boards' make date.
+FRU_MFG_MINUTES = 14757120
+
+
+def fru_image(chassis=None, board=None, product=None):
+    """A FRU image (IPMI Platform Management FRU Information Storage
+    Definition 1.0) with the areas given, each a dict of strings:
+    chassis: type (int, SMBIOS chassis type), part, serial;
+    board: manufacturer, product, serial, part, mfg_minutes (int);
+    product: manufacturer, name, part, version, serial, asset_tag.
+    An area that is None is left out."""
+    areas = []
+    if chassis is not None:
+        areas.append(_fru_area([chassis.get('type', 0x17)],
+                               [chassis.get('part'), chassis.get('serial')]))
+    else:
+        areas.append(None)
+    if board is not None:
+        m = int(board.get('mfg_minutes', FRU_MFG_MINUTES))
+        areas.append(_fru_area([0x00, m & 0xff, (m >> 8) & 0xff, (m >> 16) & 0xff],
+                               [board.get('manufacturer'), board.get('product'),
+                                board.get('serial'), board.get('part'), '']))
+    else:
+        areas.append(None)
+    if product is not None:
+        areas.append(_fru_area([0x00],
+                               [product.get('manufacturer'), product.get('name'),
+                                product.get('part'), product.get('version'),
+                                product.get('serial'), product.get('asset_tag'), '']))
+    else:
+        areas.append(None)
+    offsets = []
+    at = 8
+    body = b''
+    for a in areas:
+        if a is None:
+            offsets.append(0)
+            continue
+        offsets.append(at // 8)
+        body += a
+        at += len(a)
+    header = bytearray([0x01, 0x00, offsets[0], offsets[1], offsets[2], 0x00, 0x00])
+    header.append((-sum(header)) & 0xff)
+    return bytes(header) + body
+
+
+def default_fru(index):
+    """What a lab node's FRU says when the test does not choose."""
+    return {
+        'chassis': {'type': 0x17, 'part': 'CH-4U-8GPU', 'serial': 'CHS%06d' % index},
+        'board': {'manufacturer': 'gpufleet lab', 'product': 'LAB-BOARD-X1',
+                  'serial': 'BRD%06d' % index, 'part': 'PN-BRD-001'},
+        'product': {'manufacturer': 'gpufleet lab', 'name': 'ipmi_sim node',
+                    'part': 'LAB-1', 'version': '1.0', 'serial': 'LAB%06d' % index,
+                    'asset_tag': 'ASSET-%04d' % index},
+    }
+
+
+def parse_fw(text):
+    """'1.74' -> (1, 0x74): Get Device ID keeps the minor revision in BCD."""
+    major, sep, minor = str(text).partition('.')
+    if (not sep or not major.isdigit() or not minor.isdigit() or len(minor) != 2
+            or int(major) > 127):
+        raise LabError("firmware revision '%s' is not MAJOR.MM (MAJOR <= 127)" % text)
+    return int(major), int(minor, 16)
+
+
+def build_module(outdir, cc='cc'):
+    """Compile labbmc.c into @outdir; returns (path, None) or (None, why)."""
+    src = os.path.join(HERE, 'labbmc.c')
+    out = os.path.join(outdir, 'labbmc.so')
+    if not os.path.exists('/usr/include/OpenIPMI/mcserv.h'):
+        return None, 'libopenipmi-dev is not installed'
+    if shutil.which(cc) is None:
+        return None, "no C compiler '%s'" % cc
+    r = subprocess.run([cc, '-O1', '-shared', '-fPIC', '-o', out, src],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, 'labbmc.c did not build: %s' % r.stderr.strip()[-500:]
+    return out, None
+
+
 # IPMI 1.5 session-less Get Channel Authentication Capabilities (channel
 # "this one", IPMI 2.0 data, admin). Its answer comes from the emulated BMC
 # itself, so it proves that the MC is enabled, not just that the socket is
@@ -160,12 +270,24 @@ class Node:
         self.index = index
         self.addr = node_address(lab.prefix, index)
         opts = lab.overrides.get(index, {})
-        unknown = set(opts) - {'password', 'power', 'port'}
+        unknown = set(opts) - {'password', 'power', 'port', 'fw', 'aux_fw', 'manufacturer_id',
+                               'product_id', 'bios', 'fru', 'fru_raw'}
         if unknown:
             raise LabError('node %d: unknown override %s' % (index, ', '.join(sorted(unknown))))
         self.password = opts.get('password', lab.password)
         self.initial_power = opts.get('power', lab.initial_power)
         self.port = int(opts.get('port', lab.port))
+        self.fw = parse_fw(opts.get('fw', '1.00'))
+        aux = str(opts.get('aux_fw', ''))
+        if aux and (len(aux) != 8 or any(c not in string.hexdigits for c in aux)):
+            raise LabError("node %d: aux_fw '%s' is not 8 hex digits" % (index, aux))
+        self.aux_fw = aux.lower()
+        self.manufacturer_id = int(opts.get('manufacturer_id', 0x001647))
+        self.product_id = int(opts.get('product_id', 0x0001))
+        self.bios = opts.get('bios')
+        self.fru = opts.get('fru') or default_fru(index)
+        # A whole FRU image (hex), e.g. a broken one; replaces fru.
+        self.fru_raw = bytes.fromhex(opts['fru_raw']) if opts.get('fru_raw') else None
         self.dir = os.path.join(lab.workdir, 'node%d' % index)
         self.pid = None
         self.proc = None
@@ -176,7 +298,8 @@ class IpmiLab:
 
     def __init__(self, workdir, prefix='127.31.0', count=20, user='admin', password=None,
                  first=1, port=IPMI_PORT, console_port=CONSOLE_PORT, power='off',
-                 overrides=None, start_timeout=None, sim='ipmi_sim', emu_extra=None):
+                 overrides=None, start_timeout=None, sim='ipmi_sim', emu_extra=None,
+                 module=True):
         self.workdir = os.path.abspath(workdir)
         self.prefix = prefix
         self.count = int(count)
@@ -194,6 +317,11 @@ class IpmiLab:
         # More emulator commands (sensors, SDRs, SEL entries) for each node's
         # emu.cmds, before mc_enable: a string, or a function of the Node.
         self.emu_extra = emu_extra
+        # The lab module (labbmc.c): real boot options, BIOS version, aux
+        # firmware revision. Built at start; None (and module_error) when not.
+        self.want_module = module
+        self.module = None
+        self.module_error = None if module else 'not asked for'
         for what, value in (('user', self.user), ('password', self.password)):
             self._check_conf_string(what, value)
         if self.count < 1:
@@ -294,15 +422,30 @@ class IpmiLab:
         ctl = '/bin/bash %s %s' % (shlex.quote(CHASSIS_CONTROL), shlex.quote(n.dir))
         if '"' in ctl:
             raise LabError("chassis control path '%s' cannot go into lan.conf" % ctl)
+        if self.module:
+            if '"' in self.module:
+                raise LabError("module path '%s' cannot go into lan.conf" % self.module)
+            modules = 'loadlib "%s" "%s"' % (self.module, n.dir)
+        else:
+            modules = '# no lab module: %s' % self.module_error
         lan = self._render(LAN_TEMPLATE, {
             'index': n.index, 'addr': n.addr, 'port': n.port, 'guid': guid,
             'chassis_control': ctl, 'user': self.user, 'password': n.password,
-            'console_port': self.console_port,
+            'console_port': self.console_port, 'modules': modules,
         })
-        fru = fru_bytes('gpufleet lab', 'ipmi_sim node', 'LAB%06d' % n.index)
+        fru = n.fru_raw if n.fru_raw is not None else fru_image(**n.fru)
+        if self.module and n.aux_fw:
+            aux = 'lab_set_aux_fw 0x20 ' + ' '.join(
+                '0x' + n.aux_fw[k:k + 2] for k in range(0, 8, 2))
+        else:
+            aux = '# auxiliary firmware revision: 00000000'
+        if n.bios is not None:
+            _write(os.path.join(n.dir, 'bios-version'), n.bios + '\n')
         emu = self._render(EMU_TEMPLATE, {
-            'index': n.index, 'guid': guid, 'fw_major': '0x01', 'fw_minor': '0x00',
-            'manufacturer_id': '0x001647', 'product_id': '0x0001',
+            'index': n.index, 'guid': guid, 'fw_major': '0x%02x' % n.fw[0],
+            'fw_minor': '0x%02x' % n.fw[1], 'aux_fw': aux,
+            'manufacturer_id': '0x%06x' % n.manufacturer_id,
+            'product_id': '0x%04x' % n.product_id,
             'fru_size': len(fru), 'fru_data': ' '.join('0x%02x' % b for b in fru),
             'extra': (self.emu_extra(n) if callable(self.emu_extra)
                       else self.emu_extra or ''),
@@ -341,6 +484,8 @@ class IpmiLab:
         if shutil.which(self.sim) is None:
             raise LabError("'%s' not found (Debian package openipmi)" % self.sim)
         _write(os.path.join(self.workdir, 'password'), self.password + '\n', 0o600)
+        if self.want_module:
+            self.module, self.module_error = build_module(self.workdir)
         for n in self.nodes.values():
             self._prepare(n)
         self.started = True
@@ -537,6 +682,31 @@ class IpmiLab:
             except FileNotFoundError:
                 pass
 
+    BOOT_DEVICES = {0x0: 'none', 0x1: 'pxe', 0x2: 'disk', 0x3: 'disk-safe', 0x4: 'diag',
+                    0x5: 'cd', 0x6: 'bios', 0x7: 'floppy', 0x8: 'remote-cd',
+                    0x9: 'remote-media', 0xb: 'remote-disk', 0xf: 'removable'}
+
+    def boot_flags(self, i):
+        """What node @i's BMC holds in its boot flags (lab module only):
+        {'valid', 'persistent', 'uefi': bool, 'device': name, 'raw': bytes}."""
+        try:
+            with open(os.path.join(self.node(i).dir, 'bootflags')) as f:
+                raw = bytes(int(x, 16) for x in f.read().split())
+        except FileNotFoundError:
+            raw = bytes(5)
+        if len(raw) != 5:
+            raise LabError('node %d: bootflags holds %d bytes' % (i, len(raw)))
+        return {'valid': bool(raw[0] & 0x80), 'persistent': bool(raw[0] & 0x40),
+                'uefi': bool(raw[0] & 0x20),
+                'device': self.BOOT_DEVICES.get((raw[1] >> 2) & 0xf, 'other'), 'raw': raw}
+
+    def set_boot_flags(self, i, raw):
+        """Put five bytes of boot flags into node @i's BMC behind its back."""
+        if len(raw) != 5:
+            raise LabError('boot flags are 5 bytes')
+        _write(os.path.join(self.node(i).dir, 'bootflags'),
+               ' '.join('%02x' % b for b in raw) + '\n')
+
     def _signal(self, i, sig):
         n = self.node(i)
         if n.proc is not None:
@@ -624,8 +794,13 @@ def _cmd_start(args):
                   user=args.user, password=password, port=args.port,
                   console_port=args.console_port, power=args.power, overrides=overrides,
                   start_timeout=args.timeout)
+    if args.sensors:
+        import ipmisensors  # sensors, SDRs and event logs (tests/lab/ipmisensors.py)
+        lab.emu_extra = ipmisensors.emu_extra()
     t0 = time.monotonic()
     lab.start()
+    if args.sensors:
+        ipmisensors.prepare_events(lab)
     print('ipmilab: %d sims up in %.1f s: %s (user %s, password in %s)'
           % (lab.count, time.monotonic() - t0, lab.hostrange(), lab.user,
              os.path.join(lab.workdir, 'password')), file=sys.stderr)
@@ -683,6 +858,8 @@ def main(argv=None):
     s.add_argument('--node-power', action='append', default=[], metavar='I=on|off')
     s.add_argument('--node-password-file', action='append', default=[], metavar='I=FILE')
     s.add_argument('--timeout', type=float, help='seconds to wait for the sims')
+    s.add_argument('--sensors', action='store_true',
+                   help='sensors, SDRs and event log entries from ipmisensors.py')
     s.set_defaults(func=_cmd_start)
     s = sub.add_parser('stop', help='stop the sims recorded in DIR/pids')
     s.add_argument('--dir', required=True)

@@ -824,6 +824,10 @@ class Node:
             if redir:
                 return Reply(redir[1], None, [('Location', redir[0])]), 'none', None
             kind, user, err = self._authenticate(headers)
+            if not self.sessions_enabled and (path == ROOT + '/SessionService'
+                                              or path.startswith(ROOT + '/SessionService/')):
+                return (rf_error(404, 'ResourceMissingAtURI',
+                                 'The resource at %s was not found.' % path), kind, user)
             public = path in ('/redfish', ROOT, ROOT + '/odata', ROOT + '/$metadata')
             login = method == 'POST' and path == SESSIONS and self.sessions_enabled
             if err is not None and not public and not login:
@@ -1296,6 +1300,13 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     def __init__(self, address, node, handler):
         self.node = node
         super().__init__(address, handler)
+
+    def handle_error(self, request, client_address):
+        # a client that went away (timeouts, hang mode) is not worth a traceback
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, ssl.SSLError, socket.timeout)):
+            return
+        super().handle_error(request, client_address)
 
     def server_bind(self):
         # HTTPServer.server_bind would look up the FQDN of the address
@@ -1792,6 +1803,9 @@ class RedfishLab:
             _write(os.path.join(self.workdir, 'pids'),
                    ''.join('%d %d\n' % (pid, k) for k, pid in self.worker_pids.items()))
             self._wait_ready()
+            # the readiness probes are not part of what tests look at
+            with ThreadPoolExecutor(max_workers=16) as ex:
+                list(ex.map(self.clear, self.indices()))
         except BaseException:
             self.stop()
             raise
@@ -1993,6 +2007,242 @@ class RedfishLab:
         return self.ctl(i, 'POST', '/cert/rotate', {'self_signed': self_signed})['fingerprint']
 
 
+# ---- self test -----------------------------------------------------------------
+
+class _Client:
+    """A keep-alive HTTPS client for the self test."""
+
+    def __init__(self, lab, i, cafile=None):
+        self.lab, self.i = lab, i
+        self.ctx = ssl.create_default_context(cafile=cafile or lab.cacert)
+        self.conn = http.client.HTTPSConnection(lab.addr(i), lab.port, context=self.ctx,
+                                                timeout=20)
+        self.auth = 'Basic ' + base64.b64encode(
+            ('%s:%s' % (lab.user, lab.password)).encode()).decode()
+        self.token = None
+
+    def req(self, method, path, body=None, headers=None, auth=True):
+        h = dict(headers or {})
+        if auth:
+            if self.token:
+                h['X-Auth-Token'] = self.token
+            else:
+                h['Authorization'] = self.auth
+        data = json.dumps(body).encode() if body is not None else None
+        if data is not None:
+            h['Content-Type'] = 'application/json'
+        self.conn.request(method, path, body=data, headers=h)
+        r = self.conn.getresponse()
+        raw = r.read()
+        try:
+            doc = json.loads(raw) if raw else None
+        except ValueError:
+            doc = raw
+        return r.status, dict((k.lower(), v) for k, v in r.getheaders()), doc
+
+    def close(self):
+        self.conn.close()
+
+
+def _expect(cond, what):
+    if not cond:
+        raise LabError('selftest: ' + what)
+
+
+def selftest(workdir, prefix='127.32.250'):
+    """Start one BMC per dialect and check the behaviours of REDFISH-EMU.md."""
+    ov = {4: {'bmc_firmware': '7.00.00.00', 'reset_conflict': True},
+          1: {'gpu_firmware': {'3': '96.00.99.00.01'}, 'power': 'Off'},
+          3: {'sensors': {'Ambient Temp': {'reading': 55, 'health': 'Warning'}}},
+          5: {'sel_entries': 60}}
+    checks = 0
+    with RedfishLab(workdir, prefix=prefix, count=5, overrides=ov) as lab:
+        sysuri = {i: lab.state(i)['main_system'] for i in lab.indices()}
+        # curl with the CA, Basic auth, and a wrong password
+        pwfile = os.path.join(workdir, 'netrc')
+        _write(pwfile, 'default login %s password %s\n' % (lab.user, lab.password), 0o600)
+        for i in lab.indices():
+            r = subprocess.run(['curl', '-sS', '--fail', '--cacert', lab.cacert, '--netrc-file',
+                                pwfile, lab.url(i) + ROOT + '/Systems'], capture_output=True)
+            _expect(r.returncode == 0 and b'Members' in r.stdout,
+                    'curl on node %d: %r' % (i, r.stderr))
+            r = subprocess.run(['curl', '-sS', '-o', '/dev/null', '-w', '%{http_code}',
+                                '--cacert', lab.cacert, '-u', 'admin:wrong',
+                                lab.url(i) + ROOT + '/Systems'], capture_output=True, text=True)
+            _expect(r.stdout == '401', 'wrong password on node %d gave %s' % (i, r.stdout))
+            r = subprocess.run(['curl', '-sS', '-o', '/dev/null', '--cacert', lab.other_cacert,
+                                lab.url(i) + ROOT], capture_output=True)
+            _expect(r.returncode == 60, 'the other CA was accepted by node %d' % i)
+            checks += 3
+        for i in lab.indices():
+            c = _Client(lab, i)
+            st, h, doc = c.req('GET', ROOT, auth=False)
+            _expect(st == 200 and 'RedfishVersion' in doc, 'service root of node %d' % i)
+            st, h, doc = c.req('POST', SESSIONS, {'UserName': lab.user, 'Password': 'nope'},
+                               auth=False)
+            _expect(st == 401, 'login with a wrong password gave %d' % st)
+            st, h, doc = c.req('POST', SESSIONS, {'UserName': lab.user,
+                                                  'Password': lab.password}, auth=False)
+            _expect(st == 201 and 'x-auth-token' in h and 'location' in h, 'login: %d' % st)
+            c.token = h['x-auth-token']
+            _expect(lab.sessions_open(i) == 1, 'one open session')
+            # Reset: allowed values inline or via ActionInfo
+            sysres = c.req('GET', sysuri[i])[2]
+            act = sysres['Actions']['#ComputerSystem.Reset']
+            inline = act.get('ResetType@Redfish.AllowableValues')
+            if inline is None:
+                ai = c.req('GET', act['@Redfish.ActionInfo'])[2]
+                allowed = [p for p in ai['Parameters'] if p['Name'] == 'ResetType'][0][
+                    'AllowableValues']
+            else:
+                allowed = inline
+            bad = next(t for t in STD_RESET_TYPES if t not in allowed) \
+                if set(STD_RESET_TYPES) - set(allowed) else 'Bogus'
+            st, h, doc = c.req('POST', act['target'], {'ResetType': bad})
+            _expect(st == 400 and 'error' in doc, '%s accepted on node %d' % (bad, i))
+            before = lab.power(i)
+            st, h, doc = c.req('POST', act['target'], {'ResetType': 'ForceOff'})
+            if before == 'Off' and lab.state(i)['modes'] and i == 4:
+                _expect(st == 409, 'dell ForceOff when off: %d' % st)
+            else:
+                _expect(st in (200, 204), 'ForceOff on node %d: %d %s' % (i, st, doc))
+            _expect(lab.power(i) == 'Off', 'node %d not off' % i)
+            st, h, doc = c.req('POST', act['target'], {'ResetType': 'On'})
+            _expect(st in (200, 204) and lab.power(i) == 'On', 'On on node %d' % i)
+            if i == 4:
+                st, h, doc = c.req('POST', act['target'], {'ResetType': 'On'})
+                _expect(st == 409, 'dell On when on gave %d' % st)
+            _expect([e['type'] for e in lab.events(i, 'reset')][-2:] == ['ForceOff', 'On'],
+                    'reset events of node %d' % i)
+            # Boot PATCH with ETags
+            if 'Boot' in sysres and 'BootSourceOverrideTarget' in sysres['Boot']:
+                st, h, res = c.req('GET', sysuri[i])
+                tag = h.get('etag') or res.get('@odata.etag')
+                st, h, doc = c.req('PATCH', sysuri[i], {'Boot': {
+                    'BootSourceOverrideTarget': 'Pxe', 'BootSourceOverrideEnabled': 'Once'}},
+                    headers={'If-Match': tag} if tag else None)
+                _expect(st in (200, 204), 'boot patch on node %d: %d %s' % (i, st, doc))
+                _expect(lab.boot(i)['BootSourceOverrideTarget'] == 'Pxe', 'boot not set')
+                if tag:
+                    st, h, doc = c.req('PATCH', sysuri[i], {'Boot': {
+                        'BootSourceOverrideTarget': 'Hdd'}}, headers={'If-Match': tag})
+                    _expect(st == 412, 'stale etag on node %d gave %d' % (i, st))
+                st, h, doc = c.req('PATCH', sysuri[i], {'Boot': {
+                    'BootSourceOverrideTarget': 'Nowhere'}})
+                _expect(st == 400, 'bad boot target accepted on node %d' % i)
+            # firmware inventory, paging and $expand
+            seen = []
+            url = FW_INV
+            while url:
+                st, h, doc = c.req('GET', url)
+                _expect(st == 200, 'firmware page %s: %d' % (url, st))
+                seen += [m['@odata.id'] for m in doc['Members']]
+                url = doc.get('Members@odata.nextLink')
+            _expect(len(seen) == len(set(seen)) == doc['Members@odata.count'],
+                    'paging of node %d: %d members, count %s'
+                    % (i, len(seen), doc['Members@odata.count']))
+            st, h, doc = c.req('GET', FW_INV + '?$expand=.($levels=1)')
+            _expect(st == 200 and 'Version' in doc['Members'][0], '$expand on node %d' % i)
+            st, h, doc = c.req('GET', FW_INV + '?$expand=*($levels=9)')
+            _expect(st == 400, '$levels=9 accepted on node %d' % i)
+            # SEL clear
+            sel = lab.state(i)['sel']
+            ls = c.req('GET', sel)[2]
+            target = ls['Actions']['#LogService.ClearLog']['target']
+            st, h, doc = c.req('POST', target, {})
+            _expect(st in (200, 204), 'clear log: %d' % st)
+            st, h, doc = c.req('GET', ls['Entries']['@odata.id'])
+            _expect(doc['Members@odata.count'] == 0, 'log not cleared on node %d' % i)
+            # keep-alive: all of this on one connection
+            conns = {r['conn'] for r in lab.access_log(i) if r['auth'] == 'session'}
+            _expect(len(conns) == 1, 'node %d saw %d connections' % (i, len(conns)))
+            st, h, doc = c.req('DELETE', '%s/%s' % (SESSIONS, lab.state(i)['sessions']['ids'][0]))
+            _expect(st == 204 and lab.sessions_open(i) == 0, 'logout on node %d' % i)
+            st, h, doc = c.req('GET', ROOT + '/Systems')
+            _expect(st == 401, 'deleted session still works on node %d' % i)
+            c.close()
+            checks += 20
+        # overrides
+        c = _Client(lab, 4)
+        inv = c.req('GET', FW_INV)[2]
+        ids = [m['@odata.id'].rsplit('/', 1)[1] for m in inv['Members']]
+        _expect('Installed-25227-7.00.00.00__iDRAC.Embedded.1-1' in ids, 'dell id not renamed')
+        c = _Client(lab, 1)
+        _expect(c.req('GET', FW_INV + '/GPU3')[2]['Version'] == '96.00.99.00.01', 'gpu fw')
+        c = _Client(lab, 3)
+        th = c.req('GET', '/redfish/v1/Chassis/1/Thermal')[2]
+        amb = [t for t in th['Temperatures'] if t['Name'] == 'Ambient Temp']
+        _expect(amb and amb[0]['ReadingCelsius'] == 55 and amb[0]['Status']['Health'] ==
+                'Warning', 'sensor override')
+        c = _Client(lab, 5)
+        st, h, doc = c.req('GET', lab.state(5)['sel'] + '/Entries')
+        _expect(doc['Members@odata.count'] == 0, 'hpe sel (cleared above)')
+        lab.override(5, sel_entries=60, page_overlap=5)
+        st, h, doc = c.req('GET', lab.state(5)['sel'] + '/Entries')
+        _expect(len(doc['Members']) == 50 and '$skip=45' in doc['Members@odata.nextLink'],
+                'overlapping pages: %s' % doc.get('Members@odata.nextLink'))
+        st, h, doc = c.req('GET', FW_INV + '?$expand=*')
+        _expect(st == 400, 'hpe accepted $expand=*')
+        lab.override(5, expand=False)
+        st, h, doc = c.req('GET', FW_INV + '?$expand=.')
+        _expect(st == 501, 'expand:false gave %d' % st)
+        # modes
+        lab.set_mode(2, resetting=2, retry_after=1)
+        c = _Client(lab, 2)
+        st, h, doc = c.req('GET', ROOT)
+        _expect(st == 503 and h.get('retry-after') == '1', 'resetting: %d' % st)
+        time.sleep(2.1)
+        _expect(c.req('GET', ROOT)[0] == 200, 'resetting did not end')
+        lab.set_mode(2, slow=0.3)
+        t0 = time.monotonic()
+        c.req('GET', ROOT)
+        _expect(time.monotonic() - t0 >= 0.3, 'slow mode')
+        lab.set_mode(2, slow=0)
+        # certificate rotation, raw resources, redirects
+        old = lab.fingerprint(2)
+        new = lab.rotate_cert(2)
+        _expect(old != new and new == lab.fingerprint(2), 'cert rotation')
+        c = _Client(lab, 2)
+        c.req('GET', ROOT)
+        served = hashlib.sha256(c.conn.sock.getpeercert(True)).hexdigest()
+        _expect(served == new, 'the rotated certificate is not served')
+        lab.put_resource(2, ROOT + '/Chassis', b'{"Members": [', 'application/json')
+        st, h, doc = c.req('GET', ROOT + '/Chassis')
+        _expect(st == 200 and doc == b'{"Members": [', 'planted raw resource')
+        lab.redirect(2, ROOT + '/Managers', 'https://127.32.9.9:8443/redfish/v1/Managers')
+        st, h, doc = c.req('GET', ROOT + '/Managers')
+        _expect(st == 307 and h['location'].startswith('https://127.32.9.9'), 'redirect')
+        # auth variants, session limits, transitions, BMC reset
+        lab.override(3, basic=False, max_sessions=1, transition=0.5)
+        c = _Client(lab, 3)
+        _expect(c.req('GET', ROOT + '/Systems')[0] == 401, 'basic:false still takes Basic')
+        login = {'UserName': lab.user, 'Password': lab.password}
+        st, h, _ = c.req('POST', SESSIONS, login, auth=False)
+        _expect(st == 201, 'login on node 3')
+        st2, _, _ = c.req('POST', SESSIONS, login, auth=False)
+        _expect(st2 == 503, 'max_sessions=1 allowed a second session (%d)' % st2)
+        c.token = h['x-auth-token']
+        act = c.req('GET', sysuri[3])[2]['Actions']['#ComputerSystem.Reset']['target']
+        c.req('POST', act, {'ResetType': 'ForceOff'})
+        _expect(lab.power(3) == 'PoweringOff', 'transition: %s' % lab.power(3))
+        time.sleep(0.7)
+        _expect(lab.power(3) == 'Off', 'transition did not end')
+        lab.expire_sessions(3)
+        _expect(c.req('GET', ROOT + '/Systems')[0] == 401, 'expired session still works')
+        lab.override(2, sessions=False)
+        c = _Client(lab, 2)
+        _expect(c.req('POST', SESSIONS, login, auth=False)[0] == 404, 'sessions:false')
+        _expect('SessionService' not in c.req('GET', ROOT)[2], 'sessions:false root')
+        mgr = c.req('GET', ROOT + '/Managers/BMC')[2]['Actions']['#Manager.Reset']['target']
+        st, _, doc = c.req('POST', mgr, {'ResetType': 'ForceRestart'})
+        _expect(st == 204, 'manager reset: %d %s' % (st, doc))
+        _expect(c.req('GET', ROOT)[0] == 503, 'no 503 after a BMC reset')
+        st, h, _ = c.req('HEAD', ROOT)
+        _expect(st == 503, 'HEAD during BMC reset')
+        checks += 26
+    return checks
+
+
 # ---- command line ------------------------------------------------------------
 
 def _recorded(workdir):
@@ -2074,6 +2324,15 @@ def _cmd_ctl(args):
     return 0
 
 
+def _cmd_selftest(args):
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix='redfish-emu-selftest.') as d:
+        t0 = time.monotonic()
+        n = selftest(d, args.prefix)
+    print('redfish_emu selftest: %d checks passed in %.1f s' % (n, time.monotonic() - t0))
+    return 0
+
+
 def _cmd_worker(args):
     worker_main(args.dir, args.worker)
     return 0
@@ -2112,6 +2371,9 @@ def main(argv=None):
     s.add_argument('path')
     s.add_argument('body', nargs='?')
     s.set_defaults(func=_cmd_ctl)
+    s = sub.add_parser('selftest', help='start one BMC per dialect and check the behaviours')
+    s.add_argument('--prefix', default='127.32.250')
+    s.set_defaults(func=_cmd_selftest)
     s = sub.add_parser('worker', help=argparse.SUPPRESS)
     s.add_argument('--dir', required=True)
     s.add_argument('--worker', type=int, required=True)

@@ -1,0 +1,106 @@
+#!/bin/bash
+# bench/ipmi-read.sh [N]: gpufleet sensors and sel list vs FreeIPMI's
+# ipmi-sensors and ipmi-sel, on the same N ipmi_sim BMCs with sensors, SDRs
+# and event logs (127.35.0.0/16, tests/lab/ipmisensors.py), side by side in
+# one run, with the same fanout. SDR caches are warm on both sides (one read
+# before timing). Prints medians and ratios (gpufleet / reference).
+# Needs root (UDP port 623), hyperfine, and a built tree (ninja -C build).
+set -euo pipefail
+
+n=${1:-200}
+runs=${RUNS:-7}
+fan=${FANOUT:-64}
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
+[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/gf-bench-read.XXXXXX)
+cleanup() {
+	/usr/bin/python3 tests/lab/ipmilab.py stop --dir "$work/lab" || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+umask 077
+echo "bench-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/pw"
+/usr/bin/python3 tests/lab/ipmilab.py start --dir "$work/lab" --prefix 127.35.0 --count "$n" \
+	--user admin --password-file "$work/pw" --power on --sensors
+
+pw=$(cat "$work/pw")
+# Cipher suite 3 on both sides (ipmi_sim has no 17).
+printf '[default]\nbmc_user = admin\nbmc_password = %s\nipmi_workarounds = opensesspriv\nipmi_cipher_suite = 3\n' \
+	"$pw" > "$work/cred"
+# FreeIPMI reads its password from a config file, not argv.
+printf 'driver-type LAN_2_0\nusername admin\npassword %s\nworkaround-flags opensesspriv\ncipher-suite-id 3\n' \
+	"$pw" > "$work/freeipmi.conf"
+unset pw
+# gpufleet's idea of a warning, for the reference run that prints states.
+printf 'IPMI_Threshold_Sensor_At_Or_Below_Lower_Non_Critical_Threshold Warning\nIPMI_Threshold_Sensor_At_Or_Above_Upper_Non_Critical_Threshold Warning\n' \
+	> "$work/state.conf"
+mkdir -p "$work/fcache" "$work/cache"
+
+labinfo() {
+	/usr/bin/python3 -c "
+import sys; sys.path.insert(0, 'tests/lab')
+from ipmilab import IpmiLab
+lab = IpmiLab.attach('$work/lab')
+print(lab.hostrange() if sys.argv[1] == 'range' else ' '.join(lab.addr(i) for i in lab.indices()))" "$1"
+}
+hosts=$(labinfo range)
+export GPUFLEET_DB=$work/db GPUFLEET_CREDENTIALS=$work/cred XDG_CACHE_HOME=$work/cache TZ=UTC
+{
+	echo "name,bmc,protocol,groups"
+	i=0
+	for a in $(labinfo addrs); do
+		i=$((i + 1))
+		printf 'b%04d,%s,ipmi,bench\n' "$i" "$a"
+	done
+} | "$gf" nodes import - 2>/dev/null
+
+fipmi="--config-file $work/freeipmi.conf --sdr-cache-directory $work/fcache --quiet-cache -F $fan"
+
+# A sanity pass first, which also fills both SDR caches: every tool must
+# read all N BMCs, and see the same number of sensors and event log entries.
+gf_sensors=$("$gf" sensors @bench --fanout "$fan" --format json --no-progress |
+	/usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(o["ok"] for o in d), sum(len(o.get("sensors", [])) for o in d))')
+ref_sensors=$(ipmi-sensors -h "$hosts" $fipmi --no-header-output | grep -c ' | ' || true)
+gf_sel=$("$gf" sel list @bench --fanout "$fan" --format json --no-progress |
+	/usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(o["ok"] for o in d), sum(len(o.get("entries", [])) for o in d))')
+ref_sel=$(ipmi-sel -h "$hosts" $fipmi --no-header-output | grep -c ' | ' || true)
+echo "sanity: gpufleet sensors (ok nodes, sensors) = $gf_sensors, ipmi-sensors sensors = $ref_sensors"
+echo "sanity: gpufleet sel (ok nodes, entries) = $gf_sel, ipmi-sel entries = $ref_sel"
+[ "${gf_sensors% *}" -eq "$n" ] && [ "${gf_sensors#* }" -eq "$ref_sensors" ] &&
+	[ "${gf_sel% *}" -eq "$n" ] && [ "${gf_sel#* }" -eq "$ref_sel" ] ||
+	{ echo "sanity check failed" >&2; exit 1; }
+
+hyperfine -w 1 -r "$runs" --export-json "$work/h.json" --style basic \
+	--command-name "gpufleet sensors" \
+	"$gf sensors @bench --fanout $fan --no-progress -q" \
+	--command-name "ipmi-sensors" \
+	"ipmi-sensors -h '$hosts' $fipmi" \
+	--command-name "ipmi-sensors --output-sensor-thresholds --output-sensor-state" \
+	"ipmi-sensors -h '$hosts' $fipmi --output-sensor-thresholds --output-sensor-state --sensor-state-config-file $work/state.conf" \
+	--command-name "gpufleet sel list" \
+	"$gf sel list @bench --fanout $fan --no-progress -q" \
+	--command-name "ipmi-sel" \
+	"ipmi-sel -h '$hosts' $fipmi" \
+	--command-name "ipmi-sel --output-event-state" \
+	"ipmi-sel -h '$hosts' $fipmi --output-event-state" >&2
+
+/usr/bin/python3 - "$n" "$fan" "$work/h.json" <<'PY'
+import json, statistics, sys
+res = json.load(open(sys.argv[3]))["results"]
+med = {r["command"]: (statistics.median(r["times"]), len(r["times"])) for r in res}
+print(f"N={sys.argv[1]} BMCs, fanout {sys.argv[2]}, warm SDR caches: median wall time;"
+      " ratio = gpufleet / reference (<= 1.0: gpufleet no slower)")
+for name, (t, k) in med.items():
+    print(f"  {name:62s} {t:7.3f} s  ({k} runs)")
+pairs = [("gpufleet sensors", "ipmi-sensors"),
+         ("gpufleet sensors", "ipmi-sensors --output-sensor-thresholds --output-sensor-state"),
+         ("gpufleet sel list", "ipmi-sel"),
+         ("gpufleet sel list", "ipmi-sel --output-event-state")]
+for g, r in pairs:
+    print(f"  ratio {g} / {r}: {med[g][0] / med[r][0]:.2f}")
+PY

@@ -1,0 +1,444 @@
+/* gpufleet drift: which nodes differ from their peers, a baseline, or what they were. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/inv.h"
+#include "cli/verbs.h"
+#include "lib/buf.h"
+#include "lib/util.h"
+
+enum { D_MAJORITY, D_BY, D_BASELINE, D_BASELINE_NODE, D_SINCE, D_SWEEP, D_COMPONENT, D_IGNORE,
+       D_FAIL };
+
+static const struct cli_opt drift_opts[] = {
+	[D_MAJORITY] = {{"majority", no_argument, NULL, 0}, NULL,
+			"compare with the most common version among peers (the default)"},
+	[D_BY] = {{"by", required_argument, NULL, 0}, "WHAT",
+		  "peers: same hardware model (model, default), same groups (group), all (fleet)"},
+	[D_BASELINE] = {{"baseline", required_argument, NULL, 0}, "FILE",
+			"compare with the versions a baseline file expects"},
+	[D_BASELINE_NODE] = {{"baseline-node", required_argument, NULL, 0}, "NODE",
+			     "compare with the versions of NODE's last sweep"},
+	[D_SINCE] = {{"since", required_argument, NULL, 0}, "WHEN",
+		     "what changed on each node since sweep N, a date or a duration ago (7d)"},
+	[D_SWEEP] = {{"sweep", required_argument, NULL, 0}, "ID",
+		     "compare the rows of this sweep instead of each node's last"},
+	[D_COMPONENT] = {{"component", required_argument, NULL, 0}, "PATTERN",
+			 "only components matching these globs (gpu*.firmware,bmc)"},
+	[D_IGNORE] = {{"ignore", required_argument, NULL, 0}, "PATTERN",
+		      "leave out components matching these globs"},
+	[D_FAIL] = {{"fail-on-drift", no_argument, NULL, 0}, NULL, "exit 3 when anything drifts"},
+};
+
+enum by { BY_MODEL, BY_GROUP, BY_FLEET };
+
+struct drift_args {
+	int modes;               /* how many of --majority, --baseline*, --since were given */
+	enum gf_drift_mode mode;
+	enum by by;
+	const char *baseline, *baseline_node, *since, *sweep;
+	struct inv_globs include, ignore;
+	bool fail;
+};
+
+static int on_opt(void *ud, size_t idx, const char *arg)
+{
+	struct drift_args *a = ud;
+
+	switch (idx) {
+	case D_MAJORITY: a->modes++; a->mode = GF_DRIFT_MAJORITY; return 0;
+	case D_BASELINE: a->modes++; a->mode = GF_DRIFT_BASELINE; a->baseline = arg; return 0;
+	case D_BASELINE_NODE:
+		a->modes++;
+		a->mode = GF_DRIFT_BASELINE;
+		a->baseline_node = arg;
+		return 0;
+	case D_SINCE: a->modes++; a->mode = GF_DRIFT_SINCE; a->since = arg; return 0;
+	case D_SWEEP: a->sweep = arg; return 0;
+	case D_COMPONENT: inv_globs_add(&a->include, arg); return 0;
+	case D_IGNORE: inv_globs_add(&a->ignore, arg); return 0;
+	case D_FAIL: a->fail = true; return 0;
+	case D_BY:
+		if (strcmp(arg, "model") == 0)
+			a->by = BY_MODEL;
+		else if (strcmp(arg, "group") == 0)
+			a->by = BY_GROUP;
+		else if (strcmp(arg, "fleet") == 0)
+			a->by = BY_FLEET;
+		else {
+			cli_error("unknown --by '%s' (model, group, fleet)", arg);
+			return GF_EXIT_USAGE;
+		}
+		return 0;
+	default: return 0;
+	}
+}
+
+static char *read_file(const char *path, struct gf_err *err)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	struct gf_buf b = GF_BUF_INIT;
+	char chunk[8192];
+	size_t k;
+
+	if (!f) {
+		gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "cannot read '%s' (%s)", path, strerror(errno));
+		return NULL;
+	}
+	while ((k = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		gf_buf_add(&b, chunk, k);
+	if (ferror(f)) {
+		gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "cannot read '%s'", path);
+		if (f != stdin)
+			fclose(f);
+		gf_buf_release(&b);
+		return NULL;
+	}
+	if (f != stdin)
+		fclose(f);
+	return gf_buf_detach(&b);
+}
+
+/* --since: a sweep number, a date, or a duration ago. */
+static int since_bound(const char *s, const struct gf_sweep_info *all, size_t nall,
+		       struct gf_store_query *q, json_t **ret_desc)
+{
+	struct gf_err err = {0};
+	double t;
+	bool digits = *s != '\0';
+
+	for (const char *p = s; *p; p++)
+		digits &= isdigit((unsigned char)*p) != 0;
+	q->bounded = true;
+	if (digits) {
+		const struct gf_sweep_info *si;
+		int rc = inv_find_sweep(all, nall, s, &si);
+
+		if (rc)
+			return rc;
+		q->before = si->started;
+		q->before_id = si->id;
+		*ret_desc = json_pack("{s:I,s:o}", "sweep", (json_int_t)si->id, "time",
+				      inv_time_json(si->started));
+		return 0;
+	}
+	if (gf_time_parse(s, &t, NULL) < 0) {
+		double d;
+
+		if (gf_parse_duration(s, &d, &err) < 0) {
+			cli_error("--since '%s' is not a sweep number, a date (2026-11-29T12:00:00Z)"
+				  " or a duration (7d)", s);
+			return GF_EXIT_USAGE;
+		}
+		t = gf_walltime() - d;
+	}
+	q->before = t;
+	q->before_id = LLONG_MAX;
+	*ret_desc = json_pack("{s:n,s:o}", "sweep", "time", inv_time_json(t));
+	return 0;
+}
+
+static json_t *item_json(const struct gf_drift_item *it, bool table)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "component", json_string(it->component));
+	json_object_set_new(o, "expected", it->expected ? json_string(it->expected) : json_null());
+	json_object_set_new(o, "actual", it->actual ? json_string(it->actual) : json_null());
+	json_object_set_new(o, "source", json_string(gf_source_name(it->source)));
+	if (it->flags & GF_DRIFT_TIE) {
+		json_t *t = json_array();
+
+		for (size_t k = 0; k < it->ntie; k++)
+			json_array_append_new(t, it->tie[k] ? json_string(it->tie[k]) : json_null());
+		json_object_set_new(o, "tie", t);
+	}
+	if (it->flags & GF_DRIFT_MISSING)
+		json_object_set_new(o, "missing", json_true());
+	if (it->flags & GF_DRIFT_EXTRA)
+		json_object_set_new(o, "extra", json_true());
+	if (table) {
+		struct gf_buf b = GF_BUF_INIT;
+
+		if (it->flags & GF_DRIFT_TIE) {
+			gf_buf_adds(&b, "tie:");
+			for (size_t k = 0; k < it->ntie; k++)
+				gf_buf_addf(&b, "%s%s", k ? "|" : " ", it->tie[k] ? it->tie[k] : "(absent)");
+		} else {
+			gf_buf_adds(&b, it->expected ? it->expected : "(absent)");
+		}
+		json_object_set_new(o, "expected_t", json_string(gf_buf_str(&b)));
+		json_object_set_new(o, "actual_t",
+				    json_string(it->actual ? it->actual
+						: (it->flags & GF_DRIFT_MISSING) ? "(absent)"
+						: "(no version)"));
+		gf_buf_release(&b);
+	}
+	return o;
+}
+
+static json_t *node_json(const struct gf_drift *d, size_t i, enum gf_drift_mode mode, bool table,
+			 json_t *since_desc)
+{
+	const struct gf_drift_node *dn = &d->nodes[i];
+	const struct gf_sweep_node *n = dn->node;
+	json_t *o = json_object(), *items = json_array();
+
+	json_object_set_new(o, "node", json_string(n->node));
+	json_object_set_new(o, "ok", json_boolean(dn->compared));
+	json_object_set_new(o, "sweep", json_integer(n->sweep));
+	json_object_set_new(o, "time", inv_time_json(n->time));
+	json_object_set_new(o, "status", json_string(gf_node_status_name(n->status)));
+	json_object_set_new(o, "model", n->model ? json_string(n->model) : json_null());
+	if (mode == GF_DRIFT_MAJORITY) {
+		json_object_set_new(o, "class", json_string(dn->class));
+		json_object_set_new(o, "peers", json_integer((json_int_t)dn->peers));
+	}
+	if (mode == GF_DRIFT_SINCE) {
+		json_t *s = json_deep_copy(since_desc);
+
+		if (dn->before)
+			json_object_set_new(s, "before",
+					    json_pack("{s:I,s:o}", "sweep", (json_int_t)dn->before->sweep,
+						      "time", inv_time_json(dn->before->time)));
+		else
+			json_object_set_new(s, "before", json_null());
+		json_object_set_new(o, "since", s);
+	}
+	for (size_t k = 0; k < dn->n; k++)
+		json_array_append_new(items, item_json(&dn->items[k], table));
+	json_object_set_new(o, "drift", items);
+	if (!dn->compared) {
+		char msg[640];
+
+		if (n->nerrors)
+			snprintf(msg, sizeof(msg), "sweep %lld read nothing to compare (%s: %s)",
+				 n->sweep, n->errors[0].op, n->errors[0].message);
+		else
+			snprintf(msg, sizeof(msg), "sweep %lld read nothing to compare", n->sweep);
+		json_object_set_new(o, "error", json_pack("{s:s,s:s}", "kind",
+							  gf_errkind_name(n->nerrors ? n->errors[0].kind
+									  : GF_EK_UNSUPPORTED),
+							  "message", msg));
+	}
+	return o;
+}
+
+static json_t *never_swept(const char *name)
+{
+	char msg[300];
+
+	snprintf(msg, sizeof(msg), "node '%s' has not been swept (see 'gpufleet sweep')", name);
+	return json_pack("{s:s,s:b,s:[],s:{s:s,s:s}}", "node", name, "ok", 0, "drift", "error",
+			 "kind", "unsupported", "message", msg);
+}
+
+static const struct gf_col drift_cols[] = {
+	{"component", "COMPONENT"}, {"expected_t", "EXPECTED"}, {"actual_t", "ACTUAL"},
+	{"source", "SOURCE"},
+};
+
+static const char *mode_text(const struct drift_args *a)
+{
+	if (a->mode == GF_DRIFT_SINCE)
+		return "since";
+	if (a->mode == GF_DRIFT_BASELINE)
+		return a->baseline_node ? "baseline node" : "baseline";
+	return a->by == BY_GROUP ? "majority by group" : a->by == BY_FLEET ? "majority of the fleet"
+									   : "majority by model";
+}
+
+int cmd_drift(struct gf_cli *cli, int argc, char **argv)
+{
+	struct drift_args a = {.mode = GF_DRIFT_MAJORITY};
+	struct gf_nodeset targets = GF_NODESET_INIT;
+	struct gf_store_query q = {0}, qb = {0};
+	struct gf_sweep *cur = NULL, *before = NULL;
+	struct gf_baseline *bl = NULL;
+	struct gf_sweep_info *all = NULL;
+	struct gf_drift *d = NULL;
+	struct gf_drift_opts o = {0};
+	struct gf_err err = {0};
+	const char **classes = NULL;
+	char **owned_classes = NULL;
+	json_t **objs = NULL, *since_desc = NULL;
+	size_t nall = 0, nobjs = 0, missing = 0;
+	struct gf_db *db;
+	bool every = false, table;
+	char **args;
+	int nargs, rc;
+
+	rc = cli_parse(cli, argc, argv, drift_opts, sizeof(drift_opts) / sizeof(drift_opts[0]),
+		       on_opt, &a, &args, &nargs);
+	if (rc)
+		goto out;
+	if (a.modes > 1) {
+		cli_error("give one of --majority, --baseline, --baseline-node, --since");
+		rc = GF_EXIT_USAGE;
+		goto out;
+	}
+	table = cli->format == GF_FMT_TABLE || cli->format == GF_FMT_CSV;
+	rc = inv_targets(cli, args, nargs, &targets, &every);
+	if (rc)
+		goto out;
+	rc = cli_db(cli, &db);
+	if (rc)
+		goto out;
+	if (a.by == BY_GROUP || !every) {
+		rc = cli_registry(cli);
+		if (rc)
+			goto out;
+	}
+	if (gf_store_sweeps(db, &all, &nall, &err) < 0) {
+		rc = cli_fail(&err);
+		goto out;
+	}
+	if (a.sweep) {
+		const struct gf_sweep_info *si;
+
+		rc = inv_find_sweep(all, nall, a.sweep, &si);
+		if (rc)
+			goto out;
+		q.sweep = si->id;
+	}
+	if (!every) {
+		q.nodes = (const char *const *)targets.names;
+		q.nnodes = targets.n;
+	}
+	if (gf_store_load(db, &q, &cur, &err) < 0) {
+		rc = cli_fail(&err);
+		goto out;
+	}
+
+	o.mode = a.mode;
+	o.filter.include = (const char *const *)a.include.v;
+	o.filter.ninclude = a.include.n;
+	o.filter.ignore = (const char *const *)a.ignore.v;
+	o.filter.nignore = a.ignore.n;
+	if (a.mode == GF_DRIFT_BASELINE) {
+		char *text = NULL;
+		const char *name = a.baseline;
+
+		if (a.baseline) {
+			text = read_file(a.baseline, &err);
+		} else {
+			struct gf_store_query qn = {.nodes = &a.baseline_node, .nnodes = 1};
+			struct gf_sweep *bs = NULL;
+
+			name = a.baseline_node;
+			if (gf_store_load(db, &qn, &bs, &err) == 0 && bs->n == 1) {
+				json_t *j = gf_baseline_json_from_node(&bs->nodes[0]);
+
+				text = json_dumps(j, 0);
+				json_decref(j);
+			} else if (err.code == 0) {
+				gf_err_set(&err, GF_E_USAGE, GF_EK_NONE,
+					   "baseline node '%s' has not been swept", a.baseline_node);
+			}
+			gf_sweep_free(bs);
+		}
+		if (!text || gf_baseline_parse(text, name, &bl, &err) < 0) {
+			free(text);
+			rc = cli_fail(&err);
+			goto out;
+		}
+		free(text);
+		o.baseline = bl;
+	}
+	if (a.mode == GF_DRIFT_SINCE) {
+		rc = since_bound(a.since, all, nall, &qb, &since_desc);
+		if (rc)
+			goto out;
+		qb.nodes = q.nodes;
+		qb.nnodes = q.nnodes;
+		if (gf_store_load(db, &qb, &before, &err) < 0) {
+			rc = cli_fail(&err);
+			goto out;
+		}
+		o.before = before;
+	}
+	if (a.mode == GF_DRIFT_MAJORITY) {
+		classes = gf_xcalloc(cur->n ? cur->n : 1, sizeof(*classes));
+		owned_classes = gf_xcalloc(cur->n ? cur->n : 1, sizeof(*owned_classes));
+		for (size_t i = 0; i < cur->n; i++) {
+			if (a.by == BY_FLEET)
+				classes[i] = "fleet";
+			else if (a.by == BY_GROUP)
+				classes[i] = owned_classes[i] = inv_groups_of(cli, cur->nodes[i].node);
+			else
+				classes[i] = cur->nodes[i].model ? cur->nodes[i].model : "(unknown model)";
+		}
+		o.classes = classes;
+	}
+	if (gf_drift_compute(cur, &o, &d, &err) < 0) {
+		rc = cli_fail(&err);
+		goto out;
+	}
+
+	/* Output: every node compared (JSON), or only what differs (table). */
+	objs = gf_xcalloc(cur->n + targets.n + 1, sizeof(*objs));
+	for (size_t i = 0; i < d->n; i++) {
+		if (table && d->nodes[i].compared && d->nodes[i].n == 0)
+			continue;
+		objs[nobjs++] = node_json(d, i, a.mode, table, since_desc);
+	}
+	for (size_t t = 0; t < targets.n; t++) {
+		bool found = false;
+
+		for (size_t i = 0; i < cur->n && !found; i++)
+			found = strcmp(cur->nodes[i].node, targets.names[t]) == 0;
+		if (!found) {
+			objs[nobjs++] = never_swept(targets.names[t]);
+			missing++;
+		}
+	}
+	{
+		struct gf_render_spec spec = {drift_cols, sizeof(drift_cols) / sizeof(drift_cols[0]),
+					      "drift", false, false};
+
+		inv_print(cli, objs, nobjs, &spec);
+	}
+	if (cli->format == GF_FMT_TABLE && !cli->quiet) {
+		size_t compared = d->n - d->not_compared;
+
+		if (d->items == 0)
+			printf("no drift: %zu node%s compared (%s)", compared,
+			       compared == 1 ? "" : "s", mode_text(&a));
+		else
+			printf("drift (%s): %zu of %zu node%s differ on %zu component%s", mode_text(&a),
+			       d->drifting, compared, compared == 1 ? "" : "s", d->components,
+			       d->components == 1 ? "" : "s");
+		if (d->ties)
+			printf(", %zu tie%s", d->ties, d->ties == 1 ? "" : "s");
+		if (d->not_compared + missing)
+			printf("; %zu node%s not compared", d->not_compared + missing,
+			       d->not_compared + missing == 1 ? "" : "s");
+		printf("\n");
+	}
+	if (a.fail && d->items)
+		rc = GF_EXIT_DRIFT;
+	else
+		rc = d->not_compared + missing ? GF_EXIT_FAILED : GF_EXIT_OK;
+out:
+	for (size_t i = 0; i < nobjs; i++)
+		json_decref(objs[i]);
+	free(objs);
+	json_decref(since_desc);
+	gf_drift_free(d);
+	if (owned_classes)
+		for (size_t i = 0; cur && i < cur->n; i++)
+			free(owned_classes[i]);
+	free(owned_classes);
+	free(classes);
+	gf_baseline_free(bl);
+	gf_sweep_free(before);
+	gf_sweep_free(cur);
+	free(all);
+	gf_nodeset_release(&targets);
+	inv_globs_release(&a.include);
+	inv_globs_release(&a.ignore);
+	return rc;
+}

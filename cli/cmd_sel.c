@@ -1,0 +1,303 @@
+/* gpufleet sel: the BMCs' system event logs, listed and cleared. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/bmc.h"
+#include "cli/verbs.h"
+#include "lib/buf.h"
+#include "lib/util.h"
+
+enum { L_SINCE, L_SEVERITY, L_LAST, L_LOG, L_YES, L_DRY_RUN };
+
+static const struct cli_opt sel_opts[] = {
+	[L_SINCE] = {{"since", required_argument, NULL, 0}, "DATE|DURATION",
+		     "list: only entries from then on (2026-11-29, 2026-11-29T12:00Z, 90m, 12h, 7d)"},
+	[L_SEVERITY] = {{"severity", required_argument, NULL, 0}, "LEVELS",
+			"list: only these severities: info, warning, critical"},
+	[L_LAST] = {{"last", required_argument, NULL, 0}, "N",
+		    "list: only the N most recent entries of each node"},
+	[L_LOG] = {{"log", required_argument, NULL, 0}, "NAME",
+		   "list: the Redfish log service to read (default: the system event log)"},
+	[L_YES] = {{"yes", no_argument, NULL, 'y'}, NULL,
+		   "clear: do it on more than one node without asking"},
+	[L_DRY_RUN] = {{"dry-run", no_argument, NULL, 'n'}, NULL,
+		       "clear: show what would be done, send nothing"},
+};
+
+struct sel_args {
+	bool has_since;
+	double since;          /* epoch seconds */
+	unsigned severities;   /* bit (1 << enum gf_severity); 0: all */
+	bool has_last;
+	unsigned long last;
+	const char *log;       /* Redfish LogService Id, NULL: the backend finds the SEL */
+	bool yes, dry_run;
+};
+
+/* "90s", "15m", "12h", "7d", "2w": seconds; -1 when @s is not a duration. */
+static double parse_duration(const char *s)
+{
+	static const struct {
+		char c;
+		double secs;
+	} units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 7 * 86400}};
+	unsigned long v = 0;
+	size_t len = strlen(s), i = 0;
+
+	if (len < 2 || len > 12)
+		return -1;
+	for (; i < len - 1; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+		if (s[len - 1] == units[u].c)
+			return (double)v * units[u].secs;
+	return -1;
+}
+
+/*
+ * ISO 8601 dates as people write them: 2026-11-29, 2026-11-29T12:00,
+ * 2026-11-29 12:00:05, with Z or +HH:MM / -HH:MM; no zone means UTC (the
+ * event log's times are shown in UTC). Returns 0 and the epoch seconds.
+ */
+static int parse_date(const char *s, double *ret)
+{
+	int y, mo, d, h = 0, mi = 0, sec = 0, n = 0, tzh = 0, tzm = 0;
+	struct tm tm = {0};
+	const char *p;
+	long off = 0;
+	time_t t;
+
+	if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10)
+		return -1;
+	p = s + n;
+	if (*p == 'T' || *p == 't' || *p == ' ') {
+		int n2 = 0;
+
+		if (sscanf(p + 1, "%2d:%2d%n", &h, &mi, &n2) != 2 || n2 != 5)
+			return -1;
+		p += 1 + n2;
+		if (*p == ':') {
+			if (sscanf(p + 1, "%2d%n", &sec, &n2) != 1 || n2 != 2)
+				return -1;
+			p += 1 + n2;
+		}
+	}
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int n2 = 0;
+
+		if (sscanf(p + 1, "%2d:%2d%n", &tzh, &tzm, &n2) != 2 || n2 != 5)
+			return -1;
+		off = (tzh * 3600L + tzm * 60L) * (*p == '-' ? -1 : 1);
+		p += 1 + n2;
+	}
+	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 ||
+	    tzh > 23 || tzm > 59 || y < 1970)
+		return -1;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	if (t == (time_t)-1)
+		return -1;
+	*ret = (double)t - (double)off;
+	return 0;
+}
+
+static int on_opt(void *ud, size_t idx, const char *arg)
+{
+	struct sel_args *a = ud;
+	struct gf_err err = {0};
+	double dur;
+
+	switch (idx) {
+	case L_SINCE:
+		dur = parse_duration(arg);
+		if (dur >= 0) {
+			a->since = gf_walltime() - dur;
+		} else if (parse_date(arg, &a->since) < 0) {
+			cli_error("--since '%s' is neither a date (2026-11-29, 2026-11-29T12:00Z) nor "
+				  "a duration (90m, 12h, 7d)", arg);
+			return GF_EXIT_USAGE;
+		}
+		a->has_since = true;
+		return 0;
+	case L_SEVERITY:
+		for (const char *p = arg; *p;) {
+			size_t len = strcspn(p, ",");
+			char *w = gf_xstrndup(p, len);
+			int sev = gf_severity_parse(w);
+
+			free(w);
+			if (len && sev < 0) {
+				cli_error("--severity '%.*s' is not info, warning or critical", (int)len, p);
+				return GF_EXIT_USAGE;
+			}
+			if (len)
+				a->severities |= 1u << sev;
+			p += len;
+			if (*p == ',')
+				p++;
+		}
+		if (!a->severities) {
+			cli_error("--severity needs at least one of info, warning, critical");
+			return GF_EXIT_USAGE;
+		}
+		return 0;
+	case L_LAST:
+		if (gf_parse_uint(arg, 1, 1000000, &a->last, &err, "--last") < 0)
+			return cli_fail(&err);
+		a->has_last = true;
+		return 0;
+	case L_LOG: a->log = arg; return 0;
+	case L_YES: a->yes = true; return 0;
+	case L_DRY_RUN: a->dry_run = true; return 0;
+	default: return 0;
+	}
+}
+
+static bool wanted(const struct sel_args *a, const struct gf_sel_entry *e)
+{
+	/* An entry without a date cannot be shown to be recent enough. */
+	if (a->has_since && (!e->has_time || e->time < a->since))
+		return false;
+	return !a->severities || (a->severities & (1u << e->severity));
+}
+
+static int list_op(const struct gf_backend *be, void *sess, const struct gf_node *n,
+		   const void *vctx, struct gf_result *slot, struct gf_err *err)
+{
+	const struct sel_args *a = vctx;
+	struct gf_sel_list l = {0};
+	size_t *keep, nkeep = 0, first = 0;
+	json_t *arr;
+
+	if (!be->sel_list)
+		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "%s cannot read the event log",
+				  be->name);
+	if (be->sel_list(sess, &l, err) < 0)
+		return GF_E_NODE;
+	keep = gf_xcalloc(l.n ? l.n : 1, sizeof(*keep));
+	for (size_t i = 0; i < l.n; i++)
+		if (wanted(a, &l.v[i]))
+			keep[nkeep++] = i;
+	/* The log is in the order the BMC wrote it: the last N are the most recent. */
+	if (a->has_last && nkeep > a->last)
+		first = nkeep - a->last;
+	arr = json_array();
+	for (size_t k = first; k < nkeep; k++)
+		json_array_append_new(arr, gf_sel_entry_to_json(&l.v[keep[k]]));
+	json_object_set_new(slot->data, "entries", arr);
+	free(keep);
+	gf_sel_list_release(&l);
+	return 0;
+}
+
+static int clear_op(const struct gf_backend *be, void *sess, const struct gf_node *n,
+		    const void *vctx, struct gf_result *slot, struct gf_err *err)
+{
+	if (!be->sel_clear)
+		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "%s cannot clear the event log",
+				  be->name);
+	slot->no_retry = true; /* from here on the BMC may have erased its log */
+	if (be->sel_clear(sess, err) < 0)
+		return GF_E_NODE;
+	return 0;
+}
+
+static const struct gf_col list_cols[] = {
+	{"id", "ID"}, {"time", "TIME"}, {"sensor", "SENSOR"}, {"sensor_type", "TYPE"},
+	{"severity", "SEVERITY"}, {"direction", "DIRECTION"}, {"event", "EVENT"},
+};
+static const struct gf_col clear_cols[] = {{"action", "ACTION"}};
+
+static int sel_clear(struct gf_cli *cli, struct sel_args *a, struct gf_node *nodes, size_t n)
+{
+	struct gf_render_spec spec = {.cols = clear_cols, .ncols = 1};
+	struct cli_bmc_run run = {0};
+	struct gf_db *db;
+	int rc, arc;
+
+	if (a->has_since || a->severities || a->has_last || a->log) {
+		cli_error("sel clear takes no --since, --severity, --last or --log (it clears the "
+			  "system event log)");
+		return GF_EXIT_USAGE;
+	}
+	if (a->dry_run)
+		return cli_dry_run(cli, "clear", nodes, n, &spec);
+	rc = cli_guard(cli, "sel clear", nodes, n, a->yes);
+	if (rc)
+		return rc;
+	/* The audit log must be writable before anything is sent. */
+	rc = cli_db(cli, &db);
+	if (rc)
+		return rc;
+	run = (struct cli_bmc_run){
+		.cli = cli, .nodes = nodes, .n = n, .op = clear_op, .ctx = a, .spec = &spec,
+		.action = "clear",
+	};
+	rc = cli_bmc_fanout(&run);
+	if (run.slots) {
+		arc = cli_audit(cli, "sel", "clear", nodes, n, run.slots);
+		if (arc && !rc)
+			rc = arc;
+	}
+	cli_bmc_release(&run);
+	return rc;
+}
+
+int cmd_sel(struct gf_cli *cli, int argc, char **argv)
+{
+	struct sel_args a = {0};
+	struct gf_render_spec spec = {
+		.cols = list_cols, .ncols = sizeof(list_cols) / sizeof(list_cols[0]),
+		.rows_key = "entries",
+	};
+	struct cli_bmc_run run = {0};
+	struct gf_node *nodes = NULL;
+	bool clear;
+	char **args;
+	int nargs, rc;
+	size_t n = 0;
+
+	rc = cli_parse(cli, argc, argv, sel_opts, sizeof(sel_opts) / sizeof(sel_opts[0]), on_opt,
+		       &a, &args, &nargs);
+	if (rc)
+		return rc;
+	if (nargs < 1 || (strcmp(args[0], "list") != 0 && strcmp(args[0], "clear") != 0)) {
+		if (nargs < 1)
+			cli_error("sel needs a subverb: list or clear");
+		else
+			cli_error("unknown subverb 'sel %s' (list, clear)", args[0]);
+		return GF_EXIT_USAGE;
+	}
+	clear = strcmp(args[0], "clear") == 0;
+	if (!clear && (a.yes || a.dry_run)) {
+		cli_error("sel list takes no --yes or --dry-run");
+		return GF_EXIT_USAGE;
+	}
+	rc = cli_targets(cli, args + 1, nargs - 1, false, &nodes, &n);
+	if (rc)
+		return rc;
+	if (clear) {
+		rc = sel_clear(cli, &a, nodes, n);
+	} else {
+		run = (struct cli_bmc_run){
+			.cli = cli, .nodes = nodes, .n = n, .op = list_op, .ctx = &a, .spec = &spec,
+			.log_name = a.log,
+		};
+		rc = cli_bmc_fanout(&run);
+		cli_bmc_release(&run);
+	}
+	gf_nodes_free(nodes, n);
+	return rc;
+}

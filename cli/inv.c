@@ -1,0 +1,205 @@
+#include "cli/inv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/buf.h"
+#include "lib/util.h"
+
+static int groups_of(void *ud, const char *group, struct gf_nodeset *out, struct gf_err *err)
+{
+	const struct gf_cli *cli = ud;
+	bool any = false;
+
+	for (size_t i = 0; i < cli->nreg; i++)
+		for (size_t g = 0; g < cli->reg[i].ngroups; g++)
+			if (strcmp(cli->reg[i].groups[g], group) == 0) {
+				gf_nodeset_add(out, cli->reg[i].name);
+				any = true;
+			}
+	if (!any)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "unknown group '@%s'", group);
+	return 0;
+}
+
+int inv_targets(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *ret,
+		bool *ret_all)
+{
+	struct gf_buf expr = GF_BUF_INIT;
+	struct gf_err err = {0};
+	int rc;
+
+	if (cli->hosts) {
+		cli_error("'%s' reads the inventory: name nodes as TARGETS, not with -H", cli->verb);
+		return GF_EXIT_USAGE;
+	}
+	if (nargs == 0) {
+		gf_nodeset_init(ret);
+		*ret_all = true;
+		return 0;
+	}
+	rc = cli_registry(cli);
+	if (rc)
+		return rc;
+	for (int i = 0; i < nargs; i++)
+		gf_buf_addf(&expr, "%s%s", i ? "," : "", args[i]);
+	rc = gf_nodeset_parse(gf_buf_str(&expr), groups_of, cli, ret, &err);
+	gf_buf_release(&expr);
+	if (rc < 0)
+		return cli_fail(&err);
+	*ret_all = false;
+	return 0;
+}
+
+void inv_globs_add(struct inv_globs *g, const char *arg)
+{
+	const char *p = arg;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+
+		if (len) {
+			g->v = gf_xrealloc(g->v, (g->n + 1) * sizeof(*g->v));
+			g->v[g->n] = gf_xstrndup(p, len);
+			for (char *c = g->v[g->n]; *c; c++)
+				if (*c >= 'A' && *c <= 'Z')
+					*c = (char)(*c - 'A' + 'a');
+			g->n++;
+		}
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+}
+
+void inv_globs_release(struct inv_globs *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->v[i]);
+	free(g->v);
+	g->v = NULL;
+	g->n = 0;
+}
+
+int inv_find_sweep(const struct gf_sweep_info *all, size_t n, const char *s,
+		   const struct gf_sweep_info **ret)
+{
+	unsigned long id;
+	struct gf_err err = {0};
+
+	if (gf_parse_uint(s, 1, 0x7fffffffffffffffUL, &id, &err, "sweep") < 0)
+		return cli_fail(&err);
+	for (size_t i = 0; i < n; i++)
+		if (all[i].id == (long long)id) {
+			*ret = &all[i];
+			return 0;
+		}
+	cli_error("there is no sweep %lu (see 'gpufleet inventory sweeps')", id);
+	return GF_EXIT_USAGE;
+}
+
+bool inv_is_table(const struct gf_cli *cli)
+{
+	return cli->format == GF_FMT_TABLE;
+}
+
+void inv_print(const struct gf_cli *cli, json_t *const *objs, size_t n,
+	       const struct gf_render_spec *spec)
+{
+	struct gf_render_spec s = *spec;
+	struct gf_buf b = GF_BUF_INIT;
+
+	s.collapse = cli->collapse;
+	s.color = cli->color;
+	switch (cli->format) {
+	case GF_FMT_JSON:
+		gf_render_json(objs, n, &b);
+		break;
+	case GF_FMT_NDJSON:
+		for (size_t i = 0; i < n; i++)
+			gf_render_ndjson_one(objs[i], &b);
+		break;
+	case GF_FMT_CSV:
+		gf_render_csv(objs, n, &s, &b);
+		break;
+	default:
+		if (n)
+			gf_render_table(objs, n, &s, &b);
+		break;
+	}
+	fputs(gf_buf_str(&b), stdout);
+	fflush(stdout);
+	gf_buf_release(&b);
+}
+
+json_t *inv_time_json(double t)
+{
+	char when[40];
+
+	gf_time_format(t, when, sizeof(when));
+	return json_string(when);
+}
+
+char *inv_groups_of(const struct gf_cli *cli, const char *node)
+{
+	struct gf_buf b = GF_BUF_INIT;
+
+	for (size_t i = 0; i < cli->nreg; i++) {
+		if (strcmp(cli->reg[i].name, node) != 0)
+			continue;
+		for (size_t g = 0; g < cli->reg[i].ngroups; g++)
+			gf_buf_addf(&b, "%s%s", g ? "," : "", cli->reg[i].groups[g]);
+		break;
+	}
+	return gf_buf_detach(&b);
+}
+
+static char *cell(json_t *v)
+{
+	char tmp[64];
+
+	if (!v || json_is_null(v))
+		return gf_xstrdup("-");
+	if (json_is_string(v))
+		return gf_xstrdup(json_string_value(v));
+	if (json_is_integer(v)) {
+		snprintf(tmp, sizeof(tmp), "%lld", (long long)json_integer_value(v));
+		return gf_xstrdup(tmp);
+	}
+	if (json_is_boolean(v))
+		return gf_xstrdup(json_is_true(v) ? "yes" : "no");
+	if (json_is_real(v)) {
+		snprintf(tmp, sizeof(tmp), "%g", json_real_value(v));
+		return gf_xstrdup(tmp);
+	}
+	return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+void inv_table(const struct gf_col *cols, size_t ncols, json_t *const *rows, size_t n)
+{
+	size_t *w = gf_xcalloc(ncols, sizeof(*w));
+	char **cells = gf_xcalloc(n * ncols + 1, sizeof(*cells));
+
+	for (size_t c = 0; c < ncols; c++)
+		w[c] = strlen(cols[c].title);
+	for (size_t r = 0; r < n; r++)
+		for (size_t c = 0; c < ncols; c++) {
+			char *s = cell(json_object_get(rows[r], cols[c].key));
+
+			cells[r * ncols + c] = s;
+			if (strlen(s) > w[c])
+				w[c] = strlen(s);
+		}
+	for (size_t c = 0; c < ncols; c++)
+		printf("%-*s%s", c + 1 < ncols ? (int)w[c] : 0, cols[c].title,
+		       c + 1 < ncols ? "  " : "\n");
+	for (size_t r = 0; r < n; r++)
+		for (size_t c = 0; c < ncols; c++)
+			printf("%-*s%s", c + 1 < ncols ? (int)w[c] : 0, cells[r * ncols + c],
+			       c + 1 < ncols ? "  " : "\n");
+	for (size_t i = 0; i < n * ncols; i++)
+		free(cells[i]);
+	free(cells);
+	free(w);
+	fflush(stdout);
+}

@@ -1,0 +1,50 @@
+/* What the inventory verbs (drift, diff, inventory) share: targets, sweep references, output. */
+#ifndef GF_CLI_INV_H
+#define GF_CLI_INV_H
+
+#include "cli/common.h"
+#include "inventory/drift.h"
+#include "inventory/store.h"
+#include "lib/nodeset.h"
+
+/*
+ * TARGETS for a verb that reads the store: node set syntax, @group from the
+ * registry, but names need not be registered (imported nodes are not).
+ * No TARGETS: @ret is empty and *ret_all is true. 0 or an exit code (printed).
+ */
+int inv_targets(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *ret,
+		bool *ret_all);
+
+/* A growing list of shell globs from options like --component a,b --component c. */
+struct inv_globs {
+	char **v;
+	size_t n;
+};
+
+void inv_globs_add(struct inv_globs *g, const char *arg);
+void inv_globs_release(struct inv_globs *g);
+
+/* The sweep numbered @s ("12"); prints and returns an exit code when there is none. */
+int inv_find_sweep(const struct gf_sweep_info *all, size_t n, const char *s,
+		   const struct gf_sweep_info **ret);
+
+/* Is the output a human table (not json, ndjson, csv)? */
+bool inv_is_table(const struct gf_cli *cli);
+
+/* Print @objs in the output format (table/csv with @spec). */
+void inv_print(const struct gf_cli *cli, json_t *const *objs, size_t n,
+	       const struct gf_render_spec *spec);
+
+/*
+ * A plain table of @rows (objects) with the columns @cols (member, title),
+ * for listings that are not one row per node. Cells as the node tables show them.
+ */
+void inv_table(const struct gf_col *cols, size_t ncols, json_t *const *rows, size_t n);
+
+/* "2026-11-29T12:00:00.000Z" as a new JSON string. */
+json_t *inv_time_json(double t);
+
+/* The registry groups of @node joined by ',' ("" when none or unregistered); caller frees. */
+char *inv_groups_of(const struct gf_cli *cli, const char *node);
+
+#endif

@@ -1,0 +1,926 @@
+/* Drift (majority, baseline, since) and diff over sweeps in memory. */
+#include "inventory/drift.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inventory/normalize.h"
+#include "inventory/store.h"
+#include "lib/buf.h"
+
+/* ---- filters ------------------------------------------------------------ */
+
+bool gf_keyfilter_match(const struct gf_keyfilter *f, const char *key)
+{
+	bool in = !f || f->ninclude == 0;
+
+	if (!f)
+		return true;
+	for (size_t i = 0; i < f->ninclude && !in; i++)
+		if (fnmatch(f->include[i], key, 0) == 0)
+			in = true;
+	for (size_t i = 0; i < f->nignore && in; i++)
+		if (fnmatch(f->ignore[i], key, 0) == 0)
+			in = false;
+	return in;
+}
+
+static bool is_host_source(enum gf_source s)
+{
+	return s == GF_SRC_SSH;
+}
+
+/* Did the node's sweep read the source that gives components of @host kind? */
+static bool reads(const struct gf_sweep_node *n, bool host)
+{
+	return host ? n->host_read : n->fw_read;
+}
+
+static bool compared(const struct gf_sweep_node *n)
+{
+	return n->fw_read || n->host_read;
+}
+
+static bool same_version(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return a == b || strcmp(a, b) == 0;
+}
+
+/* ---- baselines ------------------------------------------------------------ */
+
+struct bl_rule {
+	char *pattern;
+	bool glob;          /* has * ? or [ */
+	char **versions;
+	size_t nversions;
+	char *display;      /* "1.2" or "1.2|1.3" */
+};
+
+struct bl_scope {
+	char *model;        /* NULL: every model */
+	struct bl_rule *rules;
+	size_t n;
+};
+
+struct gf_baseline {
+	struct bl_scope *scopes;  /* [0]: every model */
+	size_t n;
+};
+
+void gf_baseline_free(struct gf_baseline *b)
+{
+	if (!b)
+		return;
+	for (size_t s = 0; s < b->n; s++) {
+		for (size_t r = 0; r < b->scopes[s].n; r++) {
+			struct bl_rule *rule = &b->scopes[s].rules[r];
+
+			free(rule->pattern);
+			for (size_t v = 0; v < rule->nversions; v++)
+				free(rule->versions[v]);
+			free(rule->versions);
+			free(rule->display);
+		}
+		free(b->scopes[s].rules);
+		free(b->scopes[s].model);
+	}
+	free(b->scopes);
+	free(b);
+}
+
+static int parse_rules(json_t *obj, struct bl_scope *scope, const char *name, const char *where,
+		       struct gf_err *err)
+{
+	const char *key;
+	json_t *v;
+
+	if (!json_is_object(obj))
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "baseline '%s': %s is not an object of component: version", name,
+				  where);
+	json_object_foreach(obj, key, v) {
+		struct bl_rule *r;
+		struct gf_buf disp = GF_BUF_INIT;
+
+		if (!*key)
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "baseline '%s': %s has an empty component key", name, where);
+		if (!json_is_string(v) && !json_is_array(v))
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "baseline '%s': the version of '%s' in %s is not a string or"
+					  " a list of strings", name, key, where);
+		scope->rules = gf_xrealloc(scope->rules, (scope->n + 1) * sizeof(*scope->rules));
+		r = &scope->rules[scope->n++];
+		memset(r, 0, sizeof(*r));
+		r->pattern = gf_xstrdup(key);
+		for (char *p = r->pattern; *p; p++)
+			if (*p >= 'A' && *p <= 'Z')
+				*p = (char)(*p - 'A' + 'a');
+		r->glob = strpbrk(key, "*?[") != NULL;
+		if (json_is_string(v)) {
+			r->versions = gf_xcalloc(1, sizeof(char *));
+			r->versions[0] = gf_xstrdup(json_string_value(v));
+			r->nversions = 1;
+		} else {
+			size_t i;
+			json_t *e;
+
+			if (json_array_size(v) == 0)
+				return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+						  "baseline '%s': the list of versions of '%s' in %s is"
+						  " empty", name, key, where);
+			r->versions = gf_xcalloc(json_array_size(v), sizeof(char *));
+			json_array_foreach(v, i, e) {
+				if (!json_is_string(e))
+					return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+							  "baseline '%s': a version of '%s' in %s is"
+							  " not a string", name, key, where);
+				r->versions[r->nversions++] = gf_xstrdup(json_string_value(e));
+			}
+		}
+		for (size_t i = 0; i < r->nversions; i++)
+			gf_buf_addf(&disp, "%s%s", i ? "|" : "", r->versions[i]);
+		r->display = gf_buf_detach(&disp);
+	}
+	return 0;
+}
+
+int gf_baseline_parse(const char *text, const char *name, struct gf_baseline **ret,
+		      struct gf_err *err)
+{
+	struct gf_baseline *b = gf_xcalloc(1, sizeof(*b));
+	json_error_t je;
+	json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+	json_t *comps, *models, *v;
+	const char *key;
+	int rc = 0;
+
+	if (!root) {
+		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "baseline '%s' is not JSON (line %d: %s)",
+				name, je.line, je.text);
+		goto out;
+	}
+	if (!json_is_object(root)) {
+		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "baseline '%s' is not a JSON object",
+				name);
+		goto out;
+	}
+	b->scopes = gf_xcalloc(1, sizeof(*b->scopes));
+	b->n = 1;
+	comps = json_object_get(root, "components");
+	models = json_object_get(root, "models");
+	if (!comps && !models) {
+		/* A flat object: every member but the notes is a component. */
+		json_t *flat = json_deep_copy(root);
+
+		json_object_del(flat, "from");
+		json_object_del(flat, "comment");
+		rc = parse_rules(flat, &b->scopes[0], name, "the file", err);
+		json_decref(flat);
+		goto out;
+	}
+	json_object_foreach(root, key, v) {
+		if (strcmp(key, "components") && strcmp(key, "models") && strcmp(key, "from") &&
+		    strcmp(key, "comment")) {
+			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					"baseline '%s' has an unknown member '%s' (components, models)",
+					name, key);
+			goto out;
+		}
+	}
+	if (comps && (rc = parse_rules(comps, &b->scopes[0], name, "'components'", err)) < 0)
+		goto out;
+	if (models) {
+		if (!json_is_object(models)) {
+			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					"baseline '%s': 'models' is not an object of model: rules", name);
+			goto out;
+		}
+		json_object_foreach(models, key, v) {
+			struct bl_scope *s;
+			char where[160];
+
+			b->scopes = gf_xrealloc(b->scopes, (b->n + 1) * sizeof(*b->scopes));
+			s = &b->scopes[b->n++];
+			memset(s, 0, sizeof(*s));
+			s->model = gf_xstrdup(key);
+			snprintf(where, sizeof(where), "model '%s'", key);
+			if ((rc = parse_rules(v, s, name, where, err)) < 0)
+				goto out;
+		}
+	}
+out:
+	json_decref(root);
+	if (rc < 0) {
+		gf_baseline_free(b);
+		return rc;
+	}
+	*ret = b;
+	return 0;
+}
+
+static const struct bl_rule *scope_find(const struct bl_scope *s, const char *key)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->rules[i].glob && strcmp(s->rules[i].pattern, key) == 0)
+			return &s->rules[i];
+	for (size_t i = 0; i < s->n; i++)
+		if (s->rules[i].glob && fnmatch(s->rules[i].pattern, key, 0) == 0)
+			return &s->rules[i];
+	return NULL;
+}
+
+static const struct bl_rule *bl_find(const struct gf_baseline *b, const char *model,
+				     const char *key)
+{
+	const struct bl_rule *r = NULL;
+
+	for (size_t s = 1; s < b->n && model && !r; s++)
+		if (strcmp(b->scopes[s].model, model) == 0)
+			r = scope_find(&b->scopes[s], key);
+	if (!r)
+		r = scope_find(&b->scopes[0], key);
+	return r;
+}
+
+const char *gf_baseline_expect(const struct gf_baseline *b, const char *model, const char *key,
+			       const char *const **ret_versions, size_t *ret_n)
+{
+	const struct bl_rule *r = bl_find(b, model, key);
+
+	if (!r)
+		return NULL;
+	if (ret_versions)
+		*ret_versions = (const char *const *)r->versions;
+	if (ret_n)
+		*ret_n = r->nversions;
+	return r->display;
+}
+
+json_t *gf_baseline_json_from_node(const struct gf_sweep_node *n)
+{
+	json_t *comps = json_object();
+	char when[40];
+
+	for (size_t i = 0; i < n->set->n; i++)
+		if (n->set->v[i].version)
+			json_object_set_new(comps, n->set->v[i].key,
+					    json_string(n->set->v[i].version));
+	gf_time_format(n->time, when, sizeof(when));
+	return json_pack("{s:{s:s,s:I,s:s,s:o},s:o}", "from", "node", n->node, "sweep",
+			 (json_int_t)n->sweep, "time", when, "model",
+			 n->model ? json_string(n->model) : json_null(), "components", comps);
+}
+
+/* ---- items ----------------------------------------------------------------- */
+
+static struct gf_drift_item *add_item(struct gf_drift_node *dn)
+{
+	struct gf_drift_item *it;
+
+	dn->items = gf_xrealloc(dn->items, (dn->n + 1) * sizeof(*dn->items));
+	it = &dn->items[dn->n++];
+	memset(it, 0, sizeof(*it));
+	return it;
+}
+
+void gf_drift_free(struct gf_drift *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n; i++) {
+		for (size_t k = 0; k < d->nodes[i].n; k++)
+			free(d->nodes[i].items[k].tie);
+		free(d->nodes[i].items);
+	}
+	free(d->nodes);
+	free(d);
+}
+
+/* ---- majority ---------------------------------------------------------------- */
+
+/* Stand-ins in value lists: the component is absent; it has no version. */
+static const char absent_mark[] = "(absent)";
+static const char nover_mark[] = "(no version)";
+
+static const char *value_of(const struct gf_inv_comp *c)
+{
+	if (!c)
+		return absent_mark;
+	return c->version ? c->version : nover_mark;
+}
+
+static const char *shown(const char *v)
+{
+	return v == absent_mark || v == nover_mark ? NULL : v;
+}
+
+static int ptr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (const char *const *)a, y = (uintptr_t) * (const char *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct tally {
+	const char *value;
+	size_t count;
+};
+
+static int tally_cmp(const void *a, const void *b)
+{
+	const struct tally *x = a, *y = b;
+	const char *sx = shown(x->value), *sy = shown(y->value);
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	if (!sx || !sy)
+		return sx ? -1 : sy ? 1 : 0;
+	return strcmp(sx, sy);
+}
+
+struct class_ctx {
+	const struct gf_sweep *cur;
+	struct gf_drift *d;
+	const struct gf_keyfilter *filter;
+	size_t *members;     /* indices into cur->nodes, compared ones only */
+	size_t nmembers;
+	/* scratch, reused for every key */
+	const char **vals;
+	struct tally *tally;
+	bool *seen_key;      /* per drift component count */
+};
+
+static int cstr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The keys of every set the members use, sorted, each once. */
+static const char **class_keys(struct class_ctx *c, size_t *ret_n)
+{
+	const struct gf_inv_set **sets = gf_xcalloc(c->nmembers ? c->nmembers : 1, sizeof(*sets));
+	const char **keys = NULL;
+	size_t nsets = 0, nkeys = 0, cap = 0, out = 0;
+
+	for (size_t m = 0; m < c->nmembers; m++)
+		sets[nsets++] = c->cur->nodes[c->members[m]].set;
+	qsort(sets, nsets, sizeof(*sets), ptr_cmp);
+	for (size_t s = 0; s < nsets; s++) {
+		if (s && sets[s] == sets[s - 1])
+			continue;
+		for (size_t k = 0; k < sets[s]->n; k++) {
+			if (nkeys == cap) {
+				cap = cap ? cap * 2 : 64;
+				keys = gf_xrealloc(keys, cap * sizeof(*keys));
+			}
+			keys[nkeys++] = sets[s]->v[k].key;
+		}
+	}
+	free(sets);
+	if (nkeys)
+		qsort(keys, nkeys, sizeof(*keys), cstr_cmp);
+	for (size_t k = 0; k < nkeys; k++)
+		if (out == 0 || strcmp(keys[out - 1], keys[k]) != 0)
+			keys[out++] = keys[k];
+	*ret_n = out;
+	return keys;
+}
+
+static void majority_key(struct class_ctx *c, const char *key)
+{
+	const struct gf_sweep *cur = c->cur;
+	const struct gf_inv_comp *any = NULL;
+	size_t nvals = 0, ntally = 0;
+	bool host = false, tie;
+	const char *expected;
+
+	/* Which source gives this key here: a host key is compared among nodes that read hosts. */
+	for (size_t m = 0; m < c->nmembers && !any; m++)
+		any = gf_inv_set_find(cur->nodes[c->members[m]].set, key);
+	if (!any)
+		return;
+	host = is_host_source(any->source);
+	for (size_t m = 0; m < c->nmembers; m++) {
+		const struct gf_sweep_node *n = &cur->nodes[c->members[m]];
+
+		if (reads(n, host))
+			c->vals[nvals++] = value_of(gf_inv_set_find(n->set, key));
+	}
+	if (nvals == 0)
+		return;
+	/* Versions are pooled: equal strings are one pointer. */
+	qsort(c->vals, nvals, sizeof(*c->vals), ptr_cmp);
+	for (size_t i = 0; i < nvals; i++) {
+		if (ntally && c->tally[ntally - 1].value == c->vals[i]) {
+			c->tally[ntally - 1].count++;
+		} else {
+			c->tally[ntally].value = c->vals[i];
+			c->tally[ntally].count = 1;
+			ntally++;
+		}
+	}
+	if (ntally == 1)
+		return; /* everyone agrees */
+	qsort(c->tally, ntally, sizeof(*c->tally), tally_cmp);
+	tie = c->tally[0].count == c->tally[1].count;
+	expected = tie ? NULL : c->tally[0].value;
+	if (tie)
+		c->d->ties++;
+
+	for (size_t m = 0; m < c->nmembers; m++) {
+		const struct gf_sweep_node *n = &cur->nodes[c->members[m]];
+		struct gf_drift_node *dn = &c->d->nodes[c->members[m]];
+		const struct gf_inv_comp *comp;
+		const char *v;
+		struct gf_drift_item *it;
+
+		if (!reads(n, host))
+			continue;
+		comp = gf_inv_set_find(n->set, key);
+		v = value_of(comp);
+		if (!tie && v == expected)
+			continue;
+		it = add_item(dn);
+		it->component = key;
+		it->expected = tie ? NULL : shown(expected);
+		it->actual = comp ? comp->version : NULL;
+		it->source = comp ? comp->source : any->source;
+		if (!comp)
+			it->flags |= GF_DRIFT_MISSING;
+		if (!tie && expected == absent_mark)
+			it->flags |= GF_DRIFT_EXTRA;
+		if (tie) {
+			size_t k = 0;
+
+			it->flags |= GF_DRIFT_TIE;
+			while (k < ntally && c->tally[k].count == c->tally[0].count)
+				k++;
+			it->tie = gf_xcalloc(k, sizeof(*it->tie));
+			for (size_t t = 0; t < k; t++)
+				it->tie[t] = shown(c->tally[t].value);
+			it->ntie = k;
+		}
+	}
+}
+
+struct by_class {
+	const char *class;
+	size_t index;
+};
+
+static int by_class_cmp(const void *a, const void *b)
+{
+	const struct by_class *x = a, *y = b;
+	int c = strcmp(x->class, y->class);
+
+	if (c)
+		return c;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static void drift_majority(const struct gf_sweep *cur, const struct gf_drift_opts *o,
+			   struct gf_drift *d)
+{
+	struct by_class *bc = gf_xcalloc(cur->n ? cur->n : 1, sizeof(*bc));
+	struct class_ctx c = {.cur = cur, .d = d, .filter = &o->filter};
+	size_t nbc = 0;
+
+	for (size_t i = 0; i < cur->n; i++) {
+		const char *cls = o->classes && o->classes[i] ? o->classes[i] : "";
+
+		d->nodes[i].class = cls;
+		if (!d->nodes[i].compared)
+			continue;
+		bc[nbc].class = cls;
+		bc[nbc].index = i;
+		nbc++;
+	}
+	qsort(bc, nbc, sizeof(*bc), by_class_cmp);
+	c.members = gf_xcalloc(nbc ? nbc : 1, sizeof(*c.members));
+	c.vals = gf_xcalloc(nbc ? nbc : 1, sizeof(*c.vals));
+	c.tally = gf_xcalloc(nbc ? nbc : 1, sizeof(*c.tally));
+	for (size_t start = 0; start < nbc;) {
+		size_t end = start, nkeys;
+		const char **keys;
+
+		while (end < nbc && strcmp(bc[end].class, bc[start].class) == 0)
+			end++;
+		c.nmembers = 0;
+		for (size_t k = start; k < end; k++)
+			c.members[c.nmembers++] = bc[k].index;
+		for (size_t k = start; k < end; k++)
+			d->nodes[bc[k].index].peers = c.nmembers;
+		keys = class_keys(&c, &nkeys);
+		for (size_t k = 0; k < nkeys; k++)
+			if (gf_keyfilter_match(c.filter, keys[k]))
+				majority_key(&c, keys[k]);
+		free(keys);
+		start = end;
+	}
+	free(c.members);
+	free(c.vals);
+	free(c.tally);
+	free(bc);
+}
+
+/* ---- baseline ----------------------------------------------------------------- */
+
+static int item_cmp(const void *a, const void *b)
+{
+	const struct gf_drift_item *x = a, *y = b;
+
+	return strcmp(x->component, y->component);
+}
+
+static bool accepted(const char *actual, const char *const *versions, size_t n)
+{
+	for (size_t i = 0; actual && i < n; i++)
+		if (strcmp(actual, versions[i]) == 0)
+			return true;
+	return false;
+}
+
+static void baseline_missing(const struct gf_sweep_node *n, const struct bl_scope *s,
+			     const struct gf_baseline *b, const struct gf_keyfilter *f,
+			     struct gf_drift_node *dn, bool model_scope)
+{
+	for (size_t r = 0; r < s->n; r++) {
+		const struct bl_rule *rule = &s->rules[r];
+		bool host = gf_norm_key_is_host(rule->pattern);
+		struct gf_drift_item *it;
+
+		if (rule->glob || !gf_keyfilter_match(f, rule->pattern) || !reads(n, host) ||
+		    gf_inv_set_find(n->set, rule->pattern))
+			continue;
+		/* A model's own rule for the key wins over the general one: report it once. */
+		if (!model_scope && bl_find(b, n->model, rule->pattern) != rule)
+			continue;
+		it = add_item(dn);
+		it->component = rule->pattern;
+		it->expected = rule->display;
+		it->source = host ? GF_SRC_SSH : (n->protocol && strcmp(n->protocol, "redfish") == 0
+							  ? GF_SRC_REDFISH : GF_SRC_IPMI);
+		it->flags = GF_DRIFT_MISSING;
+	}
+}
+
+static void drift_baseline(const struct gf_sweep *cur, const struct gf_drift_opts *o,
+			   struct gf_drift *d)
+{
+	const struct gf_baseline *b = o->baseline;
+
+	for (size_t i = 0; i < cur->n; i++) {
+		const struct gf_sweep_node *n = &cur->nodes[i];
+		struct gf_drift_node *dn = &d->nodes[i];
+
+		if (!dn->compared)
+			continue;
+		for (size_t k = 0; k < n->set->n; k++) {
+			const struct gf_inv_comp *c = &n->set->v[k];
+			const struct bl_rule *rule;
+			struct gf_drift_item *it;
+
+			if (!gf_keyfilter_match(&o->filter, c->key) ||
+			    !reads(n, is_host_source(c->source)))
+				continue;
+			rule = bl_find(b, n->model, c->key);
+			if (!rule || accepted(c->version, (const char *const *)rule->versions,
+					      rule->nversions))
+				continue;
+			it = add_item(dn);
+			it->component = c->key;
+			it->expected = rule->display;
+			it->actual = c->version;
+			it->source = c->source;
+		}
+		for (size_t s = 1; s < b->n; s++)
+			if (n->model && strcmp(b->scopes[s].model, n->model) == 0)
+				baseline_missing(n, &b->scopes[s], b, &o->filter, dn, true);
+		baseline_missing(n, &b->scopes[0], b, &o->filter, dn, false);
+		if (dn->n > 1)
+			qsort(dn->items, dn->n, sizeof(*dn->items), item_cmp);
+	}
+}
+
+/* ---- comparing two rows of a node (diff, since) ------------------------------- */
+
+typedef void (*change_fn)(void *ud, const char *key, const struct gf_inv_comp *a,
+			  const struct gf_inv_comp *b);
+
+static void compare_rows(const struct gf_sweep_node *a, const struct gf_sweep_node *b,
+			 const struct gf_keyfilter *f, change_fn fn, void *ud)
+{
+	size_t i = 0, j = 0;
+
+	while (i < a->set->n || j < b->set->n) {
+		const struct gf_inv_comp *x = i < a->set->n ? &a->set->v[i] : NULL;
+		const struct gf_inv_comp *y = j < b->set->n ? &b->set->v[j] : NULL;
+		int c = !x ? 1 : !y ? -1 : strcmp(x->key, y->key);
+		const struct gf_inv_comp *any;
+
+		if (c < 0) {
+			y = NULL;
+			i++;
+		} else if (c > 0) {
+			x = NULL;
+			j++;
+		} else {
+			i++;
+			j++;
+		}
+		any = x ? x : y;
+		if (!gf_keyfilter_match(f, any->key))
+			continue;
+		/* Only what both rows read can be told apart from what one failed to read. */
+		if (!reads(a, is_host_source(any->source)) || !reads(b, is_host_source(any->source)))
+			continue;
+		if (x && y && same_version(x->version, y->version))
+			continue;
+		fn(ud, any->key, x, y);
+	}
+}
+
+static void since_change(void *ud, const char *key, const struct gf_inv_comp *a,
+			 const struct gf_inv_comp *b)
+{
+	struct gf_drift_item *it = add_item(ud);
+
+	it->component = key;
+	it->expected = a ? a->version : NULL;
+	it->actual = b ? b->version : NULL;
+	it->source = b ? b->source : a->source;
+	if (!a)
+		it->flags |= GF_DRIFT_EXTRA;
+	if (!b)
+		it->flags |= GF_DRIFT_MISSING;
+}
+
+static int order_cmp(const void *a, const void *b, void *ud)
+{
+	const struct gf_sweep *sw = ud;
+
+	return gf_node_name_cmp(sw->nodes[*(const size_t *)a].node,
+				sw->nodes[*(const size_t *)b].node);
+}
+
+/* Node indices of @sw in natural name order, for matching rows by name. */
+static size_t *name_order(const struct gf_sweep *sw)
+{
+	size_t *idx = gf_xcalloc(sw->n ? sw->n : 1, sizeof(*idx));
+
+	for (size_t i = 0; i < sw->n; i++)
+		idx[i] = i;
+	qsort_r(idx, sw->n, sizeof(*idx), order_cmp, (void *)sw);
+	return idx;
+}
+
+static const struct gf_sweep_node *find_row(const struct gf_sweep *sw, const size_t *idx,
+					    const char *name)
+{
+	size_t lo = 0, hi = sw->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = gf_node_name_cmp(sw->nodes[idx[mid]].node, name);
+
+		if (c == 0)
+			return &sw->nodes[idx[mid]];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static void drift_since(const struct gf_sweep *cur, const struct gf_drift_opts *o,
+			struct gf_drift *d)
+{
+	size_t *idx = name_order(o->before);
+
+	for (size_t i = 0; i < cur->n; i++) {
+		struct gf_drift_node *dn = &d->nodes[i];
+
+		if (!dn->compared)
+			continue;
+		dn->before = find_row(o->before, idx, cur->nodes[i].node);
+		if (dn->before)
+			compare_rows(dn->before, &cur->nodes[i], &o->filter, since_change, dn);
+	}
+	free(idx);
+}
+
+/* ---- drift ------------------------------------------------------------------- */
+
+int gf_drift_compute(const struct gf_sweep *cur, const struct gf_drift_opts *o,
+		     struct gf_drift **ret, struct gf_err *err)
+{
+	struct gf_drift *d;
+
+	if (o->mode == GF_DRIFT_BASELINE && !o->baseline)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a baseline comparison needs a baseline");
+	if (o->mode == GF_DRIFT_SINCE && !o->before)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a since comparison needs earlier rows");
+	d = gf_xcalloc(1, sizeof(*d));
+	d->nodes = gf_xcalloc(cur->n ? cur->n : 1, sizeof(*d->nodes));
+	d->n = cur->n;
+	for (size_t i = 0; i < cur->n; i++) {
+		d->nodes[i].node = &cur->nodes[i];
+		d->nodes[i].class = "";
+		d->nodes[i].compared = compared(&cur->nodes[i]);
+		if (!d->nodes[i].compared)
+			d->not_compared++;
+	}
+	switch (o->mode) {
+	case GF_DRIFT_BASELINE:
+		drift_baseline(cur, o, d);
+		break;
+	case GF_DRIFT_SINCE:
+		drift_since(cur, o, d);
+		break;
+	default:
+		drift_majority(cur, o, d);
+		break;
+	}
+	{
+		/* Totals: distinct components by name across all items. */
+		const char **names = NULL;
+		size_t nn = 0;
+
+		for (size_t i = 0; i < d->n; i++) {
+			if (d->nodes[i].n)
+				d->drifting++;
+			d->items += d->nodes[i].n;
+		}
+		names = gf_xcalloc(d->items ? d->items : 1, sizeof(*names));
+		for (size_t i = 0; i < d->n; i++)
+			for (size_t k = 0; k < d->nodes[i].n; k++)
+				names[nn++] = d->nodes[i].items[k].component;
+		if (nn)
+			qsort(names, nn, sizeof(*names), cstr_cmp);
+		for (size_t k = 0; k < nn; k++)
+			if (k == 0 || strcmp(names[k], names[k - 1]) != 0)
+				d->components++;
+		free(names);
+	}
+	*ret = d;
+	return 0;
+}
+
+/* ---- diff -------------------------------------------------------------------- */
+
+const char *gf_change_name(enum gf_change c)
+{
+	switch (c) {
+	case GF_CHANGE_ADDED: return "added";
+	case GF_CHANGE_REMOVED: return "removed";
+	default: return "changed";
+	}
+}
+
+static void diff_change(void *ud, const char *key, const struct gf_inv_comp *a,
+			const struct gf_inv_comp *b)
+{
+	struct gf_diff_node *dn = ud;
+	struct gf_diff_comp *c;
+
+	dn->v = gf_xrealloc(dn->v, (dn->n + 1) * sizeof(*dn->v));
+	c = &dn->v[dn->n++];
+	c->component = key;
+	c->before = a ? a->version : NULL;
+	c->after = b ? b->version : NULL;
+	c->source = b ? b->source : a->source;
+	c->change = !a ? GF_CHANGE_ADDED : !b ? GF_CHANGE_REMOVED : GF_CHANGE_CHANGED;
+}
+
+static struct gf_diff_node *diff_add(struct gf_diff *d, const char *node, enum gf_change ch)
+{
+	struct gf_diff_node *dn;
+
+	d->nodes = gf_xrealloc(d->nodes, (d->n + 1) * sizeof(*d->nodes));
+	dn = &d->nodes[d->n++];
+	memset(dn, 0, sizeof(*dn));
+	dn->node = node;
+	dn->change = ch;
+	return dn;
+}
+
+int gf_diff_compute(const struct gf_sweep *a, const struct gf_sweep *b,
+		    const struct gf_keyfilter *f, struct gf_diff **ret, struct gf_err *err)
+{
+	struct gf_diff *d = gf_xcalloc(1, sizeof(*d));
+	size_t *ia = name_order(a), *ib = name_order(b);
+	size_t i = 0, j = 0;
+
+	(void)err;
+	while (i < a->n || j < b->n) {
+		const struct gf_sweep_node *x = i < a->n ? &a->nodes[ia[i]] : NULL;
+		const struct gf_sweep_node *y = j < b->n ? &b->nodes[ib[j]] : NULL;
+		int c = !x ? 1 : !y ? -1 : gf_node_name_cmp(x->node, y->node);
+		struct gf_diff_node *dn;
+
+		if (c < 0) {
+			dn = diff_add(d, x->node, GF_CHANGE_REMOVED);
+			dn->a = x;
+			d->removed++;
+			i++;
+			continue;
+		}
+		if (c > 0) {
+			dn = diff_add(d, y->node, GF_CHANGE_ADDED);
+			dn->b = y;
+			d->added++;
+			j++;
+			continue;
+		}
+		dn = diff_add(d, y->node, GF_CHANGE_CHANGED);
+		dn->a = x;
+		dn->b = y;
+		compare_rows(x, y, f, diff_change, dn);
+		if (dn->n == 0 && x->status == y->status) {
+			d->n--; /* nothing changed */
+		} else {
+			d->changed++;
+			d->comps += dn->n;
+		}
+		i++;
+		j++;
+	}
+	free(ia);
+	free(ib);
+	*ret = d;
+	return 0;
+}
+
+void gf_diff_rows(const struct gf_sweep_node *a, const struct gf_sweep_node *b,
+		  const struct gf_keyfilter *f, struct gf_diff_node *out)
+{
+	out->node = b->node;
+	out->a = a;
+	out->b = b;
+	if (a) {
+		out->change = GF_CHANGE_CHANGED;
+		compare_rows(a, b, f, diff_change, out);
+		return;
+	}
+	out->change = GF_CHANGE_ADDED;
+	for (size_t k = 0; k < b->set->n; k++) {
+		const struct gf_inv_comp *c = &b->set->v[k];
+
+		if (gf_keyfilter_match(f, c->key) && reads(b, is_host_source(c->source)))
+			diff_change(out, c->key, NULL, c);
+	}
+}
+
+void gf_diff_free(struct gf_diff *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n; i++)
+		free(d->nodes[i].v);
+	free(d->nodes);
+	free(d);
+}
+
+/* ---- durations ----------------------------------------------------------------- */
+
+int gf_parse_duration(const char *s, double *ret, struct gf_err *err)
+{
+	static const struct {
+		char unit;
+		double secs;
+	} units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 604800}};
+	char *end;
+	double v, mul = 1;
+
+	errno = 0;
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		goto bad;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v))
+		goto bad;
+	if (*end) {
+		bool found = false;
+
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (end[0] == units[i].unit && end[1] == '\0') {
+				mul = units[i].secs;
+				found = true;
+			}
+		if (!found)
+			goto bad;
+	}
+	*ret = v * mul;
+	return 0;
+bad:
+	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+			  "duration '%s' is not a number with s, m, h, d or w (e.g. 90d)",
+			  s ? s : "");
+}

@@ -1,0 +1,174 @@
+/*
+ * Drift and diff: which nodes differ from their peers, from a baseline, or
+ * from what they were. Pure functions over gf_sweep (no I/O), for one thread.
+ * Results point into their inputs (sweeps, baseline): free them first.
+ *
+ * A node is compared only on what its sweep read: BMC components when the
+ * firmware inventory was read (fw_read), host components when host facts
+ * were (host_read). A component that a node lacks while its peers (or the
+ * baseline) have it is drift with no actual version ("missing"); so is one
+ * that only it has.
+ */
+#ifndef GF_DRIFT_H
+#define GF_DRIFT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "inventory/sweep.h"
+#include "lib/err.h"
+
+/* ---- baselines ------------------------------------------------------------ */
+
+struct gf_baseline;
+
+/*
+ * A baseline file: {"components": {KEY-GLOB: VERSION | [VERSION, ...]},
+ * "models": {MODEL: {KEY-GLOB: ...}}} (a flat {KEY-GLOB: VERSION} object is
+ * taken as "components"; "from" and "comment" are ignored). @name names the
+ * file in messages. GF_E_USAGE with the reason on a bad file.
+ */
+int gf_baseline_parse(const char *text, const char *name, struct gf_baseline **ret,
+		      struct gf_err *err);
+void gf_baseline_free(struct gf_baseline *b);
+
+/*
+ * The baseline file that says "like node @n": every component it has, with
+ * its version, and "from": {node, sweep, time, model}. New reference.
+ */
+json_t *gf_baseline_json_from_node(const struct gf_sweep_node *n);
+
+/*
+ * What @b expects of @key on a node of @model (nullable): the rules for that
+ * model first, then the general ones; an exact key before patterns, patterns
+ * in file order. NULL when nothing applies; else the accepted versions and a
+ * display form ("1.2" or "1.2|1.3").
+ */
+const char *gf_baseline_expect(const struct gf_baseline *b, const char *model, const char *key,
+			       const char *const **ret_versions, size_t *ret_n);
+
+/* ---- filters ---------------------------------------------------------------- */
+
+/* --component and --ignore: shell globs on component keys. */
+struct gf_keyfilter {
+	const char *const *include;  /* none: every key */
+	size_t ninclude;
+	const char *const *ignore;
+	size_t nignore;
+};
+
+bool gf_keyfilter_match(const struct gf_keyfilter *f, const char *key);
+
+/* ---- drift ------------------------------------------------------------------ */
+
+enum gf_drift_mode {
+	GF_DRIFT_MAJORITY = 0,  /* the most common version among a node's class */
+	GF_DRIFT_BASELINE,      /* what a baseline expects */
+	GF_DRIFT_SINCE,         /* what the node had before */
+};
+
+struct gf_drift_opts {
+	enum gf_drift_mode mode;
+	const char *const *classes;          /* majority: per node of cur its class (NULL: one class) */
+	const struct gf_baseline *baseline;  /* baseline */
+	const struct gf_sweep *before;       /* since: earlier rows, matched by node name */
+	struct gf_keyfilter filter;
+};
+
+enum {
+	GF_DRIFT_TIE = 1 << 0,      /* no single most common version: see tie */
+	GF_DRIFT_MISSING = 1 << 1,  /* the node lacks the component */
+	GF_DRIFT_EXTRA = 1 << 2,    /* only the node has it (majority), or it is new (since) */
+};
+
+struct gf_drift_item {
+	const char *component;
+	const char *expected;   /* NULL: absent, or a tie */
+	const char *actual;     /* NULL: absent on the node, or reported without a version */
+	enum gf_source source;
+	unsigned flags;
+	const char **tie;       /* the tied versions, most common first (NULL: absent) */
+	size_t ntie;
+};
+
+struct gf_drift_node {
+	const struct gf_sweep_node *node;    /* in cur */
+	const char *class;                   /* majority: its class ("" when none) */
+	bool compared;                       /* false: its sweep read nothing to compare */
+	size_t peers;                        /* majority: nodes compared in its class */
+	const struct gf_sweep_node *before;  /* since: the earlier row, NULL: none */
+	struct gf_drift_item *items;
+	size_t n;
+};
+
+struct gf_drift {
+	struct gf_drift_node *nodes;  /* one per node of cur, in its order */
+	size_t n;
+	size_t drifting;              /* nodes with items */
+	size_t items;
+	size_t ties;                  /* (class, component) pairs without a majority */
+	size_t components;            /* distinct components with items */
+	size_t not_compared;
+};
+
+int gf_drift_compute(const struct gf_sweep *cur, const struct gf_drift_opts *o,
+		     struct gf_drift **ret, struct gf_err *err);
+void gf_drift_free(struct gf_drift *d);
+
+/* ---- diff ------------------------------------------------------------------- */
+
+enum gf_change {
+	GF_CHANGE_ADDED = 0,
+	GF_CHANGE_REMOVED,
+	GF_CHANGE_CHANGED,
+};
+
+const char *gf_change_name(enum gf_change c);  /* "added", "removed", "changed" */
+
+struct gf_diff_comp {
+	const char *component;
+	const char *before, *after;  /* NULL: absent (or no version) */
+	enum gf_source source;
+	enum gf_change change;
+};
+
+struct gf_diff_node {
+	const char *node;
+	enum gf_change change;       /* the node itself: in B only, in A only, in both */
+	const struct gf_sweep_node *a, *b;
+	struct gf_diff_comp *v;
+	size_t n;
+};
+
+struct gf_diff {
+	struct gf_diff_node *nodes;  /* only nodes with a change, in natural name order */
+	size_t n;
+	size_t added, removed, changed;  /* nodes */
+	size_t comps;                    /* component changes */
+};
+
+/*
+ * What changed from @a to @b: nodes added and removed, and for nodes in
+ * both, components added, removed or with another version (a status change
+ * alone also counts). Components of a source that either sweep did not read
+ * on that node are not compared.
+ */
+int gf_diff_compute(const struct gf_sweep *a, const struct gf_sweep *b,
+		    const struct gf_keyfilter *f, struct gf_diff **ret, struct gf_err *err);
+void gf_diff_free(struct gf_diff *d);
+
+/*
+ * The component changes from row @a (NULL: none, everything @b has is
+ * added) to row @b of one node, into @out (zeroed by the caller; free
+ * out->v). Sources that either row did not read are not compared.
+ */
+void gf_diff_rows(const struct gf_sweep_node *a, const struct gf_sweep_node *b,
+		  const struct gf_keyfilter *f, struct gf_diff_node *out);
+
+/* ---- time ------------------------------------------------------------------- */
+
+/* "90d", "12h", "30m", "45s", "2w", or plain seconds. GF_E_USAGE otherwise. */
+int gf_parse_duration(const char *s, double *ret, struct gf_err *err);
+
+#endif

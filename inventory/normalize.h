@@ -1,0 +1,43 @@
+/*
+ * Canonical component keys, whatever protocol or vendor reported them:
+ * "bmc", "bios", "cpld", "gpu3.firmware", "nic0", "psu1" from a BMC;
+ * "driver", "cuda.driver", "cuda.toolkit", "kernel", "os", "fabricmanager",
+ * "ofed", "gpu0.vbios" from a host. The rules are tables in normalize.c.
+ * Pure functions, thread-safe.
+ */
+#ifndef GF_NORMALIZE_H
+#define GF_NORMALIZE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "inventory/hostfacts.h"
+#include "lib/model.h"
+
+/*
+ * The components a host's facts give, as an array of {"key","version",
+ * "source":"ssh","id","name","kind"} (the export shape). Facts that are
+ * unset give no component. New reference.
+ */
+json_t *gf_norm_host_components(const struct gf_hostfacts *f);
+
+/*
+ * The components of a BMC's firmware inventory, with @source ("ipmi",
+ * "redfish"). A key the backend already made canonical is kept (lower
+ * case); a missing or odd one is derived from the kind, id and name by the
+ * rules table. @hw (nullable) adds "bios" from the system's BIOS version when
+ * the inventory has none. New reference.
+ */
+json_t *gf_norm_bmc_components(const struct gf_component_list *l, const struct gf_hardware *hw,
+			       const char *source);
+
+/* The hardware model used to group nodes: the system model, else the FRU product name. */
+const char *gf_norm_model(const struct gf_hardware *hw);
+
+/* Is @key canonical: lower-case letters, digits, '.', '_', '-', '#', not empty? */
+bool gf_norm_key_ok(const char *key);
+
+/* The source class of a key for comparisons: true when host facts (SSH) give it. */
+bool gf_norm_key_is_host(const char *key);
+
+#endif

@@ -1,0 +1,1183 @@
+/* The sweep store: writing sweeps in one transaction, loading them, pruning, the sweep lock. */
+#include "inventory/store.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "lib/buf.h"
+#include "lib/util.h"
+
+/* ---- sqlite helpers ------------------------------------------------------ */
+
+/* Report a failed sqlite call; call it before the connection is used again. */
+static int sq_fail(struct gf_db *db, int rc, const char *what, struct gf_err *err)
+{
+	sqlite3 *h = gf_db_sqlite(db);
+	const char *msg = h ? sqlite3_errmsg(h) : sqlite3_errstr(rc);
+	int code;
+
+	switch (rc & 0xff) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		code = gf_err_set(err, GF_E_BUSY, GF_EK_NONE,
+				  "database '%s' is locked by another process, %s failed (%s)",
+				  gf_db_path(db), what, msg);
+		break;
+	default:
+		code = gf_err_set(err, GF_E_DB, GF_EK_NONE, "%s in database '%s' failed (%s)", what,
+				  gf_db_path(db), msg);
+		break;
+	}
+	if (err)
+		err->detail = rc;
+	return code;
+}
+
+static int sq_prepare(struct gf_db *db, const char *sql, sqlite3_stmt **ret, const char *what,
+		      struct gf_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v3(gf_db_sqlite(db), sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+
+	if (rc != SQLITE_OK) {
+		rc = sq_fail(db, rc, what, err);
+		sqlite3_finalize(st);
+		return rc;
+	}
+	*ret = st;
+	return 0;
+}
+
+static int sq_exec(struct gf_db *db, const char *sql, const char *what, struct gf_err *err)
+{
+	int rc = sqlite3_exec(gf_db_sqlite(db), sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : sq_fail(db, rc, what, err);
+}
+
+static void sq_rollback(struct gf_db *db)
+{
+	if (!sqlite3_get_autocommit(gf_db_sqlite(db)))
+		sqlite3_exec(gf_db_sqlite(db), "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int sq_commit(struct gf_db *db, const char *what, struct gf_err *err)
+{
+	int rc = sq_exec(db, "COMMIT", what, err);
+
+	if (rc < 0)
+		sq_rollback(db);
+	return rc;
+}
+
+/* Step a statement that returns no rows, then reset it. */
+static int sq_done(struct gf_db *db, sqlite3_stmt *st, const char *what, struct gf_err *err)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc != SQLITE_DONE) {
+		rc = sq_fail(db, rc == SQLITE_ROW ? SQLITE_MISUSE : rc, what, err);
+		sqlite3_reset(st);
+		return rc;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return 0;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static const char *col_str(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+enum {
+	S_SWEEP_BY_UID, S_SWEEP_ID_FREE, S_SWEEP_INSERT, S_NODE_EXISTS, S_NODE_INSERT,
+	S_CSET_FIND, S_CSET_INSERT, S_COMP_INSERT, S_BLOB_FIND, S_BLOB_INSERT, S_LAST_PUT,
+	S_COUNT,
+};
+
+static const char *const tx_sql[S_COUNT] = {
+	[S_SWEEP_BY_UID] = "SELECT id FROM sweeps WHERE uid = ?1",
+	[S_SWEEP_ID_FREE] = "SELECT 1 FROM sweeps WHERE id = ?1",
+	[S_SWEEP_INSERT] = "INSERT INTO sweeps (id, uid, started, finished, imported)"
+			   " VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+	[S_NODE_EXISTS] = "SELECT 1 FROM sweep_nodes WHERE sweep = ?1 AND node = ?2",
+	[S_NODE_INSERT] =
+		"INSERT INTO sweep_nodes (sweep, node, status, errors, protocol, model, fw_read,"
+		" host_read, cset, hardware, host, sel_total, sel_info, sel_warning, sel_critical,"
+		" sel_mark, sens_nominal, sens_warning, sens_critical, sens_unknown)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
+		" ?17, ?18, ?19, ?20)",
+	[S_CSET_FIND] = "SELECT id, body FROM csets WHERE hash = ?1",
+	[S_CSET_INSERT] = "INSERT INTO csets (hash, body) VALUES (?1, ?2) RETURNING id",
+	[S_COMP_INSERT] = "INSERT INTO components (cset, key, version, source, raw_id, name, kind)"
+			  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[S_BLOB_FIND] = "SELECT id, body FROM blobs WHERE hash = ?1",
+	[S_BLOB_INSERT] = "INSERT INTO blobs (hash, body) VALUES (?1, ?2) RETURNING id",
+	[S_LAST_PUT] = "INSERT INTO node_last (node, sweep, started) VALUES (?1, ?2, ?3)"
+		       " ON CONFLICT (node) DO UPDATE SET sweep = excluded.sweep,"
+		       " started = excluded.started"
+		       " WHERE excluded.started > node_last.started"
+		       " OR (excluded.started = node_last.started AND excluded.sweep > node_last.sweep)",
+};
+
+/* The last content found or added, per table: consecutive nodes often repeat it. */
+struct recent {
+	uint64_t hash;
+	long long id;
+	char *body;
+	size_t len;
+};
+
+struct gf_store_tx {
+	struct gf_db *db;
+	sqlite3_stmt *st[S_COUNT];
+	long long *touched;   /* sweeps whose counts need recomputing */
+	size_t ntouched;
+	double sweep_started; /* of the sweep being written */
+	struct recent recent_set, recent_blob;
+	struct gf_buf scratch;
+};
+
+static void tx_free(struct gf_store_tx *tx)
+{
+	for (int i = 0; i < S_COUNT; i++)
+		sqlite3_finalize(tx->st[i]);
+	free(tx->touched);
+	free(tx->recent_set.body);
+	free(tx->recent_blob.body);
+	gf_buf_release(&tx->scratch);
+	free(tx);
+}
+
+int gf_store_begin(struct gf_db *db, struct gf_store_tx **ret, struct gf_err *err)
+{
+	static const char what[] = "writing a sweep";
+	struct gf_store_tx *tx = gf_xcalloc(1, sizeof(*tx));
+	int rc;
+
+	tx->db = db;
+	for (int i = 0; i < S_COUNT; i++) {
+		rc = sq_prepare(db, tx_sql[i], &tx->st[i], what, err);
+		if (rc < 0) {
+			tx_free(tx);
+			return rc;
+		}
+	}
+	rc = sq_exec(db, "BEGIN IMMEDIATE", what, err);
+	if (rc < 0) {
+		tx_free(tx);
+		return rc;
+	}
+	*ret = tx;
+	return 0;
+}
+
+void gf_store_abort(struct gf_store_tx *tx)
+{
+	if (!tx)
+		return;
+	sq_rollback(tx->db);
+	tx_free(tx);
+}
+
+static void touch(struct gf_store_tx *tx, long long id)
+{
+	for (size_t i = 0; i < tx->ntouched; i++)
+		if (tx->touched[i] == id)
+			return;
+	tx->touched = gf_xrealloc(tx->touched, (tx->ntouched + 1) * sizeof(*tx->touched));
+	tx->touched[tx->ntouched++] = id;
+}
+
+/* Step a statement that must give one integer row. */
+static int step_id(struct gf_store_tx *tx, sqlite3_stmt *st, long long *ret, const char *what,
+		   struct gf_err *err)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc != SQLITE_ROW) {
+		rc = sq_fail(tx->db, rc == SQLITE_DONE ? SQLITE_ERROR : rc, what, err);
+		sqlite3_reset(st);
+		return rc;
+	}
+	*ret = sqlite3_column_int64(st, 0);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE)
+		return sq_fail(tx->db, rc == SQLITE_ROW ? SQLITE_MISUSE : rc, what, err);
+	return 0;
+}
+
+/* Does the query (bound already) give a row? Its first column in *ret_id. */
+static int step_find(struct gf_store_tx *tx, sqlite3_stmt *st, bool *found, long long *ret_id,
+		     const char *what, struct gf_err *err)
+{
+	int rc = sqlite3_step(st);
+
+	*found = rc == SQLITE_ROW;
+	if (rc == SQLITE_ROW && ret_id)
+		*ret_id = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sq_fail(tx->db, rc, what, err);
+	return 0;
+}
+
+int gf_store_put_sweep(struct gf_store_tx *tx, struct gf_sweep *sw, bool import,
+		       bool *ret_existed, struct gf_err *err)
+{
+	static const char what[] = "writing a sweep";
+	sqlite3_stmt *st;
+	bool found = false;
+	long long id = 0;
+	int rc;
+
+	if (!sw->uid) {
+		if (import)
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "an imported sweep has no uid");
+		rc = gf_sweep_make_uid(sw, err);
+		if (rc < 0)
+			return rc;
+	}
+	if (import) {
+		st = tx->st[S_SWEEP_BY_UID];
+		bind_text(st, 1, sw->uid);
+		rc = step_find(tx, st, &found, &id, what, err);
+		if (rc < 0)
+			return rc;
+		if (found) {
+			sw->id = id;
+			tx->sweep_started = sw->started;
+			if (ret_existed)
+				*ret_existed = true;
+			return 0;
+		}
+		/* Keep the other site's number when it is free here. */
+		if (sw->id > 0) {
+			st = tx->st[S_SWEEP_ID_FREE];
+			sqlite3_bind_int64(st, 1, sw->id);
+			rc = step_find(tx, st, &found, NULL, what, err);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	st = tx->st[S_SWEEP_INSERT];
+	if (import && sw->id > 0 && !found)
+		sqlite3_bind_int64(st, 1, sw->id);
+	else
+		sqlite3_bind_null(st, 1);
+	bind_text(st, 2, sw->uid);
+	sqlite3_bind_double(st, 3, sw->started);
+	sqlite3_bind_double(st, 4, sw->finished);
+	if (import)
+		sqlite3_bind_double(st, 5, gf_time_ms(gf_walltime()));
+	else
+		sqlite3_bind_null(st, 5);
+	rc = step_id(tx, st, &id, what, err);
+	if (rc < 0)
+		return rc;
+	sw->id = id;
+	tx->sweep_started = sw->started;
+	touch(tx, id);
+	if (ret_existed)
+		*ret_existed = false;
+	return 0;
+}
+
+/*
+ * The id of the row of @table (csets or blobs) holding @body, added when
+ * none does. Rows are found by hash and then compared, so that a hash
+ * collision costs a comparison and never mixes two contents up.
+ */
+static int put_content(struct gf_store_tx *tx, bool set, const char *body, size_t len,
+		       long long *ret_id, bool *ret_new, struct gf_err *err)
+{
+	static const char what[] = "writing a sweep";
+	struct recent *rec = set ? &tx->recent_set : &tx->recent_blob;
+	sqlite3_stmt *find = tx->st[set ? S_CSET_FIND : S_BLOB_FIND];
+	sqlite3_stmt *ins = tx->st[set ? S_CSET_INSERT : S_BLOB_INSERT];
+	uint64_t hash = gf_hash64(body, len);
+	long long id = 0;
+	bool found = false;
+	int rc;
+
+	if (rec->body && rec->hash == hash && rec->len == len && memcmp(rec->body, body, len) == 0) {
+		*ret_id = rec->id;
+		*ret_new = false;
+		return 0;
+	}
+	sqlite3_bind_int64(find, 1, (sqlite3_int64)hash);
+	while ((rc = sqlite3_step(find)) == SQLITE_ROW) {
+		const void *b = set ? sqlite3_column_blob(find, 1) : sqlite3_column_text(find, 1);
+		size_t blen = (size_t)sqlite3_column_bytes(find, 1);
+
+		if (blen == len && (len == 0 || memcmp(b, body, len) == 0)) {
+			id = sqlite3_column_int64(find, 0);
+			found = true;
+			break;
+		}
+	}
+	sqlite3_reset(find);
+	sqlite3_clear_bindings(find);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sq_fail(tx->db, rc, what, err);
+	if (!found) {
+		sqlite3_bind_int64(ins, 1, (sqlite3_int64)hash);
+		if (set)
+			sqlite3_bind_blob(ins, 2, body, (int)len, SQLITE_STATIC);
+		else
+			sqlite3_bind_text(ins, 2, body, (int)len, SQLITE_STATIC);
+		rc = step_id(tx, ins, &id, what, err);
+		if (rc < 0)
+			return rc;
+	}
+	free(rec->body);
+	rec->body = gf_xmalloc(len + 1);
+	memcpy(rec->body, body, len);
+	rec->len = len;
+	rec->hash = hash;
+	rec->id = id;
+	*ret_id = id;
+	*ret_new = !found;
+	return 0;
+}
+
+static int put_set(struct gf_store_tx *tx, const struct gf_inv_set *s, long long *ret_id,
+		   struct gf_err *err)
+{
+	static const char what[] = "writing a sweep";
+	sqlite3_stmt *st = tx->st[S_COMP_INSERT];
+	bool fresh = false;
+	long long id;
+	int rc;
+
+	gf_buf_reset(&tx->scratch);
+	gf_inv_set_body(s, &tx->scratch);
+	rc = put_content(tx, true, gf_buf_str(&tx->scratch), tx->scratch.len, &id, &fresh, err);
+	if (rc < 0 || !fresh)
+		goto out;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct gf_inv_comp *c = &s->v[i];
+
+		sqlite3_bind_int64(st, 1, id);
+		bind_text(st, 2, c->key);
+		bind_text(st, 3, c->version);
+		bind_text(st, 4, gf_source_name(c->source));
+		bind_text(st, 5, c->raw_id);
+		bind_text(st, 6, c->name);
+		bind_text(st, 7, c->kind);
+		rc = sq_done(tx->db, st, what, err);
+		if (rc < 0)
+			return rc;
+	}
+out:
+	if (rc == 0)
+		*ret_id = id;
+	return rc;
+}
+
+/* A JSON document as a shared blob; *ret_id 0 for NULL. */
+static int put_doc(struct gf_store_tx *tx, json_t *doc, long long *ret_id, struct gf_err *err)
+{
+	char *text;
+	bool fresh;
+	int rc;
+
+	if (!doc) {
+		*ret_id = 0;
+		return 0;
+	}
+	text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!text)
+		return gf_err_set(err, GF_E_NOMEM, GF_EK_NONE, "out of memory");
+	rc = put_content(tx, false, text, strlen(text), ret_id, &fresh, err);
+	free(text);
+	return rc;
+}
+
+static char *errors_text(const struct gf_sweep_node *n)
+{
+	json_t *a;
+	char *s;
+
+	if (!n->nerrors)
+		return NULL;
+	a = json_array();
+	for (size_t i = 0; i < n->nerrors; i++)
+		json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "op", n->errors[i].op, "kind",
+						   gf_errkind_name(n->errors[i].kind), "message",
+						   n->errors[i].message));
+	s = json_dumps(a, JSON_COMPACT);
+	json_decref(a);
+	return s;
+}
+
+static void bind_count(sqlite3_stmt *st, int i, bool set, unsigned v)
+{
+	if (set)
+		sqlite3_bind_int64(st, i, v);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
+		      const struct gf_sweep_node *n, bool import, bool *ret_added,
+		      struct gf_err *err)
+{
+	static const char what[] = "writing a sweep";
+	sqlite3_stmt *st;
+	long long cset = 0, hw = 0, host = 0;
+	char *errs = NULL;
+	int rc;
+
+	if (sw->id <= 0)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a node row needs its sweep first");
+	if (import) {
+		bool found;
+
+		st = tx->st[S_NODE_EXISTS];
+		sqlite3_bind_int64(st, 1, sw->id);
+		bind_text(st, 2, n->node);
+		rc = step_find(tx, st, &found, NULL, what, err);
+		if (rc < 0)
+			return rc;
+		if (found) {
+			if (ret_added)
+				*ret_added = false;
+			return 0;
+		}
+	}
+	if ((rc = put_set(tx, n->set, &cset, err)) < 0 || (rc = put_doc(tx, n->hardware, &hw, err)) < 0 ||
+	    (rc = put_doc(tx, n->host, &host, err)) < 0)
+		return rc;
+
+	errs = errors_text(n);
+	st = tx->st[S_NODE_INSERT];
+	sqlite3_bind_int64(st, 1, sw->id);
+	bind_text(st, 2, n->node);
+	bind_text(st, 3, gf_node_status_name(n->status));
+	bind_text(st, 4, errs);
+	bind_text(st, 5, n->protocol);
+	bind_text(st, 6, n->model);
+	sqlite3_bind_int(st, 7, n->fw_read);
+	sqlite3_bind_int(st, 8, n->host_read);
+	sqlite3_bind_int64(st, 9, cset);
+	if (hw)
+		sqlite3_bind_int64(st, 10, hw);
+	else
+		sqlite3_bind_null(st, 10);
+	if (host)
+		sqlite3_bind_int64(st, 11, host);
+	else
+		sqlite3_bind_null(st, 11);
+	bind_count(st, 12, n->sel.read, n->sel.total);
+	bind_count(st, 13, n->sel.read, n->sel.new_info);
+	bind_count(st, 14, n->sel.read, n->sel.new_warning);
+	bind_count(st, 15, n->sel.read, n->sel.new_critical);
+	if (n->sel.read && n->sel.has_mark)
+		sqlite3_bind_double(st, 16, n->sel.mark);
+	else
+		sqlite3_bind_null(st, 16);
+	bind_count(st, 17, n->sensors.read, n->sensors.nominal);
+	bind_count(st, 18, n->sensors.read, n->sensors.warning);
+	bind_count(st, 19, n->sensors.read, n->sensors.critical);
+	bind_count(st, 20, n->sensors.read, n->sensors.unknown);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	free(errs);
+	if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' is twice in sweep %lld",
+				  n->node, sw->id);
+	if (rc != SQLITE_DONE)
+		return sq_fail(tx->db, rc, what, err);
+
+	st = tx->st[S_LAST_PUT];
+	bind_text(st, 1, n->node);
+	sqlite3_bind_int64(st, 2, sw->id);
+	sqlite3_bind_double(st, 3, tx->sweep_started);
+	rc = sq_done(tx->db, st, what, err);
+	if (rc < 0)
+		return rc;
+	touch(tx, sw->id);
+	if (ret_added)
+		*ret_added = true;
+	return 0;
+}
+
+static int update_counts(struct gf_store_tx *tx, struct gf_err *err)
+{
+	static const char what[] = "counting a sweep";
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (!tx->ntouched)
+		return 0;
+	rc = sq_prepare(tx->db,
+			"UPDATE sweeps SET (nodes, ok, partial, failed) = (SELECT count(*),"
+			" count(*) FILTER (WHERE status = 'ok'),"
+			" count(*) FILTER (WHERE status = 'partial'),"
+			" count(*) FILTER (WHERE status = 'failed')"
+			" FROM sweep_nodes WHERE sweep = ?1) WHERE id = ?1",
+			&st, what, err);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < tx->ntouched && rc == 0; i++) {
+		sqlite3_bind_int64(st, 1, tx->touched[i]);
+		rc = sq_done(tx->db, st, what, err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int gf_store_commit(struct gf_store_tx *tx, struct gf_err *err)
+{
+	int rc = update_counts(tx, err);
+
+	if (rc < 0) {
+		gf_store_abort(tx);
+		return rc;
+	}
+	/* Statements hold no locks once reset, but finalize before COMMIT all the same. */
+	for (int i = 0; i < S_COUNT; i++) {
+		sqlite3_finalize(tx->st[i]);
+		tx->st[i] = NULL;
+	}
+	rc = sq_commit(tx->db, "writing a sweep", err);
+	tx_free(tx);
+	return rc;
+}
+
+int gf_store_sweep_add(struct gf_db *db, struct gf_sweep *sw, struct gf_err *err)
+{
+	struct gf_store_tx *tx = NULL;
+	long long id_before = sw->id;
+	const char *uid_before = sw->uid;
+	int rc = gf_store_begin(db, &tx, err);
+
+	if (rc < 0)
+		return rc;
+	rc = gf_store_put_sweep(tx, sw, false, NULL, err);
+	for (size_t i = 0; rc == 0 && i < sw->n; i++)
+		rc = gf_store_put_node(tx, sw, &sw->nodes[i], false, NULL, err);
+	if (rc < 0) {
+		gf_store_abort(tx);
+		goto fail;
+	}
+	rc = gf_store_commit(tx, err);
+	if (rc == 0) {
+		for (size_t i = 0; i < sw->n; i++) {
+			sw->nodes[i].sweep = sw->id;
+			sw->nodes[i].time = sw->started;
+		}
+		return 0;
+	}
+fail:
+	sw->id = id_before;  /* nothing was stored */
+	sw->uid = uid_before;
+	return rc;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+int gf_store_sweeps(struct gf_db *db, struct gf_sweep_info **ret, size_t *ret_n,
+		    struct gf_err *err)
+{
+	static const char what[] = "listing sweeps";
+	sqlite3_stmt *st = NULL;
+	struct gf_sweep_info *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	rc = sq_prepare(db,
+			"SELECT id, uid, started, finished, imported IS NOT NULL, nodes, ok, partial,"
+			" failed FROM sweeps ORDER BY started, id",
+			&st, what, err);
+	if (rc < 0)
+		return rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct gf_sweep_info *s;
+
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			v = gf_xrealloc(v, cap * sizeof(*v));
+		}
+		s = &v[n++];
+		memset(s, 0, sizeof(*s));
+		s->id = sqlite3_column_int64(st, 0);
+		snprintf(s->uid, sizeof(s->uid), "%s", col_str(st, 1) ? col_str(st, 1) : "");
+		s->started = sqlite3_column_double(st, 2);
+		s->finished = sqlite3_column_double(st, 3);
+		s->imported = sqlite3_column_int(st, 4);
+		s->nodes = (unsigned)sqlite3_column_int64(st, 5);
+		s->ok = (unsigned)sqlite3_column_int64(st, 6);
+		s->partial = (unsigned)sqlite3_column_int64(st, 7);
+		s->failed = (unsigned)sqlite3_column_int64(st, 8);
+	}
+	if (rc != SQLITE_DONE) {
+		rc = sq_fail(db, rc, what, err);
+		sqlite3_finalize(st);
+		free(v);
+		return rc;
+	}
+	sqlite3_finalize(st);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+int gf_node_name_cmp(const char *a, const char *b)
+{
+	const char *p = a, *q = b;
+
+	while (*p && *q) {
+		if (isdigit((unsigned char)*p) && isdigit((unsigned char)*q)) {
+			const char *ps = p, *qs = q;
+			size_t lp, lq;
+			int c;
+
+			while (*ps == '0' && isdigit((unsigned char)ps[1]))
+				ps++;
+			while (*qs == '0' && isdigit((unsigned char)qs[1]))
+				qs++;
+			for (p = ps; isdigit((unsigned char)*p); p++)
+				;
+			for (q = qs; isdigit((unsigned char)*q); q++)
+				;
+			lp = (size_t)(p - ps);
+			lq = (size_t)(q - qs);
+			if (lp != lq)
+				return lp < lq ? -1 : 1;
+			c = memcmp(ps, qs, lp);
+			if (c)
+				return c;
+			continue;
+		}
+		if (*p != *q)
+			return (unsigned char)*p < (unsigned char)*q ? -1 : 1;
+		p++;
+		q++;
+	}
+	if (*p || *q)
+		return *p ? 1 : -1;
+	return strcmp(a, b); /* "gpu01" and "gpu1": still a total order */
+}
+
+static int name_ptr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Columns of the row queries, in this order. */
+#define ROW_COLS                                                                              \
+	"sn.node, sn.status, sn.errors, sn.protocol, sn.model, sn.fw_read, sn.host_read, sn.cset," \
+	" sn.hardware, sn.host, sn.sel_total, sn.sel_info, sn.sel_warning, sn.sel_critical,"     \
+	" sn.sel_mark, sn.sens_nominal, sn.sens_warning, sn.sens_critical, sn.sens_unknown,"     \
+	" sn.sweep"
+
+enum { C_NODE, C_STATUS, C_ERRORS, C_PROTOCOL, C_MODEL, C_FW, C_HOST_READ, C_CSET, C_HW, C_HOST,
+       C_SEL_TOTAL, C_SEL_INFO, C_SEL_WARN, C_SEL_CRIT, C_SEL_MARK, C_S_NOM, C_S_WARN, C_S_CRIT,
+       C_S_UNK, C_SWEEP, C_TIME };
+
+/* Per loaded node: where its set and documents are, until they are read. */
+struct pending {
+	long long cset, hw, host;
+};
+
+struct loader {
+	struct gf_db *db;
+	struct gf_sweep *sw;
+	struct pending *pend;
+	size_t npend;
+};
+
+static unsigned col_count(sqlite3_stmt *st, int i)
+{
+	sqlite3_int64 v = sqlite3_column_int64(st, i);
+
+	return v < 0 ? 0 : v > 0x7fffffff ? 0x7fffffff : (unsigned)v;
+}
+
+static int row_to_node(struct loader *ld, sqlite3_stmt *st, struct gf_err *err)
+{
+	struct gf_sweep *sw = ld->sw;
+	struct gf_sweep_node *n;
+	const char *errs = col_str(st, C_ERRORS);
+	int status = gf_node_status_parse(col_str(st, C_STATUS));
+
+	n = gf_sweep_add_node(sw, col_str(st, C_NODE));
+	sw->nsets--; /* the set comes from the store: drop the one made for it */
+	free(sw->sets[sw->nsets]);
+	n->set = NULL;
+	n->sweep = sqlite3_column_int64(st, C_SWEEP);
+	n->time = sqlite3_column_double(st, C_TIME);
+	n->status = status < 0 ? GF_NODE_FAILED : (enum gf_node_status)status;
+	n->protocol = gf_sweep_str(sw, col_str(st, C_PROTOCOL));
+	n->model = gf_sweep_str(sw, col_str(st, C_MODEL));
+	n->fw_read = sqlite3_column_int(st, C_FW);
+	n->host_read = sqlite3_column_int(st, C_HOST_READ);
+	if (errs) {
+		json_t *a = json_loads(errs, 0, NULL);
+		size_t i;
+		json_t *e;
+
+		json_array_foreach(a, i, e) {
+			const char *kind = json_string_value(json_object_get(e, "kind"));
+
+			const char *op = json_string_value(json_object_get(e, "op"));
+
+			gf_sweep_node_error(sw, n, op ? op : "?",
+					    kind ? gf_errkind_from_name(kind) : GF_EK_INTERNAL,
+					    json_string_value(json_object_get(e, "message")));
+		}
+		json_decref(a);
+	}
+	if (sqlite3_column_type(st, C_SEL_TOTAL) != SQLITE_NULL) {
+		n->sel.read = true;
+		n->sel.total = col_count(st, C_SEL_TOTAL);
+		n->sel.new_info = col_count(st, C_SEL_INFO);
+		n->sel.new_warning = col_count(st, C_SEL_WARN);
+		n->sel.new_critical = col_count(st, C_SEL_CRIT);
+		if (sqlite3_column_type(st, C_SEL_MARK) != SQLITE_NULL) {
+			n->sel.has_mark = true;
+			n->sel.mark = sqlite3_column_double(st, C_SEL_MARK);
+		}
+	}
+	if (sqlite3_column_type(st, C_S_NOM) != SQLITE_NULL) {
+		n->sensors.read = true;
+		n->sensors.nominal = col_count(st, C_S_NOM);
+		n->sensors.warning = col_count(st, C_S_WARN);
+		n->sensors.critical = col_count(st, C_S_CRIT);
+		n->sensors.unknown = col_count(st, C_S_UNK);
+	}
+	ld->pend = gf_xrealloc(ld->pend, (ld->npend + 1) * sizeof(*ld->pend));
+	ld->pend[ld->npend].cset = sqlite3_column_int64(st, C_CSET);
+	ld->pend[ld->npend].hw = sqlite3_column_int64(st, C_HW);
+	ld->pend[ld->npend].host = sqlite3_column_int64(st, C_HOST);
+	ld->npend++;
+	(void)err;
+	return 0;
+}
+
+static int ll_cmp(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Read every distinct set once and point the nodes at them. */
+static int load_sets(struct loader *ld, struct gf_err *err)
+{
+	static const char what[] = "reading components";
+	struct gf_sweep *sw = ld->sw;
+	long long *ids = gf_xcalloc(ld->npend ? ld->npend : 1, sizeof(*ids));
+	struct gf_inv_set **sets;
+	sqlite3_stmt *st = NULL;
+	size_t nids = 0;
+	int rc;
+
+	for (size_t i = 0; i < ld->npend; i++)
+		ids[i] = ld->pend[i].cset;
+	qsort(ids, ld->npend, sizeof(*ids), ll_cmp);
+	for (size_t i = 0; i < ld->npend; i++)
+		if (nids == 0 || ids[nids - 1] != ids[i])
+			ids[nids++] = ids[i];
+	sets = gf_xcalloc(nids ? nids : 1, sizeof(*sets));
+	rc = sq_prepare(ld->db,
+			"SELECT key, version, source, raw_id, name, kind FROM components"
+			" WHERE cset = ?1 ORDER BY key",
+			&st, what, err);
+	if (rc < 0)
+		goto out;
+	for (size_t k = 0; k < nids; k++) {
+		struct gf_inv_set *s = gf_sweep_new_set(sw);
+
+		sets[k] = s;
+		sqlite3_bind_int64(st, 1, ids[k]);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			struct gf_inv_comp *c = gf_inv_set_add(s);
+			int src = gf_source_parse(col_str(st, 2));
+
+			c->key = gf_sweep_str(sw, col_str(st, 0));
+			c->version = gf_sweep_str(sw, col_str(st, 1));
+			c->source = src < 0 ? GF_SRC_IPMI : (enum gf_source)src;
+			c->raw_id = gf_sweep_str(sw, col_str(st, 3));
+			c->name = gf_sweep_str(sw, col_str(st, 4));
+			c->kind = gf_sweep_str(sw, col_str(st, 5));
+		}
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE) {
+			rc = sq_fail(ld->db, rc, what, err);
+			goto out;
+		}
+		rc = 0;
+	}
+	for (size_t i = 0; i < ld->npend; i++) {
+		long long *at = bsearch(&ld->pend[i].cset, ids, nids, sizeof(*ids), ll_cmp);
+
+		sw->nodes[i].set = at ? sets[at - ids] : gf_sweep_new_set(sw);
+	}
+out:
+	sqlite3_finalize(st);
+	free(sets);
+	free(ids);
+	return rc;
+}
+
+static int load_docs(struct loader *ld, struct gf_err *err)
+{
+	static const char what[] = "reading documents";
+	sqlite3_stmt *st = NULL;
+	int rc = sq_prepare(ld->db, "SELECT body FROM blobs WHERE id = ?1", &st, what, err);
+
+	for (size_t i = 0; rc == 0 && i < ld->npend; i++) {
+		long long ids[2] = {ld->pend[i].hw, ld->pend[i].host};
+		json_t **dst[2] = {&ld->sw->nodes[i].hardware, &ld->sw->nodes[i].host};
+
+		for (int k = 0; k < 2; k++) {
+			if (!ids[k])
+				continue;
+			sqlite3_bind_int64(st, 1, ids[k]);
+			rc = sqlite3_step(st);
+			if (rc == SQLITE_ROW) {
+				*dst[k] = json_loads(col_str(st, 0), 0, NULL);
+				rc = 0;
+			} else if (rc == SQLITE_DONE) {
+				rc = 0;
+			} else {
+				rc = sq_fail(ld->db, rc, what, err);
+			}
+			sqlite3_reset(st);
+			if (rc < 0)
+				break;
+		}
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Sort nodes (with their pending entries) by natural name order. */
+struct order {
+	struct gf_sweep_node n;
+	struct pending p;
+};
+
+static int order_cmp(const void *a, const void *b)
+{
+	const struct order *x = a, *y = b;
+
+	return gf_node_name_cmp(x->n.node, y->n.node);
+}
+
+static void sort_nodes(struct loader *ld)
+{
+	struct order *o = gf_xcalloc(ld->npend ? ld->npend : 1, sizeof(*o));
+
+	for (size_t i = 0; i < ld->npend; i++) {
+		o[i].n = ld->sw->nodes[i];
+		o[i].p = ld->pend[i];
+	}
+	qsort(o, ld->npend, sizeof(*o), order_cmp);
+	for (size_t i = 0; i < ld->npend; i++) {
+		ld->sw->nodes[i] = o[i].n;
+		ld->pend[i] = o[i].p;
+	}
+	free(o);
+}
+
+int gf_store_load(struct gf_db *db, const struct gf_store_query *q, struct gf_sweep **ret,
+		  struct gf_err *err)
+{
+	static const char what[] = "reading sweeps";
+	struct loader ld = {.db = db, .sw = gf_sweep_new()};
+	const char **filter = NULL;
+	sqlite3_stmt *st = NULL;
+	const char *sql;
+	int rc;
+
+	if (q->history)
+		sql = "SELECT " ROW_COLS ", s.started FROM sweep_nodes sn JOIN sweeps s"
+		      " ON s.id = sn.sweep WHERE sn.node = ?1 ORDER BY s.started, s.id";
+	else if (q->sweep)
+		sql = "SELECT " ROW_COLS ", s.started FROM sweep_nodes sn JOIN sweeps s"
+		      " ON s.id = sn.sweep WHERE sn.sweep = ?1";
+	else if (q->bounded)
+		sql = "SELECT * FROM (SELECT " ROW_COLS ", s.started, row_number() OVER"
+		      " (PARTITION BY sn.node ORDER BY s.started DESC, s.id DESC) AS rn"
+		      " FROM sweep_nodes sn JOIN sweeps s ON s.id = sn.sweep"
+		      " WHERE s.started < ?1 OR (s.started = ?1 AND s.id <= ?2)) WHERE rn = 1";
+	else
+		sql = "SELECT " ROW_COLS ", l.started FROM node_last l JOIN sweep_nodes sn"
+		      " ON sn.sweep = l.sweep AND sn.node = l.node";
+
+	if (q->nodes) {
+		filter = gf_xcalloc(q->nnodes ? q->nnodes : 1, sizeof(*filter));
+		memcpy(filter, q->nodes, q->nnodes * sizeof(*filter));
+		qsort(filter, q->nnodes, sizeof(*filter), name_ptr_cmp);
+	}
+	/* One read transaction: the rows, sets and documents from one snapshot. */
+	rc = sq_exec(db, "BEGIN", what, err);
+	if (rc < 0)
+		goto out;
+	if (q->sweep && !q->history) {
+		sqlite3_stmt *hs = NULL;
+
+		rc = sq_prepare(db, "SELECT uid, started, finished FROM sweeps WHERE id = ?1", &hs,
+				what, err);
+		if (rc < 0)
+			goto out;
+		sqlite3_bind_int64(hs, 1, q->sweep);
+		rc = sqlite3_step(hs);
+		if (rc == SQLITE_ROW) {
+			ld.sw->id = q->sweep;
+			ld.sw->uid = gf_sweep_str(ld.sw, col_str(hs, 0));
+			ld.sw->started = sqlite3_column_double(hs, 1);
+			ld.sw->finished = sqlite3_column_double(hs, 2);
+			rc = 0;
+		} else if (rc == SQLITE_DONE) {
+			rc = gf_err_set(err, GF_E_NOTFOUND, GF_EK_NONE, "there is no sweep %lld",
+					q->sweep);
+		} else {
+			rc = sq_fail(db, rc, what, err);
+		}
+		sqlite3_finalize(hs);
+		if (rc < 0)
+			goto out;
+	}
+	rc = sq_prepare(db, sql, &st, what, err);
+	if (rc < 0)
+		goto out;
+	if (q->history)
+		bind_text(st, 1, q->history);
+	else if (q->sweep)
+		sqlite3_bind_int64(st, 1, q->sweep);
+	else if (q->bounded) {
+		sqlite3_bind_double(st, 1, q->before);
+		sqlite3_bind_int64(st, 2, q->before_id);
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = col_str(st, C_NODE);
+
+		if (filter && !bsearch(&name, filter, q->nnodes, sizeof(*filter), name_ptr_cmp))
+			continue;
+		rc = row_to_node(&ld, st, err);
+		if (rc < 0)
+			goto out;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = sq_fail(db, rc, what, err);
+		goto out;
+	}
+	if (!q->history)
+		sort_nodes(&ld);
+	rc = load_sets(&ld, err);
+	if (rc == 0 && q->details)
+		rc = load_docs(&ld, err);
+out:
+	sqlite3_finalize(st);
+	if (!sqlite3_get_autocommit(gf_db_sqlite(db)))
+		sqlite3_exec(gf_db_sqlite(db), rc < 0 ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
+	free(filter);
+	free(ld.pend);
+	if (rc < 0) {
+		gf_sweep_free(ld.sw);
+		return rc;
+	}
+	*ret = ld.sw;
+	return 0;
+}
+
+int gf_store_sel_prev(struct gf_db *db, const char *const *names, size_t n,
+		      struct gf_sel_prev *ret, struct gf_err *err)
+{
+	static const char what[] = "reading the previous event log marks";
+	sqlite3_stmt *st = NULL;
+	struct gf_sel_prev *v = gf_xcalloc(n ? n : 1, sizeof(*v));
+	int rc = sq_prepare(db,
+			    "SELECT sn.sel_mark FROM sweep_nodes sn JOIN sweeps s ON s.id = sn.sweep"
+			    " WHERE sn.node = ?1 AND sn.sel_total IS NOT NULL"
+			    " ORDER BY s.started DESC, s.id DESC LIMIT 1",
+			    &st, what, err);
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		bind_text(st, 1, names[i]);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			v[i].read = true;
+			if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
+				v[i].has_mark = true;
+				v[i].mark = sqlite3_column_double(st, 0);
+			}
+			rc = 0;
+		} else if (rc == SQLITE_DONE) {
+			rc = 0;
+		} else {
+			rc = sq_fail(db, rc, what, err);
+		}
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	if (rc == 0)
+		memcpy(ret, v, n * sizeof(*v));
+	free(v);
+	return rc;
+}
+
+/* ---- upkeep -------------------------------------------------------------- */
+
+int gf_store_prune(struct gf_db *db, long keep, double older_than, size_t *ret_pruned,
+		   size_t *ret_left, struct gf_err *err)
+{
+	static const char what[] = "pruning sweeps";
+	sqlite3_stmt *st = NULL;
+	size_t pruned = 0, left = 0;
+	int rc = sq_exec(db, "BEGIN IMMEDIATE", what, err);
+
+	if (rc < 0)
+		return rc;
+	if (keep >= 0) {
+		rc = sq_prepare(db,
+				"DELETE FROM sweeps WHERE id NOT IN (SELECT id FROM sweeps"
+				" ORDER BY started DESC, id DESC LIMIT ?1)",
+				&st, what, err);
+		if (rc < 0)
+			goto fail;
+		sqlite3_bind_int64(st, 1, keep);
+		rc = sq_done(db, st, what, err);
+		sqlite3_finalize(st);
+		st = NULL;
+		if (rc < 0)
+			goto fail;
+		pruned += (size_t)sqlite3_changes(gf_db_sqlite(db));
+	}
+	if (older_than > 0) {
+		rc = sq_prepare(db, "DELETE FROM sweeps WHERE started < ?1", &st, what, err);
+		if (rc < 0)
+			goto fail;
+		sqlite3_bind_double(st, 1, older_than);
+		rc = sq_done(db, st, what, err);
+		sqlite3_finalize(st);
+		st = NULL;
+		if (rc < 0)
+			goto fail;
+		pruned += (size_t)sqlite3_changes(gf_db_sqlite(db));
+	}
+	/* Rows went with their sweeps (ON DELETE CASCADE); now what nothing uses any more. */
+	if (pruned) {
+		rc = sq_exec(db,
+			     "DELETE FROM csets WHERE id NOT IN (SELECT cset FROM sweep_nodes);"
+			     "DELETE FROM blobs WHERE id NOT IN (SELECT hardware FROM sweep_nodes"
+			     " WHERE hardware IS NOT NULL UNION SELECT host FROM sweep_nodes"
+			     " WHERE host IS NOT NULL);"
+			     "DELETE FROM node_last;"
+			     "INSERT INTO node_last (node, sweep, started)"
+			     " SELECT node, sweep, started FROM (SELECT sn.node, sn.sweep, s.started,"
+			     " row_number() OVER (PARTITION BY sn.node ORDER BY s.started DESC,"
+			     " s.id DESC) AS rn FROM sweep_nodes sn JOIN sweeps s ON s.id = sn.sweep)"
+			     " WHERE rn = 1;",
+			     what, err);
+		if (rc < 0)
+			goto fail;
+	}
+	rc = sq_prepare(db, "SELECT count(*) FROM sweeps", &st, what, err);
+	if (rc < 0)
+		goto fail;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		left = (size_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	rc = sq_commit(db, what, err);
+	if (rc < 0)
+		return rc;
+	if (ret_pruned)
+		*ret_pruned = pruned;
+	if (ret_left)
+		*ret_left = left;
+	return 0;
+fail:
+	sq_rollback(db);
+	return rc;
+}
+
+/* ---- the sweep lock ------------------------------------------------------- */
+
+int gf_store_lock(const char *db_path, double wait, int *ret_fd, struct gf_err *err)
+{
+	struct gf_buf path = GF_BUF_INIT;
+	double deadline = gf_monotime() + (wait > 0 ? wait : 0);
+	char pid[32];
+	int fd, rc = 0;
+
+	gf_buf_addf(&path, "%s.sweep-lock", db_path);
+	rc = gf_mkdir_parents(gf_buf_str(&path), err);
+	if (rc < 0)
+		goto out;
+	fd = open(gf_buf_str(&path), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE, "cannot open lock file '%s' (%s)",
+				gf_buf_str(&path), strerror(errno));
+		goto out;
+	}
+	for (;;) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			break;
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			rc = gf_err_set(err, GF_E_IO, GF_EK_NONE, "cannot lock '%s' (%s)",
+					gf_buf_str(&path), strerror(errno));
+			close(fd);
+			goto out;
+		}
+		if (gf_monotime() >= deadline) {
+			char holder[32] = "";
+			ssize_t k = pread(fd, holder, sizeof(holder) - 1, 0);
+
+			holder[k > 0 ? k : 0] = '\0';
+			holder[strcspn(holder, "\n")] = '\0';
+			rc = gf_err_set(err, GF_E_BUSY, GF_EK_NONE,
+					"another sweep (pid %s) holds lock '%s'%s",
+					*holder ? holder : "unknown", gf_buf_str(&path),
+					wait > 0 ? ", and did not end in time" : "");
+			close(fd);
+			goto out;
+		}
+		gf_sleep_until(gf_monotime() + 0.1);
+	}
+	/* Who holds it, for the message of the next one; the lock is the flock, not this. */
+	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, strlen(pid), 0) < 0) {
+		/* only a message is lost */
+	}
+	*ret_fd = fd;
+out:
+	gf_buf_release(&path);
+	return rc;
+}
+
+void gf_store_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}

@@ -1,0 +1,786 @@
+/* A sweep in memory: string pool, component sets, JSON in and out. */
+#include "inventory/sweep.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/buf.h"
+
+/* ---- names ------------------------------------------------------------ */
+
+static const char *const status_names[] = {
+	[GF_NODE_OK] = "ok", [GF_NODE_PARTIAL] = "partial", [GF_NODE_FAILED] = "failed",
+};
+
+static const char *const source_names[] = {
+	[GF_SRC_IPMI] = "ipmi", [GF_SRC_REDFISH] = "redfish", [GF_SRC_SSH] = "ssh",
+};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *gf_node_status_name(enum gf_node_status s)
+{
+	return (unsigned)s < NELEM(status_names) ? status_names[s] : "failed";
+}
+
+int gf_node_status_parse(const char *s)
+{
+	for (size_t i = 0; s && i < NELEM(status_names); i++)
+		if (strcmp(s, status_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *gf_source_name(enum gf_source s)
+{
+	return (unsigned)s < NELEM(source_names) ? source_names[s] : "ipmi";
+}
+
+int gf_source_parse(const char *s)
+{
+	for (size_t i = 0; s && i < NELEM(source_names); i++)
+		if (strcmp(s, source_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* ---- hashing and the string pool --------------------------------------- */
+
+uint64_t gf_hash64(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a, then a finalizer that spreads the bits */
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+struct gf_strpool {
+	char **slot;   /* open addressing; NULL: free */
+	size_t cap;    /* a power of two */
+	size_t n;
+};
+
+static void pool_free(struct gf_strpool *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->cap; i++)
+		free(p->slot[i]);
+	free(p->slot);
+	free(p);
+}
+
+static void pool_grow(struct gf_strpool *p)
+{
+	size_t cap = p->cap ? p->cap * 2 : 256;
+	char **slot = gf_xcalloc(cap, sizeof(*slot));
+
+	for (size_t i = 0; i < p->cap; i++) {
+		char *s = p->slot[i];
+		size_t at;
+
+		if (!s)
+			continue;
+		at = (size_t)gf_hash64(s, strlen(s)) & (cap - 1);
+		while (slot[at])
+			at = (at + 1) & (cap - 1);
+		slot[at] = s;
+	}
+	free(p->slot);
+	p->slot = slot;
+	p->cap = cap;
+}
+
+static const char *pool_get(struct gf_strpool *p, const char *s, size_t len)
+{
+	size_t at;
+
+	if ((p->n + 1) * 4 > p->cap * 3)
+		pool_grow(p);
+	at = (size_t)gf_hash64(s, len) & (p->cap - 1);
+	while (p->slot[at]) {
+		const char *t = p->slot[at];
+
+		if (strncmp(t, s, len) == 0 && t[len] == '\0')
+			return t;
+		at = (at + 1) & (p->cap - 1);
+	}
+	p->slot[at] = gf_xstrndup(s, len);
+	p->n++;
+	return p->slot[at];
+}
+
+const char *gf_sweep_str(struct gf_sweep *sw, const char *s)
+{
+	return s ? pool_get(sw->pool, s, strlen(s)) : NULL;
+}
+
+const char *gf_sweep_strn(struct gf_sweep *sw, const char *s, size_t len)
+{
+	const char *nul = s ? memchr(s, '\0', len) : NULL;
+
+	if (!s)
+		return NULL;
+	return pool_get(sw->pool, s, nul ? (size_t)(nul - s) : len);
+}
+
+/* ---- sweeps, nodes, sets ------------------------------------------------ */
+
+struct gf_sweep *gf_sweep_new(void)
+{
+	struct gf_sweep *sw = gf_xcalloc(1, sizeof(*sw));
+
+	sw->pool = gf_xcalloc(1, sizeof(*sw->pool));
+	return sw;
+}
+
+void gf_sweep_free(struct gf_sweep *sw)
+{
+	if (!sw)
+		return;
+	for (size_t i = 0; i < sw->n; i++) {
+		free(sw->nodes[i].errors);
+		json_decref(sw->nodes[i].hardware);
+		json_decref(sw->nodes[i].host);
+	}
+	free(sw->nodes);
+	for (size_t i = 0; i < sw->nsets; i++) {
+		free(sw->sets[i]->v);
+		free(sw->sets[i]);
+	}
+	free(sw->sets);
+	pool_free(sw->pool);
+	free(sw);
+}
+
+void gf_sweep_clear_nodes(struct gf_sweep *sw)
+{
+	for (size_t i = 0; i < sw->n; i++) {
+		free(sw->nodes[i].errors);
+		json_decref(sw->nodes[i].hardware);
+		json_decref(sw->nodes[i].host);
+	}
+	sw->n = 0;
+	for (size_t i = 0; i < sw->nsets; i++) {
+		free(sw->sets[i]->v);
+		free(sw->sets[i]);
+	}
+	sw->nsets = 0;
+}
+
+struct gf_inv_set *gf_sweep_new_set(struct gf_sweep *sw)
+{
+	struct gf_inv_set *s = gf_xcalloc(1, sizeof(*s));
+
+	if (sw->nsets == sw->capsets) {
+		sw->capsets = sw->capsets ? sw->capsets * 2 : 16;
+		sw->sets = gf_xrealloc(sw->sets, sw->capsets * sizeof(*sw->sets));
+	}
+	sw->sets[sw->nsets++] = s;
+	return s;
+}
+
+struct gf_sweep_node *gf_sweep_add_node(struct gf_sweep *sw, const char *name)
+{
+	struct gf_sweep_node *n;
+
+	if (sw->n == sw->cap) {
+		sw->cap = sw->cap ? sw->cap * 2 : 16;
+		sw->nodes = gf_xrealloc(sw->nodes, sw->cap * sizeof(*sw->nodes));
+	}
+	n = &sw->nodes[sw->n++];
+	memset(n, 0, sizeof(*n));
+	n->node = gf_sweep_str(sw, name);
+	n->sweep = sw->id;
+	n->time = sw->started;
+	n->set = gf_sweep_new_set(sw);
+	return n;
+}
+
+void gf_sweep_node_error(struct gf_sweep *sw, struct gf_sweep_node *n, const char *op,
+			 enum gf_errkind kind, const char *message)
+{
+	struct gf_sweep_error *e;
+
+	n->errors = gf_xrealloc(n->errors, (n->nerrors + 1) * sizeof(*n->errors));
+	e = &n->errors[n->nerrors++];
+	e->op = gf_sweep_str(sw, op);
+	e->kind = kind == GF_EK_NONE ? GF_EK_INTERNAL : kind;
+	e->message = gf_sweep_str(sw, message ? message : "");
+}
+
+struct gf_inv_comp *gf_inv_set_add(struct gf_inv_set *s)
+{
+	struct gf_inv_comp *c;
+
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 16;
+		s->v = gf_xrealloc(s->v, s->cap * sizeof(*s->v));
+	}
+	c = &s->v[s->n++];
+	memset(c, 0, sizeof(*c));
+	return c;
+}
+
+/* Stable order for equal keys: the order of addition, kept in a side array. */
+struct keyed {
+	struct gf_inv_comp c;
+	size_t at;
+};
+
+static int keyed_cmp(const void *a, const void *b)
+{
+	const struct keyed *x = a, *y = b;
+	int c = strcmp(x->c.key, y->c.key);
+
+	if (c)
+		return c;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+void gf_inv_set_finish(struct gf_sweep *sw, struct gf_inv_set *s)
+{
+	struct keyed *k;
+	bool again = true;
+
+	if (s->n < 2)
+		return;
+	k = gf_xcalloc(s->n, sizeof(*k));
+	for (size_t i = 0; i < s->n; i++) {
+		k[i].c = s->v[i];
+		k[i].at = i;
+	}
+	/*
+	 * Renaming "bmc" to "bmc#2" can collide with a key that already is
+	 * "bmc#2": repeat until no key repeats (each round only appends).
+	 */
+	while (again) {
+		again = false;
+		qsort(k, s->n, sizeof(*k), keyed_cmp);
+		const char *base = k[0].c.key;  /* the key of the current run, before renaming */
+
+		for (size_t i = 1, run = 1; i < s->n; i++) {
+			if (strcmp(k[i].c.key, base) == 0) {
+				struct gf_buf b = GF_BUF_INIT;
+
+				run++;
+				gf_buf_addf(&b, "%s#%zu", base, run);
+				k[i].c.key = gf_sweep_str(sw, gf_buf_str(&b));
+				gf_buf_release(&b);
+				again = true;
+			} else {
+				base = k[i].c.key;
+				run = 1;
+			}
+		}
+	}
+	for (size_t i = 0; i < s->n; i++)
+		s->v[i] = k[i].c;
+	free(k);
+}
+
+const struct gf_inv_comp *gf_inv_set_find(const struct gf_inv_set *s, const char *key)
+{
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(s->v[mid].key, key);
+
+		if (c == 0)
+			return &s->v[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static void body_field(struct gf_buf *b, const char *s)
+{
+	if (!s) {
+		gf_buf_addc(b, '-');
+		return;
+	}
+	gf_buf_addf(b, "%zu:", strlen(s));
+	gf_buf_adds(b, s);
+}
+
+void gf_inv_set_body(const struct gf_inv_set *s, struct gf_buf *out)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct gf_inv_comp *c = &s->v[i];
+
+		body_field(out, c->key);
+		body_field(out, c->version);
+		body_field(out, gf_source_name(c->source));
+		body_field(out, c->raw_id);
+		body_field(out, c->name);
+		body_field(out, c->kind);
+		gf_buf_addc(out, ';');
+	}
+}
+
+int gf_sweep_make_uid(struct gf_sweep *sw, struct gf_err *err)
+{
+	unsigned char r[16];
+	char hex[33];
+	size_t got = 0;
+
+	while (got < sizeof(r)) {
+		ssize_t k = getrandom(r + got, sizeof(r) - got, 0);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return gf_err_set(err, GF_E_IO, GF_EK_NONE,
+					  "random numbers for a sweep id are not available (%s)",
+					  strerror(errno));
+		}
+		got += (size_t)k;
+	}
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(hex + 2 * i, 3, "%02x", r[i]);
+	sw->uid = gf_sweep_str(sw, hex);
+	return 0;
+}
+
+/* ---- time --------------------------------------------------------------- */
+
+double gf_time_ms(double t)
+{
+	return (double)llround(t * 1000.0) / 1000.0;
+}
+
+void gf_time_format(double t, char *buf, size_t size)
+{
+	long long ms = llround(t * 1000.0);
+	long long secs = ms / 1000, frac = ms % 1000;
+	time_t tt;
+	struct tm tm;
+	char base[40];
+
+	if (frac < 0) {
+		frac += 1000;
+		secs--;
+	}
+	tt = (time_t)secs;
+	if (!gmtime_r(&tt, &tm)) {
+		snprintf(buf, size, "invalid");
+		return;
+	}
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, size, "%s.%03lldZ", base, frac);
+}
+
+/* @n digits at *p into *ret; advances *p. */
+static bool digits(const char **p, int n, int *ret)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)(*p)[i]))
+			return false;
+		v = v * 10 + ((*p)[i] - '0');
+	}
+	*p += n;
+	*ret = v;
+	return true;
+}
+
+int gf_time_parse(const char *s, double *ret, struct gf_err *err)
+{
+	const char *p = s;
+	struct tm tm = {0}, back;
+	int y, mo, d, h = 0, mi = 0, sec = 0;
+	long long ms = 0;
+	time_t t;
+
+	if (!s || !digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' ||
+	    !digits(&p, 2, &d))
+		goto bad;
+	if (*p == 'T' || *p == ' ') {
+		p++;
+		if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi))
+			goto bad;
+		if (*p == ':') {
+			p++;
+			if (!digits(&p, 2, &sec))
+				goto bad;
+			if (*p == '.') {
+				long long scale = 100;
+
+				p++;
+				if (!isdigit((unsigned char)*p))
+					goto bad;
+				/* Milliseconds are kept; further digits are read and dropped. */
+				for (; isdigit((unsigned char)*p); p++, scale /= 10)
+					ms += scale > 0 ? (*p - '0') * scale : 0;
+			}
+		}
+		if (*p == 'Z')
+			p++;
+	}
+	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+		goto bad;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	if (t == (time_t)-1 || !gmtime_r(&t, &back) || back.tm_mday != d || back.tm_mon != mo - 1)
+		goto bad;
+	*ret = (double)((long long)t * 1000 + ms) / 1000.0;
+	return 0;
+bad:
+	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+			  "time '%s' is not in the form 2026-11-29 or 2026-11-29T12:00:00Z",
+			  s ? s : "");
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static json_t *jstr(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+json_t *gf_sweep_node_to_json(const struct gf_sweep *sw, const struct gf_sweep_node *n)
+{
+	json_t *o = json_object(), *errs = json_array(), *comps = json_array();
+	char when[40];
+
+	json_object_set_new(o, "sweep", json_integer(n->sweep ? n->sweep : sw->id));
+	json_object_set_new(o, "sweep_uid", jstr(sw->uid));
+	gf_time_format(n->sweep ? n->time : sw->started, when, sizeof(when));
+	json_object_set_new(o, "time", json_string(when));
+	if (sw->finished > 0 && (!n->sweep || n->sweep == sw->id)) {
+		gf_time_format(sw->finished, when, sizeof(when));
+		json_object_set_new(o, "finished", json_string(when));
+	}
+	json_object_set_new(o, "node", json_string(n->node));
+	json_object_set_new(o, "status", json_string(gf_node_status_name(n->status)));
+	for (size_t i = 0; i < n->nerrors; i++)
+		json_array_append_new(errs, json_pack("{s:s,s:s,s:s}", "op", n->errors[i].op, "kind",
+						      gf_errkind_name(n->errors[i].kind), "message",
+						      n->errors[i].message));
+	json_object_set_new(o, "errors", errs);
+	json_object_set_new(o, "protocol", jstr(n->protocol));
+	json_object_set_new(o, "model", jstr(n->model));
+	json_object_set_new(o, "collected", json_pack("{s:b,s:b}", "firmware", n->fw_read, "host",
+						      n->host_read));
+	for (size_t i = 0; i < n->set->n; i++) {
+		const struct gf_inv_comp *c = &n->set->v[i];
+
+		json_array_append_new(comps,
+				      json_pack("{s:s,s:o,s:s,s:o,s:o,s:o}", "key", c->key, "version",
+						jstr(c->version), "source", gf_source_name(c->source),
+						"id", jstr(c->raw_id), "name", jstr(c->name), "kind",
+						jstr(c->kind)));
+	}
+	json_object_set_new(o, "components", comps);
+	if (n->sel.read) {
+		json_t *sel = json_pack("{s:i,s:{s:i,s:i,s:i}}", "total", (json_int_t)n->sel.total,
+					"new", "info", (json_int_t)n->sel.new_info, "warning",
+					(json_int_t)n->sel.new_warning, "critical",
+					(json_int_t)n->sel.new_critical);
+
+		json_object_set_new(sel, "mark", n->sel.has_mark ? json_real(n->sel.mark) : json_null());
+		json_object_set_new(o, "sel", sel);
+	} else {
+		json_object_set_new(o, "sel", json_null());
+	}
+	if (n->sensors.read)
+		json_object_set_new(o, "sensors",
+				    json_pack("{s:i,s:i,s:i,s:i}", "nominal",
+					      (json_int_t)n->sensors.nominal, "warning",
+					      (json_int_t)n->sensors.warning, "critical",
+					      (json_int_t)n->sensors.critical, "unknown",
+					      (json_int_t)n->sensors.unknown));
+	else
+		json_object_set_new(o, "sensors", json_null());
+	if (n->hardware)
+		json_object_set(o, "hardware", n->hardware);
+	if (n->host)
+		json_object_set(o, "host", n->host);
+	return o;
+}
+
+/* Parsing: a member that is absent or null gives NULL; a wrong type is an error. */
+static int get_str(json_t *o, const char *key, const char **ret, const char *where,
+		   struct gf_err *err)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v || json_is_null(v)) {
+		*ret = NULL;
+		return 0;
+	}
+	if (!json_is_string(v))
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "%s member '%s' is not a string",
+				  where, key);
+	*ret = json_string_value(v);
+	return 0;
+}
+
+static int get_count(json_t *o, const char *key, unsigned *ret, const char *where,
+		     struct gf_err *err)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v || json_is_null(v)) {
+		*ret = 0;
+		return 0;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 0x7fffffff)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "%s member '%s' is not a count", where, key);
+	*ret = (unsigned)json_integer_value(v);
+	return 0;
+}
+
+static bool key_char_ok(char c)
+{
+	return isalnum((unsigned char)c) || c == '.' || c == '_' || c == '-' || c == '#' ||
+	       c == ':' || c == '/';
+}
+
+/* Lower-case copy of a component key; GF_E_USAGE when empty or with odd bytes. */
+static int norm_key(struct gf_sweep *sw, const char *key, const char **ret, const char *node,
+		    struct gf_err *err)
+{
+	struct gf_buf b = GF_BUF_INIT;
+
+	if (!key || !*key)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "node '%s' has a component without a key", node);
+	for (const char *p = key; *p; p++) {
+		if (!key_char_ok(*p)) {
+			gf_buf_release(&b);
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "node '%s' has a component key '%s' with a character that"
+					  " is not allowed", node, key);
+		}
+		gf_buf_addc(&b, (char)tolower((unsigned char)*p));
+	}
+	*ret = gf_sweep_str(sw, gf_buf_str(&b));
+	gf_buf_release(&b);
+	return 0;
+}
+
+static int comps_from_json(struct gf_sweep *sw, struct gf_sweep_node *n, json_t *arr,
+			   struct gf_err *err)
+{
+	size_t i;
+	json_t *c;
+	int rc;
+
+	if (!arr || json_is_null(arr))
+		return 0;
+	if (!json_is_array(arr))
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "node '%s': member 'components' is not an array", n->node);
+	json_array_foreach(arr, i, c) {
+		const char *key = NULL, *version, *source, *id, *name, *kind;
+		struct gf_inv_comp *ic;
+		int src;
+
+		if (!json_is_object(c))
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "node '%s': component %zu is not an object", n->node, i);
+		if ((rc = get_str(c, "key", &key, "component", err)) < 0 ||
+		    (rc = get_str(c, "version", &version, "component", err)) < 0 ||
+		    (rc = get_str(c, "source", &source, "component", err)) < 0 ||
+		    (rc = get_str(c, "id", &id, "component", err)) < 0 ||
+		    (rc = get_str(c, "name", &name, "component", err)) < 0 ||
+		    (rc = get_str(c, "kind", &kind, "component", err)) < 0)
+			return rc;
+		src = gf_source_parse(source);
+		if (src < 0)
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "node '%s': component '%s' has an unknown source '%s'"
+					  " (ipmi, redfish, ssh)", n->node, key ? key : "",
+					  source ? source : "");
+		ic = gf_inv_set_add(n->set);
+		if ((rc = norm_key(sw, key, &ic->key, n->node, err)) < 0)
+			return rc;
+		ic->version = gf_sweep_str(sw, version);
+		ic->source = (enum gf_source)src;
+		ic->raw_id = gf_sweep_str(sw, id);
+		ic->name = gf_sweep_str(sw, name);
+		ic->kind = gf_sweep_str(sw, kind);
+	}
+	gf_inv_set_finish(sw, n->set);
+	return 0;
+}
+
+static int errors_from_json(struct gf_sweep *sw, struct gf_sweep_node *n, json_t *arr,
+			    struct gf_err *err)
+{
+	size_t i;
+	json_t *e;
+	int rc;
+
+	if (!arr || json_is_null(arr))
+		return 0;
+	if (!json_is_array(arr))
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "node '%s': member 'errors' is not an array", n->node);
+	json_array_foreach(arr, i, e) {
+		const char *op = NULL, *kind = NULL, *msg = NULL;
+		enum gf_errkind k;
+
+		if (!json_is_object(e))
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "node '%s': error %zu is not an object", n->node, i);
+		if ((rc = get_str(e, "op", &op, "error", err)) < 0 ||
+		    (rc = get_str(e, "kind", &kind, "error", err)) < 0 ||
+		    (rc = get_str(e, "message", &msg, "error", err)) < 0)
+			return rc;
+		k = kind ? gf_errkind_from_name(kind) : GF_EK_INTERNAL;
+		if (!op || k == GF_EK_NONE)
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "node '%s': error %zu needs an 'op' and a known 'kind'",
+					  n->node, i);
+		gf_sweep_node_error(sw, n, op, k, msg);
+	}
+	return 0;
+}
+
+static bool has_error(const struct gf_sweep_node *n, const char *op)
+{
+	for (size_t i = 0; i < n->nerrors; i++)
+		if (strcmp(n->errors[i].op, op) == 0)
+			return true;
+	return false;
+}
+
+static int summaries_from_json(struct gf_sweep_node *n, json_t *o, struct gf_err *err)
+{
+	json_t *sel = json_object_get(o, "sel"), *sens = json_object_get(o, "sensors");
+	int rc;
+
+	if (sel && !json_is_null(sel)) {
+		json_t *nw = json_object_get(sel, "new"), *mark = json_object_get(sel, "mark");
+
+		if (!json_is_object(sel) || (nw && !json_is_object(nw)))
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "node '%s': member 'sel' is not an object", n->node);
+		if ((rc = get_count(sel, "total", &n->sel.total, "sel", err)) < 0 ||
+		    (rc = get_count(nw, "info", &n->sel.new_info, "sel.new", err)) < 0 ||
+		    (rc = get_count(nw, "warning", &n->sel.new_warning, "sel.new", err)) < 0 ||
+		    (rc = get_count(nw, "critical", &n->sel.new_critical, "sel.new", err)) < 0)
+			return rc;
+		if (mark && !json_is_null(mark)) {
+			if (!json_is_number(mark))
+				return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+						  "node '%s': member 'sel.mark' is not a number",
+						  n->node);
+			n->sel.has_mark = true;
+			n->sel.mark = json_number_value(mark);
+		}
+		n->sel.read = true;
+	}
+	if (sens && !json_is_null(sens)) {
+		if (!json_is_object(sens))
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "node '%s': member 'sensors' is not an object", n->node);
+		if ((rc = get_count(sens, "nominal", &n->sensors.nominal, "sensors", err)) < 0 ||
+		    (rc = get_count(sens, "warning", &n->sensors.warning, "sensors", err)) < 0 ||
+		    (rc = get_count(sens, "critical", &n->sensors.critical, "sensors", err)) < 0 ||
+		    (rc = get_count(sens, "unknown", &n->sensors.unknown, "sensors", err)) < 0)
+			return rc;
+		n->sensors.read = true;
+	}
+	return 0;
+}
+
+int gf_sweep_node_from_json(struct gf_sweep *sw, json_t *o, struct gf_err *err)
+{
+	const char *name = NULL, *status = NULL, *protocol = NULL, *model = NULL;
+	json_t *hw, *host, *coll;
+	struct gf_sweep_node *n;
+	int rc, st;
+
+	if (!json_is_object(o))
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a node record is not an object");
+	if ((rc = get_str(o, "node", &name, "node record", err)) < 0 ||
+	    (rc = get_str(o, "status", &status, "node record", err)) < 0 ||
+	    (rc = get_str(o, "protocol", &protocol, "node record", err)) < 0 ||
+	    (rc = get_str(o, "model", &model, "node record", err)) < 0)
+		return rc;
+	if (!name || !*name)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a node record has no 'node'");
+	st = status ? gf_node_status_parse(status) : -1;
+	if (st < 0)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "node '%s' has an unknown status '%s' (ok, partial, failed)", name,
+				  status ? status : "");
+	hw = json_object_get(o, "hardware");
+	host = json_object_get(o, "host");
+	coll = json_object_get(o, "collected");
+	if ((hw && !json_is_object(hw) && !json_is_null(hw)) ||
+	    (host && !json_is_object(host) && !json_is_null(host)) ||
+	    (coll && !json_is_object(coll)))
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "node '%s': 'hardware', 'host' and 'collected' must be objects",
+				  name);
+
+	n = gf_sweep_add_node(sw, name);
+	n->status = (enum gf_node_status)st;
+	n->protocol = gf_sweep_str(sw, protocol);
+	n->model = gf_sweep_str(sw, model);
+	if ((rc = errors_from_json(sw, n, json_object_get(o, "errors"), err)) < 0 ||
+	    (rc = comps_from_json(sw, n, json_object_get(o, "components"), err)) < 0 ||
+	    (rc = summaries_from_json(n, o, err)) < 0)
+		goto fail;
+	if (hw && json_is_object(hw))
+		n->hardware = json_incref(hw);
+	if (host && json_is_object(host))
+		n->host = json_incref(host);
+	if (coll) {
+		n->fw_read = json_is_true(json_object_get(coll, "firmware"));
+		n->host_read = json_is_true(json_object_get(coll, "host"));
+	} else {
+		n->fw_read = n->protocol && !has_error(n, GF_OP_BMC) && !has_error(n, GF_OP_FIRMWARE);
+		n->host_read = n->host != NULL;
+	}
+	return 0;
+fail:
+	/* Take the half-built node back out; its strings stay in the pool, harmlessly. */
+	free(n->errors);
+	json_decref(n->hardware);
+	json_decref(n->host);
+	n->set->n = 0;
+	sw->n--;
+	return rc;
+}
+
+enum gf_node_status gf_sweep_node_judge(const struct gf_sweep_node *n)
+{
+	bool any = n->fw_read || n->host_read || n->hardware || n->sel.read || n->sensors.read;
+
+	if (n->nerrors == 0)
+		return GF_NODE_OK;
+	return any ? GF_NODE_PARTIAL : GF_NODE_FAILED;
+}

@@ -1,0 +1,188 @@
+/*
+ * A sweep in memory: per node, its status, the errors of the operations that
+ * failed, its hardware model, its components under canonical keys, its SEL
+ * and sensor summaries and the raw hardware and host facts. No I/O here:
+ * inventory/store.c reads and writes sweeps, inventory/drift.c compares them.
+ *
+ * Strings live in a pool owned by the sweep (equal strings are stored once),
+ * and nodes with identical component lists may share one set, so that a
+ * sweep of 10,000 nodes loaded from the store stays small. A sweep is used by
+ * one thread.
+ */
+#ifndef GF_SWEEP_H
+#define GF_SWEEP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/buf.h"
+#include "lib/err.h"
+
+enum gf_node_status {
+	GF_NODE_OK = 0,
+	GF_NODE_PARTIAL,  /* some operations failed or are unsupported */
+	GF_NODE_FAILED,   /* nothing could be read */
+};
+
+/* Where a component was read. */
+enum gf_source {
+	GF_SRC_IPMI = 0,
+	GF_SRC_REDFISH,
+	GF_SRC_SSH,
+};
+
+const char *gf_node_status_name(enum gf_node_status s);  /* "ok", "partial", "failed" */
+int gf_node_status_parse(const char *s);                  /* -1 when unknown */
+const char *gf_source_name(enum gf_source s);            /* "ipmi", "redfish", "ssh" */
+int gf_source_parse(const char *s);                       /* -1 when unknown */
+
+/* The operations a sweep runs on a node, as named in errors ("op"). */
+#define GF_OP_BMC "bmc"            /* opening the BMC session */
+#define GF_OP_FIRMWARE "firmware"
+#define GF_OP_HARDWARE "hardware"
+#define GF_OP_SEL "sel"
+#define GF_OP_SENSORS "sensors"
+#define GF_OP_SSH "ssh"            /* host facts */
+
+struct gf_inv_comp {
+	const char *key;      /* canonical: "bmc", "gpu3.firmware", "driver" ... (pooled) */
+	const char *version;  /* NULL: reported without a version */
+	enum gf_source source;
+	const char *raw_id;   /* the id it had where it was read (Redfish member id ...) */
+	const char *name;
+	const char *kind;     /* bmc, bios, gpu, nic, psu, cpld, driver, cuda, os ... */
+};
+
+/* A node's components, sorted by key, keys unique (after gf_inv_set_finish()). */
+struct gf_inv_set {
+	struct gf_inv_comp *v;
+	size_t n, cap;
+};
+
+struct gf_sweep_error {
+	const char *op;        /* GF_OP_* (pooled) */
+	enum gf_errkind kind;
+	const char *message;   /* pooled */
+};
+
+struct gf_sel_summary {
+	bool read;             /* the SEL was read; the rest is meaningless otherwise */
+	unsigned total;        /* entries in the log */
+	unsigned new_info, new_warning, new_critical;  /* since the node's previous read */
+	bool has_mark;
+	double mark;           /* the newest entry time seen: the next sweep counts after it */
+};
+
+struct gf_sensor_summary {
+	bool read;
+	unsigned nominal, warning, critical, unknown;
+};
+
+struct gf_sweep_node {
+	const char *node;            /* pooled */
+	long long sweep;             /* the sweep this row belongs to (0: not stored yet) */
+	double time;                 /* that sweep's start, epoch seconds */
+	enum gf_node_status status;
+	const char *protocol;        /* the BMC protocol that answered, NULL: none */
+	const char *model;           /* hardware model, NULL: unknown */
+	bool fw_read;                /* the BMC's firmware inventory was read */
+	bool host_read;              /* host facts were read over SSH */
+	struct gf_sweep_error *errors;
+	size_t nerrors;
+	struct gf_inv_set *set;      /* never NULL; owned by the sweep, maybe shared */
+	json_t *hardware;            /* owned, NULL: not read (or not loaded) */
+	json_t *host;                /* owned, NULL: not read (or not loaded) */
+	struct gf_sel_summary sel;
+	struct gf_sensor_summary sensors;
+};
+
+struct gf_strpool;
+
+struct gf_sweep {
+	long long id;                /* 0 until stored; rows of several sweeps: 0 */
+	const char *uid;             /* 32 hex digits, the identity across sites (pooled) */
+	double started, finished;    /* epoch seconds, whole milliseconds */
+	struct gf_sweep_node *nodes;
+	size_t n, cap;
+	struct gf_inv_set **sets;    /* every set the nodes point to */
+	size_t nsets, capsets;
+	struct gf_strpool *pool;
+};
+
+/* A new, empty sweep; free with gf_sweep_free() (accepts NULL). */
+struct gf_sweep *gf_sweep_new(void);
+void gf_sweep_free(struct gf_sweep *sw);
+
+/* The pooled copy of @s (NULL for NULL): lives as long as @sw. */
+const char *gf_sweep_str(struct gf_sweep *sw, const char *s);
+const char *gf_sweep_strn(struct gf_sweep *sw, const char *s, size_t len);
+
+/*
+ * Append a node named @name with a new, empty component set. The pointer is
+ * valid until the next gf_sweep_add_node().
+ */
+struct gf_sweep_node *gf_sweep_add_node(struct gf_sweep *sw, const char *name);
+/*
+ * Drop every node and set, keeping the header and the string pool: a reader
+ * of a long file stores nodes as it goes and keeps memory flat.
+ */
+void gf_sweep_clear_nodes(struct gf_sweep *sw);
+/* A new empty set owned by @sw. */
+struct gf_inv_set *gf_sweep_new_set(struct gf_sweep *sw);
+void gf_sweep_node_error(struct gf_sweep *sw, struct gf_sweep_node *n, const char *op,
+			 enum gf_errkind kind, const char *message);
+
+/* Append a zeroed component to @s. */
+struct gf_inv_comp *gf_inv_set_add(struct gf_inv_set *s);
+/*
+ * Sort by key and make keys unique: a repeated key gets "#2", "#3" ... in
+ * the order the components were added. Call after the last add.
+ */
+void gf_inv_set_finish(struct gf_sweep *sw, struct gf_inv_set *s);
+/* The component with @key, NULL when none (binary search: @s is finished). */
+const struct gf_inv_comp *gf_inv_set_find(const struct gf_inv_set *s, const char *key);
+
+/*
+ * The canonical byte string of a finished set (unambiguous: length-prefixed
+ * fields) and its 64-bit hash: two sets are equal when their bodies are.
+ */
+void gf_inv_set_body(const struct gf_inv_set *s, struct gf_buf *out);
+uint64_t gf_hash64(const void *p, size_t n);
+
+/* A fresh random uid (32 lower-case hex digits) for a new sweep. */
+int gf_sweep_make_uid(struct gf_sweep *sw, struct gf_err *err);
+
+/*
+ * ISO 8601 UTC with milliseconds, "2026-11-29T12:00:00.123Z", into @buf
+ * (>= 32 bytes); and the parser of that form and its shorter ones
+ * ("2026-11-29", "2026-11-29T12:00", "...:00Z", "...:00.5Z"). The parser
+ * returns GF_E_USAGE on anything else.
+ */
+void gf_time_format(double t, char *buf, size_t size);
+int gf_time_parse(const char *s, double *ret, struct gf_err *err);
+/* Round epoch seconds to whole milliseconds (what the store keeps). */
+double gf_time_ms(double t);
+
+/*
+ * One node of the export: {"sweep","sweep_uid","time","finished","node",
+ * "status","errors":[{"op","kind","message"}],"protocol","model",
+ * "collected":{"firmware","host"},"components":[{"key","version","source",
+ * "id","name","kind"}],"sel":{..}|null,"sensors":{..}|null,"hardware"?,
+ * "host"?}. New reference.
+ */
+json_t *gf_sweep_node_to_json(const struct gf_sweep *sw, const struct gf_sweep_node *n);
+
+/*
+ * The inverse, for one node object (the sweep members are ignored): appends
+ * a node to @sw. Missing "collected" is derived (firmware: a protocol and no
+ * bmc/firmware error; host: a "host" object). Keys are normalized to lower
+ * case; a bad member is GF_E_USAGE naming it, and then nothing is added.
+ */
+int gf_sweep_node_from_json(struct gf_sweep *sw, json_t *obj, struct gf_err *err);
+
+/* Status from the errors and what was read: ok, partial, failed. */
+enum gf_node_status gf_sweep_node_judge(const struct gf_sweep_node *n);
+
+#endif

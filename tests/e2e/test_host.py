@@ -1,0 +1,375 @@
+"""gpufleet host: the real binary against real OpenSSH sshd instances on
+127.33.0.x whose per-node fake tools print real captured outputs
+(tests/lab/sshlab.py). Each case checks what gpufleet printed and, where it
+matters, what the peer saw: the commands that ran (commands.log), how the
+fake tools were called (calls.log), and sshd's own log."""
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import GPUFLEET, TOP
+
+import sshlab
+
+MAN = os.path.join(TOP, "man", "gpufleet-host.1")
+# The hosts of this machine and of the lab share two CPUs with everything else:
+# generous deadlines where the deadline is not what is tested.
+SLOW = "20"
+
+
+@pytest.fixture(scope="module")
+def lab():
+    if not os.access(sshlab.SSHD, os.X_OK):
+        pytest.skip("sshd is not installed")
+    workdir = tempfile.mkdtemp(prefix="gf-ssh-")
+    lab = sshlab.SshLab(workdir)
+    try:
+        lab.start()
+        yield lab
+    finally:
+        lab.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def creds_text(lab, known_hosts=None, extra=""):
+    return (f"[default]\nssh_user = {lab.user}\nssh_key = {lab.key}\n"
+            f"ssh_known_hosts = {known_hosts or lab.known_hosts}\n{extra}")
+
+
+@pytest.fixture
+def hg(gf, lab):
+    """A gf with the lab's nodes registered (gpu01..gpu34) and SSH credentials."""
+    kh = os.path.join(gf.workdir, "known_hosts")
+    shutil.copy(lab.known_hosts, kh)
+    gf.known_hosts = kh
+    gf.write_creds(creds_text(lab, kh))
+    lines = ["name,ssh"] + [f"{lab.names[i - 1]},{lab.spec(i)}" for i in range(1, lab.count + 1)]
+    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr
+    lab.clear_logs()
+    return gf
+
+
+def documented_commands():
+    r = subprocess.run([GPUFLEET, "host", "--commands"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+def by_node(data):
+    return {o["node"]: o for o in data}
+
+
+def fingerprint(pubkey_line):
+    blob = base64.b64decode(pubkey_line.split()[1])
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+
+
+def compare(obj, want):
+    host = obj["host"]
+    for key in ("driver", "cuda_driver", "cuda_toolkit", "kernel", "os", "fabricmanager", "ofed"):
+        assert host[key] == want[key], (obj["node"], key, host[key], want[key])
+    assert host["gpus"] == want["gpus"], obj["node"]
+    assert host["health"]["state"] == want["health"], (obj["node"], host["health"])
+    assert host["health"]["xid"] == want["xid"], (obj["node"], host["health"])
+    assert host["health"].get("xid_source") == want["xid_source"], (obj["node"], host["health"])
+
+
+# ---- facts, node by node, as captured ----
+
+def test_facts_equal_the_captures(hg, lab):
+    r, data = hg.json("host", "gpu[01-32]", "--timeout", "8")
+    assert r.returncode == 0, r.stderr          # health states are results, not failures
+    assert len(data) == 32
+    for obj in data:
+        i = lab.names.index(obj["node"]) + 1
+        assert obj["ok"] is True, obj
+        assert set(obj) == {"node", "ok", "host"}
+        compare(obj, lab.expected(i))
+    by = by_node(data)
+    # what the issue shows: an H100 on 590.48.01 with CUDA 13.1
+    h = by["gpu01"]["host"]
+    assert (h["driver"], h["cuda_driver"], h["cuda_toolkit"]) == ("590.48.01", "13.1", "12.8.93")
+    assert h["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    # 610 renamed the fields (KMD Version, CUDA UMD Version)
+    assert by["gpu04"]["host"]["driver"] == "610.57.04"
+    assert by["gpu04"]["host"]["cuda_driver"] == "13.3"
+    # eight GPUs, each with its own serial and UUID; open/proprietary from /proc
+    h = by["gpu06"]["host"]
+    assert len(h["gpus"]) == 8 and len({g["serial"] for g in h["gpus"]}) == 8
+    assert h["driver_module"] == "proprietary"
+    assert h["health"]["xid"] == {"119": 5}
+    # MIG
+    assert by["gpu02"]["host"]["gpus"][0]["mig_mode"] == "enabled"
+    assert by["gpu05"]["host"]["gpus"][0]["mig_mode"] == "enabled"
+    # a toolkit newer than the driver supports is flagged (12.5 on a 12.2 driver)
+    assert by["gpu06"]["host"]["notes"] == ["cuda toolkit 12.5.82 is newer than the driver supports (12.2)"]
+    assert by["gpu01"]["host"]["notes"] == []
+
+
+def test_health_states(hg, lab):
+    r, data = hg.json("host", "gpu[09-12]", "--timeout", "4")
+    assert r.returncode == 0, r.stderr
+    h = {o["node"]: o["host"]["health"] for o in data}
+    assert h["gpu09"]["state"] == "no-nvidia-smi"
+    assert "nvidia-smi" in h["gpu09"]["detail"]
+    assert h["gpu10"]["state"] == "no-driver"
+    assert "couldn't communicate with the NVIDIA driver" in h["gpu10"]["detail"]
+    assert h["gpu11"]["state"] == "gpu-lost"
+    assert h["gpu11"]["detail"].startswith("Unable to determine the device handle")
+    assert h["gpu11"]["xid"] == {"79": 1}
+    assert h["gpu12"]["state"] == "timeout"
+    # the rest of a node whose nvidia-smi is broken is still collected
+    assert by_node(data)["gpu09"]["host"]["cuda_toolkit"] == "13.3.1"
+
+
+def test_kernel_log_fallback_and_permission(hg, lab):
+    r, data = hg.json("host", "gpu[14-15]", "--timeout", SLOW)
+    assert r.returncode == 0, r.stderr
+    by = by_node(data)
+    assert by["gpu14"]["host"]["health"]["xid_source"] == "dmesg"    # no journalctl
+    assert by["gpu14"]["host"]["health"]["xid"] == {"79": 1}
+    assert by["gpu15"]["host"]["health"]["xid"] is None              # no permission: a result
+    assert by["gpu15"]["host"]["health"]["xid_note"] == "no permission to read the kernel log"
+    assert by["gpu15"]["ok"] is True
+    assert "env LC_ALL=C dmesg" in lab.commands(14) and "env LC_ALL=C dmesg" in lab.commands(15)
+
+
+# ---- what ran on the hosts ----
+
+def test_only_the_documented_read_only_commands_ran(hg, lab):
+    documented = documented_commands()
+    primary, fallbacks = documented[:10], documented[10:]
+    r, _ = hg.json("host", "gpu[01-16]", "--timeout", "6")
+    assert r.returncode == 0, r.stderr
+    for i in range(1, 17):
+        ran = lab.commands(i)
+        assert set(ran) <= set(documented) | {q for q in ran if q.startswith(
+            "env LC_ALL=C nvidia-smi --query-gpu=")}, (i, ran)
+        # every first-round command once; fallbacks only where needed
+        for c in primary[1:]:
+            assert ran.count(c) == 1, (i, c, ran)
+        assert ran.count(primary[0]) == 1, (i, ran)
+    # an nvidia-smi that refuses a field is asked again without it, once
+    q = [c for c in lab.commands(13) if "--query-gpu=" in c]
+    assert q == [primary[0], primary[0].replace(",remapped_rows.pending", "")], q
+    assert lab.calls(13).count("nvidia-smi " + q[1][len("env LC_ALL=C nvidia-smi "):]) == 1
+    # version.json is asked for, never the real file of this machine
+    assert "cat /usr/local/cuda/version.json" in lab.calls(1)
+    # no fallback where the first round answered
+    assert not set(fallbacks) & set(lab.commands(1))
+    # the fake tools saw exactly these invocations on a healthy node
+    calls = sorted(lab.calls(1))
+    assert calls == sorted([
+        "nvidia-smi " + primary[0][len("env LC_ALL=C nvidia-smi "):],
+        "nvidia-smi ", "cat /proc/driver/nvidia/version", "nvcc --version",
+        "cat /usr/local/cuda/version.json", "uname -r", "cat /etc/os-release",
+        "ofed_info -s", "journalctl -k --no-pager --since=-24h",
+    ]), calls
+
+
+def test_man_page_lists_every_command():
+    with open(MAN, encoding="utf-8") as f:
+        text = f.read().replace("\\-", "-").replace("\\&", "")
+    for c in documented_commands():
+        assert c in text, f"'{c}' is not in gpufleet-host(1)"
+
+
+# ---- deadlines ----
+
+def test_hung_command_times_out_within_deadline_without_delaying_others(hg, lab):
+    t0 = time.monotonic()
+    p = subprocess.Popen([GPUFLEET, "--format", "ndjson", "host", "gpu[01-12]", "--timeout", "3"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hg.env())
+    arrived = {}
+    for line in p.stdout:
+        obj = json.loads(line)
+        arrived[obj["node"]] = (time.monotonic() - t0, obj)
+    p.wait(timeout=30)
+    total = time.monotonic() - t0
+    assert p.returncode == 0, p.stderr.read()
+    assert len(arrived) == 12
+    t_hang, obj = arrived["gpu12"]
+    assert obj["ok"] is True and obj["host"]["health"]["state"] == "timeout"
+    assert obj["host"]["kernel"] == "6.1.0-lab"     # the other commands of that node answered
+    assert 2.0 <= t_hang <= 4.5, t_hang               # at the deadline, not after it
+    assert total <= 5.0, total
+    others = [t for n, (t, _) in arrived.items() if n != "gpu12"]
+    assert max(others) < t_hang, arrived              # nobody waited for the hung node
+
+
+def test_unreachable_port_is_connect_error(hg):
+    t0 = time.monotonic()
+    r, data = hg.json("host", "-H", "127.33.0.250:2222", "--timeout", "3", "--retries", "0")
+    assert r.returncode == 1
+    assert data[0]["error"]["kind"] == "connect", data
+    assert time.monotonic() - t0 < 3
+
+
+# ---- host keys ----
+
+def test_known_hosts_hashed_and_ed25519_only(hg, lab):
+    # known_hosts holds only ed25519 keys, half of them hashed, while every sshd
+    # also has an ECDSA key, which libssh2 1.10 would offer first
+    with open(lab.known_hosts) as f:
+        lines = f.read().splitlines()
+    assert all(line.split()[1] == "ssh-ed25519" for line in lines)
+    assert any(line.startswith("|1|") for line in lines)
+    assert os.path.exists(os.path.join(lab.dir, "sshd0", "ssh_host_ecdsa_key"))
+    r, data = hg.json("host", "gpu[01-04]", "--timeout", SLOW)
+    assert r.returncode == 0, r.stderr
+    assert all(o["ok"] for o in data)
+
+
+def test_unknown_key_refused_then_accepted_then_changed_refused(hg, lab):
+    with open(hg.known_hosts) as f:
+        before = f.read()
+    fp = fingerprint(lab.hostkeys[lab.instance(33)])
+    r, data = hg.json("host", "gpu33", "--timeout", SLOW)
+    assert r.returncode == 1
+    err = data[0]["error"]
+    assert err["kind"] == "hostkey" and "unknown" in err["message"], err
+    assert fp in err["message"], (fp, err)
+    assert lab.commands(33) == []                     # nothing ran on it
+    with open(hg.known_hosts) as f:
+        assert f.read() == before                      # nothing recorded without the option
+
+    r, data = hg.json("host", "gpu33", "--ssh-accept-new", "--timeout", SLOW)
+    assert r.returncode == 0, data
+    with open(hg.known_hosts) as f:
+        added = f.read()[len(before):].splitlines()
+    assert len(added) == 1 and added[0].startswith(f"[{lab.addr(33)}]:2222 ssh-ed25519 "), added
+    assert " ".join(added[0].split()[1:3]) == lab.hostkeys[lab.instance(33)]
+    assert len(lab.commands(33)) >= 10
+    r, data = hg.json("host", "gpu33", "--timeout", SLOW)   # now known
+    assert r.returncode == 0 and data[0]["ok"], data
+
+    # the host's key changes: refused even with --ssh-accept-new, and not recorded
+    lab.rekey(lab.instance(33))
+    lab.clear_logs()
+    with open(hg.known_hosts) as f:
+        recorded = f.read()
+    r, data = hg.json("host", "gpu33", "--ssh-accept-new", "--timeout", SLOW)
+    assert r.returncode == 1
+    err = data[0]["error"]
+    assert err["kind"] == "hostkey" and "changed" in err["message"], err
+    assert fingerprint(lab.hostkeys[lab.instance(33)]) in err["message"]
+    assert lab.commands(33) == []
+    with open(hg.known_hosts) as f:
+        assert f.read() == recorded
+
+
+def test_changed_key_refused(hg, lab):
+    for extra in ([], ["--ssh-accept-new"]):
+        r, data = hg.json("host", "gpu34", "--timeout", SLOW, *extra)
+        assert r.returncode == 1
+        err = data[0]["error"]
+        assert err["kind"] == "hostkey" and "changed" in err["message"], err
+        assert fingerprint(lab.hostkeys[lab.instance(34)]) in err["message"]
+    assert lab.commands(34) == []
+
+
+# ---- authentication ----
+
+def test_wrong_key_is_auth_error(hg, lab):
+    hg.write_creds(creds_text(lab, hg.known_hosts) +
+                   f"\n[wrong]\nssh_user = {lab.user}\nssh_key = {lab.wrong_key}\n"
+                   f"ssh_known_hosts = {hg.known_hosts}\n")
+    r = hg.run("nodes", "add", "badkey", "--ssh", lab.spec(3), "--profile", "wrong")
+    assert r.returncode == 0, r.stderr
+    r, data = hg.json("host", "badkey,gpu01", "--timeout", SLOW)
+    assert r.returncode == 1
+    by = by_node(data)
+    assert by["badkey"]["ok"] is False and by["badkey"]["error"]["kind"] == "auth", by["badkey"]
+    assert by["gpu01"]["ok"] is True
+    assert lab.commands(3) == []                      # refused before anything ran
+    with open(lab.wrong_key + ".pub") as f:
+        wrong_fp = fingerprint(f.read())
+    log = lab.sshd_log(lab.instance(3))
+    assert f"Failed publickey for {lab.user} from 127.0.0.1" in log and wrong_fp in log
+
+
+def test_key_with_passphrase_from_environment(hg, lab):
+    hg.write_creds(creds_text(lab, hg.known_hosts).replace(lab.key, lab.pass_key) +
+                   "ssh_key_passphrase_env = LAB_KEY_PASSPHRASE\n")
+    r, data = hg.json("host", "gpu01", "--timeout", SLOW, env={"LAB_KEY_PASSPHRASE": lab.passphrase})
+    assert r.returncode == 0 and data[0]["ok"], data
+    r, data = hg.json("host", "gpu01", "--timeout", SLOW)
+    assert r.returncode == 1
+    assert data[0]["error"]["kind"] == "auth" and "passphrase" in data[0]["error"]["message"], data
+
+
+def test_key_file_open_to_others_is_refused(hg, lab):
+    loose = os.path.join(hg.workdir, "loose_key")
+    shutil.copy(lab.key, loose)
+    os.chmod(loose, 0o644)
+    hg.write_creds(creds_text(lab, hg.known_hosts).replace(lab.key, loose))
+    r, data = hg.json("host", "gpu01", "--timeout", SLOW)
+    assert r.returncode == 1
+    err = data[0]["error"]
+    assert err["kind"] == "auth" and "0644" in err["message"], err
+    assert lab.commands(1) == []
+
+
+def test_node_without_ssh_address_is_unsupported(hg):
+    r = hg.run("nodes", "add", "bmconly", "--bmc", "127.33.0.251")
+    assert r.returncode == 0, r.stderr
+    r, data = hg.json("host", "bmconly")
+    assert r.returncode == 1
+    assert data[0]["error"]["kind"] == "unsupported"
+
+
+# ---- output ----
+
+def test_table(hg, lab):
+    r = hg.run("host", "gpu[01,06,09]", "--timeout", SLOW)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert re.split(r"\s{2,}", lines[0]) == ["NODE", "DRIVER", "CUDA", "TOOLKIT", "GPUS", "HEALTH"]
+    assert re.split(r"\s{2,}", lines[2]) == ["gpu06", "535.161.08", "12.2", "12.5.82",
+                                             "8x NVIDIA H100 80GB HBM3", "ok, xid 119 x5"]
+    assert re.split(r"\s{2,}", lines[3])[-2:] == ["none", "no-nvidia-smi"]
+
+
+# ---- --local ----
+
+def test_local_with_fake_path(gf, lab):
+    lab.clear_logs()
+    for i in (1, 6, 2):
+        r, data = gf.json("host", "--local", "--timeout", SLOW, env=lab.local_env(i))
+        assert r.returncode == 0, r.stderr
+        assert len(data) == 1 and data[0]["ok"], data
+        compare(data[0], lab.expected(i))
+    # this machine's own /usr/local/cuda is not what was reported for node 2
+    assert data[0]["host"]["cuda_toolkit"] is None
+    assert "cat /usr/local/cuda/version.json" in lab.calls(2)
+    assert lab.commands(1) == []                      # not a byte over SSH
+
+
+def test_local_states_and_hung_command_killed(gf, lab):
+    r, data = gf.json("host", "--local", env=lab.local_env(9))
+    assert data[0]["host"]["health"]["state"] == "no-nvidia-smi"
+    sshlab.kill_hung(lab.dir)                         # those of earlier runs over SSH
+    t0 = time.monotonic()
+    r, data = gf.json("host", "--local", "--timeout", "2", env=lab.local_env(12))
+    assert time.monotonic() - t0 < 3.5
+    assert r.returncode == 0 and data[0]["host"]["health"]["state"] == "timeout", data
+    with open(os.path.join(lab.node_dir(12), "hang.pids")) as f:
+        pids = [int(x) for x in f.read().split()]
+    assert pids
+    for pid in pids:                                  # the hung process was killed, not left
+        assert not os.path.exists(f"/proc/{pid}") or \
+            open(f"/proc/{pid}/stat").read().split(")")[1].split()[0] == "Z"
+
+
+def test_local_takes_no_targets(gf):
+    r = gf.run("host", "--local", "gpu01")
+    assert r.returncode == 2 and "no targets" in r.stderr
