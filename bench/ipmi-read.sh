@@ -3,7 +3,8 @@
 # ipmi-sensors and ipmi-sel, on the same N ipmi_sim BMCs with sensors, SDRs
 # and event logs (127.35.0.0/16, tests/lab/ipmisensors.py), side by side in
 # one run, with the same fanout. SDR caches are warm on both sides (one read
-# before timing). Prints medians and ratios (gpufleet / reference).
+# before timing). Runs go in rounds (every command once per round), timed by
+# hyperfine. Prints medians and ratios (gpufleet / reference).
 # Needs root (UDP port 623), hyperfine, and a built tree (ninja -C build).
 set -euo pipefail
 
@@ -75,24 +76,41 @@ echo "sanity: gpufleet sel (ok nodes, entries) = $gf_sel, ipmi-sel entries = $re
 	[ "${gf_sel% *}" -eq "$n" ] && [ "${gf_sel#* }" -eq "$ref_sel" ] ||
 	{ echo "sanity check failed" >&2; exit 1; }
 
-hyperfine -w 1 -r "$runs" --export-json "$work/h.json" --style basic \
-	--command-name "gpufleet sensors" \
-	"$gf sensors @bench --fanout $fan --no-progress -q" \
-	--command-name "ipmi-sensors" \
-	"ipmi-sensors -h '$hosts' $fipmi" \
-	--command-name "ipmi-sensors --output-sensor-thresholds --output-sensor-state" \
-	"ipmi-sensors -h '$hosts' $fipmi --output-sensor-thresholds --output-sensor-state --sensor-state-config-file $work/state.conf" \
-	--command-name "gpufleet sel list" \
-	"$gf sel list @bench --fanout $fan --no-progress -q" \
-	--command-name "ipmi-sel" \
-	"ipmi-sel -h '$hosts' $fipmi" \
-	--command-name "ipmi-sel --output-event-state" \
-	"ipmi-sel -h '$hosts' $fipmi --output-event-state" >&2
+names=(
+	"gpufleet sensors"
+	"ipmi-sensors"
+	"ipmi-sensors --output-sensor-thresholds --output-sensor-state"
+	"gpufleet sel list"
+	"ipmi-sel"
+	"ipmi-sel --output-event-state"
+)
+cmds=(
+	"$gf sensors @bench --fanout $fan --no-progress -q"
+	"ipmi-sensors -h '$hosts' $fipmi"
+	"ipmi-sensors -h '$hosts' $fipmi --output-sensor-thresholds --output-sensor-state --sensor-state-config-file $work/state.conf"
+	"$gf sel list @bench --fanout $fan --no-progress -q"
+	"ipmi-sel -h '$hosts' $fipmi"
+	"ipmi-sel -h '$hosts' $fipmi --output-event-state"
+)
+# Rounds of one run per command, so that a change in the machine's load
+# (sims are CPU-bound) hits every command alike; hyperfine times each run.
+for ((r = 1; r <= runs; r++)); do
+	for i in "${!cmds[@]}"; do
+		hyperfine -r 1 -N --export-json "$work/h.$r.$i.json" --style none \
+			--command-name "${names[$i]}" "${cmds[$i]}" >/dev/null 2>&1 ||
+			hyperfine -r 1 --export-json "$work/h.$r.$i.json" --style none \
+				--command-name "${names[$i]}" "${cmds[$i]}" >/dev/null
+	done
+	echo "round $r of $runs done" >&2
+done
 
-/usr/bin/python3 - "$n" "$fan" "$work/h.json" <<'PY'
+/usr/bin/python3 - "$n" "$fan" "$work"/h.*.json <<'PY'
 import json, statistics, sys
-res = json.load(open(sys.argv[3]))["results"]
-med = {r["command"]: (statistics.median(r["times"]), len(r["times"])) for r in res}
+times = {}
+for path in sys.argv[3:]:
+    for r in json.load(open(path))["results"]:
+        times.setdefault(r["command"], []).extend(r["times"])
+med = {c: (statistics.median(t), len(t)) for c, t in times.items()}
 print(f"N={sys.argv[1]} BMCs, fanout {sys.argv[2]}, warm SDR caches: median wall time;"
       " ratio = gpufleet / reference (<= 1.0: gpufleet no slower)")
 for name, (t, k) in med.items():

@@ -45,7 +45,7 @@ printf '[default]\nssh_user = %s\nssh_key = %s\nssh_known_hosts = %s\n' "$user" 
 "$gf" nodes import "$work/nodes.csv" >/dev/null
 
 # The same first-round commands gpufleet runs, in one remote shell, each with its exit status.
-script=$("$gf" host --commands | head -n 10 | sed 's/$/; echo "@@ $?"/' | paste -sd' ')
+script=$("$gf" host --commands | head -n 10 | sed 's/$/; echo "@@ $?";/' | paste -sd' ')
 printf '%s\n' "$script" > "$work/script"
 cat > "$work/ssh-one" <<EOF
 #!/bin/sh
@@ -56,15 +56,15 @@ chmod +x "$work/ssh-one"
 
 # Sanity: both see every host, and every command answered.
 ok=$("$gf" host @bench --format ndjson --no-progress --timeout 60 | grep -c '"state":"ok"' || true)
-ref=$(xargs -P "$fan" -n 1 "$work/ssh-one" < "$work/addrs" | grep -c '^@@ 0$' || true)
-echo "sanity: gpufleet $ok/$n hosts ok; ssh: $ref of $((n * 10)) commands exited 0"
-[ "$ok" -eq "$n" ] || { echo "sanity check failed" >&2; exit 1; }
+ref=$(xargs -P "$fan" -n 1 "$work/ssh-one" < "$work/addrs" 2>/dev/null | grep -c '^@@ ' || true)
+echo "sanity: gpufleet $ok/$n hosts ok; ssh: $ref of $((n * 10)) commands ran"
+[ "$ok" -eq "$n" ] && [ "$ref" -eq $((n * 10)) ] || { echo "sanity check failed" >&2; exit 1; }
 
 hyperfine --style basic --runs "$runs" --warmup 1 --export-json "$work/h.json" \
 	--command-name "gpufleet host (fanout $fan)" \
 	"$gf host @bench --fanout $fan --timeout 60 --no-progress -q -C" \
 	--command-name "xargs -P $fan ssh" \
-	"xargs -P $fan -n 1 $work/ssh-one < $work/addrs > /dev/null"
+	"xargs -P $fan -n 1 $work/ssh-one < $work/addrs > /dev/null 2>&1"
 
 /usr/bin/python3 - "$work/h.json" "$n" <<'PY'
 import json, statistics, sys

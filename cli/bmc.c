@@ -39,8 +39,14 @@ const struct gf_backend *cli_backend_for(const struct gf_node *n, struct gf_err 
 	}
 }
 
+/* The first Ctrl-C asks the workers to stop; a second one ends the process at once. */
 static void on_sigint(int sig)
 {
+	if (interrupted) {
+		signal(SIGINT, SIG_DFL);
+		raise(SIGINT);
+		return;
+	}
 	interrupted = 1;
 }
 

@@ -85,7 +85,6 @@ int cmd_diff(struct gf_cli *cli, int argc, char **argv)
 	struct gf_diff *d = NULL;
 	struct gf_keyfilter f;
 	struct gf_err err = {0};
-	json_t **objs = NULL;
 	size_t nall = 0;
 	struct gf_db *db;
 	bool table;
@@ -145,14 +144,15 @@ int cmd_diff(struct gf_cli *cli, int argc, char **argv)
 		rc = cli_fail(&err);
 		goto out;
 	}
-	objs = gf_xcalloc(d->n ? d->n : 1, sizeof(*objs));
-	for (size_t i = 0; i < d->n; i++)
-		objs[i] = node_json(&d->nodes[i], sa, sb, table);
 	{
 		struct gf_render_spec spec = {diff_cols, sizeof(diff_cols) / sizeof(diff_cols[0]),
 					      "components", false, false};
+		struct inv_out out;
 
-		inv_print(cli, objs, d->n, &spec);
+		inv_out_begin(&out, cli, &spec);
+		for (size_t i = 0; i < d->n; i++)
+			inv_out_add(&out, node_json(&d->nodes[i], sa, sb, table));
+		inv_out_end(&out);
 	}
 	if (cli->format == GF_FMT_TABLE && !cli->quiet)
 		printf("sweep %lld -> %lld: %zu node%s added, %zu removed, %zu changed"
@@ -161,9 +161,6 @@ int cmd_diff(struct gf_cli *cli, int argc, char **argv)
 		       d->comps, d->comps == 1 ? "" : "s");
 	rc = GF_EXIT_OK;
 out:
-	for (size_t i = 0; objs && i < d->n; i++)
-		json_decref(objs[i]);
-	free(objs);
 	gf_diff_free(d);
 	gf_sweep_free(wa);
 	gf_sweep_free(wb);

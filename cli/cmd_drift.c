@@ -236,6 +236,25 @@ static json_t *never_swept(const char *name)
 			 "kind", "unsupported", "message", msg);
 }
 
+/* Rows are in natural name order (gf_store_load()): a binary search finds one. */
+static const struct gf_sweep_node *find_node(const struct gf_sweep *sw, const char *name)
+{
+	size_t lo = 0, hi = sw->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = gf_node_name_cmp(sw->nodes[mid].node, name);
+
+		if (c == 0)
+			return &sw->nodes[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 static const struct gf_col drift_cols[] = {
 	{"component", "COMPONENT"}, {"expected_t", "EXPECTED"}, {"actual_t", "ACTUAL"},
 	{"source", "SOURCE"},
@@ -264,8 +283,8 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 	struct gf_err err = {0};
 	const char **classes = NULL;
 	char **owned_classes = NULL;
-	json_t **objs = NULL, *since_desc = NULL;
-	size_t nall = 0, nobjs = 0, missing = 0;
+	json_t *since_desc = NULL;
+	size_t nall = 0, missing = 0;
 	struct gf_db *db;
 	bool every = false, table;
 	char **args;
@@ -379,27 +398,24 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 	}
 
 	/* Output: every node compared (JSON), or only what differs (table). */
-	objs = gf_xcalloc(cur->n + targets.n + 1, sizeof(*objs));
-	for (size_t i = 0; i < d->n; i++) {
-		if (table && d->nodes[i].compared && d->nodes[i].n == 0)
-			continue;
-		objs[nobjs++] = node_json(d, i, a.mode, table, since_desc);
-	}
-	for (size_t t = 0; t < targets.n; t++) {
-		bool found = false;
-
-		for (size_t i = 0; i < cur->n && !found; i++)
-			found = strcmp(cur->nodes[i].node, targets.names[t]) == 0;
-		if (!found) {
-			objs[nobjs++] = never_swept(targets.names[t]);
-			missing++;
-		}
-	}
 	{
 		struct gf_render_spec spec = {drift_cols, sizeof(drift_cols) / sizeof(drift_cols[0]),
 					      "drift", false, false};
+		struct inv_out out;
 
-		inv_print(cli, objs, nobjs, &spec);
+		inv_out_begin(&out, cli, &spec);
+		for (size_t i = 0; i < d->n; i++) {
+			if (table && d->nodes[i].compared && d->nodes[i].n == 0)
+				continue;
+			inv_out_add(&out, node_json(d, i, a.mode, table, since_desc));
+		}
+		for (size_t t = 0; t < targets.n; t++) {
+			if (!find_node(cur, targets.names[t])) {
+				inv_out_add(&out, never_swept(targets.names[t]));
+				missing++;
+			}
+		}
+		inv_out_end(&out);
 	}
 	if (cli->format == GF_FMT_TABLE && !cli->quiet) {
 		size_t compared = d->n - d->not_compared;
@@ -423,9 +439,6 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 	else
 		rc = d->not_compared + missing ? GF_EXIT_FAILED : GF_EXIT_OK;
 out:
-	for (size_t i = 0; i < nobjs; i++)
-		json_decref(objs[i]);
-	free(objs);
 	json_decref(since_desc);
 	gf_drift_free(d);
 	if (owned_classes)

@@ -28,6 +28,7 @@ struct inv_args {
 	struct inv_globs component;
 	long keep;
 	double older_than;
+	bool older;       /* --older-than was given (0s is a valid duration) */
 };
 
 static int on_opt(void *ud, size_t idx, const char *arg)
@@ -48,6 +49,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	case I_OLDER_THAN:
 		if (gf_parse_duration(arg, &a->older_than, &err) < 0)
 			return cli_fail(&err);
+		a->older = true;
 		return 0;
 	default: return 0;
 	}
@@ -388,6 +390,7 @@ struct import_state {
 	size_t sweeps_new, sweeps_seen, rows_new, rows_present;
 	char **uids_seen;           /* each uid counted once */
 	size_t nuids;
+	double store_s;             /* time spent in the store (for -v) */
 };
 
 static bool uid_seen(struct import_state *st, const char *uid)
@@ -426,6 +429,7 @@ static int import_record(struct import_state *st, json_t *o, struct gf_err *err)
 	char *uid;
 	int rc = 0;
 	bool added = false;
+	double t0;
 
 	if (!json_is_object(o))
 		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a record is not a JSON object");
@@ -451,7 +455,9 @@ static int import_record(struct import_state *st, json_t *o, struct gf_err *err)
 		}
 		if (json_is_integer(id) && json_integer_value(id) > 0)
 			st->sw->id = json_integer_value(id);
+		t0 = gf_monotime();
 		rc = gf_store_put_sweep(st->tx, st->sw, true, &existed, err);
+		st->store_s += gf_monotime() - t0;
 		if (rc < 0)
 			goto out;
 		if (!uid_seen(st, uid)) {
@@ -463,7 +469,9 @@ static int import_record(struct import_state *st, json_t *o, struct gf_err *err)
 	rc = gf_sweep_node_from_json(st->sw, o, err);
 	if (rc < 0)
 		goto out;
+	t0 = gf_monotime();
 	rc = gf_store_put_node(st->tx, st->sw, &st->sw->nodes[st->sw->n - 1], true, &added, err);
+	st->store_s += gf_monotime() - t0;
 	if (rc < 0)
 		goto out;
 	if (added)
@@ -480,6 +488,7 @@ static int sub_import(struct inv_ctx *c)
 {
 	struct import_state st = {0};
 	struct gf_err err = {0};
+	double t_start = gf_monotime(), t_commit;
 	const char *path;
 	FILE *f;
 	char *line = NULL;
@@ -561,8 +570,14 @@ static int sub_import(struct inv_ctx *c)
 			goto fail;
 		}
 	}
+	t_commit = gf_monotime();
 	rc = gf_store_commit(st.tx, &err);
 	st.tx = NULL;
+	t_commit = gf_monotime() - t_commit;
+	if (c->cli->verbose)
+		fprintf(stderr, "gpufleet: import: %.3f s in all, %.3f s storing (%.3f s of it"
+			" committing), the rest reading and checking the file\n",
+			gf_monotime() - t_start, st.store_s + t_commit, t_commit);
 	if (rc < 0) {
 		rc = cli_fail(&err);
 		goto out;
@@ -609,7 +624,7 @@ static int sub_prune(struct inv_ctx *c)
 	struct gf_err err = {0};
 	size_t pruned = 0, left = 0;
 
-	if (c->a->keep < 0 && c->a->older_than <= 0) {
+	if (c->a->keep < 0 && !c->a->older) {
 		cli_error("inventory prune needs --keep N or --older-than DURATION");
 		return GF_EXIT_USAGE;
 	}
@@ -618,7 +633,7 @@ static int sub_prune(struct inv_ctx *c)
 		return GF_EXIT_USAGE;
 	}
 	if (gf_store_prune(c->db, c->a->keep,
-			   c->a->older_than > 0 ? gf_walltime() - c->a->older_than : 0, &pruned,
+			   c->a->older ? gf_walltime() - c->a->older_than : 0, &pruned,
 			   &left, &err) < 0)
 		return cli_fail(&err);
 	if (inv_is_table(c->cli)) {

@@ -59,6 +59,20 @@ static double parse_duration(const char *s)
 	return -1;
 }
 
+/* @n decimal digits at @s into *@ret; false when they are not all digits. */
+static bool digits(const char *s, int n, int *ret)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (s[i] - '0');
+	}
+	*ret = v;
+	return true;
+}
+
 /*
  * ISO 8601 dates as people write them: 2026-11-29, 2026-11-29T12:00,
  * 2026-11-29 12:00:05, with Z or +HH:MM / -HH:MM; no zone means UTC (the
@@ -66,36 +80,33 @@ static double parse_duration(const char *s)
  */
 static int parse_date(const char *s, double *ret)
 {
-	int y, mo, d, h = 0, mi = 0, sec = 0, n = 0, tzh = 0, tzm = 0;
+	int y, mo, d, h = 0, mi = 0, sec = 0, tzh = 0, tzm = 0;
 	struct tm tm = {0};
-	const char *p;
+	const char *p = s;
 	long off = 0;
 	time_t t;
 
-	if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10)
+	if (!digits(p, 4, &y) || p[4] != '-' || !digits(p + 5, 2, &mo) || p[7] != '-' ||
+	    !digits(p + 8, 2, &d))
 		return -1;
-	p = s + n;
+	p += 10;
 	if (*p == 'T' || *p == 't' || *p == ' ') {
-		int n2 = 0;
-
-		if (sscanf(p + 1, "%2d:%2d%n", &h, &mi, &n2) != 2 || n2 != 5)
+		if (!digits(p + 1, 2, &h) || p[3] != ':' || !digits(p + 4, 2, &mi))
 			return -1;
-		p += 1 + n2;
+		p += 6;
 		if (*p == ':') {
-			if (sscanf(p + 1, "%2d%n", &sec, &n2) != 1 || n2 != 2)
+			if (!digits(p + 1, 2, &sec))
 				return -1;
-			p += 1 + n2;
+			p += 3;
 		}
 	}
 	if (*p == 'Z' || *p == 'z') {
 		p++;
 	} else if (*p == '+' || *p == '-') {
-		int n2 = 0;
-
-		if (sscanf(p + 1, "%2d:%2d%n", &tzh, &tzm, &n2) != 2 || n2 != 5)
+		if (!digits(p + 1, 2, &tzh) || p[3] != ':' || !digits(p + 4, 2, &tzm))
 			return -1;
 		off = (tzh * 3600L + tzm * 60L) * (*p == '-' ? -1 : 1);
-		p += 1 + n2;
+		p += 6;
 	}
 	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 ||
 	    tzh > 23 || tzm > 59 || y < 1970)

@@ -203,3 +203,52 @@ void inv_table(const struct gf_col *cols, size_t ncols, json_t *const *rows, siz
 	free(w);
 	fflush(stdout);
 }
+
+void inv_out_begin(struct inv_out *o, const struct gf_cli *cli, const struct gf_render_spec *spec)
+{
+	memset(o, 0, sizeof(*o));
+	o->cli = cli;
+	o->spec = spec;
+	if (cli->format == GF_FMT_JSON)
+		fputs("[", stdout);
+}
+
+void inv_out_add(struct inv_out *o, json_t *obj)
+{
+	char *line;
+
+	switch (o->cli->format) {
+	case GF_FMT_JSON:
+	case GF_FMT_NDJSON:
+		line = json_dumps(obj, JSON_COMPACT);
+		if (o->cli->format == GF_FMT_JSON)
+			printf("%s\n%s", o->any ? "," : "", line ? line : "null");
+		else
+			printf("%s\n", line ? line : "null");
+		o->any = true;
+		free(line);
+		json_decref(obj);
+		return;
+	default:
+		if (o->n == o->cap) {
+			o->cap = o->cap ? o->cap * 2 : 64;
+			o->objs = gf_xrealloc(o->objs, o->cap * sizeof(*o->objs));
+		}
+		o->objs[o->n++] = obj;
+		return;
+	}
+}
+
+void inv_out_end(struct inv_out *o)
+{
+	if (o->cli->format == GF_FMT_JSON)
+		fputs(o->any ? "\n]\n" : "]\n", stdout);
+	else if (o->cli->format != GF_FMT_NDJSON)
+		inv_print(o->cli, o->objs, o->n, o->spec);
+	fflush(stdout);
+	for (size_t i = 0; i < o->n; i++)
+		json_decref(o->objs[i]);
+	free(o->objs);
+	o->objs = NULL;
+	o->n = o->cap = 0;
+}

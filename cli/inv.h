@@ -41,6 +41,24 @@ void inv_print(const struct gf_cli *cli, json_t *const *objs, size_t n,
  */
 void inv_table(const struct gf_col *cols, size_t ncols, json_t *const *rows, size_t n);
 
+/*
+ * Output one object at a time: json and ndjson are written as they come (a
+ * fleet's worth of objects is never held at once); table and csv are
+ * collected and printed by inv_out_end() with @spec.
+ */
+struct inv_out {
+	const struct gf_cli *cli;
+	const struct gf_render_spec *spec;
+	json_t **objs;   /* table, csv */
+	size_t n, cap;
+	bool any;        /* json: an object was written */
+};
+
+void inv_out_begin(struct inv_out *o, const struct gf_cli *cli, const struct gf_render_spec *spec);
+/* Takes the reference. */
+void inv_out_add(struct inv_out *o, json_t *obj);
+void inv_out_end(struct inv_out *o);
+
 /* "2026-11-29T12:00:00.000Z" as a new JSON string. */
 json_t *inv_time_json(double t);
 

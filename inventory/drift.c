@@ -345,77 +345,166 @@ static int tally_cmp(const void *a, const void *b)
 	return strcmp(sx, sy);
 }
 
-struct class_ctx {
-	const struct gf_sweep *cur;
-	struct gf_drift *d;
-	const struct gf_keyfilter *filter;
-	size_t *members;     /* indices into cur->nodes, compared ones only */
-	size_t nmembers;
-	/* scratch, reused for every key */
-	const char **vals;
-	struct tally *tally;
-	bool *seen_key;      /* per drift component count */
-};
-
 static int cstr_cmp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The keys of every set the members use, sorted, each once. */
-static const char **class_keys(struct class_ctx *c, size_t *ret_n)
-{
-	const struct gf_inv_set **sets = gf_xcalloc(c->nmembers ? c->nmembers : 1, sizeof(*sets));
-	const char **keys = NULL;
-	size_t nsets = 0, nkeys = 0, cap = 0, out = 0;
+/*
+ * One class at a time. Keys and versions are pooled strings of the sweep, so
+ * a pointer stands for its string: the counting compares pointers only. The
+ * members' component lists are laid out once as rows over the class's keys
+ * (one row per distinct list: nodes alike share one).
+ */
+struct class_ctx {
+	const struct gf_sweep *cur;
+	struct gf_drift *d;
+	const struct gf_keyfilter *filter;
+	size_t *members;          /* indices into cur->nodes, compared ones only */
+	size_t nmembers;
+	size_t *row_of;           /* per member: its row */
+	const struct gf_inv_set **sets;  /* the distinct lists, sorted by address */
+	size_t nsets;
+	const char **keys;        /* the class's keys, sorted */
+	size_t nkeys;
+	const struct gf_inv_comp **rows;  /* nsets x nkeys, NULL: absent */
+	const struct gf_inv_comp **any;   /* per key: some member's component */
+	/* scratch, reused for every key */
+	const char **vals;
+	struct tally *tally;
+};
 
-	for (size_t m = 0; m < c->nmembers; m++)
-		sets[nsets++] = c->cur->nodes[c->members[m]].set;
-	qsort(sets, nsets, sizeof(*sets), ptr_cmp);
-	for (size_t s = 0; s < nsets; s++) {
-		if (s && sets[s] == sets[s - 1])
-			continue;
-		for (size_t k = 0; k < sets[s]->n; k++) {
-			if (nkeys == cap) {
-				cap = cap ? cap * 2 : 64;
-				keys = gf_xrealloc(keys, cap * sizeof(*keys));
-			}
-			keys[nkeys++] = sets[s]->v[k].key;
-		}
-	}
-	free(sets);
-	if (nkeys)
-		qsort(keys, nkeys, sizeof(*keys), cstr_cmp);
-	for (size_t k = 0; k < nkeys; k++)
-		if (out == 0 || strcmp(keys[out - 1], keys[k]) != 0)
-			keys[out++] = keys[k];
-	*ret_n = out;
-	return keys;
+/* An open-addressing map from a pooled key to its column. */
+struct keymap {
+	const char **k;
+	size_t *v;
+	size_t cap;
+};
+
+static size_t ptr_hash(const void *p, size_t cap)
+{
+	uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ULL;
+
+	return (size_t)(h >> 17) & (cap - 1);
 }
 
-static void majority_key(struct class_ctx *c, const char *key)
+/* The slot of @key; *found tells whether it holds @key already. */
+static size_t keymap_slot(const struct keymap *m, const char *key, bool *found)
+{
+	size_t at = ptr_hash(key, m->cap);
+
+	while (m->k[at] && m->k[at] != key)
+		at = (at + 1) & (m->cap - 1);
+	*found = m->k[at] == key;
+	return at;
+}
+
+static void class_layout(struct class_ctx *c)
+{
+	struct keymap m = {0};
+	size_t total = 0, nk = 0;
+
+	/* The distinct lists, and which one each member has. */
+	c->sets = gf_xcalloc(c->nmembers ? c->nmembers : 1, sizeof(*c->sets));
+	for (size_t i = 0; i < c->nmembers; i++)
+		c->sets[i] = c->cur->nodes[c->members[i]].set;
+	qsort(c->sets, c->nmembers, sizeof(*c->sets), ptr_cmp);
+	c->nsets = 0;
+	for (size_t i = 0; i < c->nmembers; i++)
+		if (c->nsets == 0 || c->sets[c->nsets - 1] != c->sets[i])
+			c->sets[c->nsets++] = c->sets[i];
+	c->row_of = gf_xcalloc(c->nmembers ? c->nmembers : 1, sizeof(*c->row_of));
+	for (size_t i = 0; i < c->nmembers; i++) {
+		const struct gf_inv_set *want = c->cur->nodes[c->members[i]].set;
+		const struct gf_inv_set **at = bsearch(&want, c->sets, c->nsets, sizeof(*c->sets),
+						       ptr_cmp);
+
+		c->row_of[i] = (size_t)(at - c->sets);
+	}
+
+	/* The keys (that the filter lets through), each once. */
+	for (size_t i = 0; i < c->nsets; i++)
+		total += c->sets[i]->n;
+	m.cap = 64;
+	while (m.cap < total * 2)
+		m.cap *= 2;
+	m.k = gf_xcalloc(m.cap, sizeof(*m.k));
+	m.v = gf_xcalloc(m.cap, sizeof(*m.v));
+	c->keys = gf_xcalloc(total ? total : 1, sizeof(*c->keys));
+	for (size_t i = 0; i < c->nsets; i++)
+		for (size_t k = 0; k < c->sets[i]->n; k++) {
+			const char *key = c->sets[i]->v[k].key;
+			bool found;
+			size_t at = keymap_slot(&m, key, &found);
+
+			if (found)
+				continue;
+			m.k[at] = key;
+			m.v[at] = gf_keyfilter_match(c->filter, key) ? 0 : SIZE_MAX;
+			if (m.v[at] == 0)
+				c->keys[nk++] = key;
+		}
+	if (nk)
+		qsort(c->keys, nk, sizeof(*c->keys), cstr_cmp);
+	for (size_t k = 0; k < nk; k++) {
+		bool found;
+
+		m.v[keymap_slot(&m, c->keys[k], &found)] = k;
+	}
+	c->nkeys = nk;
+
+	/* The rows. */
+	c->rows = gf_xcalloc(c->nsets * nk + 1, sizeof(*c->rows));
+	c->any = gf_xcalloc(nk + 1, sizeof(*c->any));
+	for (size_t i = 0; i < c->nsets; i++)
+		for (size_t k = 0; k < c->sets[i]->n; k++) {
+			const struct gf_inv_comp *comp = &c->sets[i]->v[k];
+			bool found;
+			size_t col = m.v[keymap_slot(&m, comp->key, &found)];
+
+			if (col == SIZE_MAX)
+				continue;
+			c->rows[i * nk + col] = comp;
+			if (!c->any[col])
+				c->any[col] = comp;
+		}
+	free(m.k);
+	free(m.v);
+}
+
+static void class_release(struct class_ctx *c)
+{
+	free(c->sets);
+	free(c->row_of);
+	free(c->keys);
+	free(c->rows);
+	free(c->any);
+	c->sets = NULL;
+	c->row_of = NULL;
+	c->keys = NULL;
+	c->rows = NULL;
+	c->any = NULL;
+}
+
+static void majority_key(struct class_ctx *c, size_t col)
 {
 	const struct gf_sweep *cur = c->cur;
-	const struct gf_inv_comp *any = NULL;
+	const struct gf_inv_comp *any = c->any[col];
+	const char *key = c->keys[col];
 	size_t nvals = 0, ntally = 0;
-	bool host = false, tie;
+	bool host, tie;
 	const char *expected;
 
 	/* Which source gives this key here: a host key is compared among nodes that read hosts. */
-	for (size_t m = 0; m < c->nmembers && !any; m++)
-		any = gf_inv_set_find(cur->nodes[c->members[m]].set, key);
-	if (!any)
-		return;
 	host = is_host_source(any->source);
 	for (size_t m = 0; m < c->nmembers; m++) {
 		const struct gf_sweep_node *n = &cur->nodes[c->members[m]];
 
 		if (reads(n, host))
-			c->vals[nvals++] = value_of(gf_inv_set_find(n->set, key));
+			c->vals[nvals++] = value_of(c->rows[c->row_of[m] * c->nkeys + col]);
 	}
 	if (nvals == 0)
 		return;
-	/* Versions are pooled: equal strings are one pointer. */
 	qsort(c->vals, nvals, sizeof(*c->vals), ptr_cmp);
 	for (size_t i = 0; i < nvals; i++) {
 		if (ntally && c->tally[ntally - 1].value == c->vals[i]) {
@@ -443,7 +532,7 @@ static void majority_key(struct class_ctx *c, const char *key)
 
 		if (!reads(n, host))
 			continue;
-		comp = gf_inv_set_find(n->set, key);
+		comp = c->rows[c->row_of[m] * c->nkeys + col];
 		v = value_of(comp);
 		if (!tie && v == expected)
 			continue;
@@ -507,8 +596,7 @@ static void drift_majority(const struct gf_sweep *cur, const struct gf_drift_opt
 	c.vals = gf_xcalloc(nbc ? nbc : 1, sizeof(*c.vals));
 	c.tally = gf_xcalloc(nbc ? nbc : 1, sizeof(*c.tally));
 	for (size_t start = 0; start < nbc;) {
-		size_t end = start, nkeys;
-		const char **keys;
+		size_t end = start;
 
 		while (end < nbc && strcmp(bc[end].class, bc[start].class) == 0)
 			end++;
@@ -517,11 +605,11 @@ static void drift_majority(const struct gf_sweep *cur, const struct gf_drift_opt
 			c.members[c.nmembers++] = bc[k].index;
 		for (size_t k = start; k < end; k++)
 			d->nodes[bc[k].index].peers = c.nmembers;
-		keys = class_keys(&c, &nkeys);
-		for (size_t k = 0; k < nkeys; k++)
-			if (gf_keyfilter_match(c.filter, keys[k]))
-				majority_key(&c, keys[k]);
-		free(keys);
+		class_layout(&c);
+		/* Items go to each node in key order: the columns are sorted. */
+		for (size_t k = 0; k < c.nkeys; k++)
+			majority_key(&c, k);
+		class_release(&c);
 		start = end;
 	}
 	free(c.members);

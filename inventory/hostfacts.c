@@ -777,8 +777,9 @@ static char *first_line_of(const struct gf_cmd_out *o)
 {
 	char *s = NULL;
 
-	if (gf_hostfacts_parse_first_line(o->err, &s) < 0 &&
-	    gf_hostfacts_parse_first_line(o->out, &s) < 0)
+	/* nvidia-smi writes its errors on stdout; stderr may hold login noise. */
+	if (gf_hostfacts_parse_first_line(o->out, &s) < 0 &&
+	    gf_hostfacts_parse_first_line(o->err, &s) < 0)
 		return NULL;
 	return s;
 }
@@ -914,7 +915,7 @@ int gf_hostfacts_build(const struct gf_cmd_out outs[GF_HC_COUNT], const char *co
 		rc = gf_hostfacts_parse_query_csv(q->out, fields, nfields, &f.gpus, &f.ngpus, err);
 		if (rc < 0)
 			goto fail;
-	} else if (f.health == GF_HEALTH_GPU_LOST && succeeded(q)) {
+	} else if (f.health == GF_HEALTH_GPU_LOST && q->ran && !q->timed_out) {
 		/* The GPUs still on the bus answer; the lost one is in health. */
 		if (gf_hostfacts_parse_query_csv(q->out, fields, nfields, &f.gpus, &f.ngpus, NULL) < 0) {
 			f.gpus = NULL;

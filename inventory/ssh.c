@@ -306,7 +306,7 @@ static char *kh_name(const struct gf_ssh *s)
  * first line it cannot parse (a key type it does not know, a @cert-authority
  * marker), which would hide every entry after it. @revoked lines are skipped.
  */
-static LIBSSH2_KNOWNHOSTS *kh_load(struct gf_ssh *s, const char *path, bool *ret_exists)
+static LIBSSH2_KNOWNHOSTS *kh_load(struct gf_ssh *s, const char *path)
 {
 	LIBSSH2_KNOWNHOSTS *kh = libssh2_knownhost_init(s->sess);
 	FILE *f;
@@ -314,13 +314,11 @@ static LIBSSH2_KNOWNHOSTS *kh_load(struct gf_ssh *s, const char *path, bool *ret
 	size_t cap = 0;
 	ssize_t len;
 
-	*ret_exists = false;
 	if (!kh)
 		return NULL;
 	f = fopen(path, "re");
 	if (!f)
-		return kh;
-	*ret_exists = true;
+		return kh; /* no file: every host is unknown */
 	while ((len = getline(&line, &cap, f)) >= 0) {
 		const char *p = line;
 
@@ -531,78 +529,103 @@ out:
 	return rc;
 }
 
-/* Refuse a key file that others may read, as OpenSSH does. */
-static int key_file_ok(const struct gf_ssh *s, const char *path, bool explicit, struct gf_err *err)
+/* How trying one key file went. */
+enum key_try {
+	KEY_OK,        /* logged in */
+	KEY_REFUSED,   /* the server refused it */
+	KEY_ABSENT,    /* no such file */
+	KEY_UNUSABLE,  /* unreadable, open to others, or a wrong or missing passphrase */
+};
+
+/*
+ * Try one key file. Returns 0 with *ret set, or GF_E_NODE when the
+ * connection failed or the deadline passed. @why gets the reason of
+ * KEY_UNUSABLE. A key file that its group or others may read is refused, as
+ * OpenSSH does.
+ */
+static int try_key_file(struct gf_ssh *s, const char *path, const char *passphrase,
+			double deadline, enum key_try *ret, struct gf_buf *why, struct gf_err *err)
 {
 	struct stat st;
-
-	if (stat(path, &st) < 0) {
-		if (explicit)
-			return gf_err_set(err, GF_E_NODE, GF_EK_AUTH, "ssh key '%s' cannot be read (%s)",
-					  path, strerror(errno));
-		return 1; /* not there: try the next one */
-	}
-	if (st.st_mode & 077)
-		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
-				  "ssh key '%s' is open to group or others (mode %04o); refusing it",
-				  path, (unsigned)(st.st_mode & 07777));
-	return 0;
-}
-
-static int auth_keyfile(struct gf_ssh *s, const char *path, const char *passphrase, double deadline,
-			bool *ret_ok, struct gf_err *err)
-{
 	int rc;
 
-	*ret_ok = false;
+	if (stat(path, &st) < 0) {
+		*ret = errno == ENOENT ? KEY_ABSENT : KEY_UNUSABLE;
+		gf_buf_addf(why, "ssh key '%s' cannot be read (%s)", path, strerror(errno));
+		return 0;
+	}
+	if (st.st_mode & 077) {
+		*ret = KEY_UNUSABLE;
+		gf_buf_addf(why, "ssh key '%s' is open to group or others (mode %04o); refusing it",
+			    path, (unsigned)(st.st_mode & 07777));
+		return 0;
+	}
 	while ((rc = libssh2_userauth_publickey_fromfile_ex(s->sess, s->user,
 							     (unsigned)strlen(s->user), NULL, path,
 							     passphrase)) == LIBSSH2_ERROR_EAGAIN)
 		if (wait_socket(s, deadline, "authentication", err) < 0)
 			return GF_E_NODE;
-	if (rc == 0) {
-		*ret_ok = true;
+	switch (rc) {
+	case 0:
+		*ret = KEY_OK;
 		return 0;
-	}
-	if (rc == LIBSSH2_ERROR_FILE)
-		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
-				  "ssh key '%s' cannot be used (%s; a wrong or missing passphrase?)",
-				  path, ssh_errmsg(s->sess));
-	if (rc == LIBSSH2_ERROR_SOCKET_DISCONNECT || rc == LIBSSH2_ERROR_SOCKET_SEND ||
-	    rc == LIBSSH2_ERROR_SOCKET_RECV)
+	case LIBSSH2_ERROR_FILE:
+		*ret = KEY_UNUSABLE;
+		gf_buf_addf(why, "ssh key '%s' cannot be used (%s; a wrong or missing passphrase?)",
+			    path, ssh_errmsg(s->sess));
+		return 0;
+	case LIBSSH2_ERROR_SOCKET_DISCONNECT:
+	case LIBSSH2_ERROR_SOCKET_SEND:
+	case LIBSSH2_ERROR_SOCKET_RECV:
 		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "ssh '%s' dropped the connection (%s)",
 				  s->node, ssh_errmsg(s->sess));
-	return 0; /* refused: the next key */
+	default:
+		*ret = KEY_REFUSED;
+		return 0;
+	}
 }
 
+/* Wait for the list of methods the server accepts for our user; "none" may already pass. */
+static int auth_methods(struct gf_ssh *s, double deadline, bool *ret_done, struct gf_err *err)
+{
+	char *l;
+
+	*ret_done = false;
+	while (!(l = libssh2_userauth_list(s->sess, s->user, (unsigned)strlen(s->user)))) {
+		if (libssh2_userauth_authenticated(s->sess)) {
+			*ret_done = true;
+			return 0;
+		}
+		if (libssh2_session_last_errno(s->sess) != LIBSSH2_ERROR_EAGAIN)
+			return gf_err_set(err, GF_E_NODE, GF_EK_AUTH, "ssh '%s' refused user '%s' (%s)",
+					  s->node, s->user, ssh_errmsg(s->sess));
+		if (wait_socket(s, deadline, "authentication", err) < 0)
+			return GF_E_NODE;
+	}
+	if (!strstr(l, "publickey"))
+		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
+				  "ssh '%s' does not accept public keys for '%s' (only %s)", s->node,
+				  s->user, l);
+	return 0;
+}
+
+/*
+ * ssh-agent first, then the profile's ssh_key alone, or else the default
+ * key files (a missing or unusable default is skipped, as OpenSSH does).
+ */
 static int authenticate(struct gf_ssh *s, const struct gf_profile *prof, double deadline,
 			struct gf_err *err)
 {
 	static const char *const defaults[] = {"id_ed25519", "id_ecdsa", "id_rsa"};
 	const char *passphrase = NULL;
-	struct gf_buf tried = GF_BUF_INIT;
+	struct gf_buf tried = GF_BUF_INIT, why = GF_BUF_INIT;
 	size_t nagent = 0;
 	bool ok = false;
 	int rc;
 
-	{
-		char *l = NULL;
-
-		while (!(l = libssh2_userauth_list(s->sess, s->user, (unsigned)strlen(s->user)))) {
-			if (libssh2_userauth_authenticated(s->sess))
-				return 0; /* "none" was accepted */
-			if (libssh2_session_last_errno(s->sess) != LIBSSH2_ERROR_EAGAIN)
-				return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
-						  "ssh '%s' refused user '%s' (%s)", s->node, s->user,
-						  ssh_errmsg(s->sess));
-			if (wait_socket(s, deadline, "authentication", err) < 0)
-				return GF_E_NODE;
-		}
-		if (!strstr(l, "publickey"))
-			return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
-					  "ssh '%s' does not accept public keys for '%s' (only %s)",
-					  s->node, s->user, l);
-	}
+	rc = auth_methods(s, deadline, &ok, err);
+	if (rc < 0 || ok)
+		return rc;
 	rc = auth_agent(s, deadline, &ok, &nagent, err);
 	if (rc < 0 || ok)
 		return rc;
@@ -610,34 +633,39 @@ static int authenticate(struct gf_ssh *s, const struct gf_profile *prof, double 
 		gf_buf_addf(&tried, "%zu agent key%s", nagent, nagent > 1 ? "s" : "");
 	if (prof && prof->ssh_key_passphrase_env)
 		passphrase = getenv(prof->ssh_key_passphrase_env);
-	if (prof && prof->ssh_key) {
-		rc = key_file_ok(s, prof->ssh_key, true, err);
+	for (size_t i = 0; i < (prof && prof->ssh_key ? 1 : NELEM(defaults)); i++) {
+		struct gf_buf path = GF_BUF_INIT, one = GF_BUF_INIT;
+		enum key_try got = KEY_ABSENT;
+
+		if (prof && prof->ssh_key)
+			gf_buf_adds(&path, prof->ssh_key);
+		else
+			gf_buf_addf(&path, "%s/.ssh/%s", home_dir(), defaults[i]);
+		rc = try_key_file(s, gf_buf_str(&path), passphrase, deadline, &got, &one, err);
+		if (rc == 0 && got == KEY_REFUSED)
+			gf_buf_addf(&tried, "%s'%s'", tried.len ? ", " : "", gf_buf_str(&path));
+		if (rc == 0 && got == KEY_UNUSABLE)
+			gf_buf_addf(&why, "%s%s", why.len ? "; " : "", gf_buf_str(&one));
+		/* The key the profile names must work: say why it did not. */
+		if (rc == 0 && prof && prof->ssh_key && got != KEY_OK && got != KEY_REFUSED)
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_AUTH, "%s", gf_buf_str(&one));
+		gf_buf_release(&path);
+		gf_buf_release(&one);
 		if (rc < 0)
 			goto out;
-		rc = auth_keyfile(s, prof->ssh_key, passphrase, deadline, &ok, err);
-		if (rc < 0 || ok)
+		if (got == KEY_OK) {
+			ok = true;
 			goto out;
-		gf_buf_addf(&tried, "%s'%s'", tried.len ? ", " : "", prof->ssh_key);
-	} else {
-		for (size_t i = 0; i < NELEM(defaults); i++) {
-			struct gf_buf path = GF_BUF_INIT;
-
-			gf_buf_addf(&path, "%s/.ssh/%s", home_dir(), defaults[i]);
-			rc = key_file_ok(s, gf_buf_str(&path), false, err);
-			if (rc == 0)
-				rc = auth_keyfile(s, gf_buf_str(&path), passphrase, deadline, &ok, err);
-			if (rc == 0 && !ok)
-				gf_buf_addf(&tried, "%s'%s'", tried.len ? ", " : "", gf_buf_str(&path));
-			gf_buf_release(&path);
-			if (rc < 0 || ok)
-				goto out;
 		}
 	}
-	rc = gf_err_set(err, GF_E_NODE, GF_EK_AUTH, "ssh '%s' refused user '%s' with %s", s->node,
-			s->user, tried.len ? gf_buf_str(&tried) : "no key at all (no agent, no key file)");
+	rc = gf_err_set(err, GF_E_NODE, GF_EK_AUTH, "ssh '%s' refused user '%s' with %s%s%s",
+			s->node, s->user,
+			tried.len ? gf_buf_str(&tried) : "no key at all (no agent key, no key file)",
+			why.len ? "; " : "", gf_buf_str(&why));
 out:
 	gf_buf_release(&tried);
-	return rc < 0 ? rc : (ok ? 0 : rc);
+	gf_buf_release(&why);
+	return ok ? 0 : rc;
 }
 
 /* ---- the session ------------------------------------------------------ */
@@ -647,15 +675,18 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 	struct gf_ssh *s = gf_xcalloc(1, sizeof(*s));
 	LIBSSH2_KNOWNHOSTS *kh = NULL;
 	char *khpath = NULL, *name = NULL;
-	bool kh_exists = false, known = false;
+	bool known = false;
 	int rc;
 
 	s->node = t->node;
 	s->sock = -1;
 	rc = split_spec(t->node, t->spec, &s->user, &s->host, &s->port, err);
 	if (rc < 0) {
-		if (err)
-			err->code = GF_E_NODE, err->kind = GF_EK_UNSUPPORTED;
+		/* A bad address in the registry: this node cannot be reached, the others can. */
+		if (err) {
+			err->code = GF_E_NODE;
+			err->kind = GF_EK_UNSUPPORTED;
+		}
 		rc = GF_E_NODE;
 		goto fail;
 	}
@@ -681,7 +712,7 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 
 	khpath = gf_ssh_known_hosts_path(t->prof);
 	name = kh_name(s);
-	kh = kh_load(s, khpath, &kh_exists);
+	kh = kh_load(s, khpath);
 	if (!kh) {
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "ssh '%s': no memory for known hosts", s->node);
 		goto fail;
@@ -701,8 +732,13 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 					"host key of '%s' (%s) changed: it offers none of the key types "
 					"that '%s' holds for it; refusing it", s->node, name, khpath);
 		else
-			rc = gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "ssh '%s' handshake failed (%s)",
-					s->node, ssh_errmsg(s->sess));
+			rc = gf_err_set(err, GF_E_NODE,
+					rc == LIBSSH2_ERROR_SOCKET_DISCONNECT ||
+							rc == LIBSSH2_ERROR_SOCKET_RECV ||
+							rc == LIBSSH2_ERROR_SOCKET_SEND
+						? GF_EK_CONNECT
+						: GF_EK_PROTOCOL,
+					"ssh '%s' handshake failed (%s)", s->node, ssh_errmsg(s->sess));
 		s->broken = true;
 		goto fail;
 	}

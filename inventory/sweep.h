@@ -150,6 +150,12 @@ const struct gf_inv_comp *gf_inv_set_find(const struct gf_inv_set *s, const char
  */
 void gf_inv_set_body(const struct gf_inv_set *s, struct gf_buf *out);
 uint64_t gf_hash64(const void *p, size_t n);
+/*
+ * The inverse of gf_inv_set_body(): append the components of @body to @out
+ * (strings pooled in @sw). GF_E_DB when the body is malformed.
+ */
+int gf_inv_set_from_body(struct gf_sweep *sw, const char *body, size_t len,
+			 struct gf_inv_set *out);
 
 /* A fresh random uid (32 lower-case hex digits) for a new sweep. */
 int gf_sweep_make_uid(struct gf_sweep *sw, struct gf_err *err);

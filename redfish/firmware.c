@@ -237,6 +237,32 @@ static char *version_of(const json_t *m)
 	return NULL;
 }
 
+/* What else a member says that scripts may want: its status, its software id. */
+static json_t *details_of(const json_t *m)
+{
+	static const struct {
+		const char *path, *key;
+	} picks[] = {
+		{"Status.State", "state"},
+		{"Status.Health", "health"},
+		{"SoftwareId", "software_id"},
+		{"ReleaseDate", "release_date"},
+	};
+	json_t *d = json_object();
+
+	for (size_t i = 0; i < sizeof(picks) / sizeof(picks[0]); i++) {
+		const char *v = rf_get_str(m, picks[i].path);
+
+		if (v && *v)
+			json_object_set_new(d, picks[i].key, json_string(v));
+	}
+	if (json_object_size(d) == 0) {
+		json_decref(d);
+		return NULL;
+	}
+	return d;
+}
+
 static int by_prio(const void *a, const void *b)
 {
 	const struct fw_item *x = *(const struct fw_item *const *)a;
@@ -346,6 +372,7 @@ void rf_firmware_normalize(const struct rf_dialect *d, const json_t *members,
 		c->kind = gf_xstrdup(it->kind);
 		c->version = version_of(it->m);
 		c->updateable = rf_bool(it->m, "Updateable") == 1;
+		c->details = details_of(it->m);
 	}
 	for (size_t k = 0; k < n; k++) {
 		free(items[k].id);

@@ -587,8 +587,10 @@ int rf_http_request(struct rf_http *h, const char *method, const char *path, con
 				gf_buf_release(&url);
 				url = next;
 			}
-			if (r.status == 303)
-				method = "GET", body = NULL;
+			if (r.status == 303) {
+				method = "GET";
+				body = NULL;
+			}
 			continue;
 		}
 		break;

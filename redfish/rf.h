@@ -165,8 +165,9 @@ bool rf_pattern_match(const char *pattern, const char *s, long *caps, size_t nca
 
 /*
  * Normalize FirmwareInventory members (objects, in BMC order) into
- * components: raw id, name, version, updateable, kind, and a key stable
- * across vendors and releases, unique within the list. Pure; appends to @ret.
+ * components: raw id, name, version, updateable, kind, a key stable across
+ * vendors and releases and unique within the list, and details (Status
+ * state and health, SoftwareId, ReleaseDate). Pure; appends to @ret.
  */
 void rf_firmware_normalize(const struct rf_dialect *d, const json_t *members,
 			   struct gf_component_list *ret);

@@ -327,6 +327,58 @@ def test_node_without_ssh_address_is_unsupported(hg):
     assert data[0]["error"]["kind"] == "unsupported"
 
 
+def test_agent_then_default_key_file(gf, lab):
+    """No ssh_key in the profile: ssh-agent first, then ~/.ssh/id_ed25519."""
+    kh = os.path.join(gf.workdir, "known_hosts")
+    shutil.copy(lab.known_hosts, kh)
+    gf.write_creds(f"[default]\nssh_user = {lab.user}\nssh_known_hosts = {kh}\n")
+    sock = os.path.join(gf.workdir, "agent.sock")
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.01)
+        env = {"SSH_AUTH_SOCK": sock}
+        # an empty agent and no key file: refused, and the message says what was tried
+        r, data = gf.json("host", "-H", lab.spec(1), "--timeout", SLOW, env=env)
+        assert r.returncode == 1 and data[0]["error"]["kind"] == "auth", data
+        add = subprocess.run(["ssh-add", lab.key], env=dict(os.environ, SSH_AUTH_SOCK=sock),
+                             capture_output=True, text=True)
+        assert add.returncode == 0, add.stderr
+        r, data = gf.json("host", "-H", lab.spec(1), "--timeout", SLOW, env=env)
+        assert r.returncode == 0 and data[0]["ok"], data
+    finally:
+        agent.terminate()
+        agent.wait()
+    # no agent: the default key file in ~/.ssh (HOME is the test's directory)
+    os.makedirs(os.path.join(gf.workdir, ".ssh"), mode=0o700)
+    shutil.copy(lab.key, os.path.join(gf.workdir, ".ssh", "id_ed25519"))
+    os.chmod(os.path.join(gf.workdir, ".ssh", "id_ed25519"), 0o600)
+    r, data = gf.json("host", "-H", lab.spec(1), "--timeout", SLOW, env={"SSH_AUTH_SOCK": sock})
+    assert r.returncode == 0 and data[0]["ok"], data
+
+
+def test_server_allowing_fewer_sessions(gf):
+    """sshd with MaxSessions 3: the channels wait for each other, all commands still run."""
+    workdir = tempfile.mkdtemp(prefix="gf-ssh-ms-")
+    small = sshlab.SshLab(workdir, nodes=[dict(profile="h100")], prefix="127.33.1",
+                          sshd_options=["MaxSessions 3"])
+    try:
+        small.start()
+        gf.write_creds(creds_text(small))
+        r, data = gf.json("host", "-H", small.spec(1), "--timeout", SLOW)
+        assert r.returncode == 0 and data[0]["ok"], data
+        compare(data[0], small.expected(1))
+        assert "no more sessions" in small.sshd_log(0)      # the server did refuse some
+        assert sorted(set(small.commands(1))) == sorted(small.commands(1))
+        assert len(small.commands(1)) >= 10
+    finally:
+        small.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 # ---- output ----
 
 def test_table(hg, lab):

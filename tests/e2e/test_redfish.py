@@ -232,6 +232,17 @@ def test_sel_list_and_clear(rf, lab, i, vendor):
     assert_no_sessions_left(lab, i)
 
 
+def test_sel_log_by_name(rf, lab):
+    """--log NAME reads another log service; a name the BMC lacks lists the ones it has."""
+    iel = lab.resource(5, "/redfish/v1/Managers/1/LogServices/IEL/Entries")
+    obj = one(rf, "sel", "list", "--log", "IEL", "rf5", *rf.ca)
+    assert len(obj["entries"]) == len(iel["Members"])
+    assert any("/LogServices/IEL/Entries" in a["path"] for a in lab.access_log(5))
+    obj = one(rf, "sel", "list", "--log", "NoSuchLog", "rf5", *rf.ca, ok=False)
+    assert obj["error"]["kind"] == "unsupported"
+    assert "IML" in obj["error"]["message"] and "IEL" in obj["error"]["message"]
+
+
 # ---- firmware -------------------------------------------------------------
 
 def fixture_versions(lab, i):

@@ -407,8 +407,9 @@ def default_nodes():
 
 
 class SshLab:
-    def __init__(self, workdir, nodes=None, prefix='127.33.0', names=None):
+    def __init__(self, workdir, nodes=None, prefix='127.33.0', names=None, sshd_options=()):
         self.dir = os.path.abspath(workdir)
+        self.sshd_options = list(sshd_options)  # extra sshd_config lines (MaxSessions 3)
         self.prefix = prefix
         self.nodes = nodes if nodes is not None else default_nodes()
         self.count = len(self.nodes)
@@ -672,7 +673,7 @@ exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
             'UseDNS no', 'PrintMotd no', 'PrintLastLog no', 'X11Forwarding no',
             'AllowTcpForwarding no', 'AllowAgentForwarding no', 'PermitTTY no',
             'MaxStartups 1000:30:2000', 'LoginGraceTime 30', 'LogLevel VERBOSE',
-        ]
+        ] + self.sshd_options
         for i in members:
             lines += ['Match LocalAddress %s' % self.addr(i),
                       '\tForceCommand %s/enter' % self.node_dir(i)]

@@ -654,7 +654,23 @@ static void build_health_states(void **state)
 	assert_int_equal(gf_hostfacts_build(no.o, NULL, 0, &f, &err), 0);
 	assert_int_equal(f.health, GF_HEALTH_GPU_LOST);
 	assert_string_equal(gf_host_health_name(f.health), "gpu-lost");
+	assert_string_equal(f.health_detail,
+			    "Unable to determine the device handle for GPU0000:01:00.0: Unknown Error");
 	gf_hostfacts_release(&f);
+	/* ... while the other GPUs still answer: they are listed */
+	{
+		static const char *const two[] = {"index", "name"};
+
+		set_out(&no, GF_HC_SMI_QUERY, 15,
+			gf_xstrdup("0, NVIDIA H100 80GB HBM3\n"
+				   "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error\n"
+				   "2, NVIDIA H100 80GB HBM3\n"), "");
+		assert_int_equal(gf_hostfacts_build(no.o, two, 2, &f, &err), 0);
+		assert_int_equal(f.health, GF_HEALTH_GPU_LOST);
+		assert_int_equal(f.ngpus, 2);
+		assert_int_equal(f.gpus[1].index, 2);
+		gf_hostfacts_release(&f);
+	}
 
 	/* nvidia-smi hung until the deadline */
 	set_out(&no, GF_HC_SMI_QUERY, -1, NULL, "");

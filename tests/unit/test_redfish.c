@@ -348,6 +348,9 @@ static void check_firmware(size_t v, size_t page, size_t overlap)
 		else
 			assert_null(cp->version);
 		assert_int_equal(cp->updateable, rf_bool(m, "Updateable") == 1);
+		if (rf_get_str(m, "Status.Health"))
+			assert_string_equal(rf_str(cp->details, "health"),
+					    rf_get_str(m, "Status.Health"));
 		assert_non_null(cp->key);
 		assert_non_null(cp->kind);
 		/* Keys are unique, lower case, without blanks. */
