@@ -70,7 +70,10 @@ void gf_ssh_close(struct gf_ssh *s);
  */
 char *gf_ssh_known_hosts_path(const struct gf_profile *prof);
 
-/* "SHA256:<base64 without padding>" of @len bytes at @blob (a raw public key). */
+/*
+ * A host key's fingerprint as ssh-keygen -l prints it: "SHA256:" and the
+ * @len bytes of its SHA-256 digest in base64 without padding. Caller frees.
+ */
 char *gf_ssh_fingerprint(const unsigned char *sha256, size_t len);
 
 #endif

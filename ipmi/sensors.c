@@ -286,16 +286,27 @@ out:
 	return rc;
 }
 
-/* Without a cache directory: a private file, removed once it is open (mapped). */
+/*
+ * Without a cache directory: a file in a private directory (mkdtemp, 0700,
+ * so nothing in a shared /tmp can be raced), removed once it is open: the
+ * context keeps it mapped.
+ */
 static int sdr_uncached(struct ipmi_session *s, ipmi_sdr_ctx_t *ret, struct gf_err *err)
 {
 	const char *tmpdir = getenv("TMPDIR");
-	struct gf_buf path = GF_BUF_INIT;
+	struct gf_buf dir = GF_BUF_INIT, path = GF_BUF_INIT;
 	ipmi_sdr_ctx_t sdr;
 	int rc;
 
-	gf_buf_addf(&path, "%s/gpufleet-sdr-%ld-%p", tmpdir && *tmpdir ? tmpdir : "/tmp",
-		    (long)getpid(), (void *)s);
+	gf_buf_addf(&dir, "%s/gpufleet-sdr-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	if (!mkdtemp(dir.s)) {
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+				"cannot make a temporary directory for the sdr of bmc '%s' (%s)",
+				s->node, strerror(errno));
+		gf_buf_release(&dir);
+		return rc;
+	}
+	gf_buf_addf(&path, "%s/sdr", gf_buf_str(&dir));
 	rc = sdr_download(s, gf_buf_str(&path), err);
 	if (rc < 0)
 		goto out;
@@ -308,9 +319,11 @@ static int sdr_uncached(struct ipmi_session *s, ipmi_sdr_ctx_t *ret, struct gf_e
 	} else {
 		*ret = sdr;
 	}
-	unlink(gf_buf_str(&path));
 out:
+	unlink(gf_buf_str(&path));
+	rmdir(gf_buf_str(&dir));
 	gf_buf_release(&path);
+	gf_buf_release(&dir);
 	return rc;
 }
 

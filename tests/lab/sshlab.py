@@ -18,8 +18,9 @@ root/usr/local/cuda/version.json), never the real files: the machine running
 the lab may have a real CUDA toolkit or driver. The same bin directory, put
 first on PATH, is how `gpufleet host --local` is tested.
 
-Logins are for the user running the lab (root may log in by key only), with
-an ed25519 key the lab makes (libssh2 1.10 cannot sign with RSA SHA-2, so RSA
+Logins are for LAB_USER when the lab runs as root (a system user it makes,
+shell /bin/sh, password field '*'), else for the user running it, with an
+ed25519 key the lab makes (libssh2 1.10 cannot sign with RSA SHA-2, so RSA
 user keys fail against OpenSSH 9). Also made: a key that is not authorized,
 and an authorized key with a passphrase. known_hosts holds the nodes' ed25519
 host keys only (half of the entries hashed), except for nodes marked

@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/ssh-host.sh [N]: gpufleet host against N fake GPU hosts behind real
+# bench/ssh-facts.sh [N]: gpufleet host against N fake GPU hosts behind real
 # OpenSSH sshd instances (tests/lab/sshlab.py, 127.33.10.0/24 and up) vs, in
 # the same run, `xargs -P 64 ssh` running the same commands on the same hosts
 # (one ssh per host, the commands joined in one remote shell, each followed
