@@ -81,39 +81,6 @@ fail:
 	gf_result_fail(slot, &err);
 }
 
-/*
- * The profile of each node, without resolving its BMC password: host never
- * talks to a BMC, so a password_command must not run for it.
- */
-static int find_profiles(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
-			 const struct gf_profile ***ret)
-{
-	static const struct gf_profile empty = {.name = (char *)"default", .ipmi_cipher_suite = -1};
-	const struct gf_profile **profs;
-	int rc = cli_creds(cli);
-
-	if (rc)
-		return rc;
-	profs = gf_xcalloc(n ? n : 1, sizeof(*profs));
-	for (size_t i = 0; i < n; i++) {
-		const char *want = nodes[i].profile ? nodes[i].profile : "default";
-
-		for (size_t p = 0; p < cli->creds.n && !profs[i]; p++)
-			if (strcmp(cli->creds.profiles[p].name, want) == 0)
-				profs[i] = &cli->creds.profiles[p];
-		if (!profs[i] && strcmp(want, "default") == 0)
-			profs[i] = &empty;
-		if (!profs[i]) {
-			cli_error("profile '%s' of node '%s' is not in credentials file '%s'", want,
-				  nodes[i].name, cli->creds.path ? cli->creds.path : cli->creds_path);
-			free(profs);
-			return GF_EXIT_USAGE;
-		}
-	}
-	*ret = profs;
-	return 0;
-}
-
 /* The summary columns of the table: "8x NVIDIA H100 80GB HBM3", "ok, xid 79x2". */
 static void add_summaries(json_t *data)
 {
@@ -205,7 +172,7 @@ int cmd_host(struct gf_cli *cli, int argc, char **argv)
 		for (size_t i = 0; cli->hosts && i < n; i++)
 			if (!nodes[i].ssh)
 				nodes[i].ssh = gf_xstrdup(nodes[i].name);
-		rc = find_profiles(cli, nodes, n, &t.profs);
+		rc = cli_ssh_profiles(cli, nodes, n, &t.profs);
 		if (rc)
 			goto out;
 		if (gf_ssh_global_init(&err) < 0) {

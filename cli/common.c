@@ -440,6 +440,28 @@ int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
 	return 0;
 }
 
+int cli_ssh_profiles(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
+		     const struct gf_profile ***ret)
+{
+	const struct gf_profile **profs;
+	struct gf_err err = {0};
+	int rc = cli_creds(cli);
+
+	if (rc)
+		return rc;
+	profs = gf_xcalloc(n ? n : 1, sizeof(*profs));
+	for (size_t i = 0; i < n; i++) {
+		if (!nodes[i].ssh)
+			continue;
+		if (gf_creds_resolve_ssh(&cli->creds, nodes[i].profile, &profs[i], &err) < 0) {
+			free(profs);
+			return cli_fail(&err);
+		}
+	}
+	*ret = profs;
+	return 0;
+}
+
 void cli_exec_opts(const struct gf_cli *cli, struct gf_exec_opts *o)
 {
 	memset(o, 0, sizeof(*o));

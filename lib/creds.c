@@ -54,6 +54,8 @@ static void profile_release(struct gf_profile *p)
 	free(p->ssh_user);
 	free(p->ssh_key);
 	free(p->ssh_key_passphrase_env);
+	gf_free_secret(p->ssh_key_passphrase_command);
+	gf_free_secret(p->ssh_key_passphrase);
 	free(p->ssh_known_hosts);
 	free(p->redfish_cacert);
 	memset(p, 0, sizeof(*p));
@@ -299,6 +301,7 @@ static const struct key_def keys[] = {
 	STR_KEY(ssh_user, K_NONEMPTY),
 	STR_KEY(ssh_key, K_NONEMPTY),
 	STR_KEY(ssh_key_passphrase_env, K_ENVNAME),
+	STR_KEY(ssh_key_passphrase_command, K_NONEMPTY),
 	STR_KEY(ssh_known_hosts, K_NONEMPTY),
 	STR_KEY(redfish_cacert, K_NONEMPTY),
 };
@@ -537,9 +540,10 @@ out_default:
  * Run @cmd with /bin/sh and return the first line of its standard output.
  * Standard input and error stay the caller's, so a command may prompt.
  */
-static int run_password_command(const struct gf_profile *p, char **ret, struct gf_err *err)
+static int run_secret_command(const struct gf_profile *p, const char *cmd, const char *what,
+			      char **ret, struct gf_err *err)
 {
-	char *argv[] = {(char *)"sh", (char *)"-c", p->bmc_password_command, NULL};
+	char *argv[] = {(char *)"sh", (char *)"-c", (char *)cmd, NULL};
 	posix_spawn_file_actions_t fa;
 	char *out = gf_xmalloc(MAX_PASSWORD_LINE);
 	size_t len = 0;
@@ -552,8 +556,8 @@ static int run_password_command(const struct gf_profile *p, char **ret, struct g
 		e = errno;
 		free(out);
 		return gf_err_set(err, GF_E_IO, GF_EK_NONE,
-				  "password command for profile '%s' cannot be started (%s)",
-				  p->name, strerror(e));
+				  "%s for profile '%s' cannot be started (%s)",
+				  what, p->name, strerror(e));
 	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
@@ -564,8 +568,8 @@ static int run_password_command(const struct gf_profile *p, char **ret, struct g
 		close(fds[0]);
 		free(out);
 		return gf_err_set(err, GF_E_IO, GF_EK_NONE,
-				  "password command for profile '%s' cannot be started (%s)",
-				  p->name, strerror(e));
+				  "%s for profile '%s' cannot be started (%s)",
+				  what, p->name, strerror(e));
 	}
 	/* Read to the end, so the command never dies of SIGPIPE; keep the first line. */
 	for (;;) {
@@ -591,29 +595,29 @@ static int run_password_command(const struct gf_profile *p, char **ret, struct g
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			rc = gf_err_set(err, GF_E_IO, GF_EK_NONE,
-					"password command for profile '%s' cannot be waited for (%s)",
-					p->name, strerror(errno));
+					"%s for profile '%s' cannot be waited for (%s)",
+					what, p->name, strerror(errno));
 			goto out;
 		}
 	}
 	out[len] = '\0';
 	if (WIFSIGNALED(status)) {
 		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
-				"password command for profile '%s' failed (signal %d)", p->name,
+				"%s for profile '%s' failed (signal %d)", what, p->name,
 				WTERMSIG(status));
 		goto out;
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
-				"password command for profile '%s' failed (exit %d)", p->name,
+				"%s for profile '%s' failed (exit %d)", what, p->name,
 				WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 		goto out;
 	}
 	nl = memchr(out, '\n', len);
 	if (!nl && overflow) {
 		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
-				"password command for profile '%s' printed a line longer than %d bytes",
-				p->name, MAX_PASSWORD_LINE - 1);
+				"%s for profile '%s' printed a line longer than %d bytes",
+				what, p->name, MAX_PASSWORD_LINE - 1);
 		goto out;
 	}
 	if (nl)
@@ -623,7 +627,7 @@ static int run_password_command(const struct gf_profile *p, char **ret, struct g
 		out[--len] = '\0';
 	if (!len) {
 		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
-				"password command for profile '%s' failed (no output)", p->name);
+				"%s for profile '%s' failed (no output)", what, p->name);
 		goto out;
 	}
 	*ret = gf_xstrdup(out);
@@ -669,11 +673,39 @@ int gf_creds_resolve(struct gf_creds *c, const char *name, const struct gf_profi
 	} else if (!p->bmc_password && p->bmc_password_command) {
 		/* Run once: later calls find the password in the profile. */
 		char *pw;
-		int rc = run_password_command(p, &pw, err);
+		int rc = run_secret_command(p, p->bmc_password_command, "password command", &pw, err);
 
 		if (rc)
 			return rc;
 		p->bmc_password = pw;
+	}
+	*ret = p;
+	return 0;
+}
+
+int gf_creds_resolve_ssh(struct gf_creds *c, const char *name, const struct gf_profile **ret,
+			 struct gf_err *err)
+{
+	struct gf_profile *p;
+
+	if (!name)
+		name = DEFAULT_PROFILE;
+	p = find_profile(c, name);
+	if (!p && strcmp(name, DEFAULT_PROFILE) == 0)
+		p = add_profile(c, DEFAULT_PROFILE);
+	if (!p)
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "profile '%s' is not in credentials file '%s'", name,
+				  c->path ? c->path : "(none)");
+	if (!p->ssh_key_passphrase && p->ssh_key_passphrase_command) {
+		/* Run once: later calls find the passphrase in the profile. */
+		char *pp;
+		int rc = run_secret_command(p, p->ssh_key_passphrase_command,
+					    "ssh key passphrase command", &pp, err);
+
+		if (rc)
+			return rc;
+		p->ssh_key_passphrase = pp;
 	}
 	*ret = p;
 	return 0;

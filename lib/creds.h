@@ -19,6 +19,8 @@ struct gf_profile {
 	char *ssh_user;
 	char *ssh_key;
 	char *ssh_key_passphrase_env;
+	char *ssh_key_passphrase_command; /* like bmc_password_command, for the key */
+	char *ssh_key_passphrase;    /* secret, set by gf_creds_resolve_ssh() */
 	char *ssh_known_hosts;
 	char *redfish_cacert;
 };
@@ -48,5 +50,13 @@ void gf_creds_release(struct gf_creds *c);
  */
 int gf_creds_resolve(struct gf_creds *c, const char *name, const struct gf_profile **ret,
 		     struct gf_err *err);
+
+/*
+ * The profile @name for SSH: like gf_creds_resolve() but runs the key
+ * passphrase command (once) instead of the BMC password command, which SSH
+ * never needs. Not thread-safe: call in the main thread.
+ */
+int gf_creds_resolve_ssh(struct gf_creds *c, const char *name, const struct gf_profile **ret,
+			 struct gf_err *err);
 
 #endif

@@ -472,6 +472,29 @@ static void test_password_command(void **state)
 	gf_creds_release(&c);
 }
 
+static void test_ssh_passphrase_command(void **state)
+{
+	struct gf_creds c = {0};
+	const struct gf_profile *p;
+	struct gf_err err = {0};
+
+	(void)state;
+	assert_int_equal(chdir(tmpdir), 0);
+	unlink("bmc-ran.txt");
+	load_ok("[a]\nbmc_password_command = echo x > bmc-ran.txt; echo pw\n"
+		"ssh_key_passphrase_command = printf 'key phrase\\n'\n"
+		"[bad]\nssh_key_passphrase_command = exit 5\n", &c);
+	assert_int_equal(gf_creds_resolve_ssh(&c, "a", &p, &err), 0);
+	assert_string_equal(p->ssh_key_passphrase, "key phrase");
+	/* SSH never needs the BMC password: its command did not run. */
+	assert_null(p->bmc_password);
+	assert_int_equal(access("bmc-ran.txt", F_OK), -1);
+	assert_int_equal(gf_creds_resolve_ssh(&c, "bad", &p, &err), GF_E_CONFIG);
+	assert_string_equal(err.msg, "ssh key passphrase command for profile 'bad' failed (exit 5)");
+	assert_int_equal(gf_creds_resolve_ssh(&c, "nope", &p, &err), GF_E_CONFIG);
+	gf_creds_release(&c);
+}
+
 static void test_password_command_fails(void **state)
 {
 	static const struct {
@@ -519,6 +542,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_env_override, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_password_command, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_password_command_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ssh_passphrase_command, setup, teardown),
 	};
 	int rc;
 
