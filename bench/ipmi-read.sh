@@ -3,8 +3,11 @@
 # ipmi-sensors and ipmi-sel, on the same N ipmi_sim BMCs with sensors, SDRs
 # and event logs (127.35.0.0/16, tests/lab/ipmisensors.py), side by side in
 # one run, with the same fanout. SDR caches are warm on both sides (one read
-# before timing). Runs go in rounds (every command once per round), timed by
-# hyperfine. Prints medians and ratios (gpufleet / reference).
+# before timing). "gpufleet sensors" prints a table, which has no thresholds,
+# so it reads none (like plain ipmi-sensors); "--format json" reads them too,
+# like ipmi-sensors --output-sensor-thresholds. Runs go in rounds (every
+# command once per round, timed by hyperfine). Prints medians and ratios
+# (gpufleet / reference).
 # Needs root (UDP port 623), hyperfine, and a built tree (ninja -C build).
 set -euo pipefail
 
@@ -78,6 +81,7 @@ echo "sanity: gpufleet sel (ok nodes, entries) = $gf_sel, ipmi-sel entries = $re
 
 names=(
 	"gpufleet sensors"
+	"gpufleet --format json sensors"
 	"ipmi-sensors"
 	"ipmi-sensors --output-sensor-thresholds --output-sensor-state"
 	"gpufleet sel list"
@@ -85,6 +89,7 @@ names=(
 )
 cmds=(
 	"$gf sensors @bench --fanout $fan --no-progress -q"
+	"$gf --format json sensors @bench --fanout $fan --no-progress -q"
 	"ipmi-sensors -h '$hosts' $fipmi"
 	"ipmi-sensors -h '$hosts' $fipmi --output-sensor-thresholds --output-sensor-state --sensor-state-config-file $work/state.conf"
 	"$gf sel list @bench --fanout $fan --no-progress -q"
@@ -124,7 +129,8 @@ print(f"N={sys.argv[1]} BMCs, fanout {sys.argv[2]}, warm SDR caches: median wall
 for name, (t, k) in med.items():
     print(f"  {name:62s} {t:7.3f} s  ({k} runs)")
 pairs = [("gpufleet sensors", "ipmi-sensors"),
-         ("gpufleet sensors", "ipmi-sensors --output-sensor-thresholds --output-sensor-state"),
+         ("gpufleet --format json sensors",
+          "ipmi-sensors --output-sensor-thresholds --output-sensor-state"),
          ("gpufleet sel list", "ipmi-sel"),
          ("gpufleet sel list", "ipmi-sel --output-event-state")]
 for g, r in pairs:

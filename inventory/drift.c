@@ -505,14 +505,33 @@ static void majority_key(struct class_ctx *c, size_t col)
 	}
 	if (nvals == 0)
 		return;
-	qsort(c->vals, nvals, sizeof(*c->vals), ptr_cmp);
-	for (size_t i = 0; i < nvals; i++) {
-		if (ntally && c->tally[ntally - 1].value == c->vals[i]) {
-			c->tally[ntally - 1].count++;
-		} else {
+	/*
+	 * A component has a handful of versions across a class: count them in a
+	 * short list, and sort only when there turn out to be many.
+	 */
+	for (size_t i = 0; i < nvals && ntally <= 16; i++) {
+		size_t t = 0;
+
+		while (t < ntally && c->tally[t].value != c->vals[i])
+			t++;
+		if (t == ntally) {
 			c->tally[ntally].value = c->vals[i];
-			c->tally[ntally].count = 1;
+			c->tally[ntally].count = 0;
 			ntally++;
+		}
+		c->tally[t].count++;
+	}
+	if (ntally > 16) {
+		ntally = 0;
+		qsort(c->vals, nvals, sizeof(*c->vals), ptr_cmp);
+		for (size_t i = 0; i < nvals; i++) {
+			if (ntally && c->tally[ntally - 1].value == c->vals[i]) {
+				c->tally[ntally - 1].count++;
+			} else {
+				c->tally[ntally].value = c->vals[i];
+				c->tally[ntally].count = 1;
+				ntally++;
+			}
 		}
 	}
 	if (ntally == 1)

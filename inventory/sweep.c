@@ -88,11 +88,21 @@ struct pool_chunk {
 	char data[];
 };
 
+/* A component read from a stored body, by the bytes of its record. */
+struct comp_slot {
+	const char *rec;    /* NULL: free */
+	size_t len;
+	uint64_t hash;
+	struct gf_inv_comp comp;
+};
+
 struct gf_strpool {
 	struct pool_slot *slot;  /* open addressing */
 	size_t cap;              /* a power of two */
 	size_t n;
 	struct pool_chunk *chunks;
+	struct comp_slot *comps; /* components of bodies: most repeat from list to list */
+	size_t ccap, cn;
 };
 
 #define POOL_CHUNK (64u * 1024u)
@@ -108,6 +118,7 @@ static void pool_free(struct gf_strpool *p)
 		p->chunks = next;
 	}
 	free(p->slot);
+	free(p->comps);
 	free(p);
 }
 
@@ -396,14 +407,15 @@ void gf_inv_set_body(const struct gf_inv_set *s, struct gf_buf *out)
 	}
 }
 
-/* One field of a body at *p (NULL for '-'): pooled; false when the body is malformed. */
-static bool body_take(struct gf_sweep *sw, const char **p, const char *end, const char **ret)
+/* Step over one field of a body at *p; false when the body is malformed. */
+static bool body_skip(const char **p, const char *end, const char **ret_s, size_t *ret_len)
 {
 	size_t len = 0;
 	const char *q = *p;
 
 	if (q < end && *q == '-') {
-		*ret = NULL;
+		*ret_s = NULL;
+		*ret_len = 0;
 		*p = q + 1;
 		return true;
 	}
@@ -411,33 +423,77 @@ static bool body_take(struct gf_sweep *sw, const char **p, const char *end, cons
 		len = len * 10 + (size_t)(*q++ - '0');
 	if (q >= end || *q != ':' || q == *p || (size_t)(end - q - 1) < len)
 		return false;
-	*ret = gf_sweep_strn(sw, q + 1, len);
+	*ret_s = q + 1;
+	*ret_len = len;
 	*p = q + 1 + len;
 	return true;
+}
+
+static void comps_grow(struct gf_strpool *p)
+{
+	size_t cap = p->ccap ? p->ccap * 2 : 1024;
+	struct comp_slot *slot = gf_xcalloc(cap, sizeof(*slot));
+
+	for (size_t i = 0; i < p->ccap; i++) {
+		size_t at;
+
+		if (!p->comps[i].rec)
+			continue;
+		at = (size_t)p->comps[i].hash & (cap - 1);
+		while (slot[at].rec)
+			at = (at + 1) & (cap - 1);
+		slot[at] = p->comps[i];
+	}
+	free(p->comps);
+	p->comps = slot;
+	p->ccap = cap;
 }
 
 int gf_inv_set_from_body(struct gf_sweep *sw, const char *body, size_t len,
 			 struct gf_inv_set *out)
 {
+	struct gf_strpool *pool = sw->pool;
 	const char *p = body, *end = body + len;
 
 	while (p < end) {
-		const char *f[6];
-		struct gf_inv_comp *c;
+		const char *rec = p, *f[6];
+		size_t flen[6], rlen, at;
+		uint64_t hash;
 		int src;
 
 		for (int k = 0; k < 6; k++)
-			if (!body_take(sw, &p, end, &f[k]))
+			if (!body_skip(&p, end, &f[k], &flen[k]))
 				return GF_E_DB;
-		if (p >= end || *p++ != ';' || !f[0] || (src = gf_source_parse(f[2])) < 0)
+		if (p >= end || *p++ != ';' || !f[0])
 			return GF_E_DB;
-		c = gf_inv_set_add(out);
-		c->key = f[0];
-		c->version = f[1];
-		c->source = (enum gf_source)src;
-		c->raw_id = f[3];
-		c->name = f[4];
-		c->kind = f[5];
+		/* The same record (key, version, source, id, name, kind) is read once per sweep. */
+		rlen = (size_t)(p - rec);
+		hash = gf_hash64(rec, rlen);
+		if ((pool->cn + 1) * 4 > pool->ccap * 3)
+			comps_grow(pool);
+		at = (size_t)hash & (pool->ccap - 1);
+		while (pool->comps[at].rec && !(pool->comps[at].hash == hash &&
+						 pool->comps[at].len == rlen &&
+						 memcmp(pool->comps[at].rec, rec, rlen) == 0))
+			at = (at + 1) & (pool->ccap - 1);
+		if (!pool->comps[at].rec) {
+			struct gf_inv_comp *c = &pool->comps[at].comp;
+			const char *source = gf_sweep_strn(sw, f[2] ? f[2] : "", flen[2]);
+
+			if (!f[2] || (src = gf_source_parse(source)) < 0)
+				return GF_E_DB;
+			c->key = gf_sweep_strn(sw, f[0], flen[0]);
+			c->version = f[1] ? gf_sweep_strn(sw, f[1], flen[1]) : NULL;
+			c->source = (enum gf_source)src;
+			c->raw_id = f[3] ? gf_sweep_strn(sw, f[3], flen[3]) : NULL;
+			c->name = f[4] ? gf_sweep_strn(sw, f[4], flen[4]) : NULL;
+			c->kind = f[5] ? gf_sweep_strn(sw, f[5], flen[5]) : NULL;
+			pool->comps[at].rec = pool_copy(pool, rec, rlen);
+			pool->comps[at].len = rlen;
+			pool->comps[at].hash = hash;
+			pool->cn++;
+		}
+		*gf_inv_set_add(out) = pool->comps[at].comp;
 	}
 	return 0;
 }
