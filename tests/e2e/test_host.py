@@ -27,8 +27,7 @@ SLOW = "20"
 
 @pytest.fixture(scope="module")
 def lab():
-    if not os.access(sshlab.SSHD, os.X_OK):
-        pytest.skip("sshd is not installed")
+    assert os.access(sshlab.SSHD, os.X_OK), "sshd is not installed (tests/install-deps.sh)"
     workdir = tempfile.mkdtemp(prefix="gf-ssh-")
     lab = sshlab.SshLab(workdir)
     try:

@@ -74,8 +74,7 @@ def reg(gf, lab):
 
 @pytest.fixture
 def needs_module(lab):
-    if not lab.module:
-        pytest.skip("lab module not built: %s" % lab.module_error)
+    assert lab.module, "lab module not built: %s" % lab.module_error
 
 
 @pytest.fixture(scope="module")

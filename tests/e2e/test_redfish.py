@@ -557,8 +557,7 @@ def test_ctrl_c_closes_the_sessions(rf, lab):
 
 @pytest.fixture(scope="module")
 def ipmi():
-    if not shutil.which("ipmi_sim"):
-        pytest.skip("needs openipmi (ipmi_sim)")
+    assert shutil.which("ipmi_sim"), "needs openipmi (ipmi_sim): tests/install-deps.sh"
     workdir = tempfile.mkdtemp(prefix="gf-lab-auto-")
     lab = IpmiLab(workdir, prefix=IPMI_PREFIX, count=2, user="admin", password=PASSWORD,
                   power="on")
