@@ -102,28 +102,6 @@ fail:
 	gf_result_fail(slot, &err);
 }
 
-static int resolve_profiles(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
-			    const struct gf_profile ***ret)
-{
-	const struct gf_profile **profs;
-	struct gf_err err = {0};
-	int rc = cli_creds(cli);
-
-	if (rc)
-		return rc;
-	profs = gf_xcalloc(n ? n : 1, sizeof(*profs));
-	for (size_t i = 0; i < n; i++) {
-		if (!nodes[i].bmc)
-			continue;
-		if (gf_creds_resolve(&cli->creds, nodes[i].profile, &profs[i], &err) < 0) {
-			free(profs);
-			return cli_fail(&err);
-		}
-	}
-	*ret = profs;
-	return 0;
-}
-
 static bool may_speak_redfish(const struct gf_node *n)
 {
 	return n->bmc && (n->protocol == GF_PROTO_REDFISH || n->protocol == GF_PROTO_AUTO);
@@ -197,7 +175,7 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	bool redfish = false;
 	int rc, prc;
 
-	rc = resolve_profiles(cli, run->nodes, run->n, &t.profs);
+	rc = cli_profiles(cli, CLI_PROFILE_BMC, run->nodes, run->n, &t.profs);
 	if (rc)
 		return rc;
 	rc = load_pins(cli, run->nodes, run->n, &t.pins);

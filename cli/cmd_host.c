@@ -172,7 +172,7 @@ int cmd_host(struct gf_cli *cli, int argc, char **argv)
 		for (size_t i = 0; cli->hosts && i < n; i++)
 			if (!nodes[i].ssh)
 				nodes[i].ssh = gf_xstrdup(nodes[i].name);
-		rc = cli_ssh_profiles(cli, nodes, n, &t.profs);
+		rc = cli_profiles(cli, CLI_PROFILE_SSH, nodes, n, &t.profs);
 		if (rc)
 			goto out;
 		if (gf_ssh_global_init(&err) < 0) {

@@ -440,8 +440,8 @@ int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
 	return 0;
 }
 
-int cli_ssh_profiles(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
-		     const struct gf_profile ***ret)
+int cli_profiles(struct gf_cli *cli, enum cli_profile_use use, const struct gf_node *nodes,
+		 size_t n, const struct gf_profile ***ret)
 {
 	const struct gf_profile **profs;
 	struct gf_err err = {0};
@@ -451,9 +451,12 @@ int cli_ssh_profiles(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
 		return rc;
 	profs = gf_xcalloc(n ? n : 1, sizeof(*profs));
 	for (size_t i = 0; i < n; i++) {
-		if (!nodes[i].ssh)
+		bool ssh = use == CLI_PROFILE_SSH;
+
+		if (!(ssh ? nodes[i].ssh : nodes[i].bmc))
 			continue;
-		if (gf_creds_resolve_ssh(&cli->creds, nodes[i].profile, &profs[i], &err) < 0) {
+		if ((ssh ? gf_creds_resolve_ssh : gf_creds_resolve)(&cli->creds, nodes[i].profile,
+								    &profs[i], &err) < 0) {
 			free(profs);
 			return cli_fail(&err);
 		}

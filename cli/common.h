@@ -92,13 +92,19 @@ int cli_creds(struct gf_cli *cli);
 int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
 		struct gf_node **ret, size_t *ret_n);
 
+enum cli_profile_use {
+	CLI_PROFILE_BMC,  /* nodes with a BMC; BMC password (command) resolved */
+	CLI_PROFILE_SSH,  /* nodes with an SSH address; key passphrase (command) resolved */
+};
+
 /*
- * The credentials profile of each node that has an SSH address (NULL for the
- * others), with its key passphrase command run once; BMC passwords are not
- * resolved. Returns 0 or an exit code (printed). Free *ret with free().
+ * The credentials profile of each node that has what @use needs (NULL for
+ * the others), resolved in the main thread before fanning out: only the
+ * secret that use needs is fetched. Returns 0 or an exit code (printed).
+ * Free *ret with free().
  */
-int cli_ssh_profiles(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
-		     const struct gf_profile ***ret);
+int cli_profiles(struct gf_cli *cli, enum cli_profile_use use, const struct gf_node *nodes,
+		 size_t n, const struct gf_profile ***ret);
 
 /* The executor options from the global options. */
 void cli_exec_opts(const struct gf_cli *cli, struct gf_exec_opts *o);
