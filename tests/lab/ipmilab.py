@@ -64,6 +64,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from labutil import LabError, node_address, pid_alive, pid_cmdline, write_atomic  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHASSIS_CONTROL = os.path.join(HERE, 'chassis-control')
 LAN_TEMPLATE = os.path.join(HERE, 'lan.conf.template')
@@ -71,26 +74,6 @@ EMU_TEMPLATE = os.path.join(HERE, 'emu.template')
 
 IPMI_PORT = 623
 CONSOLE_PORT = 9000
-
-
-class LabError(Exception):
-    pass
-
-
-def node_address(prefix, index):
-    """The loopback address of node @index (1-based): .1 to .254 of
-    prefix, then .1 to .254 of the next third octet, and so on."""
-    parts = prefix.split('.')
-    if len(parts) != 3 or not all(p.isdigit() and int(p) < 256 for p in parts):
-        raise LabError("prefix '%s' is not three octets like 127.31.0" % prefix)
-    if int(parts[0]) != 127:
-        raise LabError("prefix '%s' is not in 127.0.0.0/8" % prefix)
-    if index < 1:
-        raise LabError('node index %d is below 1' % index)
-    third = int(parts[2]) + (index - 1) // 254
-    if third > 255:
-        raise LabError("node %d does not fit under prefix '%s'" % (index, prefix))
-    return '%s.%s.%d.%d' % (parts[0], parts[1], third, (index - 1) % 254 + 1)
 
 
 def _fru_field(text):
@@ -235,32 +218,6 @@ def _is_auth_caps_answer(data):
     # csum, rsAddr, seq, cmd, completion code
     return (len(data) >= 21 and data[0] == 0x06 and data[3] == 0x07
             and data[15] >> 2 == 0x07 and data[19] == 0x38 and data[20] == 0x00)
-
-
-def _write(path, text, mode=0o644):
-    tmp = path + '.tmp'
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, 'w') as f:
-        f.write(text)
-    os.rename(tmp, path)
-
-
-def _pid_cmdline(pid):
-    try:
-        with open('/proc/%d/cmdline' % pid, 'rb') as f:
-            return f.read().split(b'\0')
-    except OSError:
-        return None
-
-
-def _pid_alive(pid):
-    """True while @pid exists and is not a zombie."""
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(')') + 2:][:1] not in ('Z', 'X')
 
 
 class Node:
@@ -440,7 +397,7 @@ class IpmiLab:
         else:
             aux = '# auxiliary firmware revision: 00000000'
         if n.bios is not None:
-            _write(os.path.join(n.dir, 'bios-version'), n.bios + '\n')
+            write_atomic(os.path.join(n.dir, 'bios-version'), n.bios + '\n')
         emu = self._render(EMU_TEMPLATE, {
             'index': n.index, 'guid': guid, 'fw_major': '0x%02x' % n.fw[0],
             'fw_minor': '0x%02x' % n.fw[1], 'aux_fw': aux,
@@ -450,9 +407,9 @@ class IpmiLab:
             'extra': (self.emu_extra(n) if callable(self.emu_extra)
                       else self.emu_extra or ''),
         })
-        _write(os.path.join(n.dir, 'lan.conf'), lan, 0o600)
-        _write(os.path.join(n.dir, 'emu.cmds'), emu)
-        _write(os.path.join(n.dir, 'power'), n.initial_power + '\n')
+        write_atomic(os.path.join(n.dir, 'lan.conf'), lan, 0o600)
+        write_atomic(os.path.join(n.dir, 'emu.cmds'), emu)
+        write_atomic(os.path.join(n.dir, 'power'), n.initial_power + '\n')
         open(os.path.join(n.dir, 'chassis.log'), 'a').close()
 
     def _live_recorded_pids(self):
@@ -462,7 +419,7 @@ class IpmiLab:
             with open(path) as f:
                 for line in f:
                     pid = int(line.split()[0])
-                    if _pid_alive(pid) and self._is_our_sim(pid, None):
+                    if pid_alive(pid) and self._is_our_sim(pid, None):
                         live.append(pid)
         except FileNotFoundError:
             pass
@@ -470,7 +427,7 @@ class IpmiLab:
 
     def _is_our_sim(self, pid, n):
         """@pid runs ipmi_sim with a lan.conf of this lab (of node @n when given)."""
-        argv = _pid_cmdline(pid)
+        argv = pid_cmdline(pid)
         if not argv or not argv[0].endswith(b'ipmi_sim'):
             return False
         want = os.path.join(n.dir if n else self.workdir, '').encode()
@@ -483,7 +440,7 @@ class IpmiLab:
             raise LabError("a lab is already running in '%s'" % self.workdir)
         if shutil.which(self.sim) is None:
             raise LabError("'%s' not found (Debian package openipmi)" % self.sim)
-        _write(os.path.join(self.workdir, 'password'), self.password + '\n', 0o600)
+        write_atomic(os.path.join(self.workdir, 'password'), self.password + '\n', 0o600)
         if self.want_module:
             self.module, self.module_error = build_module(self.workdir)
         for n in self.nodes.values():
@@ -509,16 +466,16 @@ class IpmiLab:
         return self
 
     def _write_pids(self):
-        _write(os.path.join(self.workdir, 'pids'),
+        write_atomic(os.path.join(self.workdir, 'pids'),
                ''.join('%d %d %s %d %s\n' % (n.pid, n.index, n.addr, n.port, n.dir)
                        for n in self.nodes.values() if n.pid))
-        _write(os.path.join(self.workdir, 'lab.json'), json.dumps(self.describe(), indent=1))
+        write_atomic(os.path.join(self.workdir, 'lab.json'), json.dumps(self.describe(), indent=1))
 
     def _sim_failed(self, n):
         if n.proc is not None:
             dead = n.proc.poll() is not None
         else:
-            dead = not _pid_alive(n.pid)
+            dead = not pid_alive(n.pid)
         if not dead:
             return None
         try:
@@ -580,7 +537,7 @@ class IpmiLab:
                     n.proc.send_signal(signal.SIGCONT)
                     n.proc.send_signal(signal.SIGTERM)
                 continue
-            if n.pid and _pid_alive(n.pid) and self._is_our_sim(n.pid, n):
+            if n.pid and pid_alive(n.pid) and self._is_our_sim(n.pid, n):
                 victims.append(n)
                 try:
                     os.kill(n.pid, signal.SIGCONT)
@@ -614,7 +571,7 @@ class IpmiLab:
     def _running(self, n):
         if n.proc is not None:
             return n.proc.poll() is None
-        return _pid_alive(n.pid)
+        return pid_alive(n.pid)
 
     def _reap(self, nodes, deadline):
         delay = 0.005
@@ -645,7 +602,7 @@ class IpmiLab:
         """Set the power state behind the BMC's back (test set-up)."""
         if state not in ('on', 'off'):
             raise LabError("power state '%s' is not on or off" % state)
-        _write(os.path.join(self.node(i).dir, 'power'), state + '\n')
+        write_atomic(os.path.join(self.node(i).dir, 'power'), state + '\n')
 
     def chassis_log(self, i, raw=False):
         """What node @i's BMC was asked, oldest first: a list of
@@ -668,7 +625,7 @@ class IpmiLab:
         return [e for _, e, _ in self.chassis_log(i) if e not in skip]
 
     def clear_chassis_log(self, i):
-        _write(os.path.join(self.node(i).dir, 'chassis.log'), '')
+        write_atomic(os.path.join(self.node(i).dir, 'chassis.log'), '')
 
     def fail_chassis(self, i, fail=True):
         """Make node @i's chassis program fail (the BMC answers a completion
@@ -704,7 +661,7 @@ class IpmiLab:
         """Put five bytes of boot flags into node @i's BMC behind its back."""
         if len(raw) != 5:
             raise LabError('boot flags are 5 bytes')
-        _write(os.path.join(self.node(i).dir, 'bootflags'),
+        write_atomic(os.path.join(self.node(i).dir, 'bootflags'),
                ' '.join('%02x' % b for b in raw) + '\n')
 
     def _signal(self, i, sig):
@@ -836,7 +793,7 @@ def _cmd_stop(args):
 
 def _cmd_status(args):
     recs = _recorded(args.dir)
-    alive = sum(1 for r in recs if _pid_alive(r[0]))
+    alive = sum(1 for r in recs if pid_alive(r[0]))
     print('%d of %d sims running' % (alive, len(recs)))
     return 0 if recs and alive == len(recs) else 1
 

@@ -56,6 +56,15 @@ import urllib.parse
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from labutil import LabError, node_address, pid_alive, pid_cmdline, write_atomic  # noqa: E402
+
+
+# The emulator keeps to 127.32.0.0/16.
+def _node_address(prefix, index):
+    return node_address(prefix, index, within='127.32')
+
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_DIR = os.path.join(os.path.dirname(HERE), 'data', 'redfish')
 
@@ -130,10 +139,6 @@ OVERRIDE_KEYS = {
 START_ONLY_KEYS = {'vendor', 'password'}
 
 
-class LabError(Exception):
-    pass
-
-
 def vendor_name(name):
     """The full vendor name of @name (a full name or an alias)."""
     if name in DIALECTS:
@@ -142,48 +147,6 @@ def vendor_name(name):
         return ALIASES[name]
     raise LabError("unknown vendor '%s' (one of %s)"
                    % (name, ', '.join(d['alias'] for d in DIALECTS.values())))
-
-
-def node_address(prefix, index):
-    """The loopback address of node @index (1-based): .1 to .254 of
-    prefix, then .1 to .254 of the next third octet, and so on; always
-    inside 127.32.0.0/16."""
-    parts = prefix.split('.')
-    if len(parts) != 3 or not all(p.isdigit() and int(p) < 256 for p in parts):
-        raise LabError("prefix '%s' is not three octets like 127.32.0" % prefix)
-    if int(parts[0]) != 127 or int(parts[1]) != 32:
-        raise LabError("prefix '%s' is not in 127.32.0.0/16" % prefix)
-    if index < 1:
-        raise LabError('node index %d is below 1' % index)
-    third = int(parts[2]) + (index - 1) // 254
-    if third > 255:
-        raise LabError("node %d does not fit under prefix '%s'" % (index, prefix))
-    return '%s.%s.%d.%d' % (parts[0], parts[1], third, (index - 1) % 254 + 1)
-
-
-def _write(path, text, mode=0o644):
-    tmp = path + '.tmp'
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, 'w') as f:
-        f.write(text)
-    os.rename(tmp, path)
-
-
-def _pid_cmdline(pid):
-    try:
-        with open('/proc/%d/cmdline' % pid, 'rb') as f:
-            return f.read().split(b'\0')
-    except OSError:
-        return None
-
-
-def _pid_alive(pid):
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(')') + 2:][:1] not in ('Z', 'X')
 
 
 def cert_fingerprint(pem_path):
@@ -1606,7 +1569,7 @@ def worker_main(workdir, index):
 class NodeInfo:
     def __init__(self, lab, index, vendor):
         self.index = index
-        self.addr = node_address(lab.prefix, index)
+        self.addr = _node_address(lab.prefix, index)
         self.vendor = vendor
         self.port = lab.port
         self.control_port = lab.control_port
@@ -1736,12 +1699,12 @@ class RedfishLab:
     def _live_recorded_pids(self):
         live = []
         for pid, _ in _recorded(self.workdir):
-            if _pid_alive(pid) and self._is_our_worker(pid):
+            if pid_alive(pid) and self._is_our_worker(pid):
                 live.append(pid)
         return live
 
     def _is_our_worker(self, pid):
-        argv = _pid_cmdline(pid)
+        argv = pid_cmdline(pid)
         if not argv:
             return False
         return (any(a.endswith(b'redfish_emu.py') for a in argv) and b'worker' in argv
@@ -1775,11 +1738,11 @@ class RedfishLab:
         for n in self.nodes.values():  # fail early on a bad vendor tree
             load_tree(n.vendor)
         self._make_certs()
-        _write(os.path.join(self.workdir, 'password'), self.password + '\n', 0o600)
-        _write(os.path.join(self.workdir, 'passwords.json'),
+        write_atomic(os.path.join(self.workdir, 'password'), self.password + '\n', 0o600)
+        write_atomic(os.path.join(self.workdir, 'passwords.json'),
                json.dumps({str(i): v['password'] for i, v in self.overrides.items()
                            if 'password' in v}), 0o600)
-        _write(os.path.join(self.workdir, 'addrs'),
+        write_atomic(os.path.join(self.workdir, 'addrs'),
                ''.join(n.addr + '\n' for n in self.nodes.values()))
         # every node's initial power goes in as an override
         for i in self.nodes:
@@ -1800,7 +1763,7 @@ class RedfishLab:
                 self.procs[k] = p
                 self.worker_pids[k] = p.pid
             self._write_desc()
-            _write(os.path.join(self.workdir, 'pids'),
+            write_atomic(os.path.join(self.workdir, 'pids'),
                    ''.join('%d %d\n' % (pid, k) for k, pid in self.worker_pids.items()))
             self._wait_ready()
             # the readiness probes are not part of what tests look at
@@ -1812,11 +1775,11 @@ class RedfishLab:
         return self
 
     def _write_desc(self):
-        _write(os.path.join(self.workdir, 'lab.json'), json.dumps(self.describe(), indent=1))
+        write_atomic(os.path.join(self.workdir, 'lab.json'), json.dumps(self.describe(), indent=1))
 
     def _worker_failed(self, k):
         p = self.procs.get(k)
-        dead = p.poll() is not None if p else not _pid_alive(self.worker_pids.get(k, 0))
+        dead = p.poll() is not None if p else not pid_alive(self.worker_pids.get(k, 0))
         if not dead:
             return None
         try:
@@ -1865,7 +1828,7 @@ class RedfishLab:
         its command line), SIGKILL what is left after @grace seconds."""
         victims = []
         for k, pid in self.worker_pids.items():
-            if pid and _pid_alive(pid) and self._is_our_worker(pid):
+            if pid and pid_alive(pid) and self._is_our_worker(pid):
                 victims.append((k, pid))
                 try:
                     os.kill(pid, signal.SIGTERM)
@@ -1893,7 +1856,7 @@ class RedfishLab:
         p = self.procs.get(k)
         if p is not None:
             return p.poll() is None
-        return _pid_alive(pid)
+        return pid_alive(pid)
 
     def _reap(self, victims, deadline):
         delay = 0.005
@@ -2060,7 +2023,7 @@ def selftest(workdir, prefix='127.32.250'):
         sysuri = {i: lab.state(i)['main_system'] for i in lab.indices()}
         # curl with the CA, Basic auth, and a wrong password
         pwfile = os.path.join(workdir, 'netrc')
-        _write(pwfile, 'default login %s password %s\n' % (lab.user, lab.password), 0o600)
+        write_atomic(pwfile, 'default login %s password %s\n' % (lab.user, lab.password), 0o600)
         for i in lab.indices():
             r = subprocess.run(['curl', '-sS', '--fail', '--cacert', lab.cacert, '--netrc-file',
                                 pwfile, lab.url(i) + ROOT + '/Systems'], capture_output=True)
@@ -2311,7 +2274,7 @@ def _cmd_stop(args):
 
 def _cmd_status(args):
     recs = _recorded(args.dir)
-    alive = sum(1 for pid, _ in recs if _pid_alive(pid))
+    alive = sum(1 for pid, _ in recs if pid_alive(pid))
     print('%d of %d workers running' % (alive, len(recs)))
     return 0 if recs and alive == len(recs) else 1
 
@@ -2388,3 +2351,4 @@ def main(argv=None):
 
 if __name__ == '__main__':
     sys.exit(main())
+

@@ -58,6 +58,9 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from labutil import LabError, node_address  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 DATA = os.path.join(TOP, 'tests', 'data', 'gpu-node-outputs')
@@ -81,21 +84,6 @@ QUERY_FIELDS = [
     'retired_pages.pending', 'remapped_rows.pending', 'inforom.img',
 ]
 QUERY_FORMAT = '--format=csv,noheader,nounits'
-
-
-class LabError(Exception):
-    pass
-
-
-def node_address(prefix, index):
-    """prefix.1 .. prefix.254, then the next third octet."""
-    parts = prefix.split('.')
-    if len(parts) != 3 or parts[0] != '127':
-        raise LabError("prefix '%s' is not three octets in 127.0.0.0/8" % prefix)
-    third = int(parts[2]) + (index - 1) // 254
-    if third > 255 or index < 1:
-        raise LabError("node %d does not fit under '%s'" % (index, prefix))
-    return '%s.%s.%d.%d' % (parts[0], parts[1], third, (index - 1) % 254 + 1)
 
 
 def read(name):
