@@ -45,4 +45,11 @@ const struct gf_backend *cli_backend_for(const struct gf_node *n, struct gf_err 
 int cli_bmc_fanout(struct cli_bmc_run *run);
 void cli_bmc_release(struct cli_bmc_run *run);
 
+/*
+ * A whole read-only verb with no options of its own: parse, resolve the
+ * targets, run @op on each, render with @spec. Returns the exit code.
+ */
+int cli_bmc_verb(struct gf_cli *cli, int argc, char **argv, cli_bmc_op op,
+		 const struct gf_render_spec *spec);
+
 #endif

@@ -25,25 +25,8 @@ static const struct gf_col cols[] = {
 
 int cmd_firmware(struct gf_cli *cli, int argc, char **argv)
 {
-	struct gf_render_spec spec = {.cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]),
-				      .rows_key = "components"};
-	struct cli_bmc_run run = {0};
-	struct gf_node *nodes = NULL;
-	char **args;
-	int nargs, rc;
-	size_t n = 0;
+	static const struct gf_render_spec spec = {.cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]),
+					    .rows_key = "components"};
 
-	rc = cli_parse(cli, argc, argv, NULL, 0, NULL, NULL, &args, &nargs);
-	if (rc)
-		return rc;
-	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
-	if (rc)
-		return rc;
-	run = (struct cli_bmc_run){
-		.cli = cli, .nodes = nodes, .n = n, .op = firmware_op, .spec = &spec,
-	};
-	rc = cli_bmc_fanout(&run);
-	cli_bmc_release(&run);
-	gf_nodes_free(nodes, n);
-	return rc;
+	return cli_bmc_verb(cli, argc, argv, firmware_op, &spec);
 }
