@@ -933,7 +933,8 @@ int gf_store_load(struct gf_db *db, const struct gf_store_query *q, struct gf_sw
 		      " FROM sweep_nodes sn JOIN sweeps s ON s.id = sn.sweep"
 		      " WHERE s.started < ?1 OR (s.started = ?1 AND s.id <= ?2)) WHERE rn = 1";
 	else
-		sql = "SELECT " ROW_COLS ", l.started FROM node_last l JOIN sweep_nodes sn"
+		/* CROSS JOIN keeps node_last outside: a seek per node, never a scan of every row. */
+		sql = "SELECT " ROW_COLS ", l.started FROM node_last l CROSS JOIN sweep_nodes sn"
 		      " ON sn.sweep = l.sweep AND sn.node = l.node";
 
 	if (q->nodes) {
