@@ -231,42 +231,6 @@ static void ssh_task(void *vctx, size_t k, double deadline, struct gf_result *sl
 	slot->ok = true;
 }
 
-/*
- * The profile of each node with an SSH address, without resolving BMC
- * passwords (SSH needs none of them).
- */
-static int ssh_profiles(struct gf_cli *cli, const struct gf_node *nodes, size_t n, bool no_ssh,
-			const struct gf_profile ***ret)
-{
-	static const struct gf_profile empty = {.name = (char *)"default", .ipmi_cipher_suite = -1};
-	const struct gf_profile **profs = gf_xcalloc(n ? n : 1, sizeof(*profs));
-	int rc = cli_creds(cli);
-
-	if (rc) {
-		free(profs);
-		return rc;
-	}
-	for (size_t i = 0; i < n && !no_ssh; i++) {
-		const char *want = nodes[i].profile ? nodes[i].profile : "default";
-
-		if (!nodes[i].ssh)
-			continue;
-		for (size_t p = 0; p < cli->creds.n && !profs[i]; p++)
-			if (strcmp(cli->creds.profiles[p].name, want) == 0)
-				profs[i] = &cli->creds.profiles[p];
-		if (!profs[i] && strcmp(want, "default") == 0)
-			profs[i] = &empty;
-		if (!profs[i]) {
-			cli_error("profile '%s' of node '%s' is not in credentials file '%s'", want,
-				  nodes[i].name, cli->creds.path ? cli->creds.path : cli->creds_path);
-			free(profs);
-			return GF_EXIT_USAGE;
-		}
-	}
-	*ret = profs;
-	return 0;
-}
-
 static void append_all(json_t *dst, json_t *src)
 {
 	size_t k;
@@ -470,9 +434,13 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 		rc = cli_fail(&err);
 		goto out;
 	}
-	rc = ssh_profiles(cli, nodes, n, a.no_ssh, &profs);
-	if (rc)
-		goto out;
+	if (a.no_ssh) {
+		profs = gf_xcalloc(n ? n : 1, sizeof(*profs));
+	} else {
+		rc = cli_profiles(cli, CLI_PROFILE_SSH, nodes, n, &profs);
+		if (rc)
+			goto out;
+	}
 	names = gf_xcalloc(n, sizeof(*names));
 	for (size_t i = 0; i < n; i++) {
 		names[i] = nodes[i].name;
