@@ -50,6 +50,17 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
+bool cli_bmc_interrupted(void)
+{
+	return interrupted != 0;
+}
+
+/* Pinning on first use: --tls-pin new, or redfish_tls_pin = new in the node's profile. */
+static bool pin_new(const struct gf_cli *cli, const struct gf_profile *prof)
+{
+	return cli->tls_pin_new || (prof && prof->redfish_tls_pin_new);
+}
+
 static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *slot)
 {
 	const struct bmc_task *t = vctx;
@@ -59,7 +70,7 @@ static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *sl
 		.node = n->name, .host = n->bmc, .port = n->bmc_port, .prof = t->profs[i],
 		.deadline = deadline, .cache_dir = t->cache_dir,
 		.cacert = run->cli->cacert, .insecure = run->cli->insecure,
-		.tls_pin = t->pins[i], .tls_pin_new = run->cli->tls_pin_new,
+		.tls_pin = t->pins[i], .tls_pin_new = pin_new(run->cli, t->profs[i]),
 		.log_name = run->log_name, .cancel = &interrupted,
 		.no_thresholds = run->no_thresholds,
 	};
@@ -133,9 +144,10 @@ static int load_pins(struct gf_cli *cli, const struct gf_node *nodes, size_t n, 
 	return 0;
 }
 
-/* With --tls-pin new, record the certificates first seen in this run. */
+/* With --tls-pin new or a profile's redfish_tls_pin, record the certificates first seen. */
 static int store_pins(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
-		      char *const *pins, char (*seen)[GF_REDFISH_FP_SIZE])
+		      const struct gf_profile **profs, char *const *pins,
+		      char (*seen)[GF_REDFISH_FP_SIZE])
 {
 	const char **names = gf_xcalloc(n ? n : 1, sizeof(*names));
 	const char **fps = gf_xcalloc(n ? n : 1, sizeof(*fps));
@@ -144,8 +156,8 @@ static int store_pins(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
 	size_t k = 0;
 	int rc = 0;
 
-	for (size_t i = 0; cli->tls_pin_new && i < n; i++) {
-		if (pins[i] || !seen[i][0])
+	for (size_t i = 0; i < n; i++) {
+		if (!pin_new(cli, profs[i]) || pins[i] || !seen[i][0])
 			continue;
 		names[k] = nodes[i].name;
 		fps[k++] = seen[i];
@@ -193,6 +205,7 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	cli_exec_opts(cli, &eo);
 	eo.batch = run->batch;
 	eo.interval = run->interval;
+	eo.cancel = &interrupted;
 
 	/* Ctrl-C: let the workers close their sessions (a Redfish BMC has few) and stop. */
 	interrupted = 0;
@@ -200,14 +213,14 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	sa.sa_handler = on_sigint;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old);
-	rc = gf_exec_run(&eo, run->n, bmc_task, &t, run->slots, run->spec ? cli_render_done : NULL,
-			 &r, &err);
+	rc = gf_exec_run(&eo, run->n, bmc_task, &t, run->slots,
+			 run->spec ? cli_render_done : cli_progress_done, &r, &err);
 	sigaction(SIGINT, &old, NULL);
 	if (rc < 0) {
 		rc = cli_fail(&err);
 		goto out;
 	}
-	prc = store_pins(cli, run->nodes, run->n, t.pins, t.seen);
+	prc = store_pins(cli, run->nodes, run->n, t.profs, t.pins, t.seen);
 	if (!run->spec) {
 		rc = GF_EXIT_OK;
 		for (size_t i = 0; i < run->n; i++)

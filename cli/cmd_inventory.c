@@ -604,8 +604,15 @@ static int sub_import(struct inv_ctx *c)
 fail:
 	gf_store_abort(st.tx);
 	st.tx = NULL;
+	{
+		/* One line: what is wrong, and that the inventory is as it was. */
+		char msg[sizeof(err.msg)];
+
+		snprintf(msg, sizeof(msg), "%s", err.msg);
+		gf_err_set(&err, err.code ? err.code : GF_E_USAGE, GF_EK_NONE,
+			   "%s; nothing was imported", msg);
+	}
 	rc = cli_fail(&err);
-	cli_error("nothing was imported");
 out:
 	free(line);
 	if (f != stdin)

@@ -83,12 +83,17 @@ static int wait_for(const struct gf_backend *be, void *sess, const struct gf_nod
 			return rc;
 		if (now == want)
 			break;
+		if (cli_bmc_interrupted())
+			return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+					  "interrupted while node '%s' was still %s (waiting for %s)",
+					  n->name, gf_power_name(now), gf_power_name(want));
 		if (gf_monotime() + 1.0 > until)
 			return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
 					  "node '%s' did not reach power %s in time (still %s)",
 					  n->name, gf_power_name(want), gf_power_name(now));
 		/* A BMC is polled, not pushed: once a second is what ipmipower does too. */
-		gf_sleep_until(gf_monotime() + 1.0);
+		for (double next = gf_monotime() + 1.0; gf_monotime() < next && !cli_bmc_interrupted();)
+			gf_sleep_until(gf_monotime() + 0.05 < next ? gf_monotime() + 0.05 : next);
 	}
 	*ret = now;
 	return 0;

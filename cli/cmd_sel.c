@@ -84,7 +84,7 @@ static int parse_date(const char *s, double *ret)
 	struct tm tm = {0};
 	const char *p = s;
 	long off = 0;
-	time_t t;
+	time_t t, day;
 
 	if (!digits(p, 4, &y) || p[4] != '-' || !digits(p + 5, 2, &mo) || p[7] != '-' ||
 	    !digits(p + 8, 2, &d))
@@ -119,6 +119,10 @@ static int parse_date(const char *s, double *ret)
 	tm.tm_sec = sec;
 	t = timegm(&tm);
 	if (t == (time_t)-1)
+		return -1;
+	/* timegm() moves 2026-02-31 to March 3rd: a day the month lacks is no date. */
+	day = t - (h * 3600L + mi * 60L + sec);
+	if (!gmtime_r(&day, &tm) || tm.tm_mday != d || tm.tm_mon != mo - 1)
 		return -1;
 	*ret = (double)t - (double)off;
 	return 0;
@@ -226,7 +230,7 @@ static int clear_op(const struct gf_backend *be, void *sess, const struct gf_nod
 }
 
 static const struct gf_col list_cols[] = {
-	{"id", "ID"}, {"time", "TIME"}, {"sensor", "SENSOR"}, {"sensor_type", "TYPE"},
+	{"id", "ID"}, {"time|time_note", "TIME"}, {"sensor", "SENSOR"}, {"sensor_type", "TYPE"},
 	{"severity", "SEVERITY"}, {"direction", "DIRECTION"}, {"event", "EVENT"},
 };
 static const struct gf_col clear_cols[] = {{"action", "ACTION"}};

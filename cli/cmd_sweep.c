@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli/bmc.h"
+#include "cli/inv.h"
 #include "cli/verbs.h"
 #include "inventory/hostcollect.h"
 #include "inventory/normalize.h"
@@ -353,33 +354,15 @@ static json_t *node_output(const struct gf_cli *cli, const struct gf_node *n,
 static void render(struct gf_cli *cli, const struct gf_node *nodes, const struct gf_sweep *sw)
 {
 	struct gf_render_spec spec = {sweep_cols, sizeof(sweep_cols) / sizeof(sweep_cols[0]), NULL,
-				      cli->collapse, cli->color};
+				      false, false};
 	json_t **objs = gf_xcalloc(sw->n ? sw->n : 1, sizeof(*objs));
-	struct gf_buf b = GF_BUF_INIT;
 
 	for (size_t i = 0; i < sw->n; i++)
 		objs[i] = node_output(cli, &nodes[i], sw, &sw->nodes[i]);
-	switch (cli->format) {
-	case GF_FMT_JSON:
-		gf_render_json(objs, sw->n, &b);
-		break;
-	case GF_FMT_NDJSON:
-		for (size_t i = 0; i < sw->n; i++)
-			gf_render_ndjson_one(objs[i], &b);
-		break;
-	case GF_FMT_CSV:
-		gf_render_csv(objs, sw->n, &spec, &b);
-		break;
-	default:
-		gf_render_table(objs, sw->n, &spec, &b);
-		break;
-	}
-	fputs(gf_buf_str(&b), stdout);
-	fflush(stdout);
+	inv_print(cli, objs, sw->n, &spec);
 	for (size_t i = 0; i < sw->n; i++)
 		json_decref(objs[i]);
 	free(objs);
-	gf_buf_release(&b);
 }
 
 /* --quiet: only what is wrong, on stderr, one line per node. */
@@ -400,7 +383,7 @@ static void report_problems(const struct gf_sweep *sw)
 int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 {
 	struct sweep_args a = {0};
-	struct gf_node *nodes = NULL, *bnodes = NULL;
+	struct gf_node *nodes = NULL, *bnodes = NULL, *snodes = NULL;
 	const struct gf_profile **profs = NULL, **bprofs = NULL;
 	struct gf_sel_prev *prev = NULL, *bprev = NULL;
 	struct cli_bmc_run run = {0};
@@ -419,6 +402,8 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 		       on_opt, &a, &args, &nargs);
 	if (rc)
 		return rc;
+	if (cli->quiet)
+		cli->progress = false; /* a healthy fleet's quiet sweep prints nothing at all */
 	rc = cli_targets(cli, args, nargs, true, &nodes, &n);
 	if (rc)
 		return rc;
@@ -485,8 +470,12 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 		run.op = sweep_bmc_op;
 		run.ctx = &bc;
 		rc = cli_bmc_fanout(&run);
-		if (rc == GF_EXIT_USAGE)
+		if (rc != GF_EXIT_OK && rc != GF_EXIT_FAILED) {
+			/* A configuration error, or Ctrl-C: no sweep rather than a sweep of failures. */
+			if (rc != GF_EXIT_USAGE)
+				cli_error("the sweep was not stored");
 			goto out;
+		}
 	}
 
 	/* Round two: SSH only, for nodes the first round gave no host facts a chance. */
@@ -510,12 +499,17 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 		struct sweep_ctx sc = {.nodes = nodes, .prev = prev, .ssh_profs = profs,
 				       .timeout = cli->timeout, .accept_new = a.accept_new};
 		struct ssh_round r = {.c = &sc, .which = sidx};
+		struct cli_render pr = {.cli = cli, .n = ns};
 		struct gf_exec_opts eo;
 
+		snodes = gf_xcalloc(ns, sizeof(*snodes));
+		for (size_t k = 0; k < ns; k++)
+			snodes[k] = nodes[sidx[k]]; /* shallow, for -v lines */
+		pr.nodes = snodes;
 		sslots = gf_xcalloc(ns, sizeof(*sslots));
 		cli_exec_opts(cli, &eo);
 		eo.retries = 0; /* collect_host has its own deadline; no second try */
-		if (gf_exec_run(&eo, ns, ssh_task, &r, sslots, NULL, NULL, &err) < 0) {
+		if (gf_exec_run(&eo, ns, ssh_task, &r, sslots, cli_progress_done, &pr, &err) < 0) {
 			rc = cli_fail(&err);
 			goto out;
 		}
@@ -574,6 +568,7 @@ out:
 	free(in_ssh);
 	free(bidx);
 	free(bnodes);
+	free(snodes);
 	free(bprofs);
 	free(bprev);
 	free(prev);

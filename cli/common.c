@@ -369,15 +369,27 @@ static int adhoc_targets(struct gf_cli *cli, struct gf_node **ret, size_t *ret_n
 	return 0;
 }
 
+int cli_target_names(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *ret)
+{
+	struct gf_err err = {0};
+	char *expr;
+	int rc = cli_registry(cli);
+
+	if (rc)
+		return rc;
+	expr = join_args(args, nargs);
+	rc = gf_nodeset_parse(expr, group_members, cli, ret, &err);
+	free(expr);
+	return rc < 0 ? cli_fail(&err) : 0;
+}
+
 int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
 		struct gf_node **ret, size_t *ret_n)
 {
 	struct gf_nodeset set;
-	struct gf_err err = {0};
 	struct gf_buf unknown = GF_BUF_INIT;
 	size_t nunknown = 0;
 	struct gf_node *nodes;
-	char *expr;
 	int rc;
 
 	if (cli->hosts) {
@@ -402,11 +414,9 @@ int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
 		*ret_n = cli->nreg;
 		return 0;
 	}
-	expr = join_args(args, nargs);
-	rc = gf_nodeset_parse(expr, group_members, cli, &set, &err);
-	free(expr);
-	if (rc < 0)
-		return cli_fail(&err);
+	rc = cli_target_names(cli, args, nargs, &set);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < set.n; i++) {
 		if (find_node(cli, set.names[i]))
 			continue;
@@ -487,18 +497,30 @@ static json_t *node_json(const struct cli_render *r, size_t i, const struct gf_r
 	return o;
 }
 
-void cli_render_done(void *ud, size_t i, const struct gf_result *slot)
+void cli_progress_done(void *ud, size_t i, const struct gf_result *slot)
 {
 	struct cli_render *r = ud;
 
-	r->finished++;
-	if (!slot->ok)
-		r->failed++;
-	if (r->cli->verbose)
+	if (r->cli->verbose && r->nodes)
 		fprintf(stderr, "gpufleet: %s: %s in %.3f s (%u attempt%s)%s%s\n", r->nodes[i].name,
 			slot->ok ? "ok" : gf_errkind_name(slot->err.kind), slot->t_end - slot->t_start,
 			slot->attempts, slot->attempts == 1 ? "" : "s", slot->ok ? "" : ": ",
 			slot->ok ? "" : slot->err.msg);
+	r->finished++;
+	if (!slot->ok)
+		r->failed++;
+	if (r->cli->progress && r->n > 4) {
+		fprintf(stderr, "\r%zu/%zu done, %zu failed", r->finished, r->n, r->failed);
+		if (r->finished == r->n)
+			fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+}
+
+void cli_render_done(void *ud, size_t i, const struct gf_result *slot)
+{
+	struct cli_render *r = ud;
+
 	if (r->cli->format == GF_FMT_NDJSON) {
 		struct gf_buf b = GF_BUF_INIT;
 		json_t *o = node_json(r, i, slot);
@@ -509,12 +531,7 @@ void cli_render_done(void *ud, size_t i, const struct gf_result *slot)
 		json_decref(o);
 		gf_buf_release(&b);
 	}
-	if (r->cli->progress && r->n > 4) {
-		fprintf(stderr, "\r%zu/%zu done, %zu failed", r->finished, r->n, r->failed);
-		if (r->finished == r->n)
-			fputs("\r\033[K", stderr);
-		fflush(stderr);
-	}
+	cli_progress_done(ud, i, slot);
 }
 
 int cli_render_finish(struct cli_render *r, const struct gf_result *slots)

@@ -91,6 +91,13 @@ int cli_creds(struct gf_cli *cli);
  */
 int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
 		struct gf_node **ret, size_t *ret_n);
+/*
+ * Only the names TARGETS (@nargs > 0) name, @group members from the registry,
+ * names not checked against it (verbs that read the inventory name imported
+ * nodes too). Returns 0 or an exit code (printed).
+ */
+struct gf_nodeset;
+int cli_target_names(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *ret);
 
 enum cli_profile_use {
 	CLI_PROFILE_BMC,  /* nodes with a BMC; BMC password (command) resolved */
@@ -122,6 +129,8 @@ struct cli_render {
 
 /* The exec "done" callback: streams ndjson and draws progress. @ud is a struct cli_render. */
 void cli_render_done(void *ud, size_t i, const struct gf_result *slot);
+/* The exec "done" callback that only counts, draws progress and prints -v lines (@ud as above). */
+void cli_progress_done(void *ud, size_t i, const struct gf_result *slot);
 /* Print all results (table/json/csv) after the run; returns 0 or 1 (some failed). */
 int cli_render_finish(struct cli_render *r, const struct gf_result *slots);
 

@@ -6,27 +6,9 @@
 #include "lib/buf.h"
 #include "lib/util.h"
 
-static int groups_of(void *ud, const char *group, struct gf_nodeset *out, struct gf_err *err)
-{
-	const struct gf_cli *cli = ud;
-	bool any = false;
-
-	for (size_t i = 0; i < cli->nreg; i++)
-		for (size_t g = 0; g < cli->reg[i].ngroups; g++)
-			if (strcmp(cli->reg[i].groups[g], group) == 0) {
-				gf_nodeset_add(out, cli->reg[i].name);
-				any = true;
-			}
-	if (!any)
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "unknown group '@%s'", group);
-	return 0;
-}
-
 int inv_targets(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *ret,
 		bool *ret_all)
 {
-	struct gf_buf expr = GF_BUF_INIT;
-	struct gf_err err = {0};
 	int rc;
 
 	if (cli->hosts) {
@@ -38,15 +20,9 @@ int inv_targets(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *r
 		*ret_all = true;
 		return 0;
 	}
-	rc = cli_registry(cli);
+	rc = cli_target_names(cli, args, nargs, ret);
 	if (rc)
 		return rc;
-	for (int i = 0; i < nargs; i++)
-		gf_buf_addf(&expr, "%s%s", i ? "," : "", args[i]);
-	rc = gf_nodeset_parse(gf_buf_str(&expr), groups_of, cli, ret, &err);
-	gf_buf_release(&expr);
-	if (rc < 0)
-		return cli_fail(&err);
 	*ret_all = false;
 	return 0;
 }
@@ -154,27 +130,6 @@ char *inv_groups_of(const struct gf_cli *cli, const char *node)
 	return gf_buf_detach(&b);
 }
 
-static char *cell(json_t *v)
-{
-	char tmp[64];
-
-	if (!v || json_is_null(v))
-		return gf_xstrdup("-");
-	if (json_is_string(v))
-		return gf_xstrdup(json_string_value(v));
-	if (json_is_integer(v)) {
-		snprintf(tmp, sizeof(tmp), "%lld", (long long)json_integer_value(v));
-		return gf_xstrdup(tmp);
-	}
-	if (json_is_boolean(v))
-		return gf_xstrdup(json_is_true(v) ? "yes" : "no");
-	if (json_is_real(v)) {
-		snprintf(tmp, sizeof(tmp), "%g", json_real_value(v));
-		return gf_xstrdup(tmp);
-	}
-	return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-}
-
 void inv_table(const struct gf_col *cols, size_t ncols, json_t *const *rows, size_t n)
 {
 	size_t *w = gf_xcalloc(ncols, sizeof(*w));
@@ -184,7 +139,7 @@ void inv_table(const struct gf_col *cols, size_t ncols, json_t *const *rows, siz
 		w[c] = strlen(cols[c].title);
 	for (size_t r = 0; r < n; r++)
 		for (size_t c = 0; c < ncols; c++) {
-			char *s = cell(json_object_get(rows[r], cols[c].key));
+			char *s = gf_render_cell(json_object_get(rows[r], cols[c].key));
 
 			cells[r * ncols + c] = s;
 			if (strlen(s) > w[c])

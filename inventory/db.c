@@ -152,7 +152,7 @@ const char *gf_db_path(const struct gf_db *db)
  * Report a failed sqlite call on @db. Call it before anything else touches
  * the connection, as sqlite3_errmsg() describes only the latest call.
  */
-static int db_fail(struct gf_db *db, int rc, const char *what, struct gf_err *err)
+int gf_db_fail(struct gf_db *db, int rc, const char *what, struct gf_err *err)
 {
 	const char *msg = db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc);
 	int code;
@@ -178,14 +178,14 @@ static int db_fail(struct gf_db *db, int rc, const char *what, struct gf_err *er
 	return code;
 }
 
-static int db_prepare(struct gf_db *db, const char *sql, sqlite3_stmt **ret, const char *what,
-		      struct gf_err *err)
+static int prepare(struct gf_db *db, const char *sql, unsigned flags, sqlite3_stmt **ret,
+		   const char *what, struct gf_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db->h, sql, -1, &st, NULL);
+	int rc = sqlite3_prepare_v3(db->h, sql, -1, flags, &st, NULL);
 
 	if (rc != SQLITE_OK) {
-		int code = db_fail(db, rc, what, err);
+		int code = gf_db_fail(db, rc, what, err);
 
 		sqlite3_finalize(st);
 		return code;
@@ -194,8 +194,20 @@ static int db_prepare(struct gf_db *db, const char *sql, sqlite3_stmt **ret, con
 	return 0;
 }
 
+int gf_db_prepare(struct gf_db *db, const char *sql, sqlite3_stmt **ret, const char *what,
+		  struct gf_err *err)
+{
+	return prepare(db, sql, 0, ret, what, err);
+}
+
+int gf_db_prepare_kept(struct gf_db *db, const char *sql, sqlite3_stmt **ret, const char *what,
+		       struct gf_err *err)
+{
+	return prepare(db, sql, SQLITE_PREPARE_PERSISTENT, ret, what, err);
+}
+
 /* Run constant SQL, possibly several statements, that takes no parameters. */
-static int db_exec(struct gf_db *db, const char *sql, const char *what, struct gf_err *err)
+int gf_db_exec(struct gf_db *db, const char *sql, const char *what, struct gf_err *err)
 {
 	const char *tail = sql;
 
@@ -205,13 +217,13 @@ static int db_exec(struct gf_db *db, const char *sql, const char *what, struct g
 		int rc = sqlite3_prepare_v2(db->h, tail, -1, &st, &next);
 
 		if (rc != SQLITE_OK)
-			return db_fail(db, rc, what, err);
+			return gf_db_fail(db, rc, what, err);
 		if (!st) /* only whitespace or comments left */
 			break;
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 			;
 		if (rc != SQLITE_DONE) {
-			int code = db_fail(db, rc, what, err);
+			int code = gf_db_fail(db, rc, what, err);
 
 			sqlite3_finalize(st);
 			return code;
@@ -227,7 +239,7 @@ static int db_int(struct gf_db *db, const char *sql, const char *what, int *ret,
 		  struct gf_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = db_prepare(db, sql, &st, what, err);
+	int rc = gf_db_prepare(db, sql, &st, what, err);
 
 	if (rc < 0)
 		return rc;
@@ -235,7 +247,7 @@ static int db_int(struct gf_db *db, const char *sql, const char *what, int *ret,
 	if (rc != SQLITE_ROW) {
 		if (rc == SQLITE_DONE)
 			rc = SQLITE_ERROR;
-		rc = db_fail(db, rc, what, err);
+		rc = gf_db_fail(db, rc, what, err);
 		sqlite3_finalize(st);
 		return rc;
 	}
@@ -245,25 +257,25 @@ static int db_int(struct gf_db *db, const char *sql, const char *what, int *ret,
 }
 
 /* Write transactions take the lock up front, so they wait (busy timeout) rather than deadlock. */
-static int tx_begin(struct gf_db *db, const char *what, struct gf_err *err)
+int gf_db_begin(struct gf_db *db, const char *what, struct gf_err *err)
 {
-	return db_exec(db, "BEGIN IMMEDIATE", what, err);
-}
-
-static int tx_commit(struct gf_db *db, const char *what, struct gf_err *err)
-{
-	int rc = db_exec(db, "COMMIT", what, err);
-
-	if (rc < 0 && !sqlite3_get_autocommit(db->h))
-		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-	return rc;
+	return gf_db_exec(db, "BEGIN IMMEDIATE", what, err);
 }
 
 /* Undo after a failure: the error is already reported, a failed rollback adds nothing. */
-static void tx_rollback(struct gf_db *db)
+void gf_db_rollback(struct gf_db *db)
 {
 	if (!sqlite3_get_autocommit(db->h))
 		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int gf_db_commit(struct gf_db *db, const char *what, struct gf_err *err)
+{
+	int rc = gf_db_exec(db, "COMMIT", what, err);
+
+	if (rc < 0)
+		gf_db_rollback(db);
+	return rc;
 }
 
 static int bind_text(struct gf_db *db, sqlite3_stmt *st, int i, const char *s, const char *what,
@@ -271,7 +283,7 @@ static int bind_text(struct gf_db *db, sqlite3_stmt *st, int i, const char *s, c
 {
 	int rc = s ? sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
 
-	return rc == SQLITE_OK ? 0 : db_fail(db, rc, what, err);
+	return rc == SQLITE_OK ? 0 : gf_db_fail(db, rc, what, err);
 }
 
 static int bind_int64(struct gf_db *db, sqlite3_stmt *st, int i, sqlite3_int64 v,
@@ -279,7 +291,7 @@ static int bind_int64(struct gf_db *db, sqlite3_stmt *st, int i, sqlite3_int64 v
 {
 	int rc = sqlite3_bind_int64(st, i, v);
 
-	return rc == SQLITE_OK ? 0 : db_fail(db, rc, what, err);
+	return rc == SQLITE_OK ? 0 : gf_db_fail(db, rc, what, err);
 }
 
 static int bind_double(struct gf_db *db, sqlite3_stmt *st, int i, double v, const char *what,
@@ -287,18 +299,18 @@ static int bind_double(struct gf_db *db, sqlite3_stmt *st, int i, double v, cons
 {
 	int rc = sqlite3_bind_double(st, i, v);
 
-	return rc == SQLITE_OK ? 0 : db_fail(db, rc, what, err);
+	return rc == SQLITE_OK ? 0 : gf_db_fail(db, rc, what, err);
 }
 
 /* Step a statement that returns no rows, and reset it for the next use. */
-static int step_done(struct gf_db *db, sqlite3_stmt *st, const char *what, struct gf_err *err)
+int gf_db_step_done(struct gf_db *db, sqlite3_stmt *st, const char *what, struct gf_err *err)
 {
 	int rc = sqlite3_step(st);
 
 	if (rc != SQLITE_DONE) {
 		if (rc == SQLITE_ROW)
 			rc = SQLITE_MISUSE;
-		rc = db_fail(db, rc, what, err);
+		rc = gf_db_fail(db, rc, what, err);
 		sqlite3_reset(st);
 		return rc;
 	}
@@ -353,7 +365,7 @@ static int migrate(struct gf_db *db, int version, struct gf_err *err)
 
 	if (version == N_MIGRATIONS)
 		return 0;
-	rc = tx_begin(db, what, err);
+	rc = gf_db_begin(db, what, err);
 	if (rc < 0)
 		return rc;
 	/* Another process may have migrated while we waited for the lock. */
@@ -365,11 +377,11 @@ static int migrate(struct gf_db *db, int version, struct gf_err *err)
 		goto fail;
 	}
 	if (version == N_MIGRATIONS) {
-		tx_rollback(db); /* nothing was written */
+		gf_db_rollback(db); /* nothing was written */
 		return 0;
 	}
 	for (int v = version; v < N_MIGRATIONS; v++) {
-		rc = db_exec(db, migrations[v], what, err);
+		rc = gf_db_exec(db, migrations[v], what, err);
 		if (rc < 0)
 			goto fail;
 	}
@@ -378,14 +390,14 @@ static int migrate(struct gf_db *db, int version, struct gf_err *err)
 		char sql[64];
 
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", N_MIGRATIONS);
-		rc = db_exec(db, sql, what, err);
+		rc = gf_db_exec(db, sql, what, err);
 		if (rc < 0)
 			goto fail;
 	}
-	return tx_commit(db, what, err);
+	return gf_db_commit(db, what, err);
 
 fail:
-	tx_rollback(db);
+	gf_db_rollback(db);
 	return rc;
 }
 
@@ -393,7 +405,7 @@ int gf_db_set_busy_timeout(struct gf_db *db, int ms, struct gf_err *err)
 {
 	int rc = sqlite3_busy_timeout(db->h, ms);
 
-	return rc == SQLITE_OK ? 0 : db_fail(db, rc, "setting the busy timeout", err);
+	return rc == SQLITE_OK ? 0 : gf_db_fail(db, rc, "setting the busy timeout", err);
 }
 
 int gf_db_open(const char *path, struct gf_db **ret, struct gf_err *err)
@@ -446,11 +458,11 @@ int gf_db_open(const char *path, struct gf_db **ret, struct gf_err *err)
 	 * without shared memory keeps the old journal mode, which still works,
 	 * only with less concurrency, so the answer is not checked.
 	 */
-	rc = db_exec(db, "PRAGMA journal_mode = WAL", "setting WAL mode", err);
+	rc = gf_db_exec(db, "PRAGMA journal_mode = WAL", "setting WAL mode", err);
 	if (rc < 0)
 		goto out;
-	rc = db_exec(db, "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL",
-		     "setting up the connection", err);
+	rc = gf_db_exec(db, "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL",
+			"setting up the connection", err);
 	if (rc < 0)
 		goto out;
 	rc = migrate(db, version, err);
@@ -506,12 +518,12 @@ static int node_put(struct gf_db *db, sqlite3_stmt *st, const struct gf_node *n,
 		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' already exists", n->name);
 	}
 	if (rc != SQLITE_ROW) {
-		rc = db_fail(db, rc == SQLITE_DONE ? SQLITE_ERROR : rc, what, err);
+		rc = gf_db_fail(db, rc == SQLITE_DONE ? SQLITE_ERROR : rc, what, err);
 		sqlite3_reset(st);
 		return rc;
 	}
 	id = sqlite3_column_int64(st, 0);
-	rc = step_done(db, st, what, err);
+	rc = gf_db_step_done(db, st, what, err);
 	if (rc < 0)
 		return rc;
 	*ret_id = id;
@@ -541,13 +553,15 @@ int gf_db_nodes_add(struct gf_db *db, const struct gf_node *nodes, size_t n, boo
 				return rc;
 	}
 
-	if ((rc = db_prepare(db, replace ? sql_node_upsert : sql_node_insert, &put, what, err)) < 0 ||
-	    (rc = db_prepare(db, "DELETE FROM node_groups WHERE node_id = ?1", &clear, what,
-			     err)) < 0 ||
-	    (rc = db_prepare(db, "INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)",
-			     &grp, what, err)) < 0)
+	if ((rc = gf_db_prepare(db, replace ? sql_node_upsert : sql_node_insert, &put, what,
+				err)) < 0 ||
+	    (rc = gf_db_prepare(db, "DELETE FROM node_groups WHERE node_id = ?1", &clear, what,
+				err)) < 0 ||
+	    (rc = gf_db_prepare(db,
+				"INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)",
+				&grp, what, err)) < 0)
 		goto out;
-	rc = tx_begin(db, what, err);
+	rc = gf_db_begin(db, what, err);
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
@@ -559,21 +573,21 @@ int gf_db_nodes_add(struct gf_db *db, const struct gf_node *nodes, size_t n, boo
 			goto fail;
 		if (replace) {
 			if ((rc = bind_int64(db, clear, 1, id, what, err)) < 0 ||
-			    (rc = step_done(db, clear, what, err)) < 0)
+			    (rc = gf_db_step_done(db, clear, what, err)) < 0)
 				goto fail;
 		}
 		for (size_t g = 0; g < nd->ngroups; g++) {
 			if ((rc = bind_int64(db, grp, 1, id, what, err)) < 0 ||
 			    (rc = bind_text(db, grp, 2, nd->groups[g], what, err)) < 0 ||
-			    (rc = step_done(db, grp, what, err)) < 0)
+			    (rc = gf_db_step_done(db, grp, what, err)) < 0)
 				goto fail;
 		}
 	}
-	rc = tx_commit(db, what, err);
+	rc = gf_db_commit(db, what, err);
 	goto out;
 
 fail:
-	tx_rollback(db);
+	gf_db_rollback(db);
 out:
 	sqlite3_finalize(put);
 	sqlite3_finalize(clear);
@@ -611,15 +625,15 @@ int gf_db_nodes_load(struct gf_db *db, struct gf_node **ret, size_t *ret_n, stru
 	size_t n = 0, cap = 0, at = 0;
 	int rc;
 
-	if ((rc = db_prepare(db,
-			     "SELECT id, name, bmc, bmc_port, protocol, ssh, profile FROM nodes"
-			     " ORDER BY id",
-			     &sn, what, err)) < 0 ||
-	    (rc = db_prepare(db, "SELECT node_id, grp FROM node_groups ORDER BY node_id, grp", &sg,
-			     what, err)) < 0)
+	if ((rc = gf_db_prepare(db,
+				"SELECT id, name, bmc, bmc_port, protocol, ssh, profile FROM nodes"
+				" ORDER BY id",
+				&sn, what, err)) < 0 ||
+	    (rc = gf_db_prepare(db, "SELECT node_id, grp FROM node_groups ORDER BY node_id, grp",
+				&sg, what, err)) < 0)
 		goto out;
 	/* One read transaction, so that nodes and groups come from the same snapshot. */
-	rc = db_exec(db, "BEGIN", what, err);
+	rc = gf_db_exec(db, "BEGIN", what, err);
 	if (rc < 0)
 		goto out;
 
@@ -636,7 +650,7 @@ int gf_db_nodes_load(struct gf_db *db, struct gf_node **ret, size_t *ret_n, stru
 		n++;
 	}
 	if (rc != SQLITE_DONE) {
-		rc = db_fail(db, rc, what, err);
+		rc = gf_db_fail(db, rc, what, err);
 		goto fail;
 	}
 
@@ -654,10 +668,10 @@ int gf_db_nodes_load(struct gf_db *db, struct gf_node **ret, size_t *ret_n, stru
 		nd->groups[nd->ngroups++] = col_text(sg, 1);
 	}
 	if (rc != SQLITE_DONE) {
-		rc = db_fail(db, rc, what, err);
+		rc = gf_db_fail(db, rc, what, err);
 		goto fail;
 	}
-	rc = tx_commit(db, what, err);
+	rc = gf_db_commit(db, what, err);
 	if (rc < 0)
 		goto fail_done;
 	*ret = nodes;
@@ -667,7 +681,7 @@ int gf_db_nodes_load(struct gf_db *db, struct gf_node **ret, size_t *ret_n, stru
 	goto out;
 
 fail:
-	tx_rollback(db);
+	gf_db_rollback(db);
 fail_done:
 	gf_nodes_free(nodes, n);
 	nodes = NULL;
@@ -684,16 +698,16 @@ int gf_db_nodes_remove(struct gf_db *db, const char *const *names, size_t n, str
 	sqlite3_stmt *del = NULL;
 	int rc;
 
-	rc = db_prepare(db, "DELETE FROM nodes WHERE name = ?1", &del, what, err);
+	rc = gf_db_prepare(db, "DELETE FROM nodes WHERE name = ?1", &del, what, err);
 	if (rc < 0)
 		return rc;
-	rc = tx_begin(db, what, err);
+	rc = gf_db_begin(db, what, err);
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		if ((rc = check_name("node", names[i], err)) < 0 ||
 		    (rc = bind_text(db, del, 1, names[i], what, err)) < 0 ||
-		    (rc = step_done(db, del, what, err)) < 0)
+		    (rc = gf_db_step_done(db, del, what, err)) < 0)
 			goto fail;
 		if (sqlite3_changes(db->h) == 0) {
 			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' is not registered",
@@ -701,11 +715,11 @@ int gf_db_nodes_remove(struct gf_db *db, const char *const *names, size_t n, str
 			goto fail;
 		}
 	}
-	rc = tx_commit(db, what, err);
+	rc = gf_db_commit(db, what, err);
 	goto out;
 
 fail:
-	tx_rollback(db);
+	gf_db_rollback(db);
 out:
 	sqlite3_finalize(del);
 	return rc;
@@ -726,13 +740,15 @@ int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n,
 		if ((rc = check_name("group", del[g], err)) < 0)
 			return rc;
 
-	if ((rc = db_prepare(db, "SELECT id FROM nodes WHERE name = ?1", &find, what, err)) < 0 ||
-	    (rc = db_prepare(db, "INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)",
-			     &ins, what, err)) < 0 ||
-	    (rc = db_prepare(db, "DELETE FROM node_groups WHERE node_id = ?1 AND grp = ?2", &rm,
-			     what, err)) < 0)
+	if ((rc = gf_db_prepare(db, "SELECT id FROM nodes WHERE name = ?1", &find, what,
+				err)) < 0 ||
+	    (rc = gf_db_prepare(db,
+				"INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)",
+				&ins, what, err)) < 0 ||
+	    (rc = gf_db_prepare(db, "DELETE FROM node_groups WHERE node_id = ?1 AND grp = ?2", &rm,
+				what, err)) < 0)
 		goto out;
-	rc = tx_begin(db, what, err);
+	rc = gf_db_begin(db, what, err);
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
@@ -749,7 +765,7 @@ int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n,
 			goto fail;
 		}
 		if (rc != SQLITE_ROW) {
-			rc = db_fail(db, rc, what, err);
+			rc = gf_db_fail(db, rc, what, err);
 			sqlite3_reset(find);
 			goto fail;
 		}
@@ -760,19 +776,19 @@ int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n,
 		for (size_t g = 0; g < nadd; g++)
 			if ((rc = bind_int64(db, ins, 1, id, what, err)) < 0 ||
 			    (rc = bind_text(db, ins, 2, add[g], what, err)) < 0 ||
-			    (rc = step_done(db, ins, what, err)) < 0)
+			    (rc = gf_db_step_done(db, ins, what, err)) < 0)
 				goto fail;
 		for (size_t g = 0; g < ndel; g++)
 			if ((rc = bind_int64(db, rm, 1, id, what, err)) < 0 ||
 			    (rc = bind_text(db, rm, 2, del[g], what, err)) < 0 ||
-			    (rc = step_done(db, rm, what, err)) < 0)
+			    (rc = gf_db_step_done(db, rm, what, err)) < 0)
 				goto fail;
 	}
-	rc = tx_commit(db, what, err);
+	rc = gf_db_commit(db, what, err);
 	goto out;
 
 fail:
-	tx_rollback(db);
+	gf_db_rollback(db);
 out:
 	sqlite3_finalize(find);
 	sqlite3_finalize(ins);
@@ -790,13 +806,13 @@ int gf_db_audit_add(struct gf_db *db, const struct gf_audit *rows, size_t n, str
 		if (!rows[i].verb)
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "audit row has no verb");
 
-	rc = db_prepare(db,
-			"INSERT INTO audit (time, user, verb, node, result, detail)"
-			" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-			&ins, what, err);
+	rc = gf_db_prepare(db,
+			   "INSERT INTO audit (time, user, verb, node, result, detail)"
+			   " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+			   &ins, what, err);
 	if (rc < 0)
 		return rc;
-	rc = tx_begin(db, what, err);
+	rc = gf_db_begin(db, what, err);
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
@@ -808,14 +824,14 @@ int gf_db_audit_add(struct gf_db *db, const struct gf_audit *rows, size_t n, str
 		    (rc = bind_text(db, ins, 4, a->node, what, err)) < 0 ||
 		    (rc = bind_text(db, ins, 5, a->result, what, err)) < 0 ||
 		    (rc = bind_text(db, ins, 6, a->detail, what, err)) < 0 ||
-		    (rc = step_done(db, ins, what, err)) < 0)
+		    (rc = gf_db_step_done(db, ins, what, err)) < 0)
 			goto fail;
 	}
-	rc = tx_commit(db, what, err);
+	rc = gf_db_commit(db, what, err);
 	goto out;
 
 fail:
-	tx_rollback(db);
+	gf_db_rollback(db);
 out:
 	sqlite3_finalize(ins);
 	return rc;
@@ -830,7 +846,7 @@ int gf_db_tls_pin_get(struct gf_db *db, const char *node, char **ret, struct gf_
 
 	if ((rc = check_name("node", node, err)) < 0)
 		return rc;
-	rc = db_prepare(db, "SELECT fingerprint FROM tls_pins WHERE node = ?1", &st, what, err);
+	rc = gf_db_prepare(db, "SELECT fingerprint FROM tls_pins WHERE node = ?1", &st, what, err);
 	if (rc < 0)
 		return rc;
 	if ((rc = bind_text(db, st, 1, node, what, err)) < 0)
@@ -842,7 +858,7 @@ int gf_db_tls_pin_get(struct gf_db *db, const char *node, char **ret, struct gf_
 	} else if (rc == SQLITE_DONE) {
 		rc = 0;
 	} else {
-		rc = db_fail(db, rc, what, err);
+		rc = gf_db_fail(db, rc, what, err);
 		goto out;
 	}
 	*ret = fp;
@@ -862,14 +878,14 @@ int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *co
 	for (size_t i = 0; i < n; i++)
 		if ((rc = check_name("node", nodes[i], err)) < 0)
 			return rc;
-	if ((rc = db_prepare(db,
-			     "INSERT INTO tls_pins (node, fingerprint, first_seen) VALUES (?1, ?2, ?3)"
-			     " ON CONFLICT (node) DO UPDATE SET fingerprint = excluded.fingerprint,"
-			     " first_seen = excluded.first_seen",
-			     &put, what, err)) < 0 ||
-	    (rc = db_prepare(db, "DELETE FROM tls_pins WHERE node = ?1", &del, what, err)) < 0)
+	if ((rc = gf_db_prepare(db,
+				"INSERT INTO tls_pins (node, fingerprint, first_seen) VALUES (?1, ?2, ?3)"
+				" ON CONFLICT (node) DO UPDATE SET fingerprint = excluded.fingerprint,"
+				" first_seen = excluded.first_seen",
+				&put, what, err)) < 0 ||
+	    (rc = gf_db_prepare(db, "DELETE FROM tls_pins WHERE node = ?1", &del, what, err)) < 0)
 		goto out;
-	rc = tx_begin(db, what, err);
+	rc = gf_db_begin(db, what, err);
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
@@ -877,19 +893,19 @@ int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *co
 			if ((rc = bind_text(db, put, 1, nodes[i], what, err)) < 0 ||
 			    (rc = bind_text(db, put, 2, fps[i], what, err)) < 0 ||
 			    (rc = bind_double(db, put, 3, now, what, err)) < 0 ||
-			    (rc = step_done(db, put, what, err)) < 0)
+			    (rc = gf_db_step_done(db, put, what, err)) < 0)
 				goto fail;
 		} else {
 			if ((rc = bind_text(db, del, 1, nodes[i], what, err)) < 0 ||
-			    (rc = step_done(db, del, what, err)) < 0)
+			    (rc = gf_db_step_done(db, del, what, err)) < 0)
 				goto fail;
 		}
 	}
-	rc = tx_commit(db, what, err);
+	rc = gf_db_commit(db, what, err);
 	goto out;
 
 fail:
-	tx_rollback(db);
+	gf_db_rollback(db);
 out:
 	sqlite3_finalize(put);
 	sqlite3_finalize(del);

@@ -36,6 +36,33 @@ struct sqlite3 *gf_db_sqlite(struct gf_db *db);
 const char *gf_db_path(const struct gf_db *db);
 
 /*
+ * The SQLite helpers of inventory/ (db.c, store.c), on @db's connection; not
+ * for cli/. @what names the operation in messages ("writing a sweep").
+ */
+struct sqlite3_stmt;
+/*
+ * A failed sqlite call (@rc) as GF_E_BUSY, GF_E_CONFIG (not a database) or
+ * GF_E_DB; call it before the connection is used again.
+ */
+int gf_db_fail(struct gf_db *db, int rc, const char *what, struct gf_err *err);
+/* Prepare one statement; _kept for statements reused many times (a write transaction). */
+int gf_db_prepare(struct gf_db *db, const char *sql, struct sqlite3_stmt **ret, const char *what,
+		  struct gf_err *err);
+int gf_db_prepare_kept(struct gf_db *db, const char *sql, struct sqlite3_stmt **ret,
+		       const char *what, struct gf_err *err);
+/* Run constant SQL, possibly several statements, that takes no parameters. */
+int gf_db_exec(struct gf_db *db, const char *sql, const char *what, struct gf_err *err);
+/* Step a statement that returns no rows, then reset it and clear its bindings. */
+int gf_db_step_done(struct gf_db *db, struct sqlite3_stmt *st, const char *what,
+		    struct gf_err *err);
+/* BEGIN IMMEDIATE: a write transaction takes the lock up front (it waits, never deadlocks). */
+int gf_db_begin(struct gf_db *db, const char *what, struct gf_err *err);
+/* COMMIT; when that fails the transaction is rolled back. */
+int gf_db_commit(struct gf_db *db, const char *what, struct gf_err *err);
+/* Roll back an open transaction after a failure that is already reported. */
+void gf_db_rollback(struct gf_db *db);
+
+/*
  * Add @n nodes in one transaction. A name already registered is GF_E_USAGE
  * ("node 'x' already exists") and nothing is added, unless @replace.
  */

@@ -31,7 +31,8 @@ static const struct {
 	[GF_HC_OFED] = {"ofed_info", "env LC_ALL=C ofed_info -s"},
 	[GF_HC_JOURNAL] = {"journalctl", "env LC_ALL=C journalctl -k --no-pager --since=-24h"},
 	[GF_HC_CUDA_TXT] = {"/usr/local/cuda/version.txt", "cat /usr/local/cuda/version.txt"},
-	[GF_HC_DMESG] = {"dmesg", "env LC_ALL=C dmesg"},
+	[GF_HC_DMESG] = {"dmesg", "env LC_ALL=C dmesg --since=-24h"},
+	[GF_HC_DMESG_ALL] = {"dmesg", "env LC_ALL=C dmesg"},
 };
 
 const char *const gf_hostfacts_query_fields[] = {
@@ -814,6 +815,11 @@ bool gf_hostfacts_need_fallback(enum gf_hostcmd c, const struct gf_cmd_out outs[
 	case GF_HC_DMESG:
 		return outs[GF_HC_JOURNAL].ran && !outs[GF_HC_JOURNAL].timed_out &&
 		       (!succeeded(&outs[GF_HC_JOURNAL]) || log_denied(&outs[GF_HC_JOURNAL]));
+	case GF_HC_DMESG_ALL:
+		/* An older dmesg refuses --since: read all of it (since boot), unless not allowed. */
+		return outs[GF_HC_DMESG].ran && !outs[GF_HC_DMESG].timed_out &&
+		       !succeeded(&outs[GF_HC_DMESG]) && !gf_hostcmd_missing(&outs[GF_HC_DMESG]) &&
+		       !log_denied(&outs[GF_HC_DMESG]);
 	default:
 		return false;
 	}
@@ -862,6 +868,7 @@ static void build_health(const struct gf_cmd_out outs[GF_HC_COUNT], struct gf_ho
 static void build_xids(const struct gf_cmd_out outs[GF_HC_COUNT], struct gf_hostfacts *f)
 {
 	const struct gf_cmd_out *j = &outs[GF_HC_JOURNAL], *d = &outs[GF_HC_DMESG];
+	const struct gf_cmd_out *da = &outs[GF_HC_DMESG_ALL];
 	bool denied = false;
 
 	if (succeeded(j) && !log_denied(j)) {
@@ -876,10 +883,16 @@ static void build_xids(const struct gf_cmd_out outs[GF_HC_COUNT], struct gf_host
 		f->xid_source = gf_xstrdup("dmesg");
 		return;
 	}
-	denied = (j->ran && log_denied(j)) || (d->ran && log_denied(d));
+	if (succeeded(da) && !log_denied(da)) {
+		gf_hostfacts_count_xids(da->out, &f->xids, &f->nxids);
+		f->xid_read = true;
+		f->xid_source = gf_xstrdup("dmesg-boot");
+		return;
+	}
+	denied = (j->ran && log_denied(j)) || (d->ran && log_denied(d)) || (da->ran && log_denied(da));
 	if (denied)
 		f->xid_note = gf_xstrdup("no permission to read the kernel log");
-	else if ((j->ran && j->timed_out) || (d->ran && d->timed_out))
+	else if ((j->ran && j->timed_out) || (d->ran && d->timed_out) || (da->ran && da->timed_out))
 		f->xid_note = gf_xstrdup("reading the kernel log did not finish in time");
 	else if (gf_hostcmd_missing(j) && (!d->ran || gf_hostcmd_missing(d)))
 		f->xid_note = gf_xstrdup("neither journalctl nor dmesg is installed");

@@ -78,7 +78,7 @@ struct gf_hostfacts {
 	enum gf_host_health health;
 	char *health_detail;          /* the line that told the health state, or NULL */
 	bool xid_read;                /* the kernel log could be read */
-	char *xid_source;             /* "journal" (last 24 h) or "dmesg" (since boot) */
+	char *xid_source;             /* "journal", "dmesg" (last 24 h) or "dmesg-boot" (since boot) */
 	char *xid_note;               /* why the kernel log could not be read */
 	struct gf_xid_count *xids;    /* sorted by code */
 	size_t nxids;
@@ -105,7 +105,8 @@ enum gf_hostcmd {
 	GF_HC_JOURNAL,         /* journalctl -k --since=-24h */
 	/* Fallbacks, run only when the ones above did not answer. */
 	GF_HC_CUDA_TXT,        /* cat /usr/local/cuda/version.txt, when version.json is absent */
-	GF_HC_DMESG,           /* dmesg, when journalctl is absent or not allowed */
+	GF_HC_DMESG,           /* dmesg --since=-24h, when journalctl is absent or not allowed */
+	GF_HC_DMESG_ALL,       /* dmesg, when its --since is not known (util-linux before 2.37) */
 	GF_HC_COUNT,
 };
 
@@ -134,8 +135,8 @@ struct gf_cmd_out {
 };
 
 /*
- * Should the fallback @c (GF_HC_CUDA_TXT, GF_HC_DMESG) run, given what the
- * first round of commands answered?
+ * Should the fallback @c (GF_HC_CUDA_TXT, GF_HC_DMESG, GF_HC_DMESG_ALL) run,
+ * given what the commands so far answered?
  */
 bool gf_hostfacts_need_fallback(enum gf_hostcmd c, const struct gf_cmd_out outs[GF_HC_COUNT]);
 

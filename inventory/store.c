@@ -17,83 +17,7 @@
 #include "lib/buf.h"
 #include "lib/util.h"
 
-/* ---- sqlite helpers ------------------------------------------------------ */
-
-/* Report a failed sqlite call; call it before the connection is used again. */
-static int sq_fail(struct gf_db *db, int rc, const char *what, struct gf_err *err)
-{
-	sqlite3 *h = gf_db_sqlite(db);
-	const char *msg = h ? sqlite3_errmsg(h) : sqlite3_errstr(rc);
-	int code;
-
-	switch (rc & 0xff) {
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		code = gf_err_set(err, GF_E_BUSY, GF_EK_NONE,
-				  "database '%s' is locked by another process, %s failed (%s)",
-				  gf_db_path(db), what, msg);
-		break;
-	default:
-		code = gf_err_set(err, GF_E_DB, GF_EK_NONE, "%s in database '%s' failed (%s)", what,
-				  gf_db_path(db), msg);
-		break;
-	}
-	if (err)
-		err->detail = rc;
-	return code;
-}
-
-static int sq_prepare(struct gf_db *db, const char *sql, sqlite3_stmt **ret, const char *what,
-		      struct gf_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v3(gf_db_sqlite(db), sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
-
-	if (rc != SQLITE_OK) {
-		rc = sq_fail(db, rc, what, err);
-		sqlite3_finalize(st);
-		return rc;
-	}
-	*ret = st;
-	return 0;
-}
-
-static int sq_exec(struct gf_db *db, const char *sql, const char *what, struct gf_err *err)
-{
-	int rc = sqlite3_exec(gf_db_sqlite(db), sql, NULL, NULL, NULL);
-
-	return rc == SQLITE_OK ? 0 : sq_fail(db, rc, what, err);
-}
-
-static void sq_rollback(struct gf_db *db)
-{
-	if (!sqlite3_get_autocommit(gf_db_sqlite(db)))
-		sqlite3_exec(gf_db_sqlite(db), "ROLLBACK", NULL, NULL, NULL);
-}
-
-static int sq_commit(struct gf_db *db, const char *what, struct gf_err *err)
-{
-	int rc = sq_exec(db, "COMMIT", what, err);
-
-	if (rc < 0)
-		sq_rollback(db);
-	return rc;
-}
-
-/* Step a statement that returns no rows, then reset it. */
-static int sq_done(struct gf_db *db, sqlite3_stmt *st, const char *what, struct gf_err *err)
-{
-	int rc = sqlite3_step(st);
-
-	if (rc != SQLITE_DONE) {
-		rc = sq_fail(db, rc == SQLITE_ROW ? SQLITE_MISUSE : rc, what, err);
-		sqlite3_reset(st);
-		return rc;
-	}
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return 0;
-}
+/* ---- sqlite helpers (the shared ones are in inventory/db.h) --------------- */
 
 static void bind_text(sqlite3_stmt *st, int i, const char *s)
 {
@@ -178,13 +102,13 @@ int gf_store_begin(struct gf_db *db, struct gf_store_tx **ret, struct gf_err *er
 
 	tx->db = db;
 	for (int i = 0; i < S_COUNT; i++) {
-		rc = sq_prepare(db, tx_sql[i], &tx->st[i], what, err);
+		rc = gf_db_prepare_kept(db, tx_sql[i], &tx->st[i], what, err);
 		if (rc < 0) {
 			tx_free(tx);
 			return rc;
 		}
 	}
-	rc = sq_exec(db, "BEGIN IMMEDIATE", what, err);
+	rc = gf_db_begin(db, what, err);
 	if (rc < 0) {
 		tx_free(tx);
 		return rc;
@@ -197,7 +121,7 @@ void gf_store_abort(struct gf_store_tx *tx)
 {
 	if (!tx)
 		return;
-	sq_rollback(tx->db);
+	gf_db_rollback(tx->db);
 	tx_free(tx);
 }
 
@@ -217,7 +141,7 @@ static int step_id(struct gf_store_tx *tx, sqlite3_stmt *st, long long *ret, con
 	int rc = sqlite3_step(st);
 
 	if (rc != SQLITE_ROW) {
-		rc = sq_fail(tx->db, rc == SQLITE_DONE ? SQLITE_ERROR : rc, what, err);
+		rc = gf_db_fail(tx->db, rc == SQLITE_DONE ? SQLITE_ERROR : rc, what, err);
 		sqlite3_reset(st);
 		return rc;
 	}
@@ -226,7 +150,7 @@ static int step_id(struct gf_store_tx *tx, sqlite3_stmt *st, long long *ret, con
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_DONE)
-		return sq_fail(tx->db, rc == SQLITE_ROW ? SQLITE_MISUSE : rc, what, err);
+		return gf_db_fail(tx->db, rc == SQLITE_ROW ? SQLITE_MISUSE : rc, what, err);
 	return 0;
 }
 
@@ -242,7 +166,7 @@ static int step_find(struct gf_store_tx *tx, sqlite3_stmt *st, bool *found, long
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return sq_fail(tx->db, rc, what, err);
+		return gf_db_fail(tx->db, rc, what, err);
 	return 0;
 }
 
@@ -343,7 +267,7 @@ static int put_content(struct gf_store_tx *tx, bool set, const char *body, size_
 	sqlite3_reset(find);
 	sqlite3_clear_bindings(find);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return sq_fail(tx->db, rc, what, err);
+		return gf_db_fail(tx->db, rc, what, err);
 	if (!found) {
 		sqlite3_bind_int64(ins, 1, (sqlite3_int64)hash);
 		if (set)
@@ -389,7 +313,7 @@ static int put_set(struct gf_store_tx *tx, const struct gf_inv_set *s, long long
 		bind_text(st, 5, c->raw_id);
 		bind_text(st, 6, c->name);
 		bind_text(st, 7, c->kind);
-		rc = sq_done(tx->db, st, what, err);
+		rc = gf_db_step_done(tx->db, st, what, err);
 		if (rc < 0)
 			return rc;
 	}
@@ -513,13 +437,13 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' is twice in sweep %lld",
 				  n->node, sw->id);
 	if (rc != SQLITE_DONE)
-		return sq_fail(tx->db, rc, what, err);
+		return gf_db_fail(tx->db, rc, what, err);
 
 	st = tx->st[S_LAST_PUT];
 	bind_text(st, 1, n->node);
 	sqlite3_bind_int64(st, 2, sw->id);
 	sqlite3_bind_double(st, 3, tx->sweep_started);
-	rc = sq_done(tx->db, st, what, err);
+	rc = gf_db_step_done(tx->db, st, what, err);
 	if (rc < 0)
 		return rc;
 	touch(tx, sw->id);
@@ -536,18 +460,18 @@ static int update_counts(struct gf_store_tx *tx, struct gf_err *err)
 
 	if (!tx->ntouched)
 		return 0;
-	rc = sq_prepare(tx->db,
-			"UPDATE sweeps SET (nodes, ok, partial, failed) = (SELECT count(*),"
-			" count(*) FILTER (WHERE status = 'ok'),"
-			" count(*) FILTER (WHERE status = 'partial'),"
-			" count(*) FILTER (WHERE status = 'failed')"
-			" FROM sweep_nodes WHERE sweep = ?1) WHERE id = ?1",
-			&st, what, err);
+	rc = gf_db_prepare_kept(tx->db,
+				"UPDATE sweeps SET (nodes, ok, partial, failed) = (SELECT count(*),"
+				" count(*) FILTER (WHERE status = 'ok'),"
+				" count(*) FILTER (WHERE status = 'partial'),"
+				" count(*) FILTER (WHERE status = 'failed')"
+				" FROM sweep_nodes WHERE sweep = ?1) WHERE id = ?1",
+				&st, what, err);
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < tx->ntouched && rc == 0; i++) {
 		sqlite3_bind_int64(st, 1, tx->touched[i]);
-		rc = sq_done(tx->db, st, what, err);
+		rc = gf_db_step_done(tx->db, st, what, err);
 	}
 	sqlite3_finalize(st);
 	return rc;
@@ -566,7 +490,7 @@ int gf_store_commit(struct gf_store_tx *tx, struct gf_err *err)
 		sqlite3_finalize(tx->st[i]);
 		tx->st[i] = NULL;
 	}
-	rc = sq_commit(tx->db, "writing a sweep", err);
+	rc = gf_db_commit(tx->db, "writing a sweep", err);
 	tx_free(tx);
 	return rc;
 }
@@ -612,10 +536,10 @@ int gf_store_sweeps(struct gf_db *db, struct gf_sweep_info **ret, size_t *ret_n,
 	size_t n = 0, cap = 0;
 	int rc;
 
-	rc = sq_prepare(db,
-			"SELECT id, uid, started, finished, imported IS NOT NULL, nodes, ok, partial,"
-			" failed FROM sweeps ORDER BY started, id",
-			&st, what, err);
+	rc = gf_db_prepare_kept(db,
+				"SELECT id, uid, started, finished, imported IS NOT NULL, nodes,"
+				" ok, partial, failed FROM sweeps ORDER BY started, id",
+				&st, what, err);
 	if (rc < 0)
 		return rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -638,7 +562,7 @@ int gf_store_sweeps(struct gf_db *db, struct gf_sweep_info **ret, size_t *ret_n,
 		s->failed = (unsigned)sqlite3_column_int64(st, 8);
 	}
 	if (rc != SQLITE_DONE) {
-		rc = sq_fail(db, rc, what, err);
+		rc = gf_db_fail(db, rc, what, err);
 		sqlite3_finalize(st);
 		free(v);
 		return rc;
@@ -811,7 +735,7 @@ static int load_sets(struct loader *ld, struct gf_err *err)
 	 * From the canonical body, one row per list: the components table holds
 	 * the same, for SQL, but 60 rows per list are slower to step through.
 	 */
-	rc = sq_prepare(ld->db, "SELECT body FROM csets WHERE id = ?1", &st, what, err);
+	rc = gf_db_prepare_kept(ld->db, "SELECT body FROM csets WHERE id = ?1", &st, what, err);
 	if (rc < 0)
 		goto out;
 	for (size_t k = 0; k < nids; k++) {
@@ -832,7 +756,7 @@ static int load_sets(struct loader *ld, struct gf_err *err)
 		} else if (rc == SQLITE_DONE) {
 			rc = 0; /* cannot happen with foreign keys on: an empty list */
 		} else {
-			rc = sq_fail(ld->db, rc, what, err);
+			rc = gf_db_fail(ld->db, rc, what, err);
 		}
 		sqlite3_reset(st);
 		if (rc < 0)
@@ -854,7 +778,7 @@ static int load_docs(struct loader *ld, struct gf_err *err)
 {
 	static const char what[] = "reading documents";
 	sqlite3_stmt *st = NULL;
-	int rc = sq_prepare(ld->db, "SELECT body FROM blobs WHERE id = ?1", &st, what, err);
+	int rc = gf_db_prepare_kept(ld->db, "SELECT body FROM blobs WHERE id = ?1", &st, what, err);
 
 	for (size_t i = 0; rc == 0 && i < ld->npend; i++) {
 		long long ids[2] = {ld->pend[i].hw, ld->pend[i].host};
@@ -871,7 +795,7 @@ static int load_docs(struct loader *ld, struct gf_err *err)
 			} else if (rc == SQLITE_DONE) {
 				rc = 0;
 			} else {
-				rc = sq_fail(ld->db, rc, what, err);
+				rc = gf_db_fail(ld->db, rc, what, err);
 			}
 			sqlite3_reset(st);
 			if (rc < 0)
@@ -943,14 +867,15 @@ int gf_store_load(struct gf_db *db, const struct gf_store_query *q, struct gf_sw
 		qsort(filter, q->nnodes, sizeof(*filter), name_ptr_cmp);
 	}
 	/* One read transaction: the rows, sets and documents from one snapshot. */
-	rc = sq_exec(db, "BEGIN", what, err);
+	rc = gf_db_exec(db, "BEGIN", what, err);
 	if (rc < 0)
 		goto out;
 	if (q->sweep && !q->history) {
 		sqlite3_stmt *hs = NULL;
 
-		rc = sq_prepare(db, "SELECT uid, started, finished FROM sweeps WHERE id = ?1", &hs,
-				what, err);
+		rc = gf_db_prepare_kept(db,
+					"SELECT uid, started, finished FROM sweeps WHERE id = ?1",
+					&hs, what, err);
 		if (rc < 0)
 			goto out;
 		sqlite3_bind_int64(hs, 1, q->sweep);
@@ -965,13 +890,13 @@ int gf_store_load(struct gf_db *db, const struct gf_store_query *q, struct gf_sw
 			rc = gf_err_set(err, GF_E_NOTFOUND, GF_EK_NONE, "there is no sweep %lld",
 					q->sweep);
 		} else {
-			rc = sq_fail(db, rc, what, err);
+			rc = gf_db_fail(db, rc, what, err);
 		}
 		sqlite3_finalize(hs);
 		if (rc < 0)
 			goto out;
 	}
-	rc = sq_prepare(db, sql, &st, what, err);
+	rc = gf_db_prepare_kept(db, sql, &st, what, err);
 	if (rc < 0)
 		goto out;
 	if (q->history)
@@ -992,7 +917,7 @@ int gf_store_load(struct gf_db *db, const struct gf_store_query *q, struct gf_sw
 			goto out;
 	}
 	if (rc != SQLITE_DONE) {
-		rc = sq_fail(db, rc, what, err);
+		rc = gf_db_fail(db, rc, what, err);
 		goto out;
 	}
 	if (!q->history)
@@ -1020,11 +945,12 @@ int gf_store_sel_prev(struct gf_db *db, const char *const *names, size_t n,
 	static const char what[] = "reading the previous event log marks";
 	sqlite3_stmt *st = NULL;
 	struct gf_sel_prev *v = gf_xcalloc(n ? n : 1, sizeof(*v));
-	int rc = sq_prepare(db,
-			    "SELECT sn.sel_mark FROM sweep_nodes sn JOIN sweeps s ON s.id = sn.sweep"
-			    " WHERE sn.node = ?1 AND sn.sel_total IS NOT NULL"
-			    " ORDER BY s.started DESC, s.id DESC LIMIT 1",
-			    &st, what, err);
+	int rc = gf_db_prepare_kept(db,
+				    "SELECT sn.sel_mark FROM sweep_nodes sn"
+				    " JOIN sweeps s ON s.id = sn.sweep"
+				    " WHERE sn.node = ?1 AND sn.sel_total IS NOT NULL"
+				    " ORDER BY s.started DESC, s.id DESC LIMIT 1",
+				    &st, what, err);
 
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		bind_text(st, 1, names[i]);
@@ -1039,7 +965,7 @@ int gf_store_sel_prev(struct gf_db *db, const char *const *names, size_t n,
 		} else if (rc == SQLITE_DONE) {
 			rc = 0;
 		} else {
-			rc = sq_fail(db, rc, what, err);
+			rc = gf_db_fail(db, rc, what, err);
 		}
 		sqlite3_reset(st);
 	}
@@ -1058,19 +984,19 @@ int gf_store_prune(struct gf_db *db, long keep, double older_than, size_t *ret_p
 	static const char what[] = "pruning sweeps";
 	sqlite3_stmt *st = NULL;
 	size_t pruned = 0, left = 0;
-	int rc = sq_exec(db, "BEGIN IMMEDIATE", what, err);
+	int rc = gf_db_begin(db, what, err);
 
 	if (rc < 0)
 		return rc;
 	if (keep >= 0) {
-		rc = sq_prepare(db,
-				"DELETE FROM sweeps WHERE id NOT IN (SELECT id FROM sweeps"
-				" ORDER BY started DESC, id DESC LIMIT ?1)",
-				&st, what, err);
+		rc = gf_db_prepare_kept(db,
+					"DELETE FROM sweeps WHERE id NOT IN (SELECT id FROM sweeps"
+					" ORDER BY started DESC, id DESC LIMIT ?1)",
+					&st, what, err);
 		if (rc < 0)
 			goto fail;
 		sqlite3_bind_int64(st, 1, keep);
-		rc = sq_done(db, st, what, err);
+		rc = gf_db_step_done(db, st, what, err);
 		sqlite3_finalize(st);
 		st = NULL;
 		if (rc < 0)
@@ -1078,11 +1004,12 @@ int gf_store_prune(struct gf_db *db, long keep, double older_than, size_t *ret_p
 		pruned += (size_t)sqlite3_changes(gf_db_sqlite(db));
 	}
 	if (older_than > 0) {
-		rc = sq_prepare(db, "DELETE FROM sweeps WHERE started < ?1", &st, what, err);
+		rc = gf_db_prepare_kept(db, "DELETE FROM sweeps WHERE started < ?1", &st, what,
+					err);
 		if (rc < 0)
 			goto fail;
 		sqlite3_bind_double(st, 1, older_than);
-		rc = sq_done(db, st, what, err);
+		rc = gf_db_step_done(db, st, what, err);
 		sqlite3_finalize(st);
 		st = NULL;
 		if (rc < 0)
@@ -1091,28 +1018,31 @@ int gf_store_prune(struct gf_db *db, long keep, double older_than, size_t *ret_p
 	}
 	/* Rows went with their sweeps (ON DELETE CASCADE); now what nothing uses any more. */
 	if (pruned) {
-		rc = sq_exec(db,
-			     "DELETE FROM csets WHERE id NOT IN (SELECT cset FROM sweep_nodes);"
-			     "DELETE FROM blobs WHERE id NOT IN (SELECT hardware FROM sweep_nodes"
-			     " WHERE hardware IS NOT NULL UNION SELECT host FROM sweep_nodes"
-			     " WHERE host IS NOT NULL);"
-			     "DELETE FROM node_last;"
-			     "INSERT INTO node_last (node, sweep, started)"
-			     " SELECT node, sweep, started FROM (SELECT sn.node, sn.sweep, s.started,"
-			     " row_number() OVER (PARTITION BY sn.node ORDER BY s.started DESC,"
-			     " s.id DESC) AS rn FROM sweep_nodes sn JOIN sweeps s ON s.id = sn.sweep)"
-			     " WHERE rn = 1;",
-			     what, err);
+		rc = gf_db_exec(db,
+				"DELETE FROM csets WHERE id NOT IN"
+				" (SELECT cset FROM sweep_nodes);"
+				"DELETE FROM blobs WHERE id NOT IN"
+				" (SELECT hardware FROM sweep_nodes"
+				" WHERE hardware IS NOT NULL UNION SELECT host FROM sweep_nodes"
+				" WHERE host IS NOT NULL);"
+				"DELETE FROM node_last;"
+				"INSERT INTO node_last (node, sweep, started)"
+				" SELECT node, sweep, started FROM"
+				" (SELECT sn.node, sn.sweep, s.started, row_number() OVER"
+				" (PARTITION BY sn.node ORDER BY s.started DESC, s.id DESC) AS rn"
+				" FROM sweep_nodes sn JOIN sweeps s ON s.id = sn.sweep)"
+				" WHERE rn = 1;",
+				what, err);
 		if (rc < 0)
 			goto fail;
 	}
-	rc = sq_prepare(db, "SELECT count(*) FROM sweeps", &st, what, err);
+	rc = gf_db_prepare_kept(db, "SELECT count(*) FROM sweeps", &st, what, err);
 	if (rc < 0)
 		goto fail;
 	if (sqlite3_step(st) == SQLITE_ROW)
 		left = (size_t)sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
-	rc = sq_commit(db, what, err);
+	rc = gf_db_commit(db, what, err);
 	if (rc < 0)
 		return rc;
 	if (ret_pruned)
@@ -1121,7 +1051,7 @@ int gf_store_prune(struct gf_db *db, long keep, double older_than, size_t *ret_p
 		*ret_left = left;
 	return 0;
 fail:
-	sq_rollback(db);
+	gf_db_rollback(db);
 	return rc;
 }
 

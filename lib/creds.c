@@ -272,6 +272,18 @@ static int set_version(struct parse_state *st, struct gf_profile *p, const char 
 	return 1;
 }
 
+static int set_tls_pin(struct parse_state *st, struct gf_profile *p, const char *key,
+		       const char *v)
+{
+	if (strcmp(v, "new") == 0)
+		p->redfish_tls_pin_new = true;
+	else if (strcmp(v, "off") == 0)
+		p->redfish_tls_pin_new = false;
+	else
+		return fail(st, "%s '%s' is not new or off", key, v);
+	return 1;
+}
+
 enum key_kind {
 	K_TEXT,      /* any text, may be empty */
 	K_NONEMPTY,  /* any text, not empty */
@@ -304,6 +316,7 @@ static const struct key_def keys[] = {
 	STR_KEY(ssh_key_passphrase_command, K_NONEMPTY),
 	STR_KEY(ssh_known_hosts, K_NONEMPTY),
 	STR_KEY(redfish_cacert, K_NONEMPTY),
+	FN_KEY(redfish_tls_pin, set_tls_pin),
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

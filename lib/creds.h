@@ -23,6 +23,7 @@ struct gf_profile {
 	char *ssh_key_passphrase;    /* secret, set by gf_creds_resolve_ssh() */
 	char *ssh_known_hosts;
 	char *redfish_cacert;
+	bool redfish_tls_pin_new;    /* redfish_tls_pin = new: pin certificates on first use */
 };
 
 struct gf_creds {

@@ -29,13 +29,30 @@ static bool retryable(const struct gf_result *r)
 	return !r->ok && (r->err.kind == GF_EK_TIMEOUT || r->err.kind == GF_EK_CONNECT);
 }
 
+static bool cancelled(const struct gf_exec_opts *o)
+{
+	return o->cancel && *o->cancel;
+}
+
+/* Sleep until @t (monotonic), in short steps so that a cancel ends it soon. */
+static void wait_turn(const struct gf_exec_opts *o, double t)
+{
+	while (!cancelled(o)) {
+		double now = gf_monotime();
+
+		if (now >= t)
+			return;
+		gf_sleep_until(o->cancel && t - now > 0.05 ? now + 0.05 : t);
+	}
+}
+
 static void run_one(struct exec_state *st, size_t i)
 {
 	const struct gf_exec_opts *o = st->opts;
 	struct gf_result *slot = &st->slots[i];
 
 	if (o->batch)
-		gf_sleep_until(st->start + (double)(i / o->batch) * o->interval);
+		wait_turn(o, st->start + (double)(i / o->batch) * o->interval);
 	slot->t_start = gf_walltime();
 	for (;;) {
 		json_decref(slot->data);
@@ -45,7 +62,8 @@ static void run_one(struct exec_state *st, size_t i)
 		slot->attempts++;
 		slot->no_retry = false;
 		st->task(st->ctx, i, gf_monotime() + o->timeout, slot);
-		if (!retryable(slot) || slot->no_retry || slot->attempts > o->retries)
+		if (!retryable(slot) || slot->no_retry || slot->attempts > o->retries ||
+		    cancelled(o))
 			break;
 	}
 	slot->t_end = gf_walltime();

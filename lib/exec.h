@@ -2,6 +2,7 @@
 #ifndef GF_EXEC_H
 #define GF_EXEC_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "lib/result.h"
@@ -13,6 +14,10 @@ struct gf_exec_opts {
 	unsigned batch;      /* 0: no staggering; else start at most @batch nodes per @interval */
 	double interval;     /* seconds between batches */
 	size_t stack_size;   /* worker stack, 0: 256 KiB */
+	/* Set (e.g. by a SIGINT handler) to stop soon: a node still waiting for its batch
+	 * starts at once (its task sees the flag and fails fast) and nothing is retried.
+	 * NULL: never. */
+	const volatile sig_atomic_t *cancel;
 };
 
 /*

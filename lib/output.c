@@ -44,7 +44,40 @@ static json_t *lookup(json_t *o, const char *path)
 	return NULL;
 }
 
-static char *cell_text(json_t *v)
+/*
+ * The value of column @key for a row: from the row's element @elem, else
+ * from the node's object. "a|b" names alternatives: the first that is
+ * present and not null (e.g. "time|time_note": an event's date, else why it
+ * has none).
+ */
+static json_t *lookup_cell(json_t *obj, json_t *elem, const char *key)
+{
+	json_t *first = NULL;
+
+	for (const char *p = key;;) {
+		size_t len = strcspn(p, "|");
+		char path[128];
+
+		if (len < sizeof(path)) {
+			json_t *v;
+
+			memcpy(path, p, len);
+			path[len] = '\0';
+			v = elem ? lookup(elem, path) : NULL;
+			if (!v)
+				v = lookup(obj, path);
+			if (v && !json_is_null(v))
+				return v;
+			if (!first)
+				first = v;
+		}
+		if (!p[len])
+			return first;
+		p += len + 1;
+	}
+}
+
+char *gf_render_cell(json_t *v)
 {
 	char tmp[64];
 
@@ -90,13 +123,8 @@ static void add_row(struct table *t, json_t *obj, json_t *elem, const struct gf_
 	r.node = json_string_value(json_object_get(obj, "node"));
 	r.cells = gf_xcalloc(t->ncells, sizeof(char *));
 	r.failed = ok && !json_is_true(ok);
-	for (size_t c = 0; c < spec->ncols; c++) {
-		json_t *v = elem ? lookup(elem, spec->cols[c].key) : NULL;
-
-		if (!v)
-			v = lookup(obj, spec->cols[c].key);
-		r.cells[c] = cell_text(v);
-	}
+	for (size_t c = 0; c < spec->ncols; c++)
+		r.cells[c] = gf_render_cell(lookup_cell(obj, elem, spec->cols[c].key));
 	if (r.failed) {
 		json_t *e = json_object_get(obj, "error");
 		char *msg = NULL;
@@ -295,8 +323,12 @@ void gf_render_csv(json_t *const *objs, size_t n, const struct gf_render_spec *s
 	nodes = node_column(&t, spec->collapse);
 	gf_buf_adds(out, "node");
 	for (size_t c = 0; c < spec->ncols; c++) {
+		const char *key = spec->cols[c].key;
+		char *name = gf_xstrndup(key, strcspn(key, "|")); /* "a|b": named a */
+
 		gf_buf_addc(out, ',');
-		csv_field(out, spec->cols[c].key);
+		csv_field(out, name);
+		free(name);
 	}
 	gf_buf_adds(out, ",error\n");
 	for (size_t i = 0; i < t.n; i++) {

@@ -42,6 +42,11 @@ void gf_render_csv(json_t *const *objs, size_t n, const struct gf_render_spec *s
 void gf_render_json(json_t *const *objs, size_t n, struct gf_buf *out);
 /* One object on one line. */
 void gf_render_ndjson_one(json_t *obj, struct gf_buf *out);
+/*
+ * A value as the table renderers show it in a cell: "-" for absent or null,
+ * strings as they are, yes/no, numbers, compact JSON otherwise. Caller frees.
+ */
+char *gf_render_cell(json_t *v);
 
 /*
  * Sensors in the Prometheus text exposition format (0.0.4), for

@@ -188,6 +188,9 @@ static const struct rf_dialect dialect_dell = {
 static const struct rf_dialect dialect_hpe = {
 	.name = "hpe", .vendors = hpe_vendors, .fw = hpe_fw, .logs = hpe_logs,
 	.context = "Oem.Hpe.DeviceContext",
+	.oem = {[RF_OEM_SEL_SEVERITY] = "Oem.Hpe.Severity"},
+	/* iLO names every supply "HpeServerPowerSupply". */
+	.psu_shared_name = "HpeServerPowerSupply",
 };
 static const struct rf_dialect dialect_lenovo = {
 	.name = "lenovo", .vendors = lenovo_vendors, .fw = lenovo_fw, .logs = lenovo_logs,
@@ -195,6 +198,10 @@ static const struct rf_dialect dialect_lenovo = {
 static const struct rf_dialect dialect_supermicro = {
 	.name = "supermicro", .vendors = supermicro_vendors, .fw = supermicro_fw,
 	.logs = supermicro_logs, .gpus_in_pcie = true,
+	.oem = {
+		[RF_OEM_SEL_SENSOR] = "Oem.Supermicro.RawEventData.SensorName",
+		[RF_OEM_SENSOR_TEXT] = "Oem.Supermicro.SensorValue",
+	},
 };
 static const struct rf_dialect dialect_nvidia = {
 	.name = "nvidia", .vendors = nvidia_vendors, .fw = nvidia_fw, .logs = nvidia_logs,
@@ -245,6 +252,26 @@ const struct rf_dialect *rf_dialect_detect(const json_t *root, const char *manuf
 		}
 	}
 	return &dialect_generic;
+}
+
+const char *rf_oem_str(const json_t *o, enum rf_oem_field which)
+{
+	const char *v;
+
+	if ((unsigned)which >= RF_OEM_NFIELDS)
+		return NULL;
+	for (size_t i = 0; rf_dialects[i]; i++)
+		if (rf_dialects[i]->oem[which] && (v = rf_get_str(o, rf_dialects[i]->oem[which])))
+			return v;
+	return NULL;
+}
+
+bool rf_psu_name_shared(const char *name)
+{
+	for (size_t i = 0; name && rf_dialects[i]; i++)
+		if (rf_eq(name, rf_dialects[i]->psu_shared_name))
+			return true;
+	return false;
 }
 
 const struct rf_dialect *rf_dialect_by_name(const char *name)

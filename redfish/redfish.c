@@ -30,6 +30,7 @@ struct rf_session {
 };
 
 static int login(struct rf_session *s, struct gf_err *err);
+static void rf_close(void *vs);
 
 /* A request with credentials; a token that expired meanwhile is renewed once. */
 static int request(struct rf_session *s, const char *method, const char *path, const char *body,
@@ -165,10 +166,15 @@ static int login(struct rf_session *s, struct gf_err *err)
 		return rc;
 	}
 	/* Anything else: the sessions are not for us; Basic still may be. */
-	rf_resp_release(&r);
 	free(s->sessions);
 	s->sessions = NULL;
 	rf_http_set_basic(s->http, s->user, s->password);
+	/* A session made without a token we could read is still deleted at the end (with Basic). */
+	if (r.status >= 200 && r.status <= 299 && r.location && *r.location) {
+		free(s->session);
+		s->session = gf_xstrdup(r.location);
+	}
+	rf_resp_release(&r);
 	return 0;
 }
 
@@ -250,7 +256,8 @@ static int rf_open(const struct gf_bmc_target *t, void **ret, struct gf_err *err
 fail:
 	json_decref(root);
 	rf_resp_release(&r);
-	session_free(s);
+	/* A login may have succeeded before the failure: its session is deleted too. */
+	rf_close(s);
 	return rc;
 }
 

@@ -138,6 +138,14 @@ struct rf_fw_state {
 	const char *suffix;  /* added to the key */
 };
 
+/* Where a vendor keeps, under Oem, what the standard properties lack. */
+enum rf_oem_field {
+	RF_OEM_SEL_SEVERITY = 0,  /* a LogEntry's severity when Severity is missing */
+	RF_OEM_SEL_SENSOR,        /* the sensor a LogEntry is about */
+	RF_OEM_SENSOR_TEXT,       /* a discrete sensor's state as text */
+	RF_OEM_NFIELDS
+};
+
 struct rf_dialect {
 	const char *name;                  /* "dell", "hpe", "lenovo", "supermicro", "nvidia", "generic" */
 	const char *const *vendors;        /* Vendor / Manufacturer prefixes that select it */
@@ -147,6 +155,8 @@ struct rf_dialect {
 	const char *const *logs;           /* event log service Ids, most wanted first */
 	const char *context;               /* where a member says where it sits ("Oem.Hpe.DeviceContext") */
 	bool gpus_in_pcie;                 /* GPUs are Chassis PCIeDevices, not Processors */
+	const char *oem[RF_OEM_NFIELDS];   /* dotted paths ("Oem.Hpe.Severity"), NULL: none */
+	const char *psu_shared_name;       /* a Name every power supply has alike: tell them by MemberId */
 };
 
 /* The dialect for a service root and, when known, the main System's Manufacturer. */
@@ -156,6 +166,15 @@ const struct rf_dialect *rf_dialect_by_name(const char *name);
 extern const struct rf_dialect *const rf_dialects[];
 /* Rules tried after the vendor's own: the HGX baseboard, then generic guesses. */
 extern const struct rf_fw_rule rf_fw_hgx[];
+
+/*
+ * The string at the first of the dialects' @which Oem paths that @o holds,
+ * or NULL. Every vendor's place is looked at, whatever the detected dialect:
+ * an Oem member names its vendor, so no other vendor's data can be taken.
+ */
+const char *rf_oem_str(const json_t *o, enum rf_oem_field which);
+/* Is @name one that some dialect gives to every power supply alike? */
+bool rf_psu_name_shared(const char *name);
 
 /* Match @s against a rule pattern; captures (at most @ncap) as numbers. */
 bool rf_pattern_match(const char *pattern, const char *s, long *caps, size_t ncap,

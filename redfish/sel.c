@@ -19,7 +19,7 @@ static enum gf_severity severity_of(const json_t *e)
 	const char *s = rf_str(e, "Severity");
 
 	if (!s)
-		s = rf_get_str(e, "Oem.Hpe.Severity");
+		s = rf_oem_str(e, RF_OEM_SEL_SEVERITY);
 	if (rf_eq(s, "Critical"))
 		return GF_SEV_CRITICAL;
 	if (rf_eq(s, "Warning") || rf_eq(s, "Caution"))
@@ -30,7 +30,7 @@ static enum gf_severity severity_of(const json_t *e)
 /* The sensor an entry is about: its origin's last path segment, or its number. */
 static char *sensor_of(const json_t *e)
 {
-	const char *name = rf_get_str(e, "Oem.Supermicro.RawEventData.SensorName");
+	const char *name = rf_oem_str(e, RF_OEM_SEL_SENSOR);
 	const char *origin;
 	double num;
 	char buf[32];

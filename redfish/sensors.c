@@ -200,8 +200,8 @@ void rf_sensor_psu(const json_t *psu, json_t *seen, struct gf_sensor_list *ret)
 
 	if (!json_is_object(psu))
 		return;
-	/* HPE names every supply "HpeServerPowerSupply": the member id tells them apart. */
-	if (!name || rf_eq(name, "HpeServerPowerSupply")) {
+	/* A Name every supply has alike (the dialect tables say which): the member id tells them apart. */
+	if (!name || rf_psu_name_shared(name)) {
 		const char *mid = rf_str(psu, "MemberId");
 
 		snprintf(fallback, sizeof(fallback), "Power Supply %s", mid ? mid : "?");
@@ -300,11 +300,11 @@ void rf_sensor_one(const json_t *o, json_t *seen, struct gf_sensor_list *ret)
 		return;
 	if (discrete) {
 		const char *h = rf_get_str(o, "Status.Health");
-		const char *smc = rf_get_str(o, "Oem.Supermicro.SensorValue");
+		const char *oem = rf_oem_str(o, RF_OEM_SENSOR_TEXT);
 
 		s->state = health_state(h);
-		if (smc || h)
-			s->state_text = gf_xstrdup(smc ? smc : h);
+		if (oem || h)
+			s->state_text = gf_xstrdup(oem ? oem : h);
 		return;
 	}
 	num_from(&s->reading, o, "Reading");

@@ -131,15 +131,26 @@ def test_health_states(hg, lab):
 
 
 def test_kernel_log_fallback_and_permission(hg, lab):
-    r, data = hg.json("host", "gpu[14-15]", "--timeout", SLOW)
+    r, data = hg.json("host", "gpu[01,14-15,17]", "--timeout", SLOW)
     assert r.returncode == 0, r.stderr
     by = by_node(data)
+    # the journal and dmesg of these nodes also hold Xids older than 24 hours
+    # (13 x17 on gpu01, 119 x5 on gpu14 and gpu17), shown only without --since
+    assert by["gpu01"]["host"]["health"]["xid"] == {}
+    assert by["gpu01"]["host"]["health"]["xid_source"] == "journal"
     assert by["gpu14"]["host"]["health"]["xid_source"] == "dmesg"    # no journalctl
     assert by["gpu14"]["host"]["health"]["xid"] == {"79": 1}
     assert by["gpu15"]["host"]["health"]["xid"] is None              # no permission: a result
     assert by["gpu15"]["host"]["health"]["xid_note"] == "no permission to read the kernel log"
     assert by["gpu15"]["ok"] is True
-    assert "env LC_ALL=C dmesg" in lab.commands(14) and "env LC_ALL=C dmesg" in lab.commands(15)
+    since, whole = "env LC_ALL=C dmesg --since=-24h", "env LC_ALL=C dmesg"
+    assert lab.commands(14).count(since) == 1 and whole not in lab.commands(14)
+    # a denied dmesg is not asked again without --since
+    assert lab.commands(15).count(since) == 1 and whole not in lab.commands(15)
+    # a dmesg without --since (util-linux before 2.37): everything since boot, and said so
+    assert by["gpu17"]["host"]["health"]["xid_source"] == "dmesg-boot"
+    assert by["gpu17"]["host"]["health"]["xid"] == {"79": 1, "119": 5}
+    assert lab.commands(17).count(since) == 1 and lab.commands(17).count(whole) == 1
 
 
 # ---- what ran on the hosts ----
@@ -304,6 +315,35 @@ def test_key_with_passphrase_from_environment(hg, lab):
     r, data = hg.json("host", "gpu01", "--timeout", SLOW)
     assert r.returncode == 1
     assert data[0]["error"]["kind"] == "auth" and "passphrase" in data[0]["error"]["message"], data
+
+
+def test_key_with_passphrase_from_command(hg, lab):
+    secret = os.path.join(hg.workdir, "passphrase")
+    with open(secret, "w") as f:
+        f.write(lab.passphrase + "\n")
+    os.chmod(secret, 0o600)
+    count = os.path.join(hg.workdir, "asked")
+    cmd = f"echo x >> {count}; cat {secret}"
+    base = creds_text(lab, hg.known_hosts).replace(lab.key, lab.pass_key)
+    hg.write_creds(base + f"ssh_key_passphrase_command = {cmd}\n")
+    r, data = hg.json("host", "gpu[01-03]", "--timeout", SLOW)
+    assert r.returncode == 0 and all(o["ok"] for o in data), data
+    with open(count) as f:
+        assert f.read() == "x\n"                      # run once, not once per node
+    assert lab.passphrase not in r.stdout + r.stderr
+    lab.clear_logs()
+    # the command wins over the variable, and a wrong passphrase is an auth error
+    hg.write_creds(base + "ssh_key_passphrase_command = echo not-the-passphrase\n"
+                   "ssh_key_passphrase_env = LAB_KEY_PASSPHRASE\n")
+    r, data = hg.json("host", "gpu01", "--timeout", SLOW, env={"LAB_KEY_PASSPHRASE": lab.passphrase})
+    assert r.returncode == 1
+    assert data[0]["error"]["kind"] == "auth" and "passphrase" in data[0]["error"]["message"], data
+    assert lab.commands(1) == []
+    # a failing command is a configuration error before any node is contacted
+    hg.write_creds(base + "ssh_key_passphrase_command = exit 3\n")
+    r = hg.run("host", "gpu01", "--timeout", SLOW)
+    assert r.returncode == 2 and "ssh key passphrase command" in r.stderr, r.stderr
+    assert lab.commands(1) == []
 
 
 def test_key_file_open_to_others_is_refused(hg, lab):

@@ -370,6 +370,7 @@ def test_export_import_round_trip_and_idempotence(inv, lab, tmp_path):
     (tmp_path / "bad.ndjson").write_text(text + '{"node": "x", "status": "maybe", "time": "2026-01-01"}\n')
     r = other.run("inventory", "import", str(tmp_path / "bad.ndjson"))
     assert r.returncode == 2 and "line 6" in r.stderr and "nothing was imported" in r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr  # one line says what and that nothing changed
     assert dump(other.db) == before
 
 

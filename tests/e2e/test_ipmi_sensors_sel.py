@@ -235,6 +235,23 @@ def test_sel_matches_ipmi_sel(reg, lab):
     assert psu[0]["time"] is None and psu[0]["time_note"] == "pre-init"
 
 
+def test_sel_table_and_csv_say_pre_init(reg, lab):
+    # Entries stamped before the BMC's clock was set say so, never 1970 or a bare dash.
+    r = reg.run("sel", "list", "gpu05")
+    assert r.returncode == 0, r.stderr
+    head, *rows = r.stdout.splitlines()
+    assert head.split()[:3] == ["NODE", "ID", "TIME"]
+    times = [row.split()[2] for row in rows]
+    assert times[:2] == ["pre-init", "pre-init"], r.stdout
+    assert all(t.startswith("20") and t.endswith("Z") for t in times[2:]), r.stdout
+    assert "1970" not in r.stdout
+    r = reg.run("--format", "csv", "sel", "list", "gpu05")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split(",")[:3] == ["node", "id", "time"]
+    assert [x.split(",")[2] for x in lines[1:3]] == ["pre-init", "pre-init"]
+
+
 def test_sel_filters(reg, lab):
     r, data = reg.json("sel", "list", "gpu[03,05,08,10]", "--severity", "critical")
     assert r.returncode == 0, r.stderr
@@ -258,10 +275,11 @@ def test_sel_filters(reg, lab):
     r, data = reg.json("sel", "list", "gpu10", "--since", "2020-01-01")
     assert len(data[0]["entries"]) == len(full["gpu10"]["entries"]) - 2
 
-    for bad in (["--since", "yesterday"], ["--since", "2026-13-01"], ["--severity", "bad"],
-                ["--last", "0"]):
+    for bad in (["--since", "yesterday"], ["--since", "2026-13-01"], ["--since", "2026-02-31"],
+                ["--since", "2026-11-29T24:00Z"], ["--severity", "bad"], ["--last", "0"]):
         r = reg.run("sel", "list", "gpu10", *bad)
         assert r.returncode == 2, (bad, r.stderr)
+        assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, (bad, r.stderr)
     r = reg.run("sel", "frobnicate", "gpu10")
     assert r.returncode == 2 and "list, clear" in r.stderr
 

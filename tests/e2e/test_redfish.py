@@ -24,7 +24,8 @@ from ipmilab import IpmiLab  # noqa: E402
 PREFIX = "127.32.1"
 IPMI_PREFIX = "127.31.9"
 # Nodes 1-5: one per dialect, for the verbs. Nodes 6-10: the same dialects
-# again, for the tests that change how a BMC behaves.
+# again, for the tests that change how a BMC behaves. Node 11 (Supermicro):
+# broken answers on a BMC with sessions, and last a service root that moves.
 VENDORS = ["supermicro-sys-821ge-tnhr", "nvidia-dgx-h100", "lenovo-sr670-v2", "dell-r750",
            "hpe-dl385-gen10plus-v2"]
 GPU_SERVERS = {1, 2, 3}
@@ -39,7 +40,7 @@ NODES = [(i, v) for i, v in enumerate(VENDORS, start=1)]
 @pytest.fixture(scope="module")
 def lab():
     workdir = tempfile.mkdtemp(prefix="gf-rflab-")
-    lab = RedfishLab(workdir, prefix=PREFIX, count=10, user="admin", password=PASSWORD,
+    lab = RedfishLab(workdir, prefix=PREFIX, count=11, user="admin", password=PASSWORD,
                      overrides=OVERRIDES)
     try:
         lab.start()
@@ -51,7 +52,7 @@ def lab():
 
 @pytest.fixture
 def rf(gf, lab):
-    """The lab's nodes registered as rf1..rf10 (protocol redfish), counters cleared."""
+    """The lab's nodes registered as rf1..rf11 (protocol redfish), counters cleared."""
     lines = ["name,bmc,protocol,groups"]
     for i in lab.indices():
         lines.append(f"rf{i},{lab.addr(i)}:{lab.port},redfish,{'verbs' if i <= 5 else 'odd'}")
@@ -131,6 +132,28 @@ def test_power_every_verb(rf, lab, i, vendor):
     assert_no_sessions_left(lab, i)
     audit = rf.sql(f"SELECT verb, result FROM audit WHERE node = '{node}' ORDER BY id")
     assert {"verb": "power cycle", "result": "ok"} in audit
+
+
+def test_power_wait_reads_power_state(rf, lab):
+    """--wait polls PowerState through the BMC's PoweringOff until it reads Off."""
+    lab.set_power(3, "On")
+    lab.override(3, transition=1.5)
+    try:
+        lab.clear(3)
+        obj = one(rf, "power", "off", "rf3", "--wait", *rf.ca)
+        assert obj["power"] == "off" and lab.power(3) == "Off"
+        assert obj["waited"] >= 1.0
+        system = main_system(lab, 3)
+        polls = [a for a in lab.access_log(3) if a["method"] == "GET" and a["path"] == system]
+        assert len(polls) >= 2, polls
+        # Without --wait the answer comes while the BMC is still on its way.
+        lab.set_power(3, "Off")
+        obj = one(rf, "power", "on", "rf3", *rf.ca)
+        assert "waited" not in obj and lab.power(3) == "PoweringOn"
+    finally:
+        lab.override(3, transition=0)
+        lab.set_power(3, "On")
+    assert_no_sessions_left(lab, 3)
 
 
 def test_power_on_when_on_is_fine_on_dell(rf, lab):
@@ -496,6 +519,9 @@ def test_redirect_to_another_host_is_refused(rf, lab):
         r, data = rf.json("firmware", "rf9", *rf.ca)
         assert data[0]["error"]["kind"] == "protocol", data
         assert "another host" in data[0]["error"]["message"]
+        # The node failed after its login: the session was deleted all the same.
+        st = lab.state(9)["sessions"]
+        assert st["created"] == 1 and st["open"] == 0 and st["deleted"] == 1, st
         # A redirect on the same host is followed.
         lab.put_resource(9, moved, saved)
         lab.redirect(9, uri, moved)
@@ -523,14 +549,17 @@ def test_oversized_answer_is_cut(rf, lab):
                                   b'{"FirmwareInventory": 5}'])
 def test_broken_answers(rf, lab, body):
     uri = "/redfish/v1/UpdateService"
-    saved = lab.resource(6, uri)
-    lab.put_resource(6, uri, body)
+    saved = lab.resource(11, uri)
+    lab.put_resource(11, uri, body)
     try:
-        r, data = rf.json("firmware", "rf6", *rf.ca)
+        r, data = rf.json("firmware", "rf11", *rf.ca)
         assert data[0]["ok"] is False
         assert data[0]["error"]["kind"] in ("protocol", "unsupported"), data
+        # A failed node still deletes the session it logged in with.
+        st = lab.state(11)["sessions"]
+        assert st["created"] == 1 and st["open"] == 0 and st["deleted"] == 1, st
     finally:
-        lab.put_resource(6, uri, saved)
+        lab.put_resource(11, uri, saved)
 
 
 def test_ctrl_c_closes_the_sessions(rf, lab):
@@ -551,6 +580,45 @@ def test_ctrl_c_closes_the_sessions(rf, lab):
         assert st["open"] == 0 and st["deleted"] == st["created"] == 1, st
     finally:
         lab.set_mode(10, slow=0)
+
+
+def test_session_deleted_when_open_fails_after_login(rf, lab):
+    """A BMC that hides its root (401 without credentials) is logged in to first;
+    when the root then fails, the session made for it is deleted before the node
+    is reported. (Node 11's root stays moved: this test runs last on it.)"""
+    lab.redirect(11, "/redfish/v1", "/redfish/v1/RootMoved")
+    r, data = rf.json("power", "status", "rf11", *rf.ca)
+    assert data[0]["ok"] is False and data[0]["error"]["kind"] == "protocol", data
+    st = lab.state(11)["sessions"]
+    assert st["created"] == 1 and st["open"] == 0 and st["deleted"] == 1, st
+    assert [a["method"] for a in lab.access_log(11)
+            if a["path"].startswith("/redfish/v1/SessionService/Sessions")] == ["POST", "DELETE"]
+
+
+def test_pinning_from_the_profile(rf, lab):
+    """redfish_tls_pin = new in a profile pins like --tls-pin new (node 10 shows a
+    self-signed certificate since test_pinning)."""
+    i, node = 10, "rf10"
+    new = lab.rotate_cert(i, self_signed=True)
+    # Without pinning, a self-signed certificate is not trusted.
+    r, data = rf.json("power", "status", node, *rf.ca)
+    assert data[0]["error"]["kind"] == "tls", data
+    assert rf.sql(f"SELECT fingerprint FROM tls_pins WHERE node = '{node}'") == []
+    rf.write_creds(f"[default]\nbmc_user = admin\nbmc_password = {PASSWORD}\n"
+                   "redfish_tls_pin = new\n")
+    r, data = rf.json("power", "status", node)
+    assert data[0]["ok"] is True, (data, r.stderr)
+    assert "pinned" in r.stderr
+    assert rf.sql(f"SELECT fingerprint FROM tls_pins WHERE node = '{node}'")[0]["fingerprint"] \
+        == new == lab.fingerprint(i)
+    # The profile pins on first use only: a changed certificate is refused.
+    newer = lab.rotate_cert(i, self_signed=True)
+    r, data = rf.json("power", "status", node)
+    err = data[0]["error"]
+    assert err["kind"] == "tls" and new in err["message"] and newer in err["message"], err
+    assert rf.sql(f"SELECT fingerprint FROM tls_pins WHERE node = '{node}'")[0]["fingerprint"] \
+        == new
+    assert_no_sessions_left(lab, i)
 
 
 # ---- --protocol auto ------------------------------------------------------
@@ -576,6 +644,8 @@ def test_protocol_auto_on_a_mixed_fleet(gf, lab, ipmi):
     for i in (1, 4):
         lines.append(f"rf{i},{lab.addr(i)}:{lab.port},auto")
     assert gf.run("nodes", "import", "-", input="\n".join(lines) + "\n").returncode == 0
+    for i in (1, 4):
+        lab.clear(i)
     r, data = gf.json("power", "status", "sim[1-2],rf[1,4]", "--cacert", lab.cacert)
     assert r.returncode == 0, (r.stderr, data)
     got = {o["node"]: o for o in data}
@@ -584,5 +654,7 @@ def test_protocol_auto_on_a_mixed_fleet(gf, lab, ipmi):
     assert got["sim1"]["power"] == ipmi.power(1)
     assert got["rf4"]["power"] == lab.power(4).lower()
     # What each peer saw: the Redfish BMCs a session, the sims their chassis queries.
-    assert lab.state(4)["sessions"]["created"] >= 1
+    for i in (1, 4):
+        st = lab.state(i)["sessions"]
+        assert st["created"] == 1 and st["deleted"] == 1 and st["open"] == 0, st
     assert any(e == "status" for _, e, _ in ipmi.chassis_log(1))

@@ -30,7 +30,12 @@ tests/install-deps.sh
 if [ ! -f build/build.ninja ]; then
 	meson setup build -Dwerror=true >/dev/null
 fi
-ninja -C build >/dev/null
+# ninja prints compiler errors on stdout: show them when the build fails.
+if ! out=$(ninja -C build 2>&1); then
+	printf '%s\n' "$out" >&2
+	echo "demo: the build failed" >&2
+	exit 1
+fi
 gf=$top/build/cli/gpufleet
 
 work=$(mktemp -d /tmp/gpufleet-demo.XXXXXX)

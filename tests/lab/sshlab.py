@@ -367,7 +367,7 @@ def default_nodes():
     def add(profile, **opts):
         n.append(dict(profile=profile, **opts))
     add('h100', toolkit=('nvcc', 'nvcc--version_12.8.93.txt'), ofed='ofed_info-s_23.10-3.2.2.0.txt',
-        kernel='5.15.0-112-generic')
+        kernel='5.15.0-112-generic', old_xids='dmesg-decode-iso_xid-13.txt')
     add('h200-mig', kernel='6.8.0-45-generic')
     add('l40s', toolkit=('nvcc', 'nvcc--version_12.8.93.txt'), kernel='6.8.0-45-generic')
     add('rtx2080', toolkit=('json', 'cuda-version-json_13.3.1.json'),
@@ -385,9 +385,13 @@ def default_nodes():
     add('hang')
     # an nvidia-smi that does not know remapped_rows.pending (as before R460): asked again without it
     add('h100x8-535.183', unknown_fields=['remapped_rows.pending'])
-    add('h100', journal='missing', xids='dmesg_xid-79_fallen-off-bus.txt')  # dmesg fallback
+    add('h100', journal='missing', xids='dmesg_xid-79_fallen-off-bus.txt',  # dmesg fallback
+        old_xids='dmesg_xid-119_gsp-timeout.txt')
     add('h100', journal='denied', dmesg='denied')                           # no permission
     add('l40s')
+    # util-linux before 2.37: dmesg has no --since, read since boot
+    add('h100', journal='missing', dmesg='old', xids='dmesg_xid-79_fallen-off-bus.txt',
+        old_xids='dmesg_xid-119_gsp-timeout.txt')
     while len(n) < 32:
         add(['h100', 'h200', 'l40s', 'rtx2080', 'h100x8-535'][len(n) % 5])
     add('h100', hostkey='unknown')
@@ -482,7 +486,9 @@ class SshLab:
             fm = re.search(r'version is : ([\d.]+)', read(node['fabricmanager'])).group(1)
         if node.get('ofed'):
             ofed = read(node['ofed']).strip().rstrip(':')
-        xids = expected_xids(read(node['xids']) if node.get('xids') else '')
+        since_boot = node.get('journal') == 'missing' and node.get('dmesg') == 'old'
+        xids = expected_xids((read(node['xids']) if node.get('xids') else '') +
+                             (read(node['old_xids']) if since_boot and node.get('old_xids') else ''))
         denied = node.get('journal') == 'denied' and node.get('dmesg') == 'denied'
         for g in gpus:
             for f in node.get('unknown_fields', []):
@@ -494,7 +500,8 @@ class SshLab:
             'gpus': [expected_gpu(g) for g in gpus],
             'health': health,
             'xid': None if denied else xids,
-            'xid_source': None if denied else ('dmesg' if node.get('journal') == 'missing'
+            'xid_source': None if denied else ('dmesg-boot' if since_boot else
+                                               'dmesg' if node.get('journal') == 'missing'
                                                else 'journal'),
         }
 
@@ -619,19 +626,34 @@ exec /bin/uname "$@"
             _write(os.path.join(out, 'ofed.txt'), read(node['ofed']))
             self._tool(i, 'ofed_info', "[ \"$*\" = -s ] || exit 1\nexec /bin/cat '%s/ofed.txt'\n" % out)
 
-        # kernel log
+        # kernel log: the last 24 hours are `xids`; `old_xids` are older (same boot), and
+        # shown only to a journalctl or dmesg that is not asked for --since=-24h
         xtext = read(node['xids']) if node.get('xids') else ''
-        _write(os.path.join(out, 'journal.txt'), journal_lines(xtext, self.names[i - 1]) or '-- No entries --\n')
+        otext = read(node['old_xids']) if node.get('old_xids') else ''
+        if otext and not otext.endswith('\n'):
+            otext += '\n'
+        host = self.names[i - 1]
+        _write(os.path.join(out, 'journal.txt'), journal_lines(xtext, host) or '-- No entries --\n')
+        _write(os.path.join(out, 'journal-all.txt'),
+               journal_lines(otext + xtext, host) or '-- No entries --\n')
         _write(os.path.join(out, 'dmesg.txt'), xtext)
+        _write(os.path.join(out, 'dmesg-all.txt'), otext + xtext)
+        since = ('case " $* " in *" --since=-24h "*) exec /bin/cat \'%s/%s.txt\' ;; esac\n'
+                 "exec /bin/cat '%s/%s-all.txt'\n")
         journal = node.get('journal', 'ok')
         if journal == 'ok':
-            self._tool(i, 'journalctl', "exec /bin/cat '%s/journal.txt'\n" % out)
+            self._tool(i, 'journalctl', since % (out, 'journal', out, 'journal'))
         elif journal == 'denied':
             self._tool(i, 'journalctl', "echo '-- No entries --'\necho 'Hint: You are currently not seeing "
                        "messages from other users and the system.' >&2\nexit 0\n")
         dmesg = node.get('dmesg', 'ok')
         if dmesg == 'ok':
-            self._tool(i, 'dmesg', "exec /bin/cat '%s/dmesg.txt'\n" % out)
+            self._tool(i, 'dmesg', since % (out, 'dmesg', out, 'dmesg'))
+        elif dmesg == 'old':
+            # util-linux before 2.37: no --since
+            self._tool(i, 'dmesg', 'case " $* " in *" --since"*) echo "dmesg: unrecognized option '
+                       "'$1'\" >&2; echo \"Try 'dmesg --help' for more information.\" >&2; exit 1 ;; esac\n"
+                       "exec /bin/cat '%s/dmesg-all.txt'\n" % out)
         elif dmesg == 'denied':
             self._tool(i, 'dmesg', "echo 'dmesg: read kernel buffer failed: Operation not permitted' >&2\n"
                        "exit 1\n")

@@ -166,6 +166,7 @@ static void test_all_keys(void **state)
 			   "ssh_key_passphrase_env = GF_KEY_PASS\n"
 			   "ssh_known_hosts = /etc/gpufleet/known_hosts\n"
 			   "redfish_cacert = /etc/gpufleet/ca.pem\n"
+			   "redfish_tls_pin = new\n"
 			   "\n"
 			   "[vault]\n"
 			   "bmc_user=\n"
@@ -194,8 +195,10 @@ static void test_all_keys(void **state)
 	assert_string_equal(p->ssh_key_passphrase_env, "GF_KEY_PASS");
 	assert_string_equal(p->ssh_known_hosts, "/etc/gpufleet/known_hosts");
 	assert_string_equal(p->redfish_cacert, "/etc/gpufleet/ca.pem");
+	assert_true(p->redfish_tls_pin_new);
 
 	p = resolve_ok(&c, "vault");
+	assert_false(p->redfish_tls_pin_new);
 	assert_string_equal(p->bmc_user, "");
 	assert_string_equal(p->bmc_password_command, "echo hunter2");
 	assert_string_equal(p->bmc_password, "hunter2");
@@ -297,6 +300,7 @@ static const struct bad_case bad_cases[] = {
 	{"[a]\nssh_key =\n", 2, "ssh_key is empty"},
 	{"[a]\nssh_known_hosts =\n", 2, "ssh_known_hosts is empty"},
 	{"[a]\nredfish_cacert =\n", 2, "redfish_cacert is empty"},
+	{"[a]\nredfish_tls_pin = yes\n", 2, "redfish_tls_pin 'yes' is not new or off"},
 	{"[my lab]\nbmc_user = x\n", 2,
 	 "profile name 'my lab' is not valid (letters, digits, '.', '_', '-', starting with a "
 	 "letter or digit)"},

@@ -298,8 +298,8 @@ static void test_baseline_rules(void **state)
 static void test_baseline_flat_and_errors(void **state)
 {
 	static const char *const bad[] = {
-		"not json", "[1]", "{\"components\": {\"bmc\": 1}}", "{\"components\": [],"
-		" \"x\": 1}", "{\"models\": {\"A\": {\"bmc\": []}}}", "{\"components\": {\"\": \"1\"}}",
+		"not json", "[1]", "{\"components\": {\"bmc\": 1}}", ("{\"components\": [],"
+		" \"x\": 1}"), "{\"models\": {\"A\": {\"bmc\": []}}}", "{\"components\": {\"\": \"1\"}}",
 		"{\"bmc\": \"1\", \"bmc\": \"2\"}",
 	};
 	struct gf_baseline *b = baseline("{\"bmc\": \"1.0\", \"from\": {\"node\": \"x\"}}");

@@ -608,16 +608,35 @@ static void build_kernel_log(void **state)
 	assert_int_equal(f.health, GF_HEALTH_OK);  /* a result, not a failure */
 	gf_hostfacts_release(&f);
 
-	/* no journalctl: dmesg since boot */
+	/* a denied dmesg --since=-24h is not asked again without --since */
+	assert_false(gf_hostfacts_need_fallback(GF_HC_DMESG_ALL, no.o));
+
+	/* no journalctl: dmesg of the last 24 hours */
 	set_out(&no, GF_HC_JOURNAL, 127, NULL, "env: 'journalctl': No such file or directory\n");
 	assert_true(gf_hostfacts_need_fallback(GF_HC_DMESG, no.o));
+	assert_string_equal(gf_hostcmd_line(GF_HC_DMESG), "env LC_ALL=C dmesg --since=-24h");
 	set_out(&no, GF_HC_DMESG, 0, slurp("dmesg_xid-119_gsp-timeout.txt"), "");
+	assert_false(gf_hostfacts_need_fallback(GF_HC_DMESG_ALL, no.o));
 	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields, gf_hostfacts_nquery_fields,
 					    &f, NULL), 0);
 	assert_true(f.xid_read);
 	assert_string_equal(f.xid_source, "dmesg");
 	assert_int_equal(f.nxids, 1);
 	assert_int_equal(f.xids[0].code, 119);
+	gf_hostfacts_release(&f);
+
+	/* a dmesg older than util-linux 2.37 refuses --since: all of it, since boot, and said so */
+	set_out(&no, GF_HC_DMESG, 1, NULL,
+		"dmesg: unrecognized option '--since=-24h'\nTry 'dmesg --help' for more information.\n");
+	assert_true(gf_hostfacts_need_fallback(GF_HC_DMESG_ALL, no.o));
+	assert_string_equal(gf_hostcmd_line(GF_HC_DMESG_ALL), "env LC_ALL=C dmesg");
+	set_out(&no, GF_HC_DMESG_ALL, 0, slurp("dmesg_xid-79_fallen-off-bus.txt"), "");
+	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields, gf_hostfacts_nquery_fields,
+					    &f, NULL), 0);
+	assert_true(f.xid_read);
+	assert_string_equal(f.xid_source, "dmesg-boot");
+	assert_int_equal(f.nxids, 1);
+	assert_int_equal(f.xids[0].code, 79);
 	gf_hostfacts_release(&f);
 	node_out_free(&no);
 }

@@ -134,6 +134,35 @@ static void rows_key(void **state)
 	gf_result_release(&r);
 }
 
+/* "a|b": the first alternative that is present and not null; CSV names the column a. */
+static void column_alternatives(void **state)
+{
+	static const struct gf_col c2[] = {{"id", "ID"}, {"time|time_note", "TIME"}};
+	struct gf_render_spec spec = {c2, 2, "entries", false, false};
+	struct gf_result r;
+	struct gf_buf b = GF_BUF_INIT;
+	json_t *o;
+
+	gf_result_init(&r);
+	r.ok = true;
+	r.data = json_pack("{s:[{s:s,s:n,s:s},{s:s,s:s},{s:s,s:n}]}", "entries", "id", "1", "time",
+			   "time_note", "pre-init", "id", "2", "time", "2026-11-29T12:00:00Z", "id",
+			   "3", "time");
+	o = gf_result_to_json("n1", NULL, NULL, &r);
+	gf_render_table(&o, 1, &spec, &b);
+	assert_string_equal(gf_buf_str(&b), "NODE  ID  TIME\n"
+					    "n1    1   pre-init\n"
+					    "n1    2   2026-11-29T12:00:00Z\n"
+					    "n1    3   -\n");
+	gf_buf_release(&b);
+	gf_render_csv(&o, 1, &spec, &b);
+	assert_string_equal(gf_buf_str(&b), "node,id,time,error\nn1,1,pre-init,\n"
+					    "n1,2,2026-11-29T12:00:00Z,\nn1,3,-,\n");
+	gf_buf_release(&b);
+	json_decref(o);
+	gf_result_release(&r);
+}
+
 static void format_parse(void **state)
 {
 	enum gf_format f;
@@ -153,6 +182,7 @@ int main(void)
 		cmocka_unit_test(csv_quoting),
 		cmocka_unit_test(json_shape),
 		cmocka_unit_test(rows_key),
+		cmocka_unit_test(column_alternatives),
 		cmocka_unit_test(format_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -839,6 +839,67 @@ static void test_sel_entry(void **state)
 	json_decref(e);
 }
 
+/* Vendor Oem places and shared names come from the dialect tables, not from the walkers. */
+static void test_oem_quirks(void **state)
+{
+	struct gf_sel_list el = {0};
+	struct gf_sensor_list sl = {0};
+	json_t *seen = json_object();
+	json_error_t je;
+	json_t *docs = json_loads(
+		"{\"entry\":{\"Id\":\"1\",\"Oem\":{\"Supermicro\":{\"RawEventData\":"
+		"   {\"SensorName\":\"PSU2 Status\"}}},\"SensorNumber\":7},"
+		" \"badentry\":{\"Id\":\"2\",\"Oem\":{\"Supermicro\":{\"RawEventData\":"
+		"   {\"SensorName\":5}}, \"Hpe\":{\"Severity\":[\"Critical\"]}},\"SensorNumber\":7},"
+		" \"discrete\":{\"Name\":\"Chassis Intru\",\"ReadingType\":\"Percent\","
+		"   \"ReadingUnits\":\"\",\"Status\":{\"Health\":\"OK\",\"State\":\"Enabled\"},"
+		"   \"Oem\":{\"Supermicro\":{\"SensorValue\":\"Chassis Intrusion\"}}},"
+		" \"psus\":[{\"Name\":\"HpeServerPowerSupply\",\"MemberId\":\"0\"},"
+		"          {\"Name\":\"HpeServerPowerSupply\",\"MemberId\":\"1\"}]}",
+		0, &je);
+	size_t i;
+	json_t *o;
+
+	assert_non_null(docs);
+	/* Every dialect that names one has its path looked at; nothing else is. */
+	assert_string_equal(rf_oem_str(json_object_get(docs, "entry"), RF_OEM_SEL_SENSOR),
+			    "PSU2 Status");
+	assert_null(rf_oem_str(json_object_get(docs, "entry"), RF_OEM_SENSOR_TEXT));
+	assert_null(rf_oem_str(json_object_get(docs, "badentry"), RF_OEM_SEL_SENSOR));
+	assert_null(rf_oem_str(json_object_get(docs, "badentry"), RF_OEM_SEL_SEVERITY));
+	assert_null(rf_oem_str(json_object_get(docs, "entry"), RF_OEM_NFIELDS));
+	assert_null(rf_oem_str(NULL, RF_OEM_SEL_SENSOR));
+	for (size_t d = 0; rf_dialects[d]; d++)
+		for (int f = 0; f < RF_OEM_NFIELDS; f++)
+			if (rf_dialects[d]->oem[f])
+				assert_true(strncmp(rf_dialects[d]->oem[f], "Oem.", 4) == 0);
+	assert_true(rf_psu_name_shared("HpeServerPowerSupply"));
+	assert_false(rf_psu_name_shared("PSU1"));
+	assert_false(rf_psu_name_shared(NULL));
+
+	rf_sel_entry(json_object_get(docs, "entry"), &el);
+	rf_sel_entry(json_object_get(docs, "badentry"), &el);
+	assert_int_equal(el.n, 2);
+	assert_string_equal(el.v[0].sensor, "PSU2 Status");
+	/* The Oem name of the wrong type: the sensor number stands in. */
+	assert_string_equal(el.v[1].sensor, "#7");
+	assert_int_equal(el.v[1].severity, GF_SEV_INFO);
+
+	rf_sensor_one(json_object_get(docs, "discrete"), seen, &sl);
+	json_array_foreach(json_object_get(docs, "psus"), i, o)
+		rf_sensor_psu(o, seen, &sl);
+	assert_int_equal(sl.n, 3);
+	assert_string_equal(sl.v[0].state_text, "Chassis Intrusion");
+	assert_null(sl.v[0].unit);
+	/* Two supplies with one shared Name are two sensors, told apart by MemberId. */
+	assert_string_equal(sl.v[1].name, "Power Supply 0");
+	assert_string_equal(sl.v[2].name, "Power Supply 1");
+	gf_sensor_list_release(&sl);
+	gf_sel_list_release(&el);
+	json_decref(seen);
+	json_decref(docs);
+}
+
 static void test_sel_clear(void **state)
 {
 	struct tree *t = tree_load(vendors[3]);
@@ -1193,6 +1254,7 @@ int main(void)
 		PER_VENDOR(test_sel),
 		cmocka_unit_test(test_sel_pick),
 		cmocka_unit_test(test_sel_entry),
+		cmocka_unit_test(test_oem_quirks),
 		cmocka_unit_test(test_sel_clear),
 		PER_VENDOR(test_hardware),
 		cmocka_unit_test(test_reset_plan),
