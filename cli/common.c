@@ -633,6 +633,7 @@ int cli_audit(struct gf_cli *cli, const char *verb, const char *sub, const struc
 {
 	struct gf_audit *rows = gf_xcalloc(n ? n : 1, sizeof(*rows));
 	const char *user = gf_invoking_user();
+	size_t k = 0;
 	struct gf_err err = {0};
 	struct gf_db *db;
 	char what[96];
@@ -640,15 +641,18 @@ int cli_audit(struct gf_cli *cli, const char *verb, const char *sub, const struc
 
 	snprintf(what, sizeof(what), "%s %s", verb, sub);
 	for (size_t i = 0; i < n; i++) {
-		rows[i].time = slots[i].t_start;
-		rows[i].user = user;
-		rows[i].verb = what;
-		rows[i].node = nodes[i].name;
-		rows[i].result = slots[i].ok ? "ok" : gf_errkind_name(slots[i].err.kind);
-		rows[i].detail = slots[i].ok ? NULL : slots[i].err.msg;
+		if (slots[i].attempts == 0)
+			continue; /* interrupted before anything was sent to it */
+		rows[k].time = slots[i].t_start;
+		rows[k].user = user;
+		rows[k].verb = what;
+		rows[k].node = nodes[i].name;
+		rows[k].result = slots[i].ok ? "ok" : gf_errkind_name(slots[i].err.kind);
+		rows[k].detail = slots[i].ok ? NULL : slots[i].err.msg;
+		k++;
 	}
 	rc = cli_db(cli, &db);
-	if (!rc && gf_db_audit_add(db, rows, n, &err) < 0) {
+	if (!rc && gf_db_audit_add(db, rows, k, &err) < 0) {
 		cli_error("the audit log could not be written: %s", err.msg);
 		rc = GF_EXIT_FAILED;
 	}

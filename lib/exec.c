@@ -54,6 +54,12 @@ static void run_one(struct exec_state *st, size_t i)
 	if (o->batch)
 		wait_turn(o, st->start + (double)(i / o->batch) * o->interval);
 	slot->t_start = gf_walltime();
+	if (cancelled(o)) {
+		/* Never attempted: attempts stays 0, so nobody records it as sent. */
+		gf_err_set(&slot->err, GF_E_NODE, GF_EK_INTERNAL, "interrupted before it was started");
+		slot->t_end = slot->t_start;
+		return;
+	}
 	for (;;) {
 		json_decref(slot->data);
 		slot->data = NULL;

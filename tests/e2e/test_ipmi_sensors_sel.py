@@ -318,9 +318,12 @@ def test_sdr_cache_is_reused_then_invalidated(reg, lab):
     cache = os.path.join(sdr_dir(reg), f"gpu04@{lab.addr(4)}.sdr")
     r = reg.run("sensors", "gpu04")
     assert r.returncode == 0, r.stderr
-    st = os.stat(cache)
     assert os.stat(os.path.dirname(cache)).st_mode & 0o777 == 0o700
-    time.sleep(1.1)  # a rewrite would show in the mtime, not only the inode
+    # Date the file an hour back: a rewrite would show a new mtime, not only
+    # a new inode (which the file system may hand out again).
+    old = time.time_ns() - 3600 * 10**9
+    os.utime(cache, ns=(old, old))
+    st = os.stat(cache)
     for _ in range(3):
         r = reg.run("sensors", "gpu04")
         assert r.returncode == 0, r.stderr

@@ -5,7 +5,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "lib/exec.h"
@@ -111,6 +113,46 @@ static void batches(void **state)
 		gf_result_release(&slots[i]);
 }
 
+/* Node 0 "presses Ctrl-C": the later batches start at once instead of at their time. */
+static volatile sig_atomic_t cancel_flag;
+
+static void cancelling_task(void *vctx, size_t i, double deadline, struct gf_result *slot)
+{
+	struct ctx *c = vctx;
+	struct gf_err e = {0};
+
+	atomic_fetch_add(&c->calls[i], 1);
+	/* Node 0 times out as Ctrl-C comes: it is not tried again. */
+	cancel_flag = 1;
+	gf_err_set(&e, GF_E_NODE, GF_EK_TIMEOUT, "slow");
+	gf_result_fail(slot, &e);
+}
+
+static void cancel_cuts_the_stagger_short(void **state)
+{
+	struct ctx c = {.fail_first = -1};
+	struct gf_exec_opts o = {.fanout = 8, .timeout = 5, .retries = 3, .batch = 1,
+				 .interval = 30, .cancel = &cancel_flag};
+	struct gf_result slots[4];
+	double t0 = gf_monotime();
+
+	cancel_flag = 0;
+	assert_int_equal(gf_exec_run(&o, 4, cancelling_task, &c, slots, NULL, NULL, NULL), 0);
+	assert_true(gf_monotime() - t0 < 5.0); /* not the 90 s of the schedule */
+	assert_false(slots[0].ok);
+	assert_int_equal(slots[0].attempts, 1); /* retries = 3, but not after a cancel */
+	assert_int_equal(atomic_load(&c.calls[0]), 1);
+	for (int i = 1; i < 4; i++) {
+		/* Never started: no attempt, and the error says why. */
+		assert_false(slots[i].ok);
+		assert_int_equal(slots[i].attempts, 0);
+		assert_int_equal(atomic_load(&c.calls[i]), 0);
+		assert_non_null(strstr(slots[i].err.msg, "interrupted"));
+	}
+	for (int i = 0; i < 4; i++)
+		gf_result_release(&slots[i]);
+}
+
 static void empty(void **state)
 {
 	struct gf_exec_opts o = {.fanout = 4, .timeout = 1};
@@ -124,6 +166,7 @@ int main(void)
 		cmocka_unit_test(window_and_slots),
 		cmocka_unit_test(retry_on_timeout),
 		cmocka_unit_test(batches),
+		cmocka_unit_test(cancel_cuts_the_stagger_short),
 		cmocka_unit_test(empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
