@@ -978,6 +978,28 @@ int gf_store_sel_prev(struct gf_db *db, const char *const *names, size_t n,
 
 /* ---- upkeep -------------------------------------------------------------- */
 
+/* One DELETE of sweeps with ?1 = @keep (when >= 0) or @before; adds what it removed. */
+static int delete_sweeps(struct gf_db *db, const char *sql, long keep, double before,
+			 size_t *pruned, struct gf_err *err)
+{
+	static const char what[] = "pruning sweeps";
+	sqlite3_stmt *st = NULL;
+	int rc = gf_db_prepare_kept(db, sql, &st, what, err);
+
+	if (rc < 0)
+		return rc;
+	if (keep >= 0)
+		sqlite3_bind_int64(st, 1, keep);
+	else
+		sqlite3_bind_double(st, 1, before);
+	rc = gf_db_step_done(db, st, what, err);
+	sqlite3_finalize(st);
+	if (rc < 0)
+		return rc;
+	*pruned += (size_t)sqlite3_changes(gf_db_sqlite(db));
+	return 0;
+}
+
 int gf_store_prune(struct gf_db *db, long keep, double older_than, size_t *ret_pruned,
 		   size_t *ret_left, struct gf_err *err)
 {
@@ -988,34 +1010,16 @@ int gf_store_prune(struct gf_db *db, long keep, double older_than, size_t *ret_p
 
 	if (rc < 0)
 		return rc;
-	if (keep >= 0) {
-		rc = gf_db_prepare_kept(db,
-					"DELETE FROM sweeps WHERE id NOT IN (SELECT id FROM sweeps"
-					" ORDER BY started DESC, id DESC LIMIT ?1)",
-					&st, what, err);
-		if (rc < 0)
-			goto fail;
-		sqlite3_bind_int64(st, 1, keep);
-		rc = gf_db_step_done(db, st, what, err);
-		sqlite3_finalize(st);
-		st = NULL;
-		if (rc < 0)
-			goto fail;
-		pruned += (size_t)sqlite3_changes(gf_db_sqlite(db));
-	}
-	if (older_than > 0) {
-		rc = gf_db_prepare_kept(db, "DELETE FROM sweeps WHERE started < ?1", &st, what,
-					err);
-		if (rc < 0)
-			goto fail;
-		sqlite3_bind_double(st, 1, older_than);
-		rc = gf_db_step_done(db, st, what, err);
-		sqlite3_finalize(st);
-		st = NULL;
-		if (rc < 0)
-			goto fail;
-		pruned += (size_t)sqlite3_changes(gf_db_sqlite(db));
-	}
+	if (keep >= 0 &&
+	    (rc = delete_sweeps(db,
+				"DELETE FROM sweeps WHERE id NOT IN (SELECT id FROM sweeps"
+				" ORDER BY started DESC, id DESC LIMIT ?1)",
+				keep, 0, &pruned, err)) < 0)
+		goto fail;
+	if (older_than > 0 &&
+	    (rc = delete_sweeps(db, "DELETE FROM sweeps WHERE started < ?1", -1, older_than,
+				&pruned, err)) < 0)
+		goto fail;
 	/* Rows went with their sweeps (ON DELETE CASCADE); now what nothing uses any more. */
 	if (pruned) {
 		rc = gf_db_exec(db,

@@ -8,6 +8,7 @@ find exactly that. Also: crash safety under kill -9, two sweeps at once,
 migration from every earlier schema, export/import round trips."""
 import json
 import os
+import pty
 import random
 import shutil
 import signal
@@ -250,6 +251,78 @@ def test_quiet_prints_only_problems(inv, lab):
     assert r.stdout == ""
     lines = r.stderr.splitlines()
     assert lines and all(line.startswith("gpufleet: ghost: failed: bmc timeout") for line in lines), lines
+
+
+def run_on_tty(gf, *args):
+    """Run gpufleet with its standard error on a terminal (a pty); returns (rc, stdout, stderr)."""
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen([GPUFLEET, *args], env=gf.env(), stdout=subprocess.PIPE,
+                             stderr=slave, stdin=subprocess.DEVNULL)
+        os.close(slave)
+        slave = None
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: every writer closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        out = p.stdout.read()
+        p.stdout.close()
+        rc = p.wait(timeout=120)
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    return rc, out.decode(), b"".join(chunks).decode()
+
+
+def test_progress_on_a_terminal_and_never_when_quiet(inv, lab):
+    # Eight nodes, standard error a terminal: the progress line counts them, and is erased.
+    rc, out, err = run_on_tty(inv, "sweep", "--timeout", SLOW, "@all")
+    assert rc == 0, err
+    assert "\r8/8 done, 0 failed\r\033[K" in err, repr(err)  # drawn, then erased
+    assert "sweep 1 stored: 8 nodes, 8 ok" in err, repr(err)
+    assert "ipmi1" in out and "done" not in out  # nothing of it on standard output
+    # --quiet on a terminal: a healthy sweep prints nothing at all, not even progress.
+    rc, out, err = run_on_tty(inv, "sweep", "--quiet", "--timeout", SLOW, "@all")
+    assert rc == 0 and out == "" and err == "", (rc, out, repr(err))
+    rc, out, err = run_on_tty(inv, "sweep", "--no-progress", "--timeout", SLOW, "@all")
+    assert rc == 0 and "done" not in err, repr(err)
+    # Not a terminal: no progress either.
+    r = inv.run("sweep", "--timeout", SLOW, "@all")
+    assert r.returncode == 0 and "done" not in r.stderr, r.stderr
+    assert inv.sql("SELECT count(*) AS n FROM sweeps") == [{"n": 4}]
+
+
+def test_ctrl_c_stores_nothing(inv, lab):
+    """Ctrl-C while a BMC hangs: exit 130, no sweep (not a sweep of failures), the lock free."""
+    lab.ipmi.pause(4)
+    try:
+        p = subprocess.Popen([GPUFLEET, "-v", "sweep", "--timeout", "60", "--retries", "0",
+                              "ipmi1", "ipmi4"], env=inv.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        # -v prints a line per node as it finishes: ipmi1 done means the fan-out runs.
+        seen = []
+        for line in p.stderr:
+            seen.append(line)
+            if line.startswith("gpufleet: ipmi1: ok"):
+                break
+        else:
+            raise AssertionError(f"ipmi1 never finished: {seen}")
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 130, (p.returncode, err)
+        assert "interrupted" in err and "the sweep was not stored" in err, err
+        assert out == ""
+    finally:
+        lab.ipmi.resume(4)
+    assert inv.sql("SELECT count(*) AS n FROM sweeps") == [{"n": 0}]
+    assert inv.sql("SELECT count(*) AS n FROM sweep_nodes") == [{"n": 0}]
+    sweep(inv, "ipmi1", "--wait-lock", "0")
 
 
 # ---- the change, found by drift and diff ------------------------------------------
