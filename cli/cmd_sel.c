@@ -59,74 +59,6 @@ static double parse_duration(const char *s)
 	return -1;
 }
 
-/* @n decimal digits at @s into *@ret; false when they are not all digits. */
-static bool digits(const char *s, int n, int *ret)
-{
-	int v = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		v = v * 10 + (s[i] - '0');
-	}
-	*ret = v;
-	return true;
-}
-
-/*
- * ISO 8601 dates as people write them: 2026-11-29, 2026-11-29T12:00,
- * 2026-11-29 12:00:05, with Z or +HH:MM / -HH:MM; no zone means UTC (the
- * event log's times are shown in UTC). Returns 0 and the epoch seconds.
- */
-static int parse_date(const char *s, double *ret)
-{
-	int y, mo, d, h = 0, mi = 0, sec = 0, tzh = 0, tzm = 0;
-	struct tm tm = {0};
-	const char *p = s;
-	long off = 0;
-	time_t t, day;
-
-	if (!digits(p, 4, &y) || p[4] != '-' || !digits(p + 5, 2, &mo) || p[7] != '-' ||
-	    !digits(p + 8, 2, &d))
-		return -1;
-	p += 10;
-	if (*p == 'T' || *p == 't' || *p == ' ') {
-		if (!digits(p + 1, 2, &h) || p[3] != ':' || !digits(p + 4, 2, &mi))
-			return -1;
-		p += 6;
-		if (*p == ':') {
-			if (!digits(p + 1, 2, &sec))
-				return -1;
-			p += 3;
-		}
-	}
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		if (!digits(p + 1, 2, &tzh) || p[3] != ':' || !digits(p + 4, 2, &tzm))
-			return -1;
-		off = (tzh * 3600L + tzm * 60L) * (*p == '-' ? -1 : 1);
-		p += 6;
-	}
-	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 ||
-	    tzh > 23 || tzm > 59 || y < 1970)
-		return -1;
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = sec;
-	t = timegm(&tm);
-	if (t == (time_t)-1)
-		return -1;
-	/* timegm() moves 2026-02-31 to March 3rd: a day the month lacks is no date. */
-	day = t - (h * 3600L + mi * 60L + sec);
-	if (!gmtime_r(&day, &tm) || tm.tm_mday != d || tm.tm_mon != mo - 1)
-		return -1;
-	*ret = (double)t - (double)off;
-	return 0;
-}
 
 static int on_opt(void *ud, size_t idx, const char *arg)
 {
@@ -139,7 +71,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 		dur = parse_duration(arg);
 		if (dur >= 0) {
 			a->since = gf_walltime() - dur;
-		} else if (parse_date(arg, &a->since) < 0) {
+		} else if (gf_time_parse_iso8601(arg, &a->since) < 0) {
 			cli_error("--since '%s' is neither a date (2026-11-29, 2026-11-29T12:00Z) nor "
 				  "a duration (90m, 12h, 7d)", arg);
 			return GF_EXIT_USAGE;

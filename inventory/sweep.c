@@ -1,5 +1,6 @@
 /* A sweep in memory: string pool, component sets, JSON in and out. */
 #include "inventory/sweep.h"
+#include "lib/util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -550,68 +551,10 @@ void gf_time_format(double t, char *buf, size_t size)
 	snprintf(buf, size, "%s.%03lldZ", base, frac);
 }
 
-/* @n digits at *p into *ret; advances *p. */
-static bool digits(const char **p, int n, int *ret)
-{
-	int v = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (!isdigit((unsigned char)(*p)[i]))
-			return false;
-		v = v * 10 + ((*p)[i] - '0');
-	}
-	*p += n;
-	*ret = v;
-	return true;
-}
-
 int gf_time_parse(const char *s, double *ret, struct gf_err *err)
 {
-	const char *p = s;
-	struct tm tm = {0}, back;
-	int y, mo, d, h = 0, mi = 0, sec = 0;
-	long long ms = 0;
-	time_t t;
-
-	if (!s || !digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' ||
-	    !digits(&p, 2, &d))
-		goto bad;
-	if (*p == 'T' || *p == ' ') {
-		p++;
-		if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi))
-			goto bad;
-		if (*p == ':') {
-			p++;
-			if (!digits(&p, 2, &sec))
-				goto bad;
-			if (*p == '.') {
-				long long scale = 100;
-
-				p++;
-				if (!isdigit((unsigned char)*p))
-					goto bad;
-				/* Milliseconds are kept; further digits are read and dropped. */
-				for (; isdigit((unsigned char)*p); p++, scale /= 10)
-					ms += scale > 0 ? (*p - '0') * scale : 0;
-			}
-		}
-		if (*p == 'Z')
-			p++;
-	}
-	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
-		goto bad;
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = sec;
-	t = timegm(&tm);
-	if (t == (time_t)-1 || !gmtime_r(&t, &back) || back.tm_mday != d || back.tm_mon != mo - 1)
-		goto bad;
-	*ret = (double)((long long)t * 1000 + ms) / 1000.0;
-	return 0;
-bad:
+	if (gf_time_parse_iso8601(s, ret) == 0)
+		return 0;
 	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
 			  "time '%s' is not in the form 2026-11-29 or 2026-11-29T12:00:00Z",
 			  s ? s : "");

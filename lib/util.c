@@ -58,6 +58,89 @@ void gf_iso8601(double t, bool frac, char *buf, size_t size)
 		snprintf(buf, size, "%sZ", base);
 }
 
+/* @n decimal digits at *p into *ret; advances *p. */
+static bool digits(const char **p, int n, int *ret)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if ((*p)[i] < '0' || (*p)[i] > '9')
+			return false;
+		v = v * 10 + ((*p)[i] - '0');
+	}
+	*p += n;
+	*ret = v;
+	return true;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (timegm() is not C17). */
+static long days_from_civil(long y, int m, int d)
+{
+	long era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+static int days_in_month(int y, int m)
+{
+	static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+
+	return m == 2 && leap ? 29 : days[m - 1];
+}
+
+int gf_time_parse_iso8601(const char *s, double *ret)
+{
+	int y, mo, d, h = 0, mi = 0, sec = 0, oh = 0, om = 0, sign = 1;
+	double frac = 0;
+	const char *p = s;
+
+	if (!s || !digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' ||
+	    !digits(&p, 2, &d))
+		return -1;
+	if (*p == 'T' || *p == 't' || *p == ' ') {
+		p++;
+		if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi))
+			return -1;
+		if (*p == ':') {
+			p++;
+			if (!digits(&p, 2, &sec))
+				return -1;
+			if (*p == '.') {
+				double scale = 0.1;
+
+				p++;
+				if (*p < '0' || *p > '9')
+					return -1;
+				for (; *p >= '0' && *p <= '9'; p++, scale /= 10)
+					frac += (*p - '0') * scale;
+			}
+		}
+	}
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		sign = *p++ == '-' ? -1 : 1;
+		if (!digits(&p, 2, &oh))
+			return -1;
+		if (*p == ':')
+			p++;
+		if (!digits(&p, 2, &om))
+			return -1;
+	}
+	if (*p || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 ||
+	    sec > 60 || oh > 23 || om > 59)
+		return -1;
+	*ret = (double)days_from_civil(y, mo, d) * 86400.0 + h * 3600 + mi * 60 + sec + frac -
+	       sign * (oh * 3600 + om * 60);
+	return 0;
+}
+
 int gf_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret,
 		  struct gf_err *err, const char *what)
 {

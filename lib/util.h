@@ -17,6 +17,14 @@ void gf_sleep_until(double t);
 /* "2026-11-29T12:00:00.123Z" (@frac: with milliseconds) into @buf (>= 32 bytes). */
 void gf_iso8601(double t, bool frac, char *buf, size_t size);
 
+/*
+ * ISO 8601 / RFC 3339 times as BMCs and people write them: "2026-11-29",
+ * "2026-11-29T12:00", "2026-11-29 12:00:05.250", with "Z" or "+HH:MM" /
+ * "-HHMM"; no zone means UTC. A day the month lacks is refused. Returns 0
+ * and epoch seconds (with fractions) in *ret, or -1. Thread-safe.
+ */
+int gf_time_parse_iso8601(const char *s, double *ret);
+
 /* Strict integer and number parsing: whole string, range checked. GF_E_USAGE otherwise. */
 int gf_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret,
 		  struct gf_err *err, const char *what);

@@ -10,6 +10,7 @@
 
 #include "lib/buf.h"
 #include "redfish/rf.h"
+#include "lib/util.h"
 
 const char *rf_str(const json_t *o, const char *key)
 {
@@ -110,82 +111,10 @@ bool rf_eq(const char *a, const char *b)
 	return a && b && strcasecmp(a, b) == 0;
 }
 
-/* Read exactly @n digits at *p into *ret. */
-static bool digits(const char **p, int n, int *ret)
-{
-	int v = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (!isdigit((unsigned char)(*p)[i]))
-			return false;
-		v = v * 10 + ((*p)[i] - '0');
-	}
-	*p += n;
-	*ret = v;
-	return true;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (no timegm(): not C17). */
-static long days_from_civil(long y, int m, int d)
-{
-	long era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
 bool rf_time_parse(const char *s, double *ret)
 {
-	int y, mo, d, h, mi, sec, oh = 0, om = 0;
-	double frac = 0, t;
-	const char *p = s;
-
-	if (!s)
+	/* A Redfish DateTime always has its time of day; a bare date is no entry time. */
+	if (!s || strlen(s) <= 10 || (s[10] != 'T' && s[10] != 't' && s[10] != ' '))
 		return false;
-	if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' ||
-	    !digits(&p, 2, &d) || (*p != 'T' && *p != 't' && *p != ' '))
-		return false;
-	p++;
-	if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi) || *p++ != ':' ||
-	    !digits(&p, 2, &sec))
-		return false;
-	if (*p == '.') {
-		double scale = 0.1;
-
-		p++;
-		if (!isdigit((unsigned char)*p))
-			return false;
-		while (isdigit((unsigned char)*p)) {
-			frac += (*p - '0') * scale;
-			scale /= 10;
-			p++;
-		}
-	}
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		int sign = *p == '-' ? -1 : 1;
-
-		p++;
-		if (!digits(&p, 2, &oh))
-			return false;
-		if (*p == ':')
-			p++;
-		if (!digits(&p, 2, &om))
-			return false;
-		oh *= sign;
-		om *= sign;
-	} else if (*p) {
-		return false;
-	}
-	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
-		return false;
-	t = (double)days_from_civil(y, mo, d) * 86400.0 + h * 3600 + mi * 60 + sec + frac;
-	t -= oh * 3600 + om * 60;
-	*ret = t;
-	return true;
+	return gf_time_parse_iso8601(s, ret) == 0;
 }

@@ -552,7 +552,10 @@ static void test_time_and_duration(void **state)
 	assert_int_equal(gf_time_parse("2026-02-30", &t, &err), GF_E_USAGE);
 	assert_int_equal(gf_time_parse("2026-11-29T25:00", &t, &err), GF_E_USAGE);
 	assert_int_equal(gf_time_parse("yesterday", &t, &err), GF_E_USAGE);
-	assert_int_equal(gf_time_parse("2026-11-29T12:00:00+02:00", &t, &err), GF_E_USAGE);
+	/* An offset is honoured: 14:00 at +02:00 is 12:00 UTC. */
+	assert_int_equal(gf_time_parse("2026-11-29T14:00:00+02:00", &t, &err), 0);
+	assert_int_equal(gf_time_parse("2026-11-29T12:00:00Z", &d, &err), 0);
+	assert_true(t == d);
 	assert_int_equal(gf_parse_duration("90d", &d, &err), 0);
 	assert_true(d == 90 * 86400.0);
 	assert_int_equal(gf_parse_duration("1.5h", &d, &err), 0);
