@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/inv.h"
 #include "cli/verbs.h"
 #include "lib/buf.h"
 #include "redfish/redfish.h"
@@ -169,7 +170,6 @@ static int nodes_list(struct gf_cli *cli, struct nodes_args *a, char **args, int
 	struct gf_render_spec spec = {list_cols, sizeof(list_cols) / sizeof(list_cols[0]), NULL,
 				      cli->collapse, false};
 	struct gf_node *nodes;
-	struct gf_buf b = GF_BUF_INIT;
 	json_t **objs;
 	size_t n;
 	int rc;
@@ -199,15 +199,7 @@ static int nodes_list(struct gf_cli *cli, struct nodes_args *a, char **args, int
 		json_object_set_new(o, "groups", g);
 		objs[i] = o;
 	}
-	switch (cli->format) {
-	case GF_FMT_JSON:
-		gf_render_json(objs, n, &b);
-		break;
-	case GF_FMT_NDJSON:
-		for (size_t i = 0; i < n; i++)
-			gf_render_ndjson_one(objs[i], &b);
-		break;
-	default:
+	if (cli->format == GF_FMT_TABLE || cli->format == GF_FMT_CSV) {
 		/* Groups as "a;b", the way nodes import reads them back. */
 		for (size_t i = 0; i < n; i++) {
 			struct gf_buf g = GF_BUF_INIT;
@@ -217,14 +209,8 @@ static int nodes_list(struct gf_cli *cli, struct nodes_args *a, char **args, int
 			json_object_set_new(objs[i], "groups", json_string(gf_buf_str(&g)));
 			gf_buf_release(&g);
 		}
-		if (cli->format == GF_FMT_CSV)
-			gf_render_csv(objs, n, &spec, &b);
-		else
-			gf_render_table(objs, n, &spec, &b);
-		break;
 	}
-	fputs(gf_buf_str(&b), stdout);
-	gf_buf_release(&b);
+	inv_print(cli, objs, n, &spec);
 	for (size_t i = 0; i < n; i++)
 		json_decref(objs[i]);
 	free(objs);
