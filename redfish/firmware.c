@@ -155,20 +155,6 @@ static bool try_rules(const struct rf_fw_rule *rules, unsigned base, struct fw_i
 	return false;
 }
 
-/* The first number in @s, or -1. */
-static long first_number(const char *s)
-{
-	for (; s && *s; s++) {
-		if (isdigit((unsigned char)*s)) {
-			long v = 0;
-
-			while (isdigit((unsigned char)*s) && v < 100000000)
-				v = v * 10 + (*s++ - '0');
-			return v;
-		}
-	}
-	return -1;
-}
 
 static char *expand_key(const char *tmpl, const struct fw_item *it, const char *context,
 			unsigned ordinal)
@@ -183,7 +169,7 @@ static char *expand_key(const char *tmpl, const struct fw_item *it, const char *
 			cap++;
 			break;
 		case '@': {
-			long v = first_number(context);
+			long v = rf_first_number(context);
 
 			gf_buf_addf(&b, "%ld", v >= 0 ? v : (long)ordinal);
 			break;

@@ -4,32 +4,18 @@
  * HGX baseboard's System) or, where a BMC lists them only as PCIe devices
  * (Supermicro), from the Chassis; serials from the System's chassis.
  */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/buf.h"
 #include "redfish/rf.h"
 
-static long first_number(const char *s)
-{
-	for (; s && *s; s++) {
-		if (isdigit((unsigned char)*s)) {
-			long v = 0;
-
-			while (isdigit((unsigned char)*s) && v < 100000000)
-				v = v * 10 + (*s++ - '0');
-			return v;
-		}
-	}
-	return -1;
-}
 
 static void add_gpu(struct gf_hardware *h, const json_t *o, const char *firmware_key)
 {
 	const char *id = rf_str(o, "Id");
 	double ord;
-	long idx = first_number(id);
+	long idx = rf_first_number(id);
 	struct gf_gpu_hw *g;
 
 	if (idx < 0 && rf_num(rf_get(o, "Location.PartLocation"), "LocationOrdinalValue", &ord))

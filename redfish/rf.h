@@ -239,4 +239,7 @@ void rf_boot_parse(const json_t *sys, struct gf_boot *ret);
 int rf_boot_get(struct rf_client *c, struct gf_boot *ret, struct gf_err *err);
 int rf_boot_set(struct rf_client *c, const struct gf_boot *want, struct gf_err *err);
 
+/* The first run of digits in @s as a number (capped near 10^9), or -1. */
+long rf_first_number(const char *s);
+
 #endif
