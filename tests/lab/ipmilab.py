@@ -65,7 +65,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from labutil import LabError, node_address, pid_alive, pid_cmdline, write_atomic  # noqa: E402
+from labutil import LabError, node_address, pid_alive, pid_cmdline, wait_gone, write_atomic  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHASSIS_CONTROL = os.path.join(HERE, 'chassis-control')
@@ -574,13 +574,7 @@ class IpmiLab:
         return pid_alive(n.pid)
 
     def _reap(self, nodes, deadline):
-        delay = 0.005
-        while True:
-            running = [n for n in nodes if self._running(n)]
-            if not running or time.monotonic() >= deadline:
-                return
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
+        wait_gone(nodes, self._running, deadline)
 
     def __enter__(self):
         if not self.started:

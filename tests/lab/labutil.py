@@ -3,6 +3,7 @@ atomic state files, and the /proc checks that let a lab stop exactly the
 processes it started."""
 
 import os
+import time
 
 
 class LabError(Exception):
@@ -52,3 +53,12 @@ def pid_alive(pid):
     except OSError:
         return False
     return stat[stat.rindex(')') + 2:][:1] not in ('Z', 'X')
+
+
+def wait_gone(items, running, deadline):
+    """Poll until running(item) is false for every item or the monotonic
+    @deadline passes; backs off from 5 ms to 100 ms. Bounded by @deadline."""
+    delay = 0.005
+    while [x for x in items if running(x)] and time.monotonic() < deadline:
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)

@@ -57,7 +57,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from labutil import LabError, node_address, pid_alive, pid_cmdline, write_atomic  # noqa: E402
+from labutil import LabError, node_address, pid_alive, pid_cmdline, wait_gone, write_atomic  # noqa: E402
 
 
 # The emulator keeps to 127.32.0.0/16.
@@ -1859,12 +1859,7 @@ class RedfishLab:
         return pid_alive(pid)
 
     def _reap(self, victims, deadline):
-        delay = 0.005
-        while True:
-            if not [v for v in victims if self._running(*v)] or time.monotonic() >= deadline:
-                return
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
+        wait_gone(victims, lambda v: self._running(*v), deadline)
 
     def __enter__(self):
         if not self.started:
