@@ -1,4 +1,9 @@
-/* What every verb handler shares: global options, the registry, targets, output. */
+/*
+ * What every verb handler shares, one file per concern: options.c (global and
+ * verb options), output.c (errors, warnings, rendering), targets.c (the
+ * inventory, the registry, TARGETS), profiles.c (credentials and profiles),
+ * guard.c (--yes or a prompt), audit.c (dry run and audit).
+ */
 #ifndef GF_CLI_COMMON_H
 #define GF_CLI_COMMON_H
 
@@ -26,6 +31,7 @@ enum {
 struct gf_cli {
 	const char *prog;
 	const char *verb;
+	const char *usage;         /* the verb's usage text, for --help */
 	const char *db_path;       /* resolved: option, env, or XDG default */
 	const char *creds_path;
 	const char *cache_dir;     /* $XDG_CACHE_HOME/gpufleet: SDR caches */
@@ -62,6 +68,11 @@ struct cli_opt {
 	const char *help;
 };
 
+/* cli/options.c: the global options, accepted before and after the verb. */
+extern const struct cli_opt cli_global_opts[];
+extern const size_t cli_nglobal_opts;
+void cli_print_global_opts(FILE *f);
+
 /*
  * Parse the verb's argv (argv[0] is the verb) with the global options and
  * @opts; calls @on_opt(ud, index into opts, optarg) for each verb option.
@@ -73,15 +84,17 @@ int cli_parse(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *o
 	      int (*on_opt)(void *ud, size_t idx, const char *arg), void *ud, char ***ret_args,
 	      int *ret_nargs);
 
-/* Print "gpufleet: MESSAGE" to stderr. */
+/* cli/output.c: print "gpufleet: MESSAGE" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print @err as an error and return the exit code it maps to (2 for usage/config). */
 int cli_fail(const struct gf_err *err);
 /* Warnings and -v messages on stderr; quiet silences warnings. */
 void cli_warn(const struct gf_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* cli/targets.c: the inventory and its registry, opened on demand. */
 int cli_db(struct gf_cli *cli, struct gf_db **ret);
 int cli_registry(struct gf_cli *cli);
+/* cli/profiles.c: the credentials file, loaded on demand. */
 int cli_creds(struct gf_cli *cli);
 
 /*
@@ -113,10 +126,10 @@ enum cli_profile_use {
 int cli_profiles(struct gf_cli *cli, enum cli_profile_use use, const struct gf_node *nodes,
 		 size_t n, const struct gf_profile ***ret);
 
-/* The executor options from the global options. */
+/* cli/options.c: the executor options from the global options. */
 void cli_exec_opts(const struct gf_cli *cli, struct gf_exec_opts *o);
 
-/* Rendering a fan-out run. */
+/* cli/output.c: rendering a fan-out run. */
 struct cli_render {
 	struct gf_cli *cli;
 	const struct gf_node *nodes;
@@ -135,11 +148,11 @@ void cli_progress_done(void *ud, size_t i, const struct gf_result *slot);
 int cli_render_finish(struct cli_render *r, const struct gf_result *slots);
 
 /*
- * The safety guard of destructive verbs: more than one node needs @yes, or a
+ * cli/guard.c: the safety guard of destructive verbs: more than one node needs @yes, or a
  * "y" on a terminal. Returns 0 to go on, or GF_EXIT_REFUSED (printed).
  */
 int cli_guard(struct gf_cli *cli, const char *what, const struct gf_node *nodes, size_t n, bool yes);
-/* Render {"action":@action,"dry_run":true} for every node; sends nothing. */
+/* cli/audit.c: render {"action":@action,"dry_run":true} for every node; sends nothing. */
 int cli_dry_run(struct gf_cli *cli, const char *action, const struct gf_node *nodes, size_t n,
 		const struct gf_render_spec *spec);
 /* Write one audit row per node ("VERB SUB", its result) in one transaction. */
@@ -149,6 +162,7 @@ int cli_audit(struct gf_cli *cli, const char *verb, const char *sub, const struc
 /* Ask on a terminal; false when not a terminal. */
 bool cli_confirm(const char *question);
 
+/* cli/targets.c: free what was loaded on demand (inventory, registry, credentials). */
 void cli_release(struct gf_cli *cli);
 
 #endif

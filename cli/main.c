@@ -95,14 +95,6 @@ static const struct cli_verb verbs[] = {
 };
 static const size_t nverbs = sizeof(verbs) / sizeof(verbs[0]);
 
-const char *cli_verb_usage(const char *verb)
-{
-	for (size_t i = 0; i < nverbs; i++)
-		if (strcmp(verbs[i].name, verb) == 0)
-			return verbs[i].usage;
-	return "";
-}
-
 static void main_help(FILE *f)
 {
 	fputs("usage: gpufleet [GLOBAL OPTIONS] VERB [SUBVERB] [OPTIONS] [TARGETS]\n"
@@ -235,6 +227,7 @@ int main(int argc, char **argv)
 		if (i != verb_at)
 			vargv[vargc++] = argv[i];
 	cli.verb = verb->name;
+	cli.usage = verb->usage;
 	cli.allow_prometheus = verb->flags & VERB_PROMETHEUS;
 	rc = verb->fn(&cli, vargc, vargv);
 	if (rc < 0)

@@ -17,9 +17,4 @@ int cmd_sel(struct gf_cli *cli, int argc, char **argv);
 int cmd_sensors(struct gf_cli *cli, int argc, char **argv);
 int cmd_sweep(struct gf_cli *cli, int argc, char **argv);
 
-extern const struct cli_opt cli_global_opts[];
-extern const size_t cli_nglobal_opts;
-void cli_print_global_opts(FILE *f);
-const char *cli_verb_usage(const char *verb);
-
 #endif

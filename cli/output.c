@@ -1,0 +1,133 @@
+/* The one output path of cli/: errors, warnings, and rendering a fan-out run. */
+#include "cli/common.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "lib/buf.h"
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("gpufleet: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void cli_warn(const struct gf_cli *cli, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cli && cli->quiet)
+		return;
+	fputs("gpufleet: warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_fail(const struct gf_err *err)
+{
+	cli_error("%s", err->msg[0] ? err->msg : "unknown error");
+	switch (err->code) {
+	case GF_E_USAGE:
+	case GF_E_CONFIG:
+		return GF_EXIT_USAGE;
+	default:
+		return GF_EXIT_FAILED;
+	}
+}
+
+static json_t *node_json(const struct cli_render *r, size_t i, const struct gf_result *slot)
+{
+	const struct gf_node *n = &r->nodes[i];
+	char *bmc;
+	json_t *o;
+
+	if (!r->show_bmc)
+		return gf_result_to_json(n->name, NULL, NULL, slot);
+	bmc = n->bmc ? gf_hostport_format(n->bmc, n->bmc_port) : NULL;
+	o = gf_result_to_json(n->name, bmc, gf_proto_name(n->protocol), slot);
+	free(bmc);
+	return o;
+}
+
+void cli_progress_done(void *ud, size_t i, const struct gf_result *slot)
+{
+	struct cli_render *r = ud;
+
+	if (r->cli->verbose && r->nodes)
+		fprintf(stderr, "gpufleet: %s: %s in %.3f s (%u attempt%s)%s%s\n", r->nodes[i].name,
+			slot->ok ? "ok" : gf_errkind_name(slot->err.kind), slot->t_end - slot->t_start,
+			slot->attempts, slot->attempts == 1 ? "" : "s", slot->ok ? "" : ": ",
+			slot->ok ? "" : slot->err.msg);
+	r->finished++;
+	if (!slot->ok)
+		r->failed++;
+	if (r->cli->progress && r->n > 4) {
+		fprintf(stderr, "\r%zu/%zu done, %zu failed", r->finished, r->n, r->failed);
+		if (r->finished == r->n)
+			fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+}
+
+void cli_render_done(void *ud, size_t i, const struct gf_result *slot)
+{
+	struct cli_render *r = ud;
+
+	if (r->cli->format == GF_FMT_NDJSON) {
+		struct gf_buf b = GF_BUF_INIT;
+		json_t *o = node_json(r, i, slot);
+
+		gf_render_ndjson_one(o, &b);
+		fputs(gf_buf_str(&b), stdout);
+		fflush(stdout);
+		json_decref(o);
+		gf_buf_release(&b);
+	}
+	cli_progress_done(ud, i, slot);
+}
+
+int cli_render_finish(struct cli_render *r, const struct gf_result *slots)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	json_t **objs;
+	size_t failed = 0;
+	struct gf_render_spec spec = *r->spec;
+
+	for (size_t i = 0; i < r->n; i++)
+		if (!slots[i].ok)
+			failed++;
+	if (r->cli->format == GF_FMT_NDJSON)
+		return failed ? GF_EXIT_FAILED : GF_EXIT_OK;
+	objs = gf_xcalloc(r->n ? r->n : 1, sizeof(*objs));
+	for (size_t i = 0; i < r->n; i++)
+		objs[i] = node_json(r, i, &slots[i]);
+	spec.collapse = r->cli->collapse;
+	spec.color = r->cli->color;
+	switch (r->cli->format) {
+	case GF_FMT_JSON:
+		gf_render_json(objs, r->n, &b);
+		break;
+	case GF_FMT_CSV:
+		gf_render_csv(objs, r->n, &spec, &b);
+		break;
+	default:
+		gf_render_table(objs, r->n, &spec, &b);
+		break;
+	}
+	fputs(gf_buf_str(&b), stdout);
+	fflush(stdout);
+	for (size_t i = 0; i < r->n; i++)
+		json_decref(objs[i]);
+	free(objs);
+	gf_buf_release(&b);
+	if (!r->cli->quiet && failed && r->cli->format == GF_FMT_TABLE && r->n > 1)
+		fprintf(stderr, "%zu of %zu nodes failed\n", failed, r->n);
+	return failed ? GF_EXIT_FAILED : GF_EXIT_OK;
+}
