@@ -2,7 +2,9 @@
  * Canonical component keys, whatever protocol or vendor reported them:
  * "bmc", "bios", "cpld", "gpu3.firmware", "nic0", "psu1" from a BMC;
  * "driver", "cuda.driver", "cuda.toolkit", "kernel", "os", "fabricmanager",
- * "ofed", "gpu0.vbios" from a host. The rules are tables in normalize.c.
+ * "ofed", "gpu0.vbios" from a host. The keys, kinds and words are the one
+ * vocabulary of lib/compkey.c; the tables in normalize.c say where each
+ * host fact is read.
  * Pure functions, thread-safe.
  */
 #ifndef GF_NORMALIZE_H

@@ -20,6 +20,7 @@
 #include <freeipmi/freeipmi.h>
 
 #include "lib/buf.h"
+#include "lib/compkey.h"
 #include "lib/util.h"
 
 /* Get System Info Parameters: a string is at most 255 bytes in 16-byte sets. */
@@ -107,10 +108,10 @@ static int bmc_component(struct ipmi_session *s, struct gf_component *c, struct 
 	}
 	/* The minor revision is BCD: 0x74 is "74". */
 	snprintf(version, sizeof(version), "%u.%02x", (unsigned)major, (unsigned)minor);
-	c->key = gf_xstrdup("bmc");
+	c->key = gf_xstrdup(gf_compkey_rules[GF_COMPKEY_BMC].key);
 	c->id = gf_xstrdup("bmc");
 	c->name = gf_xstrdup("BMC");
-	c->kind = gf_xstrdup("bmc");
+	c->kind = gf_xstrdup(gf_compkey_rules[GF_COMPKEY_BMC].kind);
 	c->version = gf_xstrdup(version);
 	c->updateable = false; /* not over IPMI */
 	snprintf(version, sizeof(version), "%u.%u", (unsigned)ipmi_major, (unsigned)ipmi_minor);
@@ -226,10 +227,10 @@ int gf_ipmi_firmware(void *session, struct gf_component_list *ret, struct gf_err
 	if (bios) {
 		struct gf_component *c = gf_component_list_add(&l);
 
-		c->key = gf_xstrdup("bios");
+		c->key = gf_xstrdup(gf_compkey_rules[GF_COMPKEY_BIOS].key);
 		c->id = gf_xstrdup("system_firmware_version");
 		c->name = gf_xstrdup("BIOS");
-		c->kind = gf_xstrdup("bios");
+		c->kind = gf_xstrdup(gf_compkey_rules[GF_COMPKEY_BIOS].kind);
 		c->version = bios;
 	}
 	*ret = l;

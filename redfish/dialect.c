@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/compkey.h"
 #include "redfish/rf.h"
 
 /* ---- Dell iDRAC: Ids are "<State>-<ComponentId>-<Version>__<FQDD>", rules match the FQDD */
@@ -297,13 +298,8 @@ bool rf_pattern_match(const char *pattern, const char *s, long *caps, size_t nca
 		return false;
 	while (*s) {
 		if (*p == '#' && isdigit((unsigned char)*s)) {
-			long v = 0;
+			long v = gf_compkey_digits(&s);
 
-			while (isdigit((unsigned char)*s)) {
-				if (v < 100000000)
-					v = v * 10 + (*s - '0');
-				s++;
-			}
 			if (n < ncap)
 				caps[n] = v;
 			n++;

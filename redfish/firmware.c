@@ -1,6 +1,7 @@
 /*
  * UpdateService/FirmwareInventory, every member, normalized: the rules live
- * in dialect.c; this file only applies them and keeps the keys unique.
+ * in dialect.c (vendor member ids) and lib/compkey.c (the words that tell a
+ * kind); this file only applies them and keeps the keys unique.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -9,65 +10,10 @@
 #include <strings.h>
 
 #include "lib/buf.h"
+#include "lib/compkey.h"
 #include "redfish/rf.h"
 
 #define MAX_CAPS 4
-
-/* Kinds guessed from a member's name and Id when no rule names one; first hit wins. */
-static const struct {
-	const char *kind;
-	const char *const words[8];
-} kind_words[] = {
-	{"psu", {"power supply", "psu", NULL}},
-	{"cpld", {"cpld", "programmable logic", NULL}},
-	{"gpu", {"gpu", NULL}},
-	{"baseboard", {"hgx", "nvswitch", "baseboard", NULL}},
-	{"bios", {"bios", "uefi", "system rom", NULL}},
-	{"nic", {"nic", "ethernet", "network", "connectx", "infiniband", "bluefield", "mellanox", NULL}},
-	{"bmc", {"bmc", "idrac", "remote access controller", "ilo", "xcc", NULL}},
-};
-
-static bool contains_ci(const char *hay, const char *needle)
-{
-	size_t n = strlen(needle);
-
-	for (; hay && *hay; hay++)
-		if (strncasecmp(hay, needle, n) == 0)
-			return true;
-	return false;
-}
-
-static const char *guess_kind(const char *id, const char *name)
-{
-	for (size_t i = 0; i < sizeof(kind_words) / sizeof(kind_words[0]); i++)
-		for (size_t w = 0; kind_words[i].words[w]; w++)
-			if (contains_ci(name, kind_words[i].words[w]) ||
-			    contains_ci(id, kind_words[i].words[w]))
-				return kind_words[i].kind;
-	return "other";
-}
-
-/* Lower case, letters and digits kept, runs of anything else as one '-'. */
-static void add_slug(struct gf_buf *b, const char *s)
-{
-	bool dash = false;
-	size_t start = b->len;
-
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (isalnum(ch)) {
-			if (dash && b->len > start)
-				gf_buf_addc(b, '-');
-			dash = false;
-			gf_buf_addc(b, (char)tolower(ch));
-		} else {
-			dash = true;
-		}
-	}
-	if (b->len == start)
-		gf_buf_adds(b, "x");
-}
 
 static bool all_digits(const char *s)
 {
@@ -133,7 +79,7 @@ static void cut_dell(const struct rf_dialect *d, struct fw_item *it)
 		char *state = gf_xstrndup(it->id, slen);
 
 		gf_buf_addc(&b, '.');
-		add_slug(&b, state);
+		gf_compkey_add_slug(&b, state);
 		free(state);
 		it->state_suffix = gf_buf_detach(&b);
 		it->suffix = it->state_suffix;
@@ -169,13 +115,13 @@ static char *expand_key(const char *tmpl, const struct fw_item *it, const char *
 			cap++;
 			break;
 		case '@': {
-			long v = rf_first_number(context);
+			long v = gf_compkey_first_number(context);
 
 			gf_buf_addf(&b, "%ld", v >= 0 ? v : (long)ordinal);
 			break;
 		}
 		case '$':
-			add_slug(&b, context ? context : rf_str(it->m, "Name"));
+			gf_compkey_add_slug(&b, context ? context : rf_str(it->m, "Name"));
 			break;
 		default:
 			gf_buf_addc(&b, *p);
@@ -190,16 +136,14 @@ static char *fallback_key(const struct fw_item *it, const char *name, const char
 {
 	struct gf_buf b = GF_BUF_INIT;
 
-	gf_buf_adds(&b, it->kind);
-	gf_buf_addc(&b, '.');
 	if (all_digits(it->cut) && name) {
-		add_slug(&b, name);
+		gf_compkey_add_fallback(&b, it->kind, name);
 		if (context) {
 			gf_buf_addc(&b, '.');
-			add_slug(&b, context);
+			gf_compkey_add_slug(&b, context);
 		}
 	} else {
-		add_slug(&b, it->cut);
+		gf_compkey_add_fallback(&b, it->kind, it->cut);
 	}
 	gf_buf_adds(&b, it->suffix ? it->suffix : "");
 	return gf_buf_detach(&b);
@@ -283,12 +227,12 @@ static void unique_keys(struct fw_item *items, size_t n)
 		/* Still taken: say which member it is, then count. */
 		gf_buf_adds(&b, it->key);
 		gf_buf_addc(&b, '.');
-		add_slug(&b, it->id);
+		gf_compkey_add_slug(&b, it->id);
 		for (unsigned k = 2; json_object_get(taken, gf_buf_str(&b)); k++) {
 			gf_buf_reset(&b);
 			gf_buf_adds(&b, it->key);
 			gf_buf_addc(&b, '.');
-			add_slug(&b, it->id);
+			gf_compkey_add_slug(&b, it->id);
 			gf_buf_addf(&b, "~%u", k);
 		}
 		free(it->key);
@@ -336,12 +280,12 @@ void rf_firmware_normalize(const struct rf_dialect *d, const json_t *members,
 			cnt = json_object_get(ordinals, okey);
 			ordinal = cnt ? (unsigned)json_integer_value(cnt) + 1 : 1;
 			json_object_set_new(ordinals, okey, json_integer(ordinal));
-			it->kind = it->rule->kind ? it->rule->kind : guess_kind(it->cut, name);
+			it->kind = it->rule->kind ? it->rule->kind : gf_compkey_kind(name, it->cut);
 			it->key = expand_key(it->rule->key, it, context, ordinal);
 			it->alt = it->rule->alt ? expand_key(it->rule->alt, it, context, ordinal) : NULL;
 		} else {
 			it->prio = 20000;
-			it->kind = guess_kind(it->cut, name);
+			it->kind = gf_compkey_kind(name, it->cut);
 			it->key = fallback_key(it, name, context);
 		}
 	}

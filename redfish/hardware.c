@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/buf.h"
+#include "lib/compkey.h"
 #include "redfish/rf.h"
 
 
@@ -15,7 +16,7 @@ static void add_gpu(struct gf_hardware *h, const json_t *o, const char *firmware
 {
 	const char *id = rf_str(o, "Id");
 	double ord;
-	long idx = rf_first_number(id);
+	long idx = gf_compkey_first_number(id);
 	struct gf_gpu_hw *g;
 
 	if (idx < 0 && rf_num(rf_get(o, "Location.PartLocation"), "LocationOrdinalValue", &ord))

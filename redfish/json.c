@@ -118,17 +118,3 @@ bool rf_time_parse(const char *s, double *ret)
 		return false;
 	return gf_time_parse_iso8601(s, ret) == 0;
 }
-
-long rf_first_number(const char *s)
-{
-	for (; s && *s; s++) {
-		if (isdigit((unsigned char)*s)) {
-			long v = 0;
-
-			while (isdigit((unsigned char)*s) && v < 100000000)
-				v = v * 10 + (*s++ - '0');
-			return v;
-		}
-	}
-	return -1;
-}

@@ -164,7 +164,7 @@ const struct rf_dialect *rf_dialect_detect(const json_t *root, const char *manuf
 const struct rf_dialect *rf_dialect_by_name(const char *name);
 /* Every dialect, for tests. */
 extern const struct rf_dialect *const rf_dialects[];
-/* Rules tried after the vendor's own: the HGX baseboard, then generic guesses. */
+/* Rules tried after the vendor's own: the HGX baseboard; then the words of lib/compkey.c. */
 extern const struct rf_fw_rule rf_fw_hgx[];
 
 /*
@@ -238,8 +238,5 @@ int rf_power_set(struct rf_client *c, enum gf_power_op op, struct gf_err *err);
 void rf_boot_parse(const json_t *sys, struct gf_boot *ret);
 int rf_boot_get(struct rf_client *c, struct gf_boot *ret, struct gf_err *err);
 int rf_boot_set(struct rf_client *c, const struct gf_boot *want, struct gf_err *err);
-
-/* The first run of digits in @s as a number (capped near 10^9), or -1. */
-long rf_first_number(const char *s);
 
 #endif

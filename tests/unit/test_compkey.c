@@ -1,0 +1,189 @@
+/*
+ * lib/compkey: the one component-key vocabulary, and the Redfish path
+ * (rf_firmware_normalize) and the inventory path (gf_norm_bmc_components)
+ * reading it alike.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inventory/normalize.h"
+#include "lib/compkey.h"
+#include "redfish/rf.h"
+
+static void rows_are_well_formed(void **state)
+{
+	(void)state;
+	for (size_t r = 0; r < GF_COMPKEY_NROWS; r++) {
+		const struct gf_compkey_rule *row = &gf_compkey_rules[r];
+
+		assert_non_null(row->kind);
+		if (row->key)
+			assert_true(gf_norm_key_ok(row->key));
+		/* Each key is spelled once. */
+		for (size_t o = 0; o < r; o++)
+			if (row->key && gf_compkey_rules[o].key)
+				assert_string_not_equal(row->key, gf_compkey_rules[o].key);
+		if (row->from == GF_COMPKEY_FROM_HOST) {
+			assert_null(row->words[0]);
+			continue;
+		}
+		assert_non_null(row->words[0]);
+		assert_ptr_equal(gf_compkey_of_kind(row->kind), row);
+		for (size_t w = 0; w < GF_COMPKEY_MAX_WORDS && row->words[w]; w++)
+			for (const char *p = row->words[w]; *p; p++)
+				assert_false(*p >= 'A' && *p <= 'Z');
+	}
+	assert_null(gf_compkey_of_kind("other"));
+	assert_null(gf_compkey_of_kind(NULL));
+	/* Host facts are told from BMC components by their key. */
+	assert_true(gf_compkey_is_host("driver"));
+	assert_true(gf_compkey_is_host("gpu12.vbios"));
+	assert_false(gf_compkey_is_host("gpu12.firmware"));
+	assert_false(gf_compkey_is_host("nic0"));
+	assert_false(gf_compkey_is_host(NULL));
+}
+
+static void words_of_both_old_lists(void **state)
+{
+	(void)state;
+	/* Once known only to the Redfish list. */
+	assert_string_equal(gf_compkey_kind("InfiniBand HCA", NULL), "nic");
+	assert_string_equal(gf_compkey_kind("BlueField-2 SmartNIC Main Card", NULL), "nic");
+	assert_string_equal(gf_compkey_kind(NULL, "Mellanox_Adapter_1"), "nic");
+	assert_string_equal(gf_compkey_kind("HGX baseboard", NULL), "baseboard");
+	assert_string_equal(gf_compkey_kind("System Programmable Logic Device", "4"), "cpld");
+	/* Known to both. */
+	assert_string_equal(gf_compkey_kind("Integrated Dell Remote Access Controller", NULL), "bmc");
+	assert_string_equal(gf_compkey_kind("System ROM", "2"), "bios");
+	assert_string_equal(gf_compkey_kind("Widget", "w1"), "other");
+}
+
+static void numbers_and_slugs(void **state)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	const char *s = "1234567890x";
+
+	(void)state;
+	assert_int_equal(gf_compkey_first_number("Bay 12"), 12);
+	assert_int_equal(gf_compkey_first_number("none"), -1);
+	assert_int_equal(gf_compkey_first_number(NULL), -1);
+	/* Past the cap the first digits stand; every digit is consumed. */
+	assert_int_equal(gf_compkey_first_number("Bay 1234567890"), 123456789);
+	assert_int_equal(gf_compkey_digits(&s), 123456789);
+	assert_string_equal(s, "x");
+	assert_true(gf_compkey_add_fallback(&b, "nic", "--NIC.Slot 3--"));
+	assert_string_equal(gf_buf_str(&b), "nic.nic-slot-3");
+	gf_buf_reset(&b);
+	assert_false(gf_compkey_add_slug(&b, "::"));
+	assert_string_equal(gf_buf_str(&b), "x");
+	gf_buf_release(&b);
+}
+
+/* The key the Redfish path gives one member of a generic BMC; *ret_kind: its kind. */
+static char *redfish_key(const char *dialect, const char *id, const char *name,
+			 const char *context, char **ret_kind)
+{
+	json_t *members = json_pack("[{s:s,s:s,s:s}]", "Id", id, "Name", name, "Version", "1");
+	struct gf_component_list l = {0};
+	char *key;
+
+	if (context)
+		json_object_set_new(json_array_get(members, 0), "Oem",
+				    json_pack("{s:{s:s}}", "Hpe", "DeviceContext", context));
+	rf_firmware_normalize(rf_dialect_by_name(dialect), members, &l);
+	assert_int_equal(l.n, 1);
+	key = l.v[0].key;
+	l.v[0].key = NULL;
+	if (ret_kind) {
+		*ret_kind = l.v[0].kind;
+		l.v[0].kind = NULL;
+	}
+	gf_component_list_release(&l);
+	json_decref(members);
+	return key;
+}
+
+/* The key the inventory path derives for a component that came without one. */
+static char *inventory_key(const char *id, const char *name)
+{
+	struct gf_component c = {.id = (char *)id, .name = (char *)name, .version = (char *)"1"};
+	struct gf_component_list l = {&c, 1, 0};
+	json_t *a = gf_norm_bmc_components(&l, NULL, "redfish");
+	char *key = strdup(json_string_value(json_object_get(json_array_get(a, 0), "key")));
+
+	json_decref(a);
+	return key;
+}
+
+/* Both paths put a member in the same row: one kind, one family of keys. */
+static void both_paths_agree(void **state)
+{
+	static const struct {
+		const char *id, *name;
+		const char *kind;       /* both paths */
+		const char *rf_key;     /* Redfish: the member id stays in the key */
+		const char *inv_key;    /* inventory: the row's key, numbered */
+	} cases[] = {
+		/* The inventory once called these other.*: its words lacked them. */
+		{"InfiniBand_Slot_7", "InfiniBand HCA", "nic", "nic.infiniband-slot-7", "nic7"},
+		{"BlueField_3", "BlueField-3 DPU", "nic", "nic.bluefield-3", "nic3"},
+		{"Mellanox_FW", "Mellanox adapter", "nic", "nic.mellanox-fw", "nic0"},
+		{"CPLD_Riser", "Riser Programmable Logic", "cpld", "cpld.cpld-riser", "cpld"},
+		/* A row without a numbered key: the very same key on both paths. */
+		{"HGX_FW_Widget_0", "HGX widget", "baseboard", "baseboard.hgx-fw-widget-0",
+		 "baseboard.hgx-fw-widget-0"},
+		{"NVSwitch_Tray", "Switch tray", "baseboard", "baseboard.nvswitch-tray",
+		 "baseboard.nvswitch-tray"},
+		{"Widget_1", "Widget", "other", "other.widget-1", "other.widget-1"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *kind, *rk = redfish_key("generic", cases[i].id, cases[i].name, NULL, &kind);
+		char *ik = inventory_key(cases[i].id, cases[i].name);
+		const struct gf_compkey_rule *row = gf_compkey_of_kind(kind);
+
+		assert_string_equal(kind, cases[i].kind);
+		assert_string_equal(rk, cases[i].rf_key);
+		assert_string_equal(ik, cases[i].inv_key);
+		if (!row || !row->key)
+			assert_string_equal(ik, rk);
+		free(kind);
+		free(rk);
+		free(ik);
+	}
+}
+
+/* One cap for numbers: the inventory once stopped at 10^6, Redfish at 10^8. */
+static void big_numbers_agree(void **state)
+{
+	char *hpe = redfish_key("hpe", "10", "Power Supply Firmware", "Bay 1234567890", NULL);
+	char *sm = redfish_key("supermicro", "PowerSupply1234567890", "Power supply", NULL, NULL);
+	char *inv = inventory_key("17", "Power Supply 1234567890");
+
+	(void)state;
+	assert_string_equal(hpe, "psu123456789");
+	assert_string_equal(sm, "psu123456789");
+	assert_string_equal(inv, "psu123456789");
+	free(hpe);
+	free(sm);
+	free(inv);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(rows_are_well_formed),
+		cmocka_unit_test(words_of_both_old_lists),
+		cmocka_unit_test(numbers_and_slugs),
+		cmocka_unit_test(both_paths_agree),
+		cmocka_unit_test(big_numbers_agree),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
