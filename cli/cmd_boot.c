@@ -11,7 +11,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli/bmc.h"
 #include "cli/verbs.h"
@@ -42,22 +41,6 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	default: return 0;
 	}
 }
-
-/* The subverbs; "none" cancels an override. */
-static const struct {
-	const char *name;
-	bool status;
-	enum gf_boot_dev dev;
-} subs[] = {
-	{"bios", false, GF_BOOT_BIOS},
-	{"cd", false, GF_BOOT_CD},
-	{"disk", false, GF_BOOT_DISK},
-	{"none", false, GF_BOOT_NONE},
-	{"pxe", false, GF_BOOT_PXE},
-	{"status", true, GF_BOOT_NONE},
-};
-
-#define SUBS_LIST "status, pxe, disk, bios, cd, none"
 
 struct boot_ctx {
 	bool status;
@@ -125,58 +108,46 @@ static const struct gf_col action_cols[] = {
 	{"boot.mode", "MODE"},
 };
 
-int cmd_boot(struct gf_cli *cli, int argc, char **argv)
+/* What a sub-verb sets; "none" cancels an override. */
+struct boot_sub {
+	bool status;
+	enum gf_boot_dev dev;
+};
+
+static int boot_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
+		    int nargs)
 {
-	struct boot_args a = {0};
-	struct boot_ctx ctx = {0};
+	const struct boot_sub *bs = sv->data;
+	const struct boot_args *a = ud;
+	struct boot_ctx ctx = {.status = bs->status, .want.dev = bs->dev};
 	struct gf_node *nodes = NULL;
 	struct gf_render_spec spec = {0};
 	struct cli_bmc_run run = {0};
 	struct gf_buf audit = GF_BUF_INIT;
-	const char *sub = NULL;
-	char **args;
-	int nargs, rc;
+	const char *sub = sv->name;
+	int rc;
 	size_t n = 0;
 
-	rc = cli_parse(cli, argc, argv, boot_opts, sizeof(boot_opts) / sizeof(boot_opts[0]), on_opt,
-		       &a, &args, &nargs);
-	if (rc)
-		return rc;
-	if (nargs < 1) {
-		cli_error("boot needs a subverb: " SUBS_LIST);
-		return GF_EXIT_USAGE;
-	}
-	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
-		if (strcmp(subs[i].name, args[0]) == 0) {
-			sub = subs[i].name;
-			ctx.status = subs[i].status;
-			ctx.want.dev = subs[i].dev;
-		}
-	}
-	if (!sub) {
-		cli_error("unknown subverb 'boot %s' (" SUBS_LIST ")", args[0]);
-		return GF_EXIT_USAGE;
-	}
-	if (a.uefi && a.legacy) {
+	if (a->uefi && a->legacy) {
 		cli_error("--uefi and --legacy exclude each other");
 		return GF_EXIT_USAGE;
 	}
 	if ((ctx.status || ctx.want.dev == GF_BOOT_NONE) &&
-	    (a.persistent || a.uefi || a.legacy || (ctx.status && a.dry_run))) {
+	    (a->persistent || a->uefi || a->legacy || (ctx.status && a->dry_run))) {
 		cli_error("boot %s takes no --persistent, --uefi or --legacy%s", sub,
 			  ctx.status ? " or --dry-run" : "");
 		return GF_EXIT_USAGE;
 	}
-	ctx.want.persistent = a.persistent;
-	ctx.want.mode = a.uefi ? GF_BOOT_MODE_UEFI : a.legacy ? GF_BOOT_MODE_LEGACY
+	ctx.want.persistent = a->persistent;
+	ctx.want.mode = a->uefi ? GF_BOOT_MODE_UEFI : a->legacy ? GF_BOOT_MODE_LEGACY
 							       : GF_BOOT_MODE_UNSET;
-	rc = cli_targets(cli, args + 1, nargs - 1, false, &nodes, &n);
+	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
 	if (rc)
 		return rc;
 	spec.cols = ctx.status ? status_cols : action_cols;
 	spec.ncols = ctx.status ? sizeof(status_cols) / sizeof(status_cols[0])
 				: sizeof(action_cols) / sizeof(action_cols[0]);
-	if (a.dry_run) {
+	if (a->dry_run) {
 		rc = cli_dry_run(cli, sub, nodes, n, &spec);
 		goto out;
 	}
@@ -197,10 +168,10 @@ int cmd_boot(struct gf_cli *cli, int argc, char **argv)
 		int arc;
 
 		gf_buf_adds(&audit, sub);
-		if (a.persistent)
+		if (a->persistent)
 			gf_buf_adds(&audit, " persistent");
-		if (a.uefi || a.legacy)
-			gf_buf_adds(&audit, a.uefi ? " uefi" : " legacy");
+		if (a->uefi || a->legacy)
+			gf_buf_adds(&audit, a->uefi ? " uefi" : " legacy");
 		arc = cli_audit(cli, "boot", gf_buf_str(&audit), nodes, n, run.slots);
 		if (arc && !rc)
 			rc = arc;
@@ -210,4 +181,26 @@ out:
 	cli_bmc_release(&run);
 	gf_nodes_free(nodes, n);
 	return rc;
+}
+
+static const struct cli_subverb subs[] = {
+	{"status", boot_run, &(const struct boot_sub){true, GF_BOOT_NONE}},
+	{"pxe", boot_run, &(const struct boot_sub){false, GF_BOOT_PXE}},
+	{"disk", boot_run, &(const struct boot_sub){false, GF_BOOT_DISK}},
+	{"bios", boot_run, &(const struct boot_sub){false, GF_BOOT_BIOS}},
+	{"cd", boot_run, &(const struct boot_sub){false, GF_BOOT_CD}},
+	{"none", boot_run, &(const struct boot_sub){false, GF_BOOT_NONE}},
+};
+
+int cmd_boot(struct gf_cli *cli, int argc, char **argv)
+{
+	struct boot_args a = {0};
+	char **args;
+	int nargs, rc;
+
+	rc = cli_parse(cli, argc, argv, boot_opts, sizeof(boot_opts) / sizeof(boot_opts[0]), on_opt,
+		       &a, &args, &nargs);
+	if (rc)
+		return rc;
+	return cli_subverb_run(cli, subs, sizeof(subs) / sizeof(subs[0]), &a, args, nargs);
 }

@@ -59,14 +59,15 @@ struct inv_ctx {
 	struct gf_cli *cli;
 	struct gf_db *db;
 	struct inv_args *a;
+	const char *sub;       /* the sub-verb */
 	char **args;
 	int nargs;
 };
 
-static int one_node_arg(struct inv_ctx *c, const char *sub)
+static int one_node_arg(struct inv_ctx *c)
 {
 	if (c->nargs != 1) {
-		cli_error("inventory %s takes one NODE", sub);
+		cli_error("inventory %s takes one NODE", c->sub);
 		return GF_EXIT_USAGE;
 	}
 	return 0;
@@ -118,7 +119,7 @@ static int sub_show(struct inv_ctx *c)
 	struct gf_sweep *sw = NULL;
 	struct gf_err err = {0};
 	size_t nall = 0;
-	int rc = one_node_arg(c, "show");
+	int rc = one_node_arg(c);
 
 	if (rc)
 		return rc;
@@ -202,7 +203,7 @@ static int sub_history(struct inv_ctx *c)
 	struct gf_err err = {0};
 	json_t **objs = NULL, **rows = NULL;
 	size_t nrows = 0;
-	int rc = one_node_arg(c, "history");
+	int rc = one_node_arg(c);
 
 	if (rc)
 		return rc;
@@ -693,12 +694,32 @@ static int sub_sweeps(struct inv_ctx *c)
 
 /* ---- the verb --------------------------------------------------------------------- */
 
-static const struct {
-	const char *name;
+/* What a sub-verb runs, with the inventory open. */
+struct inv_sub {
 	int (*fn)(struct inv_ctx *c);
-} subs[] = {
-	{"export", sub_export}, {"history", sub_history}, {"import", sub_import},
-	{"prune", sub_prune},   {"show", sub_show},       {"sweeps", sub_sweeps},
+};
+
+static int inv_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
+		   int nargs)
+{
+	struct inv_ctx *c = ud;
+	int rc = cli_db(cli, &c->db);
+
+	if (rc)
+		return rc;
+	c->sub = sv->name;
+	c->args = args;
+	c->nargs = nargs;
+	return ((const struct inv_sub *)sv->data)->fn(c);
+}
+
+static const struct cli_subverb subs[] = {
+	{"show", inv_run, &(const struct inv_sub){sub_show}},
+	{"history", inv_run, &(const struct inv_sub){sub_history}},
+	{"export", inv_run, &(const struct inv_sub){sub_export}},
+	{"import", inv_run, &(const struct inv_sub){sub_import}},
+	{"prune", inv_run, &(const struct inv_sub){sub_prune}},
+	{"sweeps", inv_run, &(const struct inv_sub){sub_sweeps}},
 };
 
 int cmd_inventory(struct gf_cli *cli, int argc, char **argv)
@@ -710,28 +731,8 @@ int cmd_inventory(struct gf_cli *cli, int argc, char **argv)
 
 	rc = cli_parse(cli, argc, argv, inv_opts, sizeof(inv_opts) / sizeof(inv_opts[0]), on_opt,
 		       &a, &args, &nargs);
-	if (rc)
-		goto out;
-	if (nargs == 0) {
-		cli_error("inventory needs a subverb: show, history, export, import, prune, sweeps");
-		rc = GF_EXIT_USAGE;
-		goto out;
-	}
-	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
-		if (strcmp(subs[i].name, args[0]) != 0)
-			continue;
-		rc = cli_db(cli, &c.db);
-		if (rc)
-			goto out;
-		c.args = args + 1;
-		c.nargs = nargs - 1;
-		rc = subs[i].fn(&c);
-		goto out;
-	}
-	cli_error("unknown subverb 'inventory %s' (show, history, export, import, prune, sweeps)",
-		  args[0]);
-	rc = GF_EXIT_USAGE;
-out:
+	if (!rc)
+		rc = cli_subverb_run(cli, subs, sizeof(subs) / sizeof(subs[0]), &c, args, nargs);
 	inv_globs_release(&a.component);
 	return rc;
 }

@@ -63,8 +63,10 @@ static int check_group(const char *g)
 	return 0;
 }
 
-static int nodes_add(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs)
+static int nodes_add(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
+		      int nargs)
 {
+	struct nodes_args *a = ud;
 	struct gf_node n = {0};
 	struct gf_err err = {0};
 	struct gf_db *db;
@@ -127,8 +129,10 @@ static int read_all(const char *path, char **ret)
 	return 0;
 }
 
-static int nodes_import(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs)
+static int nodes_import(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
+			 int nargs)
 {
+	struct nodes_args *a = ud;
 	struct gf_err err = {0};
 	struct gf_node *nodes;
 	struct gf_db *db;
@@ -165,7 +169,8 @@ static const struct gf_col list_cols[] = {
 	{"groups", "GROUPS"},
 };
 
-static int nodes_list(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs)
+static int nodes_list(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
+		       int nargs)
 {
 	struct gf_render_spec spec = {list_cols, sizeof(list_cols) / sizeof(list_cols[0]), NULL,
 				      cli->collapse, false};
@@ -218,7 +223,8 @@ static int nodes_list(struct gf_cli *cli, struct nodes_args *a, char **args, int
 	return GF_EXIT_OK;
 }
 
-static int nodes_remove(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs)
+static int nodes_remove(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
+			 int nargs)
 {
 	struct gf_err err = {0};
 	struct gf_node *nodes;
@@ -241,8 +247,10 @@ static int nodes_remove(struct gf_cli *cli, struct nodes_args *a, char **args, i
 	return rc;
 }
 
-static int nodes_tag(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs)
+static int nodes_tag(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
+		      int nargs)
 {
+	struct nodes_args *a = ud;
 	struct gf_err err = {0};
 	struct gf_node *nodes;
 	const char **names;
@@ -311,7 +319,8 @@ static const struct gf_col repin_cols[] = {{"pin", "PIN"}, {"previous", "PREVIOU
  * now (no credentials are sent for that). A node that cannot be reached is
  * left unpinned: '--tls-pin new' pins it at its next contact.
  */
-static int nodes_repin(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs)
+static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
+			int nargs)
 {
 	struct gf_render_spec spec = {repin_cols, 2, NULL, cli->collapse, cli->color};
 	struct cli_render r = {.cli = cli, .spec = &spec, .show_bmc = true};
@@ -373,12 +382,15 @@ out:
 	return rc;
 }
 
-static const struct {
-	const char *name;
-	int (*fn)(struct gf_cli *cli, struct nodes_args *a, char **args, int nargs);
-} nodes_subs[] = {
-	{"add", nodes_add}, {"import", nodes_import}, {"list", nodes_list},
-	{"remove", nodes_remove}, {"repin", nodes_repin}, {"tag", nodes_tag},
+enum { N_ADD, N_IMPORT, N_LIST, N_REMOVE, N_REPIN, N_TAG };
+
+static const struct cli_subverb nodes_subs[] = {
+	[N_ADD] = {"add", nodes_add, NULL},
+	[N_IMPORT] = {"import", nodes_import, NULL},
+	[N_LIST] = {"list", nodes_list, NULL},
+	[N_REMOVE] = {"remove", nodes_remove, NULL},
+	[N_REPIN] = {"repin", nodes_repin, NULL},
+	[N_TAG] = {"tag", nodes_tag, NULL},
 };
 
 /* Is @s a "+GROUP" or "-GROUP" word of nodes tag, rather than an option? */
@@ -397,13 +409,12 @@ int cmd_nodes(struct gf_cli *cli, int argc, char **argv)
 	struct nodes_args a = {0};
 	char **args, **kept;
 	int nargs, nkept = 0, rc;
-	const char *sub;
 	bool tag = false;
 
 	/* "+G -G" words are taken out before getopt sees "-G" as options. */
 	kept = gf_xcalloc((size_t)argc + 1, sizeof(char *));
 	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "tag") == 0 && !tag) {
+		if (strcmp(argv[i], nodes_subs[N_TAG].name) == 0 && !tag) {
 			tag = true;
 		} else if (tag && is_tag_word(argv[i])) {
 			if (argv[i][0] == '+')
@@ -418,22 +429,8 @@ int cmd_nodes(struct gf_cli *cli, int argc, char **argv)
 		       on_opt, &a, &args, &nargs);
 	if (rc)
 		goto out;
-	if (nargs < 1) {
-		cli_error("nodes needs a subverb: add, import, list, remove, repin, tag");
-		rc = GF_EXIT_USAGE;
-		goto out;
-	}
-	sub = args[0];
-	args++;
-	nargs--;
-	rc = -1;
-	for (size_t i = 0; i < sizeof(nodes_subs) / sizeof(nodes_subs[0]); i++)
-		if (strcmp(nodes_subs[i].name, sub) == 0)
-			rc = nodes_subs[i].fn(cli, &a, args, nargs);
-	if (rc < 0) {
-		cli_error("unknown subverb 'nodes %s' (add, import, list, remove, repin, tag)", sub);
-		rc = GF_EXIT_USAGE;
-	}
+	rc = cli_subverb_run(cli, nodes_subs, sizeof(nodes_subs) / sizeof(nodes_subs[0]), &a, args,
+			     nargs);
 out:
 	free(a.add);
 	free(a.del);

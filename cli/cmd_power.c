@@ -51,23 +51,12 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	}
 }
 
-/* The subverbs: what each does and what state --wait waits for. */
+/* What a sub-verb does and what state --wait waits for. */
 struct power_sub {
-	const char *name;
 	bool status;             /* read only */
 	enum gf_power_op op;
 	enum gf_power reach;     /* for --wait */
 	bool destructive;        /* needs --yes on more than one node */
-};
-
-static const struct power_sub subs[] = {
-	{"cycle", false, GF_POWER_OP_CYCLE, GF_POWER_ON, true},
-	{"nmi", false, GF_POWER_OP_NMI, GF_POWER_UNKNOWN, true},
-	{"off", false, GF_POWER_OP_OFF, GF_POWER_OFF, true},
-	{"on", false, GF_POWER_OP_ON, GF_POWER_ON, false},
-	{"reset", false, GF_POWER_OP_RESET, GF_POWER_ON, true},
-	{"soft", false, GF_POWER_OP_SOFT, GF_POWER_OFF, true},
-	{"status", true, GF_POWER_OP_ON, GF_POWER_UNKNOWN, false},
 };
 
 /* Poll until the power state is @want or @until (monotonic) passes. */
@@ -101,6 +90,7 @@ static int wait_for(const struct gf_backend *be, void *sess, const struct gf_nod
 }
 
 struct power_ctx {
+	const char *name;
 	const struct power_sub *sub;
 	const struct power_args *args;
 };
@@ -114,7 +104,7 @@ static int power_op(const struct gf_backend *be, void *sess, const struct gf_nod
 
 	if (sub->status ? !be->power_get : !be->power_set)
 		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "%s cannot do power %s",
-				  be->name, sub->name);
+				  be->name, ctx->name);
 	if (sub->status) {
 		if (be->power_get(sess, &st, err) < 0)
 			return GF_E_NODE;
@@ -139,59 +129,44 @@ static int power_op(const struct gf_backend *be, void *sess, const struct gf_nod
 static const struct gf_col status_cols[] = {{"power", "POWER"}};
 static const struct gf_col action_cols[] = {{"action", "ACTION"}, {"power", "POWER"}};
 
-int cmd_power(struct gf_cli *cli, int argc, char **argv)
+static int power_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
+		     int nargs)
 {
-	struct power_args a = {.wait_timeout = 300, .interval = 5};
-	const struct power_sub *sub = NULL;
+	const struct power_args *a = ud;
+	const struct power_sub *sub = sv->data;
 	struct gf_node *nodes = NULL;
 	struct gf_render_spec spec = {0};
 	struct cli_bmc_run run = {0};
 	struct power_ctx ctx;
-	char **args;
-	int nargs, rc;
+	int rc;
 	size_t n = 0;
 
-	rc = cli_parse(cli, argc, argv, power_opts, sizeof(power_opts) / sizeof(power_opts[0]),
-		       on_opt, &a, &args, &nargs);
+	if (sub->status && (a->wait || a->batch || a->dry_run)) {
+		cli_error("%s %s takes no --wait, --batch or --dry-run", cli->verb, sv->name);
+		return GF_EXIT_USAGE;
+	}
+	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
 	if (rc)
 		return rc;
-	if (nargs < 1) {
-		cli_error("power needs a subverb: status, on, off, cycle, reset, soft, nmi");
-		return GF_EXIT_USAGE;
-	}
-	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-		if (strcmp(subs[i].name, args[0]) == 0)
-			sub = &subs[i];
-	if (!sub) {
-		cli_error("unknown subverb 'power %s' (status, on, off, cycle, reset, soft, nmi)", args[0]);
-		return GF_EXIT_USAGE;
-	}
-	if (sub->status && (a.wait || a.batch || a.dry_run)) {
-		cli_error("power status takes no --wait, --batch or --dry-run");
-		return GF_EXIT_USAGE;
-	}
-	rc = cli_targets(cli, args + 1, nargs - 1, false, &nodes, &n);
-	if (rc)
-		return rc;
-	if (sub->destructive && !a.dry_run) {
+	if (sub->destructive && !a->dry_run) {
 		char what[64];
 
-		snprintf(what, sizeof(what), "power %s", sub->name);
-		rc = cli_guard(cli, what, nodes, n, a.yes);
+		snprintf(what, sizeof(what), "%s %s", cli->verb, sv->name);
+		rc = cli_guard(cli, what, nodes, n, a->yes);
 		if (rc)
 			goto out;
 	}
 	spec.cols = sub->status ? status_cols : action_cols;
-	spec.ncols = sub->status ? 1 : (a.wait ? 2 : 1);
-	if (a.dry_run) {
-		rc = cli_dry_run(cli, sub->name, nodes, n, &spec);
+	spec.ncols = sub->status ? 1 : (a->wait ? 2 : 1);
+	if (a->dry_run) {
+		rc = cli_dry_run(cli, sv->name, nodes, n, &spec);
 		goto out;
 	}
-	ctx = (struct power_ctx){sub, &a};
+	ctx = (struct power_ctx){sv->name, sub, a};
 	run = (struct cli_bmc_run){
 		.cli = cli, .nodes = nodes, .n = n, .op = power_op, .ctx = &ctx, .spec = &spec,
-		.batch = (unsigned)a.batch, .interval = a.interval,
-		.action = sub->status ? NULL : sub->name,
+		.batch = (unsigned)a->batch, .interval = a->interval,
+		.action = sub->status ? NULL : sv->name,
 	};
 	if (!sub->status) {
 		struct gf_db *db;
@@ -203,7 +178,7 @@ int cmd_power(struct gf_cli *cli, int argc, char **argv)
 	}
 	rc = cli_bmc_fanout(&run);
 	if (run.slots && !sub->status) {
-		int arc = cli_audit(cli, "power", sub->name, nodes, n, run.slots);
+		int arc = cli_audit(cli, cli->verb, sv->name, nodes, n, run.slots);
 
 		if (arc && !rc)
 			rc = arc;
@@ -212,4 +187,27 @@ out:
 	cli_bmc_release(&run);
 	gf_nodes_free(nodes, n);
 	return rc;
+}
+
+static const struct cli_subverb subs[] = {
+	{"status", power_run, &(const struct power_sub){true, GF_POWER_OP_ON, GF_POWER_UNKNOWN, false}},
+	{"on", power_run, &(const struct power_sub){false, GF_POWER_OP_ON, GF_POWER_ON, false}},
+	{"off", power_run, &(const struct power_sub){false, GF_POWER_OP_OFF, GF_POWER_OFF, true}},
+	{"cycle", power_run, &(const struct power_sub){false, GF_POWER_OP_CYCLE, GF_POWER_ON, true}},
+	{"reset", power_run, &(const struct power_sub){false, GF_POWER_OP_RESET, GF_POWER_ON, true}},
+	{"soft", power_run, &(const struct power_sub){false, GF_POWER_OP_SOFT, GF_POWER_OFF, true}},
+	{"nmi", power_run, &(const struct power_sub){false, GF_POWER_OP_NMI, GF_POWER_UNKNOWN, true}},
+};
+
+int cmd_power(struct gf_cli *cli, int argc, char **argv)
+{
+	struct power_args a = {.wait_timeout = 300, .interval = 5};
+	char **args;
+	int nargs, rc;
+
+	rc = cli_parse(cli, argc, argv, power_opts, sizeof(power_opts) / sizeof(power_opts[0]),
+		       on_opt, &a, &args, &nargs);
+	if (rc)
+		return rc;
+	return cli_subverb_run(cli, subs, sizeof(subs) / sizeof(subs[0]), &a, args, nargs);
 }

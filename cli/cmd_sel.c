@@ -167,21 +167,24 @@ static const struct gf_col list_cols[] = {
 };
 static const struct gf_col clear_cols[] = {{"action", "ACTION"}};
 
-static int sel_clear(struct gf_cli *cli, struct sel_args *a, struct gf_node *nodes, size_t n)
+static int sel_clear(struct gf_cli *cli, const char *sub, struct sel_args *a, struct gf_node *nodes,
+		     size_t n)
 {
+	char what[64];
 	struct gf_render_spec spec = {.cols = clear_cols, .ncols = 1};
 	struct cli_bmc_run run = {0};
 	struct gf_db *db;
 	int rc, arc;
 
 	if (a->has_since || a->severities || a->has_last || a->log) {
-		cli_error("sel clear takes no --since, --severity, --last or --log (it clears the "
-			  "system event log)");
+		cli_error("%s %s takes no --since, --severity, --last or --log (it clears the "
+			  "system event log)", cli->verb, sub);
 		return GF_EXIT_USAGE;
 	}
 	if (a->dry_run)
-		return cli_dry_run(cli, "clear", nodes, n, &spec);
-	rc = cli_guard(cli, "sel clear", nodes, n, a->yes);
+		return cli_dry_run(cli, sub, nodes, n, &spec);
+	snprintf(what, sizeof(what), "%s %s", cli->verb, sub);
+	rc = cli_guard(cli, what, nodes, n, a->yes);
 	if (rc)
 		return rc;
 	/* The audit log must be writable before anything is sent. */
@@ -190,11 +193,11 @@ static int sel_clear(struct gf_cli *cli, struct sel_args *a, struct gf_node *nod
 		return rc;
 	run = (struct cli_bmc_run){
 		.cli = cli, .nodes = nodes, .n = n, .op = clear_op, .ctx = a, .spec = &spec,
-		.action = "clear",
+		.action = sub,
 	};
 	rc = cli_bmc_fanout(&run);
 	if (run.slots) {
-		arc = cli_audit(cli, "sel", "clear", nodes, n, run.slots);
+		arc = cli_audit(cli, cli->verb, sub, nodes, n, run.slots);
 		if (arc && !rc)
 			rc = arc;
 	}
@@ -202,49 +205,66 @@ static int sel_clear(struct gf_cli *cli, struct sel_args *a, struct gf_node *nod
 	return rc;
 }
 
-int cmd_sel(struct gf_cli *cli, int argc, char **argv)
+/* sel clear TARGETS */
+static int clear_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
+		     int nargs)
 {
-	struct sel_args a = {0};
+	struct gf_node *nodes = NULL;
+	size_t n = 0;
+	int rc = cli_targets(cli, args, nargs, false, &nodes, &n);
+
+	if (rc)
+		return rc;
+	rc = sel_clear(cli, sv->name, ud, nodes, n);
+	gf_nodes_free(nodes, n);
+	return rc;
+}
+
+/* sel list [FILTERS] TARGETS */
+static int list_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
+		    int nargs)
+{
+	struct sel_args *a = ud;
 	struct gf_render_spec spec = {
 		.cols = list_cols, .ncols = sizeof(list_cols) / sizeof(list_cols[0]),
 		.rows_key = "entries",
 	};
 	struct cli_bmc_run run = {0};
 	struct gf_node *nodes = NULL;
-	bool clear;
+	size_t n = 0;
+	int rc;
+
+	if (a->yes || a->dry_run) {
+		cli_error("%s %s takes no --yes or --dry-run", cli->verb, sv->name);
+		return GF_EXIT_USAGE;
+	}
+	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
+	if (rc)
+		return rc;
+	run = (struct cli_bmc_run){
+		.cli = cli, .nodes = nodes, .n = n, .op = list_op, .ctx = a, .spec = &spec,
+		.log_name = a->log,
+	};
+	rc = cli_bmc_fanout(&run);
+	cli_bmc_release(&run);
+	gf_nodes_free(nodes, n);
+	return rc;
+}
+
+static const struct cli_subverb subs[] = {
+	{"list", list_run, NULL},
+	{"clear", clear_run, NULL},
+};
+
+int cmd_sel(struct gf_cli *cli, int argc, char **argv)
+{
+	struct sel_args a = {0};
 	char **args;
 	int nargs, rc;
-	size_t n = 0;
 
 	rc = cli_parse(cli, argc, argv, sel_opts, sizeof(sel_opts) / sizeof(sel_opts[0]), on_opt,
 		       &a, &args, &nargs);
 	if (rc)
 		return rc;
-	if (nargs < 1 || (strcmp(args[0], "list") != 0 && strcmp(args[0], "clear") != 0)) {
-		if (nargs < 1)
-			cli_error("sel needs a subverb: list or clear");
-		else
-			cli_error("unknown subverb 'sel %s' (list, clear)", args[0]);
-		return GF_EXIT_USAGE;
-	}
-	clear = strcmp(args[0], "clear") == 0;
-	if (!clear && (a.yes || a.dry_run)) {
-		cli_error("sel list takes no --yes or --dry-run");
-		return GF_EXIT_USAGE;
-	}
-	rc = cli_targets(cli, args + 1, nargs - 1, false, &nodes, &n);
-	if (rc)
-		return rc;
-	if (clear) {
-		rc = sel_clear(cli, &a, nodes, n);
-	} else {
-		run = (struct cli_bmc_run){
-			.cli = cli, .nodes = nodes, .n = n, .op = list_op, .ctx = &a, .spec = &spec,
-			.log_name = a.log,
-		};
-		rc = cli_bmc_fanout(&run);
-		cli_bmc_release(&run);
-	}
-	gf_nodes_free(nodes, n);
-	return rc;
+	return cli_subverb_run(cli, subs, sizeof(subs) / sizeof(subs[0]), &a, args, nargs);
 }

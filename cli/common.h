@@ -91,6 +91,24 @@ int cli_fail(const struct gf_err *err);
 /* Warnings and -v messages on stderr; quiet silences warnings. */
 void cli_warn(const struct gf_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * cli/subverb.c: a verb's sub-verbs, in the order its messages list them.
+ * @run gets the words after the sub-verb and the @ud the verb passed.
+ */
+struct cli_subverb {
+	const char *name;
+	int (*run)(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
+		   int nargs);
+	const void *data;   /* what @run needs to know of this sub-verb, or NULL */
+};
+
+/*
+ * Run the sub-verb @args[0] names. A missing or unknown one is a usage error
+ * that lists the names of @subs (printed).
+ */
+int cli_subverb_run(struct gf_cli *cli, const struct cli_subverb *subs, size_t n, void *ud,
+		    char **args, int nargs);
+
 /* cli/targets.c: the inventory and its registry, opened on demand. */
 int cli_db(struct gf_cli *cli, struct gf_db **ret);
 int cli_registry(struct gf_cli *cli);
