@@ -9,10 +9,7 @@
 #include "lib/util.h"
 
 enum {
-	VERB_DB = 1 << 0,          /* uses the inventory */
-	VERB_FANOUT = 1 << 1,      /* talks to many nodes at once */
-	VERB_DESTRUCTIVE = 1 << 2, /* some subverbs need --yes for more than one node */
-	VERB_PROMETHEUS = 1 << 3,  /* can print --format prometheus */
+	VERB_PROMETHEUS = 1 << 0,  /* can print --format prometheus */
 };
 
 struct cli_verb {
@@ -25,36 +22,36 @@ struct cli_verb {
 
 /* Sorted by name: usage and --help come from here, and the man page test reads --help. */
 static const struct cli_verb verbs[] = {
-	{"boot", cmd_boot, VERB_DB | VERB_FANOUT,
+	{"boot", cmd_boot, 0,
 	 "boot device override: status, pxe, disk, bios, cd, none; read back after setting",
 	 "usage: gpufleet boot status TARGETS\n"
 	 "       gpufleet boot pxe|disk|bios|cd [--persistent] [--uefi|--legacy] [--dry-run] TARGETS\n"
 	 "       gpufleet boot none [--dry-run] TARGETS\n"
 	 "One-time (next boot only) unless --persistent. A node whose BMC holds something else\n"
 	 "after the set fails with kind refused.\n"},
-	{"diff", cmd_diff, VERB_DB, "what changed between two sweeps: nodes and components",
+	{"diff", cmd_diff, 0, "what changed between two sweeps: nodes and components",
 	 "usage: gpufleet diff [SWEEP_A [SWEEP_B]] [--component PATTERN] [--ignore PATTERN]\n"
 	 "Without sweeps: the last two; with one: that one against the last.\n"},
-	{"drift", cmd_drift, VERB_DB,
+	{"drift", cmd_drift, 0,
 	 "which nodes differ from their peers, a baseline, or what they were",
 	 "usage: gpufleet drift [--majority] [--by model|group|fleet] [TARGETS]\n"
 	 "       gpufleet drift --baseline FILE | --baseline-node NODE [TARGETS]\n"
 	 "       gpufleet drift --since SWEEP|DATE|DURATION [TARGETS]\n"
 	 "Compares each node's last sweep. --fail-on-drift exits 3 when anything differs.\n"},
-	{"firmware", cmd_firmware, VERB_FANOUT, "firmware versions the BMC reports (BMC, BIOS, ...)",
+	{"firmware", cmd_firmware, 0, "firmware versions the BMC reports (BMC, BIOS, ...)",
 	 "usage: gpufleet firmware TARGETS\n"
 	 "       gpufleet firmware -H BMCHOSTS [--protocol P] [--profile NAME]\n"},
-	{"hardware", cmd_hardware, VERB_FANOUT,
+	{"hardware", cmd_hardware, 0,
 	 "model, serials, UUID and FRU data the BMC reports",
 	 "usage: gpufleet hardware TARGETS\n"
 	 "       gpufleet hardware -H BMCHOSTS [--protocol P] [--profile NAME]\n"},
-	{"host", cmd_host, VERB_DB | VERB_FANOUT, "NVIDIA driver, CUDA, GPUs and their health, over SSH",
+	{"host", cmd_host, 0, "NVIDIA driver, CUDA, GPUs and their health, over SSH",
 	 "usage: gpufleet host [OPTIONS] TARGETS\n"
 	 "       gpufleet host -H HOST[:PORT][,...] [--profile NAME]\n"
 	 "       gpufleet host --local\n"
 	 "       gpufleet host --commands\n"
 	 "Runs fixed, read-only commands on each node (see --commands and gpufleet-host(1)).\n"},
-	{"inventory", cmd_inventory, VERB_DB, "stored sweeps: show, history, export, import, prune",
+	{"inventory", cmd_inventory, 0, "stored sweeps: show, history, export, import, prune",
 	 "usage: gpufleet inventory show NODE\n"
 	 "       gpufleet inventory history NODE [--component PATTERN]\n"
 	 "       gpufleet inventory export [--sweep ID] [--format ndjson|json] [TARGETS]\n"
@@ -62,7 +59,7 @@ static const struct cli_verb verbs[] = {
 	 "       gpufleet inventory import FILE|-\n"
 	 "       gpufleet inventory prune --keep N | --older-than DURATION\n"
 	 "       gpufleet inventory sweeps\n"},
-	{"nodes", cmd_nodes, VERB_DB, "the node registry: add, import, list, remove, repin, tag",
+	{"nodes", cmd_nodes, 0, "the node registry: add, import, list, remove, repin, tag",
 	 "usage: gpufleet nodes add NAME --bmc HOST[:PORT] [--protocol P] [--ssh [USER@]HOST[:PORT]]\n"
 	 "                          [--profile NAME] [--group G]... [--replace]\n"
 	 "       gpufleet nodes import FILE|-\n"
@@ -70,23 +67,23 @@ static const struct cli_verb verbs[] = {
 	 "       gpufleet nodes remove TARGETS\n"
 	 "       gpufleet nodes repin TARGETS\n"
 	 "       gpufleet nodes tag TARGETS [+GROUP | -GROUP | --add-group G | --remove-group G]...\n"},
-	{"power", cmd_power, VERB_DB | VERB_FANOUT | VERB_DESTRUCTIVE,
+	{"power", cmd_power, 0,
 	 "power status|on|off|cycle|reset|soft|nmi through the BMC",
 	 "usage: gpufleet power status|on|off|cycle|reset|soft|nmi [OPTIONS] TARGETS\n"
 	 "       gpufleet power ... -H BMCHOSTS [--protocol P] [--profile NAME]\n"
 	 "off, cycle, reset, soft and nmi on more than one node need --yes.\n"},
-	{"sel", cmd_sel, VERB_DB | VERB_FANOUT | VERB_DESTRUCTIVE,
+	{"sel", cmd_sel, 0,
 	 "the BMCs' system event logs: list, clear",
 	 "usage: gpufleet sel list|clear [OPTIONS] TARGETS\n"
 	 "       gpufleet sel list [--since DATE|DURATION] [--severity LEVELS] [--last N] TARGETS\n"
 	 "       gpufleet sel clear [--yes] [--dry-run] TARGETS\n"
 	 "clear on more than one node needs --yes.\n"},
-	{"sensors", cmd_sensors, VERB_DB | VERB_FANOUT | VERB_PROMETHEUS,
+	{"sensors", cmd_sensors, VERB_PROMETHEUS,
 	 "sensor readings, states and thresholds from the BMCs",
 	 "usage: gpufleet sensors [--type TYPES] [--state STATES] TARGETS\n"
 	 "       gpufleet sensors ... -H BMCHOSTS [--protocol P] [--profile NAME]\n"
 	 "       gpufleet sensors --format prometheus TARGETS > /var/lib/node_exporter/gpufleet.prom\n"},
-	{"sweep", cmd_sweep, VERB_DB | VERB_FANOUT,
+	{"sweep", cmd_sweep, 0,
 	 "read everything read-only about the nodes and store it as one sweep",
 	 "usage: gpufleet sweep [--quiet] [--wait-lock SECONDS] [--no-ssh] [TARGETS]\n"
 	 "Firmware, hardware, event log and sensor summaries through each BMC, host facts over\n"

@@ -138,12 +138,6 @@ static int global_opt(struct gf_cli *cli, int c, const char *arg)
 	}
 }
 
-int cli_global_opt(struct gf_cli *cli, int c, const char *arg);
-int cli_global_opt(struct gf_cli *cli, int c, const char *arg)
-{
-	return global_opt(cli, c, arg);
-}
-
 int cli_parse(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *opts, size_t nopts,
 	      int (*on_opt)(void *ud, size_t idx, const char *arg), void *ud, char ***ret_args,
 	      int *ret_nargs)
