@@ -575,10 +575,9 @@ static int sub_import(struct inv_ctx *c)
 	rc = gf_store_commit(st.tx, &err);
 	st.tx = NULL;
 	t_commit = gf_monotime() - t_commit;
-	if (c->cli->verbose)
-		fprintf(stderr, "gpufleet: import: %.3f s in all, %.3f s storing (%.3f s of it"
-			" committing), the rest reading and checking the file\n",
-			gf_monotime() - t_start, st.store_s + t_commit, t_commit);
+	cli_verbose(c->cli, "import: %.3f s in all, %.3f s storing (%.3f s of it committing), the "
+		    "rest reading and checking the file", gf_monotime() - t_start,
+		    st.store_s + t_commit, t_commit);
 	if (rc < 0) {
 		rc = cli_fail(&err);
 		goto out;

@@ -158,8 +158,8 @@ static int nodes_import(struct gf_cli *cli, const struct cli_subverb *sub, void 
 		cli_error("%s; nothing imported", err.msg);
 		rc = GF_EXIT_USAGE;
 	}
-	if (!rc && !cli->quiet)
-		fprintf(stderr, "imported %zu node%s\n", n, n == 1 ? "" : "s");
+	if (!rc)
+		cli_note(cli, "imported %zu node%s", n, n == 1 ? "" : "s");
 	gf_nodes_free(nodes, n);
 	return rc;
 }
@@ -240,8 +240,8 @@ static int nodes_remove(struct gf_cli *cli, const struct cli_subverb *sub, void 
 		names[i] = nodes[i].name;
 	if (gf_db_nodes_remove(cli->db, names, n, &err) < 0)
 		rc = cli_fail(&err);
-	else if (!cli->quiet)
-		fprintf(stderr, "removed %zu node%s\n", n, n == 1 ? "" : "s");
+	else
+		cli_note(cli, "removed %zu node%s", n, n == 1 ? "" : "s");
 	free(names);
 	gf_nodes_free(nodes, n);
 	return rc;

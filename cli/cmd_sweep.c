@@ -553,9 +553,9 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 		report_problems(sw);
 	} else {
 		render(cli, nodes, sw);
-		fprintf(stderr, "sweep %lld stored: %zu node%s, %u ok, %u partial, %u failed\n",
-			sw->id, sw->n, sw->n == 1 ? "" : "s", counts[GF_NODE_OK],
-			counts[GF_NODE_PARTIAL], counts[GF_NODE_FAILED]);
+		cli_note(cli, "sweep %lld stored: %zu node%s, %u ok, %u partial, %u failed", sw->id,
+			 sw->n, sw->n == 1 ? "" : "s", counts[GF_NODE_OK], counts[GF_NODE_PARTIAL],
+			 counts[GF_NODE_FAILED]);
 	}
 	rc = counts[GF_NODE_OK] == sw->n ? GF_EXIT_OK : GF_EXIT_FAILED;
 out:

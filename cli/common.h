@@ -90,6 +90,11 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_fail(const struct gf_err *err);
 /* Warnings and -v messages on stderr; quiet silences warnings. */
 void cli_warn(const struct gf_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A line for the user on stderr, as it is ("imported 3 nodes"); quiet silences it. */
+void cli_note(const struct gf_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A -v line on stderr: "gpufleet: MESSAGE"; only with --verbose. */
+void cli_verbose(const struct gf_cli *cli, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /*
  * cli/subverb.c: a verb's sub-verbs, in the order its messages list them.

@@ -6,15 +6,21 @@
 
 #include "lib/buf.h"
 
+/* Every line cli/ writes on stderr: "@prefix MESSAGE\n". */
+static void say(const char *prefix, const char *fmt, va_list ap)
+{
+	fputs(prefix, stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("gpufleet: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say("gpufleet: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void cli_warn(const struct gf_cli *cli, const char *fmt, ...)
@@ -23,11 +29,31 @@ void cli_warn(const struct gf_cli *cli, const char *fmt, ...)
 
 	if (cli && cli->quiet)
 		return;
-	fputs("gpufleet: warning: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say("gpufleet: warning: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+}
+
+void cli_note(const struct gf_cli *cli, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cli->quiet)
+		return;
+	va_start(ap, fmt);
+	say("", fmt, ap);
+	va_end(ap);
+}
+
+void cli_verbose(const struct gf_cli *cli, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!cli->verbose)
+		return;
+	va_start(ap, fmt);
+	say("gpufleet: ", fmt, ap);
+	va_end(ap);
 }
 
 int cli_fail(const struct gf_err *err)
@@ -60,11 +86,11 @@ void cli_progress_done(void *ud, size_t i, const struct gf_result *slot)
 {
 	struct cli_render *r = ud;
 
-	if (r->cli->verbose && r->nodes)
-		fprintf(stderr, "gpufleet: %s: %s in %.3f s (%u attempt%s)%s%s\n", r->nodes[i].name,
-			slot->ok ? "ok" : gf_errkind_name(slot->err.kind), slot->t_end - slot->t_start,
-			slot->attempts, slot->attempts == 1 ? "" : "s", slot->ok ? "" : ": ",
-			slot->ok ? "" : slot->err.msg);
+	if (r->nodes)
+		cli_verbose(r->cli, "%s: %s in %.3f s (%u attempt%s)%s%s", r->nodes[i].name,
+			    slot->ok ? "ok" : gf_errkind_name(slot->err.kind),
+			    slot->t_end - slot->t_start, slot->attempts, slot->attempts == 1 ? "" : "s",
+			    slot->ok ? "" : ": ", slot->ok ? "" : slot->err.msg);
 	r->finished++;
 	if (!slot->ok)
 		r->failed++;
@@ -127,7 +153,7 @@ int cli_render_finish(struct cli_render *r, const struct gf_result *slots)
 		json_decref(objs[i]);
 	free(objs);
 	gf_buf_release(&b);
-	if (!r->cli->quiet && failed && r->cli->format == GF_FMT_TABLE && r->n > 1)
-		fprintf(stderr, "%zu of %zu nodes failed\n", failed, r->n);
+	if (failed && r->cli->format == GF_FMT_TABLE && r->n > 1)
+		cli_note(r->cli, "%zu of %zu nodes failed", failed, r->n);
 	return failed ? GF_EXIT_FAILED : GF_EXIT_OK;
 }

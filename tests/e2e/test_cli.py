@@ -1,0 +1,97 @@
+"""What cli/ itself says: the sub-verb errors of every verb that has sub-verbs,
+the notes --quiet silences and the lines --verbose adds. No BMC is needed."""
+import re
+
+import pytest
+
+from test_docs import ALL_VERBS, subverbs
+
+# The messages as users see them, word for word.
+NEEDS = {
+    "boot": "boot needs a subverb: status, pxe, disk, bios, cd, none",
+    "inventory": "inventory needs a subverb: show, history, export, import, prune, sweeps",
+    "nodes": "nodes needs a subverb: add, import, list, remove, repin, tag",
+    "power": "power needs a subverb: status, on, off, cycle, reset, soft, nmi",
+    "sel": "sel needs a subverb: list or clear",
+}
+UNKNOWN = {
+    "boot": "unknown subverb 'boot frob' (status, pxe, disk, bios, cd, none)",
+    "inventory": "unknown subverb 'inventory frob' (show, history, export, import, prune, sweeps)",
+    "nodes": "unknown subverb 'nodes frob' (add, import, list, remove, repin, tag)",
+    "power": "unknown subverb 'power frob' (status, on, off, cycle, reset, soft, nmi)",
+    "sel": "unknown subverb 'sel frob' (list, clear)",
+}
+
+
+def test_every_verb_with_subverbs_is_covered():
+    assert sorted(v for v in ALL_VERBS if subverbs(v)) == sorted(NEEDS)
+
+
+@pytest.mark.parametrize("verb", sorted(NEEDS))
+def test_missing_subverb(gf, verb):
+    r = gf.run(verb)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"gpufleet: {NEEDS[verb]}\n")
+
+
+@pytest.mark.parametrize("verb", sorted(UNKNOWN))
+def test_unknown_subverb(gf, verb):
+    r = gf.run(verb, "frob", "node1")
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"gpufleet: {UNKNOWN[verb]}\n")
+
+
+@pytest.mark.parametrize("verb", sorted(UNKNOWN))
+def test_subverbs_of_the_dispatcher_are_those_of_help(gf, verb):
+    """The dispatcher's table and the usage lines of --help name the same sub-verbs."""
+    listed = re.search(r"\((.*)\)$", gf.run(verb, "frob").stderr.strip()).group(1).split(", ")
+    assert sorted(listed) == sorted(subverbs(verb))
+
+
+def test_subverb_errors_open_no_inventory(gf, tmp_path):
+    """A wrong sub-verb is found before the inventory is opened or created."""
+    for verb in sorted(UNKNOWN):
+        r = gf.run(verb, "frob", env={"GPUFLEET_DB": str(tmp_path / "no" / "such" / "dir.db")})
+        assert r.returncode == 2 and "unknown subverb" in r.stderr, r.stderr
+    assert not (tmp_path / "no").exists()
+
+
+def test_notes_and_quiet(gf, tmp_path):
+    csv = tmp_path / "nodes.csv"
+    csv.write_text("name,bmc\nn1,127.0.0.1:1\nn2,127.0.0.1:2\n")
+    r = gf.run("nodes", "import", str(csv))
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "imported 2 nodes\n")
+    r = gf.run("-q", "nodes", "import", "--replace", str(csv))
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    r = gf.run("nodes", "remove", "n1")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "removed 1 node\n")
+    r = gf.run("--quiet", "nodes", "remove", "n2")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    assert gf.sql("SELECT count(*) AS n FROM nodes") == [{"n": 0}]
+
+
+def test_verbose_lines(gf, tmp_path):
+    # Nothing listens on port 1: each node fails to connect at once.
+    args = ["--timeout", "1", "--retries", "0", "--protocol", "redfish",
+            "-H", "127.0.0.1:1,127.0.0.1:2", "--format", "table", "firmware"]
+    r = gf.run(*args)
+    assert r.returncode == 1 and r.stderr == "2 of 2 nodes failed\n", r.stderr
+    r = gf.run("-q", *args)
+    assert r.returncode == 1 and r.stderr == "", r.stderr
+    r = gf.run("-v", *args)
+    lines = r.stderr.splitlines()
+    assert r.returncode == 1 and lines[-1] == "2 of 2 nodes failed", r.stderr
+    for host in ("127.0.0.1:1", "127.0.0.1:2"):
+        assert any(re.match(rf"gpufleet: {re.escape(host)}: connect in \d+\.\d{{3}} s "
+                            r"\(1 attempt\): connection to ", line) for line in lines), r.stderr
+    # -v and -q together: the -v lines stay, the note goes.
+    r = gf.run("-v", "-q", *args)
+    assert len(r.stderr.splitlines()) == 2 and "nodes failed" not in r.stderr, r.stderr
+
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]\n")
+    r = gf.run("inventory", "import", str(empty))
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    r = gf.run("-v", "inventory", "import", str(empty))
+    assert r.returncode == 0, r.stderr
+    assert re.fullmatch(r"gpufleet: import: \d+\.\d{3} s in all, \d+\.\d{3} s storing "
+                        r"\(\d+\.\d{3} s of it committing\), the rest reading and checking "
+                        r"the file\n", r.stderr), r.stderr
