@@ -48,6 +48,22 @@ static void rows_are_well_formed(void **state)
 	assert_false(gf_compkey_is_host(NULL));
 }
 
+/* The vendor rows speak the same kinds as the vocabulary. */
+static void dialect_kinds_are_the_vocabulary(void **state)
+{
+	(void)state;
+	for (size_t d = 0; rf_dialects[d]; d++)
+		for (size_t r = 0; rf_dialects[d]->fw[r].match; r++) {
+			const char *kind = rf_dialects[d]->fw[r].kind;
+
+			if (kind && strcmp(kind, "other") != 0 && !gf_compkey_of_kind(kind))
+				fail_msg("%s: '%s' has kind '%s'", rf_dialects[d]->name,
+					 rf_dialects[d]->fw[r].match, kind);
+		}
+	for (size_t r = 0; rf_fw_hgx[r].match; r++)
+		assert_non_null(gf_compkey_of_kind(rf_fw_hgx[r].kind));
+}
+
 static void words_of_both_old_lists(void **state)
 {
 	(void)state;
@@ -179,6 +195,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(rows_are_well_formed),
+		cmocka_unit_test(dialect_kinds_are_the_vocabulary),
 		cmocka_unit_test(words_of_both_old_lists),
 		cmocka_unit_test(numbers_and_slugs),
 		cmocka_unit_test(both_paths_agree),
