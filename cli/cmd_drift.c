@@ -7,6 +7,7 @@
 
 #include "cli/inv.h"
 #include "cli/verbs.h"
+#include "inventory/codec.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -100,6 +101,31 @@ static char *read_file(const char *path, struct gf_err *err)
 	if (f != stdin)
 		fclose(f);
 	return gf_buf_detach(&b);
+}
+
+/* --baseline FILE, or --baseline-node NODE: the rules of that node's last sweep. */
+static int load_baseline(struct gf_db *db, const struct drift_args *a, struct gf_baseline **ret,
+			 struct gf_err *err)
+{
+	struct gf_store_query q = {.nodes = &a->baseline_node, .nnodes = 1};
+	struct gf_sweep *sw = NULL;
+	char *text;
+	int rc;
+
+	if (a->baseline) {
+		text = read_file(a->baseline, err);
+		rc = text ? gf_codec_baseline_parse(text, a->baseline, ret, err) : GF_E_USAGE;
+		free(text);
+		return rc;
+	}
+	rc = gf_store_load(db, &q, &sw, err);
+	if (rc == 0 && sw->n == 1)
+		*ret = gf_baseline_from_node(&sw->nodes[0]);
+	else if (rc == 0)
+		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "baseline node '%s' has not been swept",
+				a->baseline_node);
+	gf_sweep_free(sw);
+	return rc;
 }
 
 /* --since: a sweep number, a date, or a duration ago. */
@@ -338,33 +364,10 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 	o.filter.ignore = (const char *const *)a.ignore.v;
 	o.filter.nignore = a.ignore.n;
 	if (a.mode == GF_DRIFT_BASELINE) {
-		char *text = NULL;
-		const char *name = a.baseline;
-
-		if (a.baseline) {
-			text = read_file(a.baseline, &err);
-		} else {
-			struct gf_store_query qn = {.nodes = &a.baseline_node, .nnodes = 1};
-			struct gf_sweep *bs = NULL;
-
-			name = a.baseline_node;
-			if (gf_store_load(db, &qn, &bs, &err) == 0 && bs->n == 1) {
-				json_t *j = gf_baseline_json_from_node(&bs->nodes[0]);
-
-				text = json_dumps(j, 0);
-				json_decref(j);
-			} else if (err.code == 0) {
-				gf_err_set(&err, GF_E_USAGE, GF_EK_NONE,
-					   "baseline node '%s' has not been swept", a.baseline_node);
-			}
-			gf_sweep_free(bs);
-		}
-		if (!text || gf_baseline_parse(text, name, &bl, &err) < 0) {
-			free(text);
+		if (load_baseline(db, &a, &bl, &err) < 0) {
 			rc = cli_fail(&err);
 			goto out;
 		}
-		free(text);
 		o.baseline = bl;
 	}
 	if (a.mode == GF_DRIFT_SINCE) {

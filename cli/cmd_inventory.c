@@ -1,12 +1,11 @@
 /* gpufleet inventory: show, history, export, import, prune, sweeps. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/inv.h"
 #include "cli/verbs.h"
-#include "lib/buf.h"
+#include "inventory/codec.h"
 #include "lib/util.h"
 
 enum { I_SWEEP, I_BASELINE, I_COMPONENT, I_KEEP, I_OLDER_THAN };
@@ -149,10 +148,10 @@ static int sub_show(struct inv_ctx *c)
 	}
 	{
 		const struct gf_sweep_node *n = &sw->nodes[0];
-		json_t *o = gf_sweep_node_to_json(sw, n);
-		const char *uid = uid_of(all, nall, n->sweep);
+		json_t *o;
 
-		json_object_set_new(o, "sweep_uid", uid ? json_string(uid) : json_null());
+		sw->uid = gf_sweep_str(sw, uid_of(all, nall, n->sweep)); /* the one node's sweep */
+		o = gf_codec_node_to_json(sw, n);
 		json_object_set_new(o, "ok", json_true());
 		if (inv_is_table(c->cli)) {
 			show_header(n);
@@ -162,7 +161,7 @@ static int sub_show(struct inv_ctx *c)
 				size_t k;
 				json_t *e;
 
-				json_array_foreach(json_object_get(o, "components"), k, e)
+				json_array_foreach(json_object_get(o, GF_CODEC_COMPONENTS), k, e)
 					rows[k] = e;
 				inv_table(comp_cols, sizeof(comp_cols) / sizeof(comp_cols[0]), rows,
 					  n->set->n);
@@ -170,7 +169,7 @@ static int sub_show(struct inv_ctx *c)
 			}
 		} else {
 			struct gf_render_spec spec = {comp_cols, sizeof(comp_cols) / sizeof(comp_cols[0]),
-						      "components", false, false};
+						      GF_CODEC_COMPONENTS, false, false};
 
 			inv_print(c->cli, &o, 1, &spec);
 		}
@@ -284,6 +283,7 @@ static int export_baseline(struct inv_ctx *c)
 {
 	struct gf_store_query q = {.nodes = &c->a->baseline, .nnodes = 1};
 	struct gf_sweep *sw = NULL;
+	struct gf_baseline *b;
 	struct gf_err err = {0};
 	json_t *j;
 	char *text;
@@ -295,11 +295,13 @@ static int export_baseline(struct inv_ctx *c)
 		gf_sweep_free(sw);
 		return GF_EXIT_USAGE;
 	}
-	j = gf_baseline_json_from_node(&sw->nodes[0]);
+	b = gf_baseline_from_node(&sw->nodes[0]);
+	j = gf_codec_baseline_to_json(b, &sw->nodes[0]);
 	text = json_dumps(j, JSON_INDENT(2));
 	printf("%s\n", text ? text : "{}");
 	free(text);
 	json_decref(j);
+	gf_baseline_free(b);
 	gf_sweep_free(sw);
 	return 0;
 }
@@ -356,7 +358,7 @@ static int sub_export(struct inv_ctx *c)
 			goto out;
 		}
 		for (size_t i = 0; i < sw->n; i++) {
-			json_t *o = gf_sweep_node_to_json(sw, &sw->nodes[i]);
+			json_t *o = gf_codec_node_to_json(sw, &sw->nodes[i]);
 			char *line = json_dumps(o, JSON_COMPACT);
 
 			if (json)
@@ -387,7 +389,6 @@ out:
 
 struct import_state {
 	struct gf_store_tx *tx;
-	struct gf_sweep *sw;        /* the sweep the last record belonged to */
 	size_t sweeps_new, sweeps_seen, rows_new, rows_present;
 	char **uids_seen;           /* each uid counted once */
 	size_t nuids;
@@ -404,98 +405,50 @@ static bool uid_seen(struct import_state *st, const char *uid)
 	return false;
 }
 
-/* The identity of a record's sweep: its uid, else one made of its number and time. */
-static char *record_uid(json_t *o)
+static int import_sweep(void *ud, struct gf_sweep *sw, struct gf_err *err)
 {
-	const char *uid = json_string_value(json_object_get(o, "sweep_uid"));
-	const char *t = json_string_value(json_object_get(o, "time"));
-	struct gf_buf b = GF_BUF_INIT;
+	struct import_state *st = ud;
+	double t0 = gf_monotime();
+	bool existed = false;
+	int rc = gf_store_put_sweep(st->tx, sw, true, &existed, err);
 
-	if (uid && *uid)
-		return gf_xstrdup(uid);
-	gf_buf_addf(&b, "%lld|%s", (long long)json_integer_value(json_object_get(o, "sweep")),
-		    t ? t : "");
-	{
-		char hex[40];
-
-		snprintf(hex, sizeof(hex), "imported-%016llx",
-			 (unsigned long long)gf_hash64(b.s ? b.s : "", b.len));
-		gf_buf_release(&b);
-		return gf_xstrdup(hex);
-	}
-}
-
-static int import_record(struct import_state *st, json_t *o, struct gf_err *err)
-{
-	char *uid;
-	int rc = 0;
-	bool added = false;
-	double t0;
-
-	if (!json_is_object(o))
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a record is not a JSON object");
-	uid = record_uid(o);
-	if (!st->sw || strcmp(st->sw->uid, uid) != 0) {
-		const char *t = json_string_value(json_object_get(o, "time"));
-		const char *fin = json_string_value(json_object_get(o, "finished"));
-		json_t *id = json_object_get(o, "sweep");
-		bool existed = false;
-
-		gf_sweep_free(st->sw);
-		st->sw = gf_sweep_new();
-		st->sw->uid = gf_sweep_str(st->sw, uid);
-		if (!t || gf_time_parse(t, &st->sw->started, err) < 0) {
-			rc = t ? GF_E_USAGE
-			       : gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a record has no 'time'");
-			goto out;
-		}
-		st->sw->finished = st->sw->started;
-		if (fin && gf_time_parse(fin, &st->sw->finished, err) < 0) {
-			rc = GF_E_USAGE;
-			goto out;
-		}
-		if (json_is_integer(id) && json_integer_value(id) > 0)
-			st->sw->id = json_integer_value(id);
-		t0 = gf_monotime();
-		rc = gf_store_put_sweep(st->tx, st->sw, true, &existed, err);
-		st->store_s += gf_monotime() - t0;
-		if (rc < 0)
-			goto out;
-		if (!uid_seen(st, uid)) {
-			st->sweeps_seen++;
-			if (!existed)
-				st->sweeps_new++;
-		}
-	}
-	rc = gf_sweep_node_from_json(st->sw, o, err);
-	if (rc < 0)
-		goto out;
-	t0 = gf_monotime();
-	rc = gf_store_put_node(st->tx, st->sw, &st->sw->nodes[st->sw->n - 1], true, &added, err);
 	st->store_s += gf_monotime() - t0;
 	if (rc < 0)
-		goto out;
+		return rc;
+	if (!uid_seen(st, sw->uid)) {
+		st->sweeps_seen++;
+		if (!existed)
+			st->sweeps_new++;
+	}
+	return 0;
+}
+
+static int import_node(void *ud, struct gf_sweep *sw, struct gf_sweep_node *n, struct gf_err *err)
+{
+	struct import_state *st = ud;
+	double t0 = gf_monotime();
+	bool added = false;
+	int rc = gf_store_put_node(st->tx, sw, n, true, &added, err);
+
+	st->store_s += gf_monotime() - t0;
+	if (rc < 0)
+		return rc;
 	if (added)
 		st->rows_new++;
 	else
 		st->rows_present++;
-	gf_sweep_clear_nodes(st->sw);
-out:
-	free(uid);
-	return rc;
+	return 0;
 }
 
 static int sub_import(struct inv_ctx *c)
 {
 	struct import_state st = {0};
+	struct gf_codec_sink sink = {import_sweep, import_node, &st};
 	struct gf_err err = {0};
 	double t_start = gf_monotime(), t_commit;
 	const char *path;
 	FILE *f;
-	char *line = NULL;
-	size_t cap = 0, lineno = 0;
-	ssize_t len;
-	int rc, ch;
+	int rc;
 
 	if (c->nargs != 1) {
 		cli_error("inventory import takes one FILE (or - for stdin)");
@@ -511,66 +464,8 @@ static int sub_import(struct inv_ctx *c)
 		rc = cli_fail(&err);
 		goto out;
 	}
-	while ((ch = fgetc(f)) != EOF && isspace(ch))
-		;
-	if (ch != EOF)
-		ungetc(ch, f);
-	if (ch == '[') {
-		/* A JSON array (export --format json): read whole. */
-		json_error_t je;
-		json_t *arr = json_loadf(f, 0, &je), *o;
-		size_t i;
-
-		if (!arr || !json_is_array(arr)) {
-			gf_err_set(&err, GF_E_USAGE, GF_EK_NONE, "'%s' is not a JSON array (line %d: %s)",
-				   path, je.line, je.text);
-			json_decref(arr);
-			goto fail;
-		}
-		json_array_foreach(arr, i, o) {
-			if (import_record(&st, o, &err) < 0) {
-				char msg[sizeof(err.msg)];
-
-				snprintf(msg, sizeof(msg), "%s", err.msg);
-				gf_err_set(&err, GF_E_USAGE, GF_EK_NONE, "'%s' record %zu: %s", path,
-					   i + 1, msg);
-				json_decref(arr);
-				goto fail;
-			}
-		}
-		json_decref(arr);
-	} else {
-		while ((len = getline(&line, &cap, f)) >= 0) {
-			json_error_t je;
-			json_t *o;
-
-			lineno++;
-			while (len > 0 && isspace((unsigned char)line[len - 1]))
-				line[--len] = '\0';
-			if (len == 0)
-				continue;
-			o = json_loadb(line, (size_t)len, 0, &je);
-			if (!o) {
-				gf_err_set(&err, GF_E_USAGE, GF_EK_NONE, "'%s' line %zu is not JSON (%s)",
-					   path, lineno, je.text);
-				goto fail;
-			}
-			rc = import_record(&st, o, &err);
-			json_decref(o);
-			if (rc < 0) {
-				char msg[sizeof(err.msg)];
-
-				snprintf(msg, sizeof(msg), "%s", err.msg);
-				gf_err_set(&err, err.code ? err.code : GF_E_USAGE, GF_EK_NONE,
-					   "'%s' line %zu: %s", path, lineno, msg);
-				goto fail;
-			}
-		}
-		if (ferror(f)) {
-			gf_err_set(&err, GF_E_IO, GF_EK_NONE, "reading '%s' failed", path);
-			goto fail;
-		}
-	}
+	if (gf_codec_read(f, path, &sink, &err) < 0)
+		goto fail;
 	t_commit = gf_monotime();
 	rc = gf_store_commit(st.tx, &err);
 	st.tx = NULL;
@@ -614,10 +509,8 @@ fail:
 	}
 	rc = cli_fail(&err);
 out:
-	free(line);
 	if (f != stdin)
 		fclose(f);
-	gf_sweep_free(st.sw);
 	for (size_t i = 0; i < st.nuids; i++)
 		free(st.uids_seen[i]);
 	free(st.uids_seen);

@@ -16,6 +16,7 @@
 #include "cli/bmc.h"
 #include "cli/inv.h"
 #include "cli/verbs.h"
+#include "inventory/codec.h"
 #include "inventory/hostcollect.h"
 #include "inventory/normalize.h"
 #include "inventory/store.h"
@@ -303,7 +304,6 @@ static json_t *node_output(const struct gf_cli *cli, const struct gf_node *n,
 {
 	json_t *o = json_object();
 	char *bmc = n->bmc ? gf_hostport_format(n->bmc, n->bmc_port) : NULL;
-	json_t *rec = gf_sweep_node_to_json(sw, sn);
 	long long id = sw->id;
 	bool table = cli->format == GF_FMT_TABLE || cli->format == GF_FMT_CSV;
 
@@ -313,12 +313,12 @@ static json_t *node_output(const struct gf_cli *cli, const struct gf_node *n,
 	json_object_set_new(o, "ok", json_boolean(sn->status == GF_NODE_OK));
 	json_object_set_new(o, "sweep", id ? json_integer(id) : json_null());
 	json_object_set_new(o, "status", json_string(gf_node_status_name(sn->status)));
-	json_object_set(o, "protocol", json_object_get(rec, "protocol"));
-	json_object_set(o, "model", json_object_get(rec, "model"));
+	json_object_set_new(o, "protocol", sn->protocol ? json_string(sn->protocol) : json_null());
+	json_object_set_new(o, "model", sn->model ? json_string(sn->model) : json_null());
 	json_object_set_new(o, "ncomponents", json_integer((json_int_t)sn->set->n));
-	json_object_set(o, "sel", json_object_get(rec, "sel"));
-	json_object_set(o, "sensors", json_object_get(rec, "sensors"));
-	json_object_set(o, "errors", json_object_get(rec, "errors"));
+	json_object_set_new(o, "sel", gf_codec_sel_to_json(&sn->sel));
+	json_object_set_new(o, "sensors", gf_codec_sensors_to_json(&sn->sensors));
+	json_object_set_new(o, "errors", gf_codec_errors_to_json(sn));
 	if (sn->status != GF_NODE_OK && sn->nerrors) {
 		struct gf_buf msg = GF_BUF_INIT;
 
@@ -346,7 +346,6 @@ static json_t *node_output(const struct gf_cli *cli, const struct gf_node *n,
 		json_object_set_new(o, "sensor_health", b.len ? json_string(b.s) : json_null());
 		gf_buf_release(&b);
 	}
-	json_decref(rec);
 	free(bmc);
 	return o;
 }
@@ -527,7 +526,7 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 		if (in_ssh[i] != SIZE_MAX)
 			ss = &sslots[in_ssh[i]];
 		rec = node_record(&nodes[i], bs, ss, profs[i] != NULL);
-		if (gf_sweep_node_from_json(sw, rec, &err) < 0) {
+		if (gf_codec_node_from_json(sw, rec, &err) < 0) {
 			/* A peer sent something we cannot keep: record that, not a crash. */
 			struct gf_sweep_node *sn = gf_sweep_add_node(sw, nodes[i].name);
 

@@ -54,24 +54,14 @@ static bool same_version(const char *a, const char *b)
 
 /* ---- baselines ------------------------------------------------------------ */
 
-struct bl_rule {
-	char *pattern;
-	bool glob;          /* has * ? or [ */
-	char **versions;
-	size_t nversions;
-	char *display;      /* "1.2" or "1.2|1.3" */
-};
+struct gf_baseline *gf_baseline_new(void)
+{
+	struct gf_baseline *b = gf_xcalloc(1, sizeof(*b));
 
-struct bl_scope {
-	char *model;        /* NULL: every model */
-	struct bl_rule *rules;
-	size_t n;
-};
-
-struct gf_baseline {
-	struct bl_scope *scopes;  /* [0]: every model */
-	size_t n;
-};
+	b->scopes = gf_xcalloc(1, sizeof(*b->scopes));
+	b->n = 1;
+	return b;
+}
 
 void gf_baseline_free(struct gf_baseline *b)
 {
@@ -79,7 +69,7 @@ void gf_baseline_free(struct gf_baseline *b)
 		return;
 	for (size_t s = 0; s < b->n; s++) {
 		for (size_t r = 0; r < b->scopes[s].n; r++) {
-			struct bl_rule *rule = &b->scopes[s].rules[r];
+			struct gf_baseline_rule *rule = &b->scopes[s].rules[r];
 
 			free(rule->pattern);
 			for (size_t v = 0; v < rule->nversions; v++)
@@ -94,138 +84,50 @@ void gf_baseline_free(struct gf_baseline *b)
 	free(b);
 }
 
-static int parse_rules(json_t *obj, struct bl_scope *scope, const char *name, const char *where,
-		       struct gf_err *err)
+struct gf_baseline_scope *gf_baseline_add_model(struct gf_baseline *b, const char *model)
 {
-	const char *key;
-	json_t *v;
+	struct gf_baseline_scope *s;
 
-	if (!json_is_object(obj))
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-				  "baseline '%s': %s is not an object of component: version", name,
-				  where);
-	json_object_foreach(obj, key, v) {
-		struct bl_rule *r;
-		struct gf_buf disp = GF_BUF_INIT;
-
-		if (!*key)
-			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-					  "baseline '%s': %s has an empty component key", name, where);
-		if (!json_is_string(v) && !json_is_array(v))
-			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-					  "baseline '%s': the version of '%s' in %s is not a string or"
-					  " a list of strings", name, key, where);
-		scope->rules = gf_xrealloc(scope->rules, (scope->n + 1) * sizeof(*scope->rules));
-		r = &scope->rules[scope->n++];
-		memset(r, 0, sizeof(*r));
-		r->pattern = gf_xstrdup(key);
-		for (char *p = r->pattern; *p; p++)
-			if (*p >= 'A' && *p <= 'Z')
-				*p = (char)(*p - 'A' + 'a');
-		r->glob = strpbrk(key, "*?[") != NULL;
-		if (json_is_string(v)) {
-			r->versions = gf_xcalloc(1, sizeof(char *));
-			r->versions[0] = gf_xstrdup(json_string_value(v));
-			r->nversions = 1;
-		} else {
-			size_t i;
-			json_t *e;
-
-			if (json_array_size(v) == 0)
-				return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-						  "baseline '%s': the list of versions of '%s' in %s is"
-						  " empty", name, key, where);
-			r->versions = gf_xcalloc(json_array_size(v), sizeof(char *));
-			json_array_foreach(v, i, e) {
-				if (!json_is_string(e))
-					return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-							  "baseline '%s': a version of '%s' in %s is"
-							  " not a string", name, key, where);
-				r->versions[r->nversions++] = gf_xstrdup(json_string_value(e));
-			}
-		}
-		for (size_t i = 0; i < r->nversions; i++)
-			gf_buf_addf(&disp, "%s%s", i ? "|" : "", r->versions[i]);
-		r->display = gf_buf_detach(&disp);
-	}
-	return 0;
+	b->scopes = gf_xrealloc(b->scopes, (b->n + 1) * sizeof(*b->scopes));
+	s = &b->scopes[b->n++];
+	memset(s, 0, sizeof(*s));
+	s->model = gf_xstrdup(model);
+	return s;
 }
 
-int gf_baseline_parse(const char *text, const char *name, struct gf_baseline **ret,
-		      struct gf_err *err)
+void gf_baseline_add_rule(struct gf_baseline_scope *s, const char *pattern,
+			  const char *const *versions, size_t n)
 {
-	struct gf_baseline *b = gf_xcalloc(1, sizeof(*b));
-	json_error_t je;
-	json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-	json_t *comps, *models, *v;
-	const char *key;
-	int rc = 0;
+	struct gf_baseline_rule *r;
+	struct gf_buf disp = GF_BUF_INIT;
 
-	if (!root) {
-		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "baseline '%s' is not JSON (line %d: %s)",
-				name, je.line, je.text);
-		goto out;
+	s->rules = gf_xrealloc(s->rules, (s->n + 1) * sizeof(*s->rules));
+	r = &s->rules[s->n++];
+	memset(r, 0, sizeof(*r));
+	r->pattern = gf_xstrdup(pattern);
+	for (char *p = r->pattern; *p; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	r->glob = strpbrk(pattern, "*?[") != NULL;
+	r->versions = gf_xcalloc(n ? n : 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++) {
+		r->versions[r->nversions++] = gf_xstrdup(versions[i]);
+		gf_buf_addf(&disp, "%s%s", i ? "|" : "", versions[i]);
 	}
-	if (!json_is_object(root)) {
-		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "baseline '%s' is not a JSON object",
-				name);
-		goto out;
-	}
-	b->scopes = gf_xcalloc(1, sizeof(*b->scopes));
-	b->n = 1;
-	comps = json_object_get(root, "components");
-	models = json_object_get(root, "models");
-	if (!comps && !models) {
-		/* A flat object: every member but the notes is a component. */
-		json_t *flat = json_deep_copy(root);
-
-		json_object_del(flat, "from");
-		json_object_del(flat, "comment");
-		rc = parse_rules(flat, &b->scopes[0], name, "the file", err);
-		json_decref(flat);
-		goto out;
-	}
-	json_object_foreach(root, key, v) {
-		if (strcmp(key, "components") && strcmp(key, "models") && strcmp(key, "from") &&
-		    strcmp(key, "comment")) {
-			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-					"baseline '%s' has an unknown member '%s' (components, models)",
-					name, key);
-			goto out;
-		}
-	}
-	if (comps && (rc = parse_rules(comps, &b->scopes[0], name, "'components'", err)) < 0)
-		goto out;
-	if (models) {
-		if (!json_is_object(models)) {
-			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-					"baseline '%s': 'models' is not an object of model: rules", name);
-			goto out;
-		}
-		json_object_foreach(models, key, v) {
-			struct bl_scope *s;
-			char where[160];
-
-			b->scopes = gf_xrealloc(b->scopes, (b->n + 1) * sizeof(*b->scopes));
-			s = &b->scopes[b->n++];
-			memset(s, 0, sizeof(*s));
-			s->model = gf_xstrdup(key);
-			snprintf(where, sizeof(where), "model '%s'", key);
-			if ((rc = parse_rules(v, s, name, where, err)) < 0)
-				goto out;
-		}
-	}
-out:
-	json_decref(root);
-	if (rc < 0) {
-		gf_baseline_free(b);
-		return rc;
-	}
-	*ret = b;
-	return 0;
+	r->display = gf_buf_detach(&disp);
 }
 
-static const struct bl_rule *scope_find(const struct bl_scope *s, const char *key)
+struct gf_baseline *gf_baseline_from_node(const struct gf_sweep_node *n)
+{
+	struct gf_baseline *b = gf_baseline_new();
+
+	for (size_t i = 0; i < n->set->n; i++)
+		if (n->set->v[i].version)
+			gf_baseline_add_rule(&b->scopes[0], n->set->v[i].key, &n->set->v[i].version, 1);
+	return b;
+}
+
+static const struct gf_baseline_rule *scope_find(const struct gf_baseline_scope *s, const char *key)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (!s->rules[i].glob && strcmp(s->rules[i].pattern, key) == 0)
@@ -236,10 +138,10 @@ static const struct bl_rule *scope_find(const struct bl_scope *s, const char *ke
 	return NULL;
 }
 
-static const struct bl_rule *bl_find(const struct gf_baseline *b, const char *model,
+static const struct gf_baseline_rule *bl_find(const struct gf_baseline *b, const char *model,
 				     const char *key)
 {
-	const struct bl_rule *r = NULL;
+	const struct gf_baseline_rule *r = NULL;
 
 	for (size_t s = 1; s < b->n && model && !r; s++)
 		if (strcmp(b->scopes[s].model, model) == 0)
@@ -252,7 +154,7 @@ static const struct bl_rule *bl_find(const struct gf_baseline *b, const char *mo
 const char *gf_baseline_expect(const struct gf_baseline *b, const char *model, const char *key,
 			       const char *const **ret_versions, size_t *ret_n)
 {
-	const struct bl_rule *r = bl_find(b, model, key);
+	const struct gf_baseline_rule *r = bl_find(b, model, key);
 
 	if (!r)
 		return NULL;
@@ -261,21 +163,6 @@ const char *gf_baseline_expect(const struct gf_baseline *b, const char *model, c
 	if (ret_n)
 		*ret_n = r->nversions;
 	return r->display;
-}
-
-json_t *gf_baseline_json_from_node(const struct gf_sweep_node *n)
-{
-	json_t *comps = json_object();
-	char when[40];
-
-	for (size_t i = 0; i < n->set->n; i++)
-		if (n->set->v[i].version)
-			json_object_set_new(comps, n->set->v[i].key,
-					    json_string(n->set->v[i].version));
-	gf_time_format(n->time, when, sizeof(when));
-	return json_pack("{s:{s:s,s:I,s:s,s:o},s:o}", "from", "node", n->node, "sweep",
-			 (json_int_t)n->sweep, "time", when, "model",
-			 n->model ? json_string(n->model) : json_null(), "components", comps);
 }
 
 /* ---- items ----------------------------------------------------------------- */
@@ -654,12 +541,12 @@ static bool accepted(const char *actual, const char *const *versions, size_t n)
 	return false;
 }
 
-static void baseline_missing(const struct gf_sweep_node *n, const struct bl_scope *s,
+static void baseline_missing(const struct gf_sweep_node *n, const struct gf_baseline_scope *s,
 			     const struct gf_baseline *b, const struct gf_keyfilter *f,
 			     struct gf_drift_node *dn, bool model_scope)
 {
 	for (size_t r = 0; r < s->n; r++) {
-		const struct bl_rule *rule = &s->rules[r];
+		const struct gf_baseline_rule *rule = &s->rules[r];
 		bool host = gf_norm_key_is_host(rule->pattern);
 		struct gf_drift_item *it;
 
@@ -691,7 +578,7 @@ static void drift_baseline(const struct gf_sweep *cur, const struct gf_drift_opt
 			continue;
 		for (size_t k = 0; k < n->set->n; k++) {
 			const struct gf_inv_comp *c = &n->set->v[k];
-			const struct bl_rule *rule;
+			const struct gf_baseline_rule *rule;
 			struct gf_drift_item *it;
 
 			if (!gf_keyfilter_match(&o->filter, c->key) ||

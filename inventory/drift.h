@@ -12,7 +12,6 @@
 #ifndef GF_DRIFT_H
 #define GF_DRIFT_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -21,23 +20,40 @@
 
 /* ---- baselines ------------------------------------------------------------ */
 
-struct gf_baseline;
+/* What a baseline expects, per model; its file form is in inventory/codec.h. */
+struct gf_baseline_rule {
+	char *pattern;      /* a component key or a shell glob, lower case */
+	bool glob;          /* has * ? or [ */
+	char **versions;    /* the accepted versions, at least one */
+	size_t nversions;
+	char *display;      /* "1.2" or "1.2|1.3" */
+};
 
-/*
- * A baseline file: {"components": {KEY-GLOB: VERSION | [VERSION, ...]},
- * "models": {MODEL: {KEY-GLOB: ...}}} (a flat {KEY-GLOB: VERSION} object is
- * taken as "components"; "from" and "comment" are ignored). @name names the
- * file in messages. GF_E_USAGE with the reason on a bad file.
- */
-int gf_baseline_parse(const char *text, const char *name, struct gf_baseline **ret,
-		      struct gf_err *err);
+struct gf_baseline_scope {
+	char *model;                     /* NULL: every model */
+	struct gf_baseline_rule *rules;  /* in file order */
+	size_t n;
+};
+
+struct gf_baseline {
+	struct gf_baseline_scope *scopes;  /* [0]: every model, then one per model */
+	size_t n;
+};
+
+/* A baseline without rules (scope 0 only); gf_baseline_free() accepts NULL. */
+struct gf_baseline *gf_baseline_new(void);
 void gf_baseline_free(struct gf_baseline *b);
+/* A new scope for the nodes of @model: valid until the next call on @b. */
+struct gf_baseline_scope *gf_baseline_add_model(struct gf_baseline *b, const char *model);
+/* Append a rule: @pattern (lower-cased) accepts the @n (>= 1) @versions (copied). */
+void gf_baseline_add_rule(struct gf_baseline_scope *s, const char *pattern,
+			  const char *const *versions, size_t n);
 
 /*
- * The baseline file that says "like node @n": every component it has, with
- * its version, and "from": {node, sweep, time, model}. New reference.
+ * The baseline that says "like node @n": every component it has with a
+ * version, as an exact rule for every model. Owned by the caller.
  */
-json_t *gf_baseline_json_from_node(const struct gf_sweep_node *n);
+struct gf_baseline *gf_baseline_from_node(const struct gf_sweep_node *n);
 
 /*
  * What @b expects of @key on a node of @model (nullable): the rules for that

@@ -14,6 +14,7 @@
 
 #include <sqlite3.h>
 
+#include "inventory/codec.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -342,6 +343,7 @@ static int put_doc(struct gf_store_tx *tx, json_t *doc, long long *ret_id, struc
 	return rc;
 }
 
+/* The errors column: the export's "errors" array, NULL when there are none. */
 static char *errors_text(const struct gf_sweep_node *n)
 {
 	json_t *a;
@@ -349,11 +351,7 @@ static char *errors_text(const struct gf_sweep_node *n)
 
 	if (!n->nerrors)
 		return NULL;
-	a = json_array();
-	for (size_t i = 0; i < n->nerrors; i++)
-		json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "op", n->errors[i].op, "kind",
-						   gf_errkind_name(n->errors[i].kind), "message",
-						   n->errors[i].message));
+	a = gf_codec_errors_to_json(n);
 	s = json_dumps(a, JSON_COMPACT);
 	json_decref(a);
 	return s;
@@ -665,19 +663,13 @@ static int row_to_node(struct loader *ld, sqlite3_stmt *st, struct gf_err *err)
 	n->host_read = sqlite3_column_int(st, C_HOST_READ);
 	if (errs) {
 		json_t *a = json_loads(errs, 0, NULL);
-		size_t i;
-		json_t *e;
+		int erc = a ? gf_codec_errors_from_json(sw, n, a, NULL) : GF_E_DB;
 
-		json_array_foreach(a, i, e) {
-			const char *kind = json_string_value(json_object_get(e, "kind"));
-
-			const char *op = json_string_value(json_object_get(e, "op"));
-
-			gf_sweep_node_error(sw, n, op ? op : "?",
-					    kind ? gf_errkind_from_name(kind) : GF_EK_INTERNAL,
-					    json_string_value(json_object_get(e, "message")));
-		}
 		json_decref(a);
+		if (erc < 0)
+			return gf_err_set(err, GF_E_DB, GF_EK_NONE,
+					  "the errors stored for node '%s' in sweep %lld are not readable",
+					  n->node, n->sweep);
 	}
 	if (sqlite3_column_type(st, C_SEL_TOTAL) != SQLITE_NULL) {
 		n->sel.read = true;
@@ -702,7 +694,6 @@ static int row_to_node(struct loader *ld, sqlite3_stmt *st, struct gf_err *err)
 	ld->pend[ld->npend].hw = sqlite3_column_int64(st, C_HW);
 	ld->pend[ld->npend].host = sqlite3_column_int64(st, C_HOST);
 	ld->npend++;
-	(void)err;
 	return 0;
 }
 

@@ -7,7 +7,7 @@
  * Strings live in a pool owned by the sweep (equal strings are stored once),
  * and nodes with identical component lists may share one set, so that a
  * sweep of 10,000 nodes loaded from the store stays small. A sweep is used by
- * one thread.
+ * one thread. Its JSON (export, import) is inventory/codec.h.
  */
 #ifndef GF_SWEEP_H
 #define GF_SWEEP_H
@@ -170,23 +170,6 @@ void gf_time_format(double t, char *buf, size_t size);
 int gf_time_parse(const char *s, double *ret, struct gf_err *err);
 /* Round epoch seconds to whole milliseconds (what the store keeps). */
 double gf_time_ms(double t);
-
-/*
- * One node of the export: {"sweep","sweep_uid","time","finished","node",
- * "status","errors":[{"op","kind","message"}],"protocol","model",
- * "collected":{"firmware","host"},"components":[{"key","version","source",
- * "id","name","kind"}],"sel":{..}|null,"sensors":{..}|null,"hardware"?,
- * "host"?}. New reference.
- */
-json_t *gf_sweep_node_to_json(const struct gf_sweep *sw, const struct gf_sweep_node *n);
-
-/*
- * The inverse, for one node object (the sweep members are ignored): appends
- * a node to @sw. Missing "collected" is derived (firmware: a protocol and no
- * bmc/firmware error; host: a "host" object). Keys are normalized to lower
- * case; a bad member is GF_E_USAGE naming it, and then nothing is added.
- */
-int gf_sweep_node_from_json(struct gf_sweep *sw, json_t *obj, struct gf_err *err);
 
 /* Status from the errors and what was read: ok, partial, failed. */
 enum gf_node_status gf_sweep_node_judge(const struct gf_sweep_node *n);

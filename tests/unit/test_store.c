@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "inventory/codec.h"
 #include "inventory/db.h"
 #include "inventory/store.h"
 #include "lib/buf.h"
@@ -245,8 +246,8 @@ static void test_store_and_load(void **state)
 	assert_null(node(back, "gpu10")->host);
 	{
 		/* The whole record survives: the export of what was stored equals what went in. */
-		json_t *a = gf_sweep_node_to_json(sw, &sw->nodes[1]);
-		json_t *b = gf_sweep_node_to_json(back, node(back, "gpu2"));
+		json_t *a = gf_codec_node_to_json(sw, &sw->nodes[1]);
+		json_t *b = gf_codec_node_to_json(back, node(back, "gpu2"));
 
 		assert_true(json_equal(a, b));
 		json_decref(a);
