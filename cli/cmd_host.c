@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "cli/verbs.h"
-#include "inventory/hostcollect.h"
+#include "host/hostcollect.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 

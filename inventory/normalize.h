@@ -13,7 +13,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "inventory/hostfacts.h"
+#include "host/hostfacts.h"
 #include "lib/model.h"
 
 /*

@@ -13,7 +13,7 @@ from conftest import GPUFLEET, TOP
 
 MAN = os.path.join(TOP, "man")
 COMPLETION = os.path.join(TOP, "cli", "gpufleet.bash-completion")
-SOURCE_DIRS = ["cli", "lib", "ipmi", "redfish", "inventory"]
+SOURCE_DIRS = ["cli", "lib", "ipmi", "redfish", "host", "inventory"]
 
 
 def run_help(*args):

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inventory/hostfacts.h"
+#include "host/hostfacts.h"
 #include "lib/buf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

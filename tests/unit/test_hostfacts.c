@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inventory/hostfacts.h"
+#include "host/hostfacts.h"
 #include "lib/buf.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))

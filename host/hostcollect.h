@@ -7,8 +7,8 @@
 #ifndef GF_HOSTCOLLECT_H
 #define GF_HOSTCOLLECT_H
 
-#include "inventory/hostfacts.h"
-#include "inventory/ssh.h"
+#include "host/hostfacts.h"
+#include "host/ssh.h"
 
 /*
  * A way to run commands: @run runs @n commands at once until each ends or

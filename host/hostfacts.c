@@ -1,4 +1,4 @@
-#include "inventory/hostfacts.h"
+#include "host/hostfacts.h"
 
 #include <ctype.h>
 #include <limits.h>

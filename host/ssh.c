@@ -1,4 +1,4 @@
-#include "inventory/ssh.h"
+#include "host/ssh.h"
 
 #include <errno.h>
 #include <fcntl.h>

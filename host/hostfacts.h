@@ -1,7 +1,7 @@
 /*
  * Host facts: what a GPU node's operating system says about its NVIDIA
  * driver, CUDA, GPUs and their health. The parsers here are pure functions
- * of command output (no I/O, thread-safe); inventory/hostcollect.c runs the
+ * of command output (no I/O, thread-safe); host/hostcollect.c runs the
  * commands, locally or over SSH, and hands their output to
  * gf_hostfacts_build().
  */

@@ -1,4 +1,4 @@
-#include "inventory/hostcollect.h"
+#include "host/hostcollect.h"
 
 #include <errno.h>
 #include <fcntl.h>
