@@ -48,37 +48,32 @@ static void host_task(void *vctx, size_t i, double deadline, struct gf_result *s
 	const struct host_task *t = vctx;
 	const struct gf_node *n = &t->nodes[i];
 	struct gf_hostfacts facts = {0};
-	struct gf_host_runner runner = {.run = gf_host_run_local};
-	struct gf_ssh *ssh = NULL;
 	struct gf_err err = {0};
+	int rc;
 
-	if (!t->local) {
+	if (t->local) {
+		struct gf_host_runner runner = {.run = gf_host_run_local};
+
+		rc = gf_host_collect(&runner, deadline, &facts, &err);
+	} else if (!n->ssh) {
+		rc = gf_err_set(&err, GF_E_NODE, GF_EK_UNSUPPORTED,
+				"node '%s' has no ssh address (nodes add --ssh)", n->name);
+	} else {
 		struct gf_ssh_target target = {
 			.node = n->name, .spec = n->ssh, .prof = t->profs[i],
 			.accept_new = t->accept_new, .deadline = deadline,
 		};
 
-		if (!n->ssh) {
-			gf_err_set(&err, GF_E_NODE, GF_EK_UNSUPPORTED,
-				   "node '%s' has no ssh address (nodes add --ssh)", n->name);
-			goto fail;
-		}
-		if (gf_ssh_open(&target, &ssh, &err) < 0)
-			goto fail;
-		runner.run = gf_host_run_ssh;
-		runner.ud = ssh;
+		rc = gf_host_facts_ssh(&target, &facts, &err);
 	}
-	if (gf_host_collect(&runner, deadline, &facts, &err) < 0)
-		goto fail;
-	gf_ssh_close(ssh);
+	if (rc < 0) {
+		gf_result_fail(slot, &err);
+		return;
+	}
 	slot->data = json_object();
 	json_object_set_new(slot->data, "host", gf_hostfacts_to_json(&facts));
 	gf_hostfacts_release(&facts);
 	slot->ok = true;
-	return;
-fail:
-	gf_ssh_close(ssh);
-	gf_result_fail(slot, &err);
 }
 
 /* The summary columns of the table: "8x NVIDIA H100 80GB HBM3", "ok, xid 79x2". */

@@ -126,29 +126,20 @@ static json_t *sensor_summary(const struct gf_sensor_list *l)
 static void collect_host(const struct sweep_ctx *c, size_t i, json_t *data, json_t *errs)
 {
 	const struct gf_node *n = &c->nodes[i];
-	double deadline = gf_monotime() + c->timeout;
 	struct gf_ssh_target target = {
 		.node = n->name, .spec = n->ssh, .prof = c->ssh_profs[i],
-		.accept_new = c->accept_new, .deadline = deadline,
+		.accept_new = c->accept_new, .deadline = gf_monotime() + c->timeout,
 	};
-	struct gf_host_runner runner = {.run = gf_host_run_ssh};
 	struct gf_hostfacts facts = {0};
-	struct gf_ssh *ssh = NULL;
 	struct gf_err err = {0};
 
-	if (gf_ssh_open(&target, &ssh, &err) < 0)
-		goto fail;
-	runner.ud = ssh;
-	if (gf_host_collect(&runner, deadline, &facts, &err) < 0)
-		goto fail;
-	gf_ssh_close(ssh);
+	if (gf_host_facts_ssh(&target, &facts, &err) < 0) {
+		add_error(errs, GF_OP_SSH, &err);
+		return;
+	}
 	json_object_set_new(data, "host", gf_hostfacts_to_json(&facts));
 	json_object_set_new(data, "host_components", gf_norm_host_components(&facts));
 	gf_hostfacts_release(&facts);
-	return;
-fail:
-	gf_ssh_close(ssh);
-	add_error(errs, GF_OP_SSH, &err);
 }
 
 /* The BMC part of a sweep, on a worker, over the one session of the node. */

@@ -19,10 +19,27 @@ extern char **environ;
 /* Rounds of asking nvidia-smi again without a refused field. */
 #define MAX_ROUNDS 8
 
-int gf_host_run_ssh(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
-		    struct gf_err *err)
+/* The SSH runner: @ud is an open struct gf_ssh. */
+static int run_ssh(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
+		   struct gf_err *err)
 {
 	return gf_ssh_run(ud, cmds, n, deadline, err);
+}
+
+int gf_host_facts_ssh(const struct gf_ssh_target *t, struct gf_hostfacts *ret,
+		      struct gf_err *err)
+{
+	struct gf_host_runner runner = {.run = run_ssh};
+	struct gf_ssh *ssh = NULL;
+	int rc;
+
+	rc = gf_ssh_open(t, &ssh, err);
+	if (rc < 0)
+		return rc;
+	runner.ud = ssh;
+	rc = gf_host_collect(&runner, t->deadline, ret, err);
+	gf_ssh_close(ssh);
+	return rc;
 }
 
 /* ---- local processes -------------------------------------------------- */

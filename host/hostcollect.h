@@ -36,8 +36,13 @@ int gf_host_collect(const struct gf_host_runner *r, double deadline, struct gf_h
  */
 int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
 		      struct gf_err *err);
-/* The SSH runner: @ud is an open struct gf_ssh. */
-int gf_host_run_ssh(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
-		    struct gf_err *err);
+/*
+ * A node's host facts over SSH: connect to @t, collect by @t->deadline,
+ * disconnect. On success fills @ret (release with gf_hostfacts_release());
+ * errors are GF_E_NODE with the kind of gf_ssh_open() or gf_host_collect().
+ * Needs gf_ssh_global_init(); thread-safe for distinct targets.
+ */
+int gf_host_facts_ssh(const struct gf_ssh_target *t, struct gf_hostfacts *ret,
+		      struct gf_err *err);
 
 #endif
