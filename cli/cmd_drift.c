@@ -391,7 +391,7 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 			else if (a.by == BY_GROUP)
 				classes[i] = owned_classes[i] = inv_groups_of(cli, cur->nodes[i].node);
 			else
-				classes[i] = cur->nodes[i].model ? cur->nodes[i].model : "(unknown model)";
+				classes[i] = gf_drift_model_class(&cur->nodes[i]);
 		}
 		o.classes = classes;
 	}

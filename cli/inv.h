@@ -65,4 +65,13 @@ json_t *inv_time_json(double t);
 /* The registry groups of @node joined by ',' ("" when none or unregistered); caller frees. */
 char *inv_groups_of(const struct gf_cli *cli, const char *node);
 
+/*
+ * The metrics of each node's last sweep and its drift (gpufleet-metrics(1)),
+ * of @nodes only when @nnodes > 0: to @path, replaced atomically, or to
+ * stdout when @path is NULL. *ret_n (nullable): the nodes with a sweep.
+ * 0 or an exit code (printed). cli/cmd_metrics.c.
+ */
+int inv_metrics_write(struct gf_cli *cli, const char *const *nodes, size_t nnodes,
+		      const char *path, size_t *ret_n);
+
 #endif

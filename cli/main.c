@@ -59,6 +59,11 @@ static const struct cli_verb verbs[] = {
 	 "       gpufleet inventory import FILE|-\n"
 	 "       gpufleet inventory prune --keep N | --older-than DURATION\n"
 	 "       gpufleet inventory sweeps\n"},
+	{"metrics", cmd_metrics, VERB_PROMETHEUS,
+	 "Prometheus metrics of each node's last sweep and its drift",
+	 "usage: gpufleet metrics [--output FILE] [TARGETS]\n"
+	 "The text format, for node_exporter's textfile collector; --output replaces FILE\n"
+	 "atomically. Names and labels: gpufleet-metrics(1).\n"},
 	{"nodes", cmd_nodes, 0, "the node registry: add, import, list, remove, repin, tag",
 	 "usage: gpufleet nodes add NAME --bmc HOST[:PORT] [--protocol P] [--ssh [USER@]HOST[:PORT]]\n"
 	 "                          [--profile NAME] [--group G]... [--replace]\n"

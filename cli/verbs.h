@@ -11,6 +11,7 @@ int cmd_firmware(struct gf_cli *cli, int argc, char **argv);
 int cmd_hardware(struct gf_cli *cli, int argc, char **argv);
 int cmd_host(struct gf_cli *cli, int argc, char **argv);
 int cmd_inventory(struct gf_cli *cli, int argc, char **argv);
+int cmd_metrics(struct gf_cli *cli, int argc, char **argv);
 int cmd_nodes(struct gf_cli *cli, int argc, char **argv);
 int cmd_power(struct gf_cli *cli, int argc, char **argv);
 int cmd_sel(struct gf_cli *cli, int argc, char **argv);

@@ -713,6 +713,11 @@ static void drift_since(const struct gf_sweep *cur, const struct gf_drift_opts *
 
 /* ---- drift ------------------------------------------------------------------- */
 
+const char *gf_drift_model_class(const struct gf_sweep_node *n)
+{
+	return n->model ? n->model : "(unknown model)";
+}
+
 int gf_drift_compute(const struct gf_sweep *cur, const struct gf_drift_opts *o,
 		     struct gf_drift **ret, struct gf_err *err)
 {

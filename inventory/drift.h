@@ -128,6 +128,12 @@ struct gf_drift {
 	size_t not_compared;
 };
 
+/*
+ * The peers of a node for drift by model (the default): its hardware model,
+ * or "(unknown model)" (a constant) when it has none. Points into @n.
+ */
+const char *gf_drift_model_class(const struct gf_sweep_node *n);
+
 int gf_drift_compute(const struct gf_sweep *cur, const struct gf_drift_opts *o,
 		     struct gf_drift **ret, struct gf_err *err);
 void gf_drift_free(struct gf_drift *d);

@@ -376,8 +376,7 @@ void gf_render_ndjson_one(json_t *obj, struct gf_buf *out)
 
 /* ---- Prometheus ----------------------------------------------------------- */
 
-/* A label value: backslash, double quote and line feed escaped, as the format asks. */
-static void prom_label(struct gf_buf *out, const char *name, const char *v, bool first)
+void gf_prom_label(struct gf_buf *out, const char *name, const char *v, bool first)
 {
 	if (!first)
 		gf_buf_addc(out, ',');
@@ -394,7 +393,7 @@ static void prom_label(struct gf_buf *out, const char *name, const char *v, bool
 	gf_buf_addc(out, '"');
 }
 
-static void prom_number(struct gf_buf *out, double v)
+void gf_prom_number(struct gf_buf *out, double v)
 {
 	if (v != v)
 		gf_buf_adds(out, "NaN");
@@ -414,10 +413,10 @@ static void prom_sensor_labels(struct gf_buf *out, const char *node, const char 
 	const char *unit = json_string_value(json_object_get(s, "unit"));
 
 	gf_buf_addc(out, '{');
-	prom_label(out, "node", node, true);
-	prom_label(out, "sensor", sensor, false);
-	prom_label(out, "type", type ? type : "other", false);
-	prom_label(out, "unit", unit ? unit : "", false);
+	gf_prom_label(out, "node", node, true);
+	gf_prom_label(out, "sensor", sensor, false);
+	gf_prom_label(out, "type", type ? type : "other", false);
+	gf_prom_label(out, "unit", unit ? unit : "", false);
 	gf_buf_addc(out, '}');
 }
 
@@ -455,7 +454,7 @@ static int prom_state(const char *s)
 	return 3;
 }
 
-static void prom_family(struct gf_buf *out, const char *name, const char *help)
+void gf_prom_family(struct gf_buf *out, const char *name, const char *help)
 {
 	gf_buf_addf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
 }
@@ -482,7 +481,7 @@ static void prom_samples(json_t *const *objs, size_t n, struct gf_buf *out, bool
 			prom_sensor_labels(out, node ? node : "", name, s);
 			gf_buf_addc(out, ' ');
 			if (values)
-				prom_number(out, json_number_value(reading));
+				gf_prom_number(out, json_number_value(reading));
 			else
 				gf_buf_addf(out, "%d",
 					    prom_state(json_string_value(json_object_get(s, "state"))));
@@ -494,14 +493,14 @@ static void prom_samples(json_t *const *objs, size_t n, struct gf_buf *out, bool
 
 void gf_render_prometheus_sensors(json_t *const *objs, size_t n, struct gf_buf *out)
 {
-	prom_family(out, "gpufleet_node_up",
+	gf_prom_family(out, "gpufleet_node_up",
 		    "Whether the node's BMC answered the sensor read (1) or not (0).");
 	for (size_t i = 0; i < n; i++) {
 		const char *node = json_string_value(json_object_get(objs[i], "node"));
 		bool ok = json_is_true(json_object_get(objs[i], "ok"));
 
 		gf_buf_adds(out, "gpufleet_node_up{");
-		prom_label(out, "node", node ? node : "", true);
+		gf_prom_label(out, "node", node ? node : "", true);
 		gf_buf_addf(out, "} %d\n", ok ? 1 : 0);
 	}
 	/* Why a node is down, as comments (ignored by parsers, read by people). */
@@ -519,10 +518,10 @@ void gf_render_prometheus_sensors(json_t *const *objs, size_t n, struct gf_buf *
 			gf_buf_addc(out, *msg == '\n' || *msg == '\r' ? ' ' : *msg);
 		gf_buf_addc(out, '\n');
 	}
-	prom_family(out, "gpufleet_sensor_value",
+	gf_prom_family(out, "gpufleet_sensor_value",
 		    "Sensor reading from the BMC, in the unit of the unit label.");
 	prom_samples(objs, n, out, true);
-	prom_family(out, "gpufleet_sensor_state",
+	gf_prom_family(out, "gpufleet_sensor_state",
 		    "Sensor state: 0 nominal, 1 warning, 2 critical, 3 unknown.");
 	prom_samples(objs, n, out, false);
 }

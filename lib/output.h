@@ -63,4 +63,15 @@ char *gf_render_cell(json_t *v);
  */
 void gf_render_prometheus_sensors(json_t *const *objs, size_t n, struct gf_buf *out);
 
+/*
+ * The pieces of the Prometheus text format (0.0.4), for every renderer of it:
+ * a label, name="value" with backslash, double quote and line feed escaped
+ * (a ',' before it unless @first; a NULL value is ""); a sample value
+ * (NaN, +Inf, -Inf as the format spells them); the HELP and TYPE lines of a
+ * gauge family (@help is a constant without backslashes or line feeds).
+ */
+void gf_prom_label(struct gf_buf *out, const char *name, const char *v, bool first);
+void gf_prom_number(struct gf_buf *out, double v);
+void gf_prom_family(struct gf_buf *out, const char *name, const char *help);
+
 #endif

@@ -11,8 +11,9 @@ pkgs=(
 	# test lab and reference tools
 	openipmi libopenipmi-dev freeipmi-tools ipmitool openssh-server openssl sqlite3 groff-base
 	python3 python3-pytest hyperfine curl openssh-client
-	# promtool, for the check of gpufleet sensors --format prometheus
-	prometheus
+	# promtool (metrics and rule checks), and a real Prometheus scraping
+	# node_exporter's textfile collector (gpufleet metrics)
+	prometheus prometheus-node-exporter
 )
 
 missing=()

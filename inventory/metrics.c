@@ -1,0 +1,271 @@
+#include "inventory/metrics.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inventory/store.h"
+#include "lib/output.h"
+#include "lib/util.h"
+
+/* "name{node="..."" : a sample's name and first label; more labels follow. */
+static void sample(struct gf_buf *out, const char *name, const struct gf_sweep_node *n)
+{
+	gf_buf_adds(out, name);
+	gf_buf_addc(out, '{');
+	gf_prom_label(out, "node", n->node, true);
+}
+
+/* "} VALUE\n": the end of a sample. */
+static void value(struct gf_buf *out, double v)
+{
+	gf_buf_adds(out, "} ");
+	gf_prom_number(out, v);
+	gf_buf_addc(out, '\n');
+}
+
+static void label(struct gf_buf *out, const char *name, const char *v)
+{
+	gf_prom_label(out, name, v ? v : "", false);
+}
+
+static void sweep_times(const struct gf_sweep *sw, struct gf_buf *out)
+{
+	double newest = 0;
+
+	gf_prom_family(out, "gpufleet_sweep_timestamp_seconds",
+		       "Start of the newest sweep the metrics come from, in Unix time.");
+	for (size_t i = 0; i < sw->n; i++)
+		if (sw->nodes[i].time > newest)
+			newest = sw->nodes[i].time;
+	if (sw->n) {
+		gf_buf_adds(out, "gpufleet_sweep_timestamp_seconds ");
+		gf_prom_number(out, newest);
+		gf_buf_addc(out, '\n');
+	}
+	gf_prom_family(out, "gpufleet_node_sweep_timestamp_seconds",
+		       "Start of the node's last sweep, in Unix time.");
+	for (size_t i = 0; i < sw->n; i++) {
+		sample(out, "gpufleet_node_sweep_timestamp_seconds", &sw->nodes[i]);
+		value(out, sw->nodes[i].time);
+	}
+}
+
+static void node_families(const struct gf_sweep *sw, struct gf_buf *out)
+{
+	static const enum gf_node_status all[] = {GF_NODE_OK, GF_NODE_PARTIAL, GF_NODE_FAILED};
+
+	gf_prom_family(out, "gpufleet_node_info",
+		       "1 for each node: its hardware model and the BMC protocol that answered.");
+	for (size_t i = 0; i < sw->n; i++) {
+		sample(out, "gpufleet_node_info", &sw->nodes[i]);
+		label(out, "model", sw->nodes[i].model);
+		label(out, "protocol", sw->nodes[i].protocol);
+		value(out, 1);
+	}
+	gf_prom_family(out, "gpufleet_node_status",
+		       "1 for the status of the node's last sweep (ok, partial, failed), 0 for the others.");
+	for (size_t i = 0; i < sw->n; i++)
+		for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) {
+			sample(out, "gpufleet_node_status", &sw->nodes[i]);
+			label(out, "status", gf_node_status_name(all[k]));
+			value(out, sw->nodes[i].status == all[k]);
+		}
+	gf_prom_family(out, "gpufleet_node_errors",
+		       "Operations of the node's last sweep that failed, by operation and error kind.");
+	for (size_t i = 0; i < sw->n; i++)
+		for (size_t k = 0; k < sw->nodes[i].nerrors; k++) {
+			const struct gf_sweep_error *e = &sw->nodes[i].errors[k];
+			size_t same = 0, j;
+
+			/* One sample per (op, kind): count the repeats at the first. */
+			for (j = 0; j < k; j++)
+				if (strcmp(sw->nodes[i].errors[j].op, e->op) == 0 &&
+				    sw->nodes[i].errors[j].kind == e->kind)
+					break;
+			if (j < k)
+				continue;
+			for (j = k; j < sw->nodes[i].nerrors; j++)
+				same += strcmp(sw->nodes[i].errors[j].op, e->op) == 0 &&
+					sw->nodes[i].errors[j].kind == e->kind;
+			sample(out, "gpufleet_node_errors", &sw->nodes[i]);
+			label(out, "op", e->op);
+			label(out, "kind", gf_errkind_name(e->kind));
+			value(out, (double)same);
+		}
+}
+
+static void components(const struct gf_sweep *sw, struct gf_buf *out)
+{
+	gf_prom_family(out, "gpufleet_component_info",
+		       "1 for each component of the node's last sweep, with its version"
+		       " (empty when reported without one) and where it was read.");
+	for (size_t i = 0; i < sw->n; i++) {
+		const struct gf_inv_set *s = sw->nodes[i].set;
+
+		for (size_t k = 0; k < s->n; k++) {
+			sample(out, "gpufleet_component_info", &sw->nodes[i]);
+			label(out, "component", s->v[k].key);
+			label(out, "version", s->v[k].version);
+			label(out, "source", gf_source_name(s->v[k].source));
+			value(out, 1);
+		}
+	}
+}
+
+static void drift(const struct gf_drift *d, struct gf_buf *out)
+{
+	gf_prom_family(out, "gpufleet_drift_components",
+		       "Components of the node off the majority of its model (absent: not compared).");
+	for (size_t i = 0; i < d->n; i++) {
+		if (!d->nodes[i].compared)
+			continue;
+		sample(out, "gpufleet_drift_components", d->nodes[i].node);
+		value(out, (double)d->nodes[i].n);
+	}
+	gf_prom_family(out, "gpufleet_drift_info",
+		       "1 for each component off the majority: the majority's version (expected,"
+		       " empty on a tie or when absent) and the node's (actual).");
+	for (size_t i = 0; i < d->n; i++)
+		for (size_t k = 0; k < d->nodes[i].n; k++) {
+			const struct gf_drift_item *it = &d->nodes[i].items[k];
+
+			sample(out, "gpufleet_drift_info", d->nodes[i].node);
+			label(out, "component", it->component);
+			label(out, "expected", it->expected);
+			label(out, "actual", it->actual);
+			label(out, "source", gf_source_name(it->source));
+			value(out, 1);
+		}
+}
+
+static json_t *host_xids(const struct gf_sweep_node *n)
+{
+	json_t *x = json_object_get(json_object_get(n->host, "health"), "xid");
+
+	return n->host_read && json_is_object(x) ? x : NULL;
+}
+
+static void gpus(const struct gf_sweep *sw, struct gf_buf *out)
+{
+	gf_prom_family(out, "gpufleet_gpus",
+		       "GPUs of the node as the host (source ssh, nvidia-smi) and the BMC"
+		       " (source redfish) list them.");
+	for (size_t i = 0; i < sw->n; i++) {
+		const struct gf_sweep_node *n = &sw->nodes[i];
+		json_t *host = json_object_get(n->host, "gpus");
+		json_t *bmc = json_object_get(n->hardware, "gpus");
+
+		if (n->host_read && json_is_array(host)) {
+			sample(out, "gpufleet_gpus", n);
+			label(out, "source", gf_source_name(GF_SRC_SSH));
+			value(out, (double)json_array_size(host));
+		}
+		if (n->protocol && strcmp(n->protocol, gf_source_name(GF_SRC_REDFISH)) == 0 &&
+		    json_is_array(bmc)) {
+			sample(out, "gpufleet_gpus", n);
+			label(out, "source", gf_source_name(GF_SRC_REDFISH));
+			value(out, (double)json_array_size(bmc));
+		}
+	}
+	gf_prom_family(out, "gpufleet_gpu_xid_errors",
+		       "NVIDIA Xid errors in the host's kernel log over the last 24 hours, by Xid code.");
+	for (size_t i = 0; i < sw->n; i++) {
+		json_t *x = host_xids(&sw->nodes[i]), *v;
+		const char *code;
+
+		json_object_foreach(x, code, v) {
+			if (!json_is_integer(v))
+				continue;
+			sample(out, "gpufleet_gpu_xid_errors", &sw->nodes[i]);
+			label(out, "xid", code);
+			value(out, (double)json_integer_value(v));
+		}
+	}
+}
+
+static void sel_and_sensors(const struct gf_sweep *sw, struct gf_buf *out)
+{
+	static const char *const states[] = {"nominal", "warning", "critical", "unknown"};
+
+	gf_prom_family(out, "gpufleet_sel_entries", "Entries in the BMC's system event log.");
+	for (size_t i = 0; i < sw->n; i++) {
+		if (!sw->nodes[i].sel.read)
+			continue;
+		sample(out, "gpufleet_sel_entries", &sw->nodes[i]);
+		value(out, sw->nodes[i].sel.total);
+	}
+	gf_prom_family(out, "gpufleet_sel_new_entries",
+		       "Event log entries new since the node's previous sweep, by severity.");
+	for (size_t i = 0; i < sw->n; i++) {
+		const struct gf_sel_summary *s = &sw->nodes[i].sel;
+		const unsigned counts[] = {s->new_info, s->new_warning, s->new_critical};
+		static const char *const sev[] = {"info", "warning", "critical"};
+
+		if (!s->read)
+			continue;
+		for (size_t k = 0; k < 3; k++) {
+			sample(out, "gpufleet_sel_new_entries", &sw->nodes[i]);
+			label(out, "severity", sev[k]);
+			value(out, counts[k]);
+		}
+	}
+	gf_prom_family(out, "gpufleet_sensors", "BMC sensors of the node, by state.");
+	for (size_t i = 0; i < sw->n; i++) {
+		const struct gf_sensor_summary *s = &sw->nodes[i].sensors;
+		const unsigned counts[] = {s->nominal, s->warning, s->critical, s->unknown};
+
+		if (!s->read)
+			continue;
+		for (size_t k = 0; k < sizeof(states) / sizeof(states[0]); k++) {
+			sample(out, "gpufleet_sensors", &sw->nodes[i]);
+			label(out, "state", states[k]);
+			value(out, counts[k]);
+		}
+	}
+}
+
+void gf_metrics_render(const struct gf_sweep *sw, const struct gf_drift *d, struct gf_buf *out)
+{
+	sweep_times(sw, out);
+	node_families(sw, out);
+	components(sw, out);
+	if (d)
+		drift(d, out);
+	gpus(sw, out);
+	sel_and_sensors(sw, out);
+}
+
+int gf_metrics_build(struct gf_db *db, const char *const *nodes, size_t nnodes,
+		     struct gf_buf *out, size_t *ret_n, struct gf_err *err)
+{
+	struct gf_store_query q = {.details = true};
+	struct gf_drift_opts o = {.mode = GF_DRIFT_MAJORITY};
+	struct gf_sweep *sw = NULL;
+	struct gf_drift *d = NULL;
+	const char **classes = NULL;
+	int rc;
+
+	if (nnodes) {
+		q.nodes = nodes;
+		q.nnodes = nnodes;
+	}
+	rc = gf_store_load(db, &q, &sw, err);
+	if (rc < 0)
+		goto out;
+	classes = gf_xcalloc(sw->n ? sw->n : 1, sizeof(*classes));
+	for (size_t i = 0; i < sw->n; i++)
+		classes[i] = gf_drift_model_class(&sw->nodes[i]);
+	o.classes = classes;
+	rc = gf_drift_compute(sw, &o, &d, err);
+	if (rc < 0)
+		goto out;
+	gf_metrics_render(sw, d, out);
+	if (ret_n)
+		*ret_n = sw->n;
+out:
+	gf_drift_free(d);
+	free(classes);
+	gf_sweep_free(sw);
+	return rc;
+}

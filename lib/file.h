@@ -1,0 +1,20 @@
+/* Files written so that a reader sees the old content or the new, never part of it. */
+#ifndef GF_FILE_H
+#define GF_FILE_H
+
+#include <stddef.h>
+
+#include "lib/err.h"
+
+/*
+ * Replace @path with the @len bytes of @data, mode 0644: a temporary file in
+ * the same folder (so that rename(2) stays on one file system), written,
+ * fsync'ed and renamed over @path, then the folder fsync'ed. A reader that
+ * opens @path at any moment gets the old file or the new one whole (what
+ * node_exporter's textfile collector needs). On failure @path is left as it
+ * was and the temporary file is removed. GF_E_IO naming the path and cause.
+ * Thread-safe.
+ */
+int gf_file_replace(const char *path, const char *data, size_t len, struct gf_err *err);
+
+#endif
