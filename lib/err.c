@@ -22,6 +22,7 @@ int gf_err_setv(struct gf_err *err, int code, enum gf_errkind kind, const char *
 		return code;
 	err->code = code;
 	err->kind = kind;
+	err->detail = 0; /* a detail is this failure's own; whoever has one sets it after */
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	return code;
 }

@@ -37,7 +37,10 @@ struct gf_err {
 	char msg[512];        /* lower case, no full stop, cause first */
 };
 
-/* Fill @err (nullable) and return @code, so callers can `return gf_err_set(...)`. */
+/*
+ * Fill @err (nullable) and return @code, so callers can `return gf_err_set(...)`.
+ * The detail is reset to 0: a caller that has one sets it afterwards.
+ */
 int gf_err_set(struct gf_err *err, int code, enum gf_errkind kind, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 int gf_err_setv(struct gf_err *err, int code, enum gf_errkind kind, const char *fmt, va_list ap)

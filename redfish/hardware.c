@@ -112,8 +112,8 @@ static int main_chassis(struct rf_client *c, const json_t *sys, struct gf_hardwa
 	int rc;
 
 	if (uri) {
-		rc = rf_fetch(c, uri, &ch, err);
-		if (rc < 0 && !(err && err->detail == 404))
+		rc = rf_fetch_opt(c, uri, &ch, err);
+		if (rc < 0)
 			return rc;
 	}
 	if (!ch) {

@@ -139,9 +139,9 @@ int rf_reset_allowed(struct rf_client *c, const json_t *sys, json_t **ret, struc
 	}
 	if (!info_uri)
 		return 0;
-	rc = rf_fetch(c, info_uri, &info, err);
+	rc = rf_fetch_opt(c, info_uri, &info, err);
 	if (rc < 0)
-		return (err && err->detail == 404) ? 0 : rc;
+		return rc;
 	json_array_foreach(rf_arr(info, "Parameters"), i, p) {
 		if (rf_eq(rf_str(p, "Name"), "ResetType") && rf_arr(p, "AllowableValues")) {
 			*ret = json_incref(rf_arr(p, "AllowableValues"));
@@ -271,13 +271,18 @@ int rf_power_set(struct rf_client *c, enum gf_power_op op, struct gf_err *err)
 		goto out;
 	}
 	for (size_t i = 0; i < nsteps; i++) {
-		rc = send_reset(c, tgt, steps[i], err);
-		if (rc < 0 && err && err->detail == 409 && nsteps == 1)
-			rc = after_conflict(c, op, tgt, allowed, err);
-		if (rc < 0 && err && err->detail == 409 && i == 0 && nsteps == 2)
+		struct gf_err e = {0}; /* this request's own: its detail is its HTTP status */
+
+		rc = send_reset(c, tgt, steps[i], &e);
+		if (rc < 0 && e.detail == 409 && nsteps == 1)
+			rc = after_conflict(c, op, tgt, allowed, &e);
+		else if (rc < 0 && e.detail == 409 && i == 0 && nsteps == 2)
 			rc = 0; /* already off: go on with the On */
-		if (rc < 0)
+		if (rc < 0) {
+			if (err)
+				*err = e;
 			goto out;
+		}
 		if (i + 1 < nsteps) {
 			rc = wait_state(c, GF_POWER_OFF, err);
 			if (rc < 0)
@@ -409,6 +414,7 @@ static json_t *boot_body(struct rf_client *c, const json_t *boot, const struct g
 int rf_boot_set(struct rf_client *c, const struct gf_boot *want, struct gf_err *err)
 {
 	json_t *sys = NULL, *body = NULL;
+	struct gf_err e; /* the PATCH's own: its detail is its HTTP status */
 	char *etag = NULL;
 	int rc;
 
@@ -439,10 +445,13 @@ int rf_boot_set(struct rf_client *c, const struct gf_boot *want, struct gf_err *
 			rc = GF_E_NODE;
 			break;
 		}
-		rc = c->io->send(c->ud, "PATCH", uri, body, etag, err);
+		gf_err_clear(&e);
+		rc = c->io->send(c->ud, "PATCH", uri, body, etag, &e);
 		/* Someone changed it between our read and our write: read again, once. */
-		if (rc < 0 && err && err->detail == 412 && attempt == 0)
+		if (rc < 0 && e.detail == 412 && attempt == 0)
 			continue;
+		if (rc < 0 && err)
+			*err = e;
 		break;
 	}
 	free(etag);

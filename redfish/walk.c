@@ -98,6 +98,23 @@ static char *with_query(const char *path, const char *query)
 	return gf_buf_detach(&b);
 }
 
+/*
+ * GET @path judged on a fresh error record: a failure is copied to @err, and
+ * *ret_status is that answer's HTTP status (0: none, e.g. a timeout). Never
+ * judge a request by the detail left in a record an earlier request filled.
+ */
+static int get_judged(struct rf_client *c, const char *path, json_t **ret, long *ret_status,
+		      struct gf_err *err)
+{
+	struct gf_err e = {0};
+	int rc = c->io->get(c->ud, path, ret, NULL, &e);
+
+	*ret_status = rc < 0 ? e.detail : 0;
+	if (rc < 0 && err)
+		*err = e;
+	return rc;
+}
+
 /* One page's members into @out. */
 static int take_members(struct rf_client *c, const json_t *page, unsigned flags, json_t *seen,
 			json_t *out, struct gf_err *err)
@@ -126,13 +143,12 @@ static int take_members(struct rf_client *c, const json_t *page, unsigned flags,
 			json_array_append(out, m);
 			continue;
 		}
-		rc = c->io->get(c->ud, id, &full, NULL, err);
-		if (rc < 0) {
-			/* A member that is gone (or was trimmed from a capture) is no failure. */
-			if (err && err->detail == 404)
-				continue;
+		/* A member that is gone (or was trimmed from a capture) is no failure. */
+		rc = rf_fetch_opt(c, id, &full, err);
+		if (rc < 0)
 			return rc;
-		}
+		if (!full)
+			continue;
 		if (json_is_object(full))
 			json_array_append_new(out, full);
 		else
@@ -155,11 +171,12 @@ int rf_collection(struct rf_client *c, const char *path, unsigned flags, json_t 
 	while (next) {
 		json_t *page = NULL;
 		const char *link;
+		long status;
 
 		json_object_set_new(pages, next, json_true());
-		rc = c->io->get(c->ud, next, &page, NULL, err);
-		if (rc < 0 && first && npages == 0 && err &&
-		    (err->detail == 400 || err->detail == 501 || err->detail == 405)) {
+		rc = get_judged(c, next, &page, &status, err);
+		if (rc < 0 && first && npages == 0 &&
+		    (status == 400 || status == 501 || status == 405)) {
 			/* The service refused $expand after all: walk without it from now on. */
 			c->expand[0] = '\0';
 			free(next);
@@ -168,6 +185,13 @@ int rf_collection(struct rf_client *c, const char *path, unsigned flags, json_t 
 			first = NULL;
 			gf_err_clear(err);
 			continue;
+		}
+		if (rc < 0 && npages > 0 && status == 404) {
+			/* Only a collection that is not there at all is empty; a lost page misses members. */
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+					"bmc '%s' lists a next page '%s' of '%s' that is not there (HTTP 404)",
+					c->node, next, path);
+			goto out;
 		}
 		if (rc < 0)
 			goto out;
@@ -211,27 +235,34 @@ int rf_collection_of(struct rf_client *c, const json_t *o, const char *key, unsi
 		     json_t **ret, struct gf_err *err)
 {
 	const char *link = rf_link(o, key);
+	struct gf_err e = {0};
 	int rc;
 
 	if (!link) {
 		*ret = json_array();
 		return 0;
 	}
-	rc = rf_collection(c, link, flags, ret, err);
-	/* A link to nothing (a part the BMC does not serve after all) is an empty collection. */
-	if (rc < 0 && err && err->detail == 404) {
-		gf_err_clear(err);
+	rc = rf_collection(c, link, flags, ret, &e);
+	/*
+	 * A link to nothing (a part the BMC does not serve after all) is an empty
+	 * collection. Only the collection's own 404 gets here with that detail:
+	 * lost members and pages are dealt with, or failed, by rf_collection().
+	 */
+	if (rc < 0 && e.detail == 404) {
 		*ret = json_array();
 		return 0;
 	}
+	if (rc < 0 && err)
+		*err = e;
 	return rc;
 }
 
 int rf_fetch_opt(struct rf_client *c, const char *path, json_t **ret, struct gf_err *err)
 {
-	int rc = rf_fetch(c, path, ret, err);
+	long status;
+	int rc = get_judged(c, path, ret, &status, err);
 
-	if (rc < 0 && err && err->detail == 404) {
+	if (rc < 0 && status == 404) {
 		gf_err_clear(err);
 		*ret = NULL;
 		return 0;

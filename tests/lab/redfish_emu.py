@@ -135,7 +135,11 @@ OVERRIDE_KEYS = {
     'gpu_firmware', 'firmware', 'sensors', 'sel_entries', 'page_size', 'page_overlap',
     'expand', 'sessions', 'basic', 'max_sessions', 'etag_header', 'require_if_match',
     'reset_conflict', 'transition', 'slow', 'resetting', 'retry_after', 'hang',
+    'faults', 'deep_reset_values',
 }
+# What a fault planted on a URI does (the `faults` override).
+FAULT_KINDS = ('hang', 'close', 'garbage')
+FAULT_HANG_MAX = 300.0   # a hung request is dropped after this long even if never cleared
 START_ONLY_KEYS = {'vendor', 'password'}
 
 
@@ -348,6 +352,8 @@ class Node:
         self.resetting_until = 0.0
         self.retry_after = 2
         self.hang = False
+        self.faults = {}
+        self.deep_reset_values = 0
         self.stopping = False
         self.timers = {}
         self._zero_counters()
@@ -731,6 +737,31 @@ class Node:
     def _ov_hang(self, value):
         self.hang = bool(value)
 
+    def _ov_faults(self, value):
+        value = value or {}
+        if not isinstance(value, dict):
+            raise LabError('faults must be {"uri": "hang"|"close"|"garbage"|status}')
+        faults = {}
+        for uri, kind in value.items():
+            ok_status = isinstance(kind, int) and not isinstance(kind, bool) and 400 <= kind <= 599
+            if kind not in FAULT_KINDS and not ok_status:
+                raise LabError("fault '%s' of '%s': give hang, close, garbage or a status 400-599"
+                               % (kind, uri))
+            faults[_norm_path(uri)] = kind
+        self.faults = faults
+
+    def _ov_deep_reset_values(self, value):
+        n = int(value or 0)
+        if n < 0 or n > 100000:
+            raise LabError('deep_reset_values must be 0 to 100000')
+        self.deep_reset_values = n
+        self.cache.pop(self.main_system, None)
+
+    def fault_of(self, raw_path):
+        """The fault planted on the path of @raw_path (query ignored), or None."""
+        with self.lock:
+            return self.faults.get(_norm_path(raw_path)) if self.faults else None
+
     # -- power --
 
     def set_power(self, sys_uri, state):
@@ -761,7 +792,8 @@ class Node:
                 'modes': {'resetting_left': max(0.0, left), 'slow': self.slow,
                           'hang': self.hang, 'page_size': self.page_size,
                           'page_overlap': self.page_overlap, 'basic': self.basic,
-                          'sessions': self.sessions_enabled},
+                          'sessions': self.sessions_enabled, 'faults': dict(self.faults),
+                          'deep_reset_values': self.deep_reset_values},
                 'fingerprint': cert_fingerprint(os.path.join(self.dir, 'cert.pem')),
                 'sel': self.d['sel'],
             }
@@ -771,9 +803,7 @@ class Node:
     def handle(self, method, raw_path, headers, body):
         """Answer one request: (Reply, auth kind, user)."""
         split = urllib.parse.urlsplit(raw_path)
-        path = urllib.parse.unquote(split.path)
-        if len(path) > 1 and path.endswith('/'):
-            path = path.rstrip('/')
+        path = _norm_path(raw_path)
         query = {}
         for k, v in urllib.parse.parse_qsl(split.query, keep_blank_values=True):
             query.setdefault(k, v)
@@ -874,6 +904,8 @@ class Node:
         if expand is None and not paged:
             if dynamic:
                 return Reply(200, obj, hdrs)
+            if path == self.main_system and self.deep_reset_values:
+                return Reply(200, self._deep_system(obj), hdrs)
             return Reply(200, self.res_bytes(path), hdrs)
         out = obj
         if isinstance(obj.get('Members'), list):
@@ -882,6 +914,17 @@ class Node:
             levels, mode = self._expand_spec(expand)
             out = self._expand(out, levels, mode, False, frozenset([path]))
         return Reply(200, out, hdrs)
+
+    def _deep_system(self, obj):
+        """The main System with ResetType@Redfish.AllowableValues nested deep (a hostile BMC)."""
+        mark = '@@deep-reset-values@@'
+        sys_copy = dict(obj)
+        acts = dict(sys_copy.get('Actions') or {})
+        act = dict(acts.get('#ComputerSystem.Reset') or {})
+        act['ResetType@Redfish.AllowableValues'] = mark
+        acts['#ComputerSystem.Reset'] = act
+        sys_copy['Actions'] = acts
+        return _dumps(sys_copy).replace(_dumps(mark), _deep_array(self.deep_reset_values), 1)
 
     def _page(self, path, obj, query):
         members = obj['Members']
@@ -937,7 +980,7 @@ class Node:
             ref = val.get('@odata.id')
             if levels > 0 and len(val) == 1 and isinstance(ref, str) and '#' not in ref:
                 allowed = mode == '*' or (mode == '.') != in_links
-                if allowed and ref not in stack:
+                if allowed and ref not in stack and ref not in self.faults:
                     res = self.view(ref)
                     if isinstance(res, dict):
                         return self._expand(res, levels - 1, mode, False, stack | {ref})
@@ -1147,6 +1190,19 @@ class _Bad(Exception):
         self.reply = reply
 
 
+def _norm_path(raw_path):
+    """The path of a request target as resources are keyed: decoded, no query, no trailing /."""
+    path = urllib.parse.unquote(urllib.parse.urlsplit(raw_path).path)
+    if len(path) > 1 and path.endswith('/'):
+        path = path.rstrip('/')
+    return path
+
+
+def _deep_array(depth, inner=b'"On"'):
+    """A JSON array nested @depth deep, built as text (json.dumps would recurse)."""
+    return b'[' * depth + inner + b']' * depth
+
+
 def _split_etags(value):
     return [t for t in re.findall(r'(?:W/)?"[^"]*"|[^,\s]+', value)]
 
@@ -1335,6 +1391,28 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             time.sleep(delay)
         while node.hang and not node.stopping:
             time.sleep(0.05)
+        fault = node.fault_of(self.path)
+        if fault == 'hang':
+            until = time.monotonic() + FAULT_HANG_MAX
+            while node.fault_of(self.path) == 'hang' and not node.stopping \
+                    and time.monotonic() < until:
+                time.sleep(0.05)
+            fault = node.fault_of(self.path)
+        if fault in ('hang', 'close'):
+            # No answer at all: the connection is dropped (logged with status 0).
+            node.access({'t': round(time.time(), 6), 'conn': self.conn, 'method': method,
+                         'path': self.path, 'auth': 'none', 'user': None, 'status': 0,
+                         'bytes': 0})
+            self.close_connection = True
+            return
+        if fault == 'garbage':
+            self._send(node, method, Reply(200, b'{"@odata.id": "' + self.path.encode()
+                                           + b'", "Name": '), 'none', None)
+            return
+        if fault is not None:
+            self._send(node, method, rf_error(fault, 'GeneralError',
+                                              'A planted fault (HTTP %d).' % fault), 'none', None)
+            return
         try:
             reply, kind, user = node.handle(method, self.path, self.headers, body)
         except _Bad as e:

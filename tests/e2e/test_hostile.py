@@ -1,0 +1,116 @@
+"""Hostile and broken Redfish BMCs cost their own node only (issue 10), through
+the real binary against the Redfish emulator (tests/lab/redfish_emu.py) on
+127.32.10.x: a walk that misses members after a tolerated 404 is never ok
+with less, nor stored as complete."""
+import os
+import sys
+import tempfile
+
+import pytest
+
+from conftest import PASSWORD, TOP
+
+sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
+from redfish_emu import RedfishLab  # noqa: E402
+
+PREFIX = "127.32.10"
+# Nodes 1-5: one good BMC per dialect. Node 6: a DGX whose walks meet faults.
+VENDORS = ["supermicro", "dgx", "lenovo", "dell", "hpe", "dgx"]
+FAULTY = 6
+FW_INV = "/redfish/v1/UpdateService/FirmwareInventory"
+# What a member that does not answer well does, and how the node must then fail.
+FAULTS = {"hang": {"timeout"}, "close": {"connect", "protocol"}, "garbage": {"protocol"},
+          500: {"protocol"}}
+
+
+@pytest.fixture(scope="module")
+def lab():
+    with tempfile.TemporaryDirectory(prefix="gf-hostile-") as workdir, \
+            RedfishLab(workdir, prefix=PREFIX, count=len(VENDORS), vendors=VENDORS,
+                       user="admin", password=PASSWORD) as lab:
+        yield lab
+
+
+@pytest.fixture
+def rf(gf, lab):
+    """The lab's nodes registered as rf1..rf6, with the lab CA; faults cleared after each test."""
+    gf.write_creds(f"[default]\nbmc_user = admin\nbmc_password = {PASSWORD}\n"
+                   f"redfish_cacert = {lab.cacert}\n")
+    lines = ["name,bmc,protocol,groups"]
+    for i in lab.indices():
+        lines.append(f"rf{i},{lab.addr(i)}:{lab.port},redfish,{'good' if i <= 5 else 'odd'}")
+        lab.clear(i)
+    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr
+    yield gf
+    for i in lab.indices():
+        lab.override(i, faults={})
+
+
+def members(lab, i, uri):
+    return [m["@odata.id"] for m in lab.resource(i, uri)["Members"]]
+
+
+def plant(lab, i, uri, fault):
+    """The first member of collection @uri answers 404, the second @fault."""
+    ids = members(lab, i, uri)
+    lab.override(i, faults={ids[0]: 404, ids[1]: fault})
+    return ids
+
+
+def failed_on_fault(r, data, fault):
+    assert len(data) == 1, (r.stderr, data)
+    obj = data[0]
+    assert obj["ok"] is False and r.returncode == 1, (
+        f"ok with a member that answered {fault!r} left out", r.stderr,
+        {k: (len(v) if isinstance(v, list) else v) for k, v in obj.items()})
+    assert obj["error"]["kind"] in FAULTS[fault], obj["error"]
+    return obj
+
+
+# ---- point 7: errors are never swallowed -----------------------------------
+
+@pytest.mark.parametrize("fault", list(FAULTS), ids=str)
+def test_firmware_after_a_404_member_never_ok_with_less(rf, lab, fault):
+    plant(lab, FAULTY, FW_INV, fault)
+    r, data = rf.json("firmware", f"rf{FAULTY}", "--timeout", "4", "--retries", "0")
+    failed_on_fault(r, data, fault)
+
+
+def test_sensors_after_a_404_member_never_ok_with_less(rf, lab):
+    plant(lab, FAULTY, "/redfish/v1/Chassis/DGX/Sensors", "garbage")
+    r, data = rf.json("sensors", f"rf{FAULTY}", "--timeout", "20", "--retries", "0")
+    failed_on_fault(r, data, "garbage")
+
+
+def test_hardware_after_a_404_member_never_ok_with_less(rf, lab):
+    plant(lab, FAULTY, "/redfish/v1/Systems/HGX_Baseboard_0/Processors", "hang")
+    r, data = rf.json("hardware", f"rf{FAULTY}", "--timeout", "4", "--retries", "0")
+    failed_on_fault(r, data, "hang")
+
+
+def test_a_404_member_alone_is_tolerated(rf, lab):
+    ids = members(lab, FAULTY, FW_INV)
+    lab.override(FAULTY, faults={ids[0]: 404})
+    r, data = rf.json("firmware", f"rf{FAULTY}")
+    assert r.returncode == 0 and data[0]["ok"] is True, (r.stderr, data)
+    assert len(data[0]["components"]) == len(ids) - 1
+    assert ids[0].rsplit("/", 1)[1] not in {c["id"] for c in data[0]["components"]}
+
+
+def test_sweep_does_not_store_a_truncated_walk_as_complete(rf, lab):
+    plant(lab, FAULTY, FW_INV, "garbage")
+    r, data = rf.json("sweep", f"rf{FAULTY}", "rf2", "--timeout", "30", "--retries", "0")
+    assert r.returncode == 1, (r.stderr, data)
+    nodes = {o["node"]: o for o in data}
+    assert nodes["rf2"]["status"] == "ok", nodes["rf2"]
+    bad = nodes[f"rf{FAULTY}"]
+    assert bad["status"] == "partial" and bad["ok"] is False, bad
+    assert ("firmware", "protocol") in [(e["op"], e["kind"]) for e in bad["errors"]], bad
+    # What was stored: partial, the firmware not collected, no BMC component from a half walk.
+    r, show = rf.json("inventory", "show", f"rf{FAULTY}")
+    assert r.returncode == 0, r.stderr
+    stored = show[0]
+    assert stored["status"] == "partial", stored["status"]
+    assert stored["collected"]["firmware"] is False, stored["collected"]
+    assert not [c for c in stored["components"] if c["source"] == "redfish"], stored["components"]
