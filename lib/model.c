@@ -109,6 +109,7 @@ void gf_sensor_list_release(struct gf_sensor_list *l)
 		free(l->v[i].type);
 		free(l->v[i].unit);
 		free(l->v[i].state_text);
+		free(l->v[i].note);
 	}
 	free(l->v);
 	memset(l, 0, sizeof(*l));
@@ -202,6 +203,8 @@ json_t *gf_sensor_to_json(const struct gf_sensor *s)
 	json_object_set_new(o, "state", json_string(gf_sensor_state_name(s->state)));
 	if (s->state_text)
 		json_object_set_new(o, "state_text", str(s->state_text));
+	if (s->note)
+		json_object_set_new(o, "note", str(s->note));
 	if (s->lnr.set) json_object_set_new(t, "lower_non_recoverable", num(s->lnr));
 	if (s->lc.set) json_object_set_new(t, "lower_critical", num(s->lc));
 	if (s->lnc.set) json_object_set_new(t, "lower_non_critical", num(s->lnc));

@@ -35,6 +35,8 @@ struct gf_sensor {
 	char *unit;            /* "C", "RPM", "W", "V", "A", "%", NULL when discrete */
 	enum gf_sensor_state state;
 	char *state_text;      /* discrete sensors: the asserted states, NULL otherwise */
+	char *note;            /* a threshold crossing the state does not show (the BMC's own
+				* health rules, or a counter), NULL: none; JSON "note" */
 	struct gf_num lnr, lc, lnc, unc, uc, unr;  /* thresholds */
 };
 

@@ -13,30 +13,31 @@
 #include "lib/buf.h"
 #include "redfish/rf.h"
 
-/* ReadingType -> canonical type and unit. */
+/* ReadingType -> canonical type and unit; a counter only grows, so no threshold judges it. */
 static const struct {
 	const char *reading_type;
 	const char *type;
 	const char *unit;
+	bool counter;
 } reading_types[] = {
-	{"Temperature", "temperature", "C"},
-	{"Rotational", "fan", "RPM"},
-	{"Power", "power", "W"},
-	{"Voltage", "voltage", "V"},
-	{"Current", "current", "A"},
-	{"Percent", "utilization", "%"},
-	{"Frequency", "frequency", "Hz"},
-	{"EnergyJoules", "energy", "J"},
-	{"EnergykWh", "energy", "kWh"},
-	{"EnergyWh", "energy", "Wh"},
-	{"Humidity", "humidity", "%"},
-	{"AirFlow", "airflow", "CFM"},
-	{"AirFlowCMM", "airflow", "m3/min"},
-	{"Altitude", "altitude", "m"},
-	{"Barometric", "pressure", "Pa"},
-	{"PressurePa", "pressure", "Pa"},
-	{"LiquidFlowLPM", "liquid_flow", "L/min"},
-	{"LiquidLevel", "liquid_level", "cm"},
+	{"Temperature", "temperature", "C", false},
+	{"Rotational", "fan", "RPM", false},
+	{"Power", "power", "W", false},
+	{"Voltage", "voltage", "V", false},
+	{"Current", "current", "A", false},
+	{"Percent", "utilization", "%", false},
+	{"Frequency", "frequency", "Hz", false},
+	{"EnergyJoules", "energy", "J", true},
+	{"EnergykWh", "energy", "kWh", true},
+	{"EnergyWh", "energy", "Wh", true},
+	{"Humidity", "humidity", "%", false},
+	{"AirFlow", "airflow", "CFM", false},
+	{"AirFlowCMM", "airflow", "m3/min", false},
+	{"Altitude", "altitude", "m", false},
+	{"Barometric", "pressure", "Pa", false},
+	{"PressurePa", "pressure", "Pa", false},
+	{"LiquidFlowLPM", "liquid_flow", "L/min", false},
+	{"LiquidLevel", "liquid_level", "cm", false},
 };
 
 /*
@@ -99,25 +100,62 @@ static void num_from(struct gf_num *n, const json_t *o, const char *key)
 	}
 }
 
-/* State from the readings and thresholds, combined with what Health says (worst wins). */
-static void settle_state(struct gf_sensor *s, const json_t *o)
+/*
+ * The state of a sensor with a reading. The BMC's own judgement (Status.Health)
+ * rules where it gives one: thresholds are data the BMC also holds, and they
+ * can be wrong (a DGX gives its energy counters, megajoules by now, a limit of
+ * 272850). Thresholds decide only where Health is missing, and never for a
+ * @counter, which passes any limit in time. A crossing the state does not
+ * show is kept as a note.
+ */
+static void settle_state(struct gf_sensor *s, const json_t *o, bool counter)
 {
-	enum gf_sensor_state st = health_state(rf_get_str(o, "Status.Health"));
-	enum gf_sensor_state th = GF_SENSOR_UNKNOWN;
+	/* The thresholds a reading can cross, mildest first, with their JSON names. */
+	const struct {
+		const struct gf_num *t;
+		bool upper;
+		enum gf_sensor_state state;
+		const char *name;
+	} limits[] = {
+		{&s->unc, true, GF_SENSOR_WARNING, "upper_non_critical"},
+		{&s->lnc, false, GF_SENSOR_WARNING, "lower_non_critical"},
+		{&s->uc, true, GF_SENSOR_CRITICAL, "upper_critical"},
+		{&s->lc, false, GF_SENSOR_CRITICAL, "lower_critical"},
+		{&s->unr, true, GF_SENSOR_CRITICAL, "upper_non_recoverable"},
+		{&s->lnr, false, GF_SENSOR_CRITICAL, "lower_non_recoverable"},
+	};
+	enum gf_sensor_state told = health_state(rf_get_str(o, "Status.Health"));
+	enum gf_sensor_state th = GF_SENSOR_NOMINAL;
+	size_t crossed = sizeof(limits) / sizeof(limits[0]);
 
-	if (s->reading.set) {
-		double r = s->reading.v;
-
-		th = GF_SENSOR_NOMINAL;
-		if ((s->unc.set && r > s->unc.v) || (s->lnc.set && r < s->lnc.v))
-			th = GF_SENSOR_WARNING;
-		if ((s->uc.set && r > s->uc.v) || (s->lc.set && r < s->lc.v) ||
-		    (s->unr.set && r > s->unr.v) || (s->lnr.set && r < s->lnr.v))
-			th = GF_SENSOR_CRITICAL;
+	if (!s->reading.set) {
+		s->state = told;
+		return;
 	}
-	if (th > st)
-		st = th;
-	s->state = st;
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		const struct gf_num *t = limits[i].t;
+
+		if (t->set && (limits[i].upper ? s->reading.v > t->v : s->reading.v < t->v)) {
+			th = limits[i].state;
+			crossed = i;
+		}
+	}
+	if (told != GF_SENSOR_UNKNOWN)
+		s->state = told;
+	else
+		s->state = counter ? GF_SENSOR_NOMINAL : th;
+	if (th > s->state) {
+		struct gf_buf b = GF_BUF_INIT;
+
+		gf_buf_addf(&b, "reading beyond %s (%g)", limits[crossed].name, limits[crossed].t->v);
+		/* Only a milder state than the crossing gets here: OK or Warning. */
+		if (told != GF_SENSOR_UNKNOWN)
+			gf_buf_addf(&b, "; the bmc reports health %s",
+				    told == GF_SENSOR_NOMINAL ? "OK" : "Warning");
+		else
+			gf_buf_adds(&b, "; a counter: thresholds do not judge it");
+		s->note = gf_buf_detach(&b);
+	}
 }
 
 static struct gf_sensor *add(struct gf_sensor_list *ret, json_t *seen, const char *name,
@@ -158,7 +196,7 @@ static void legacy_reading(const json_t *o, const char *key, json_t *seen, const
 	if (present(o)) {
 		num_from(&s->reading, o, key);
 		legacy_thresholds(s, o);
-		settle_state(s, o);
+		settle_state(s, o, false);
 	}
 }
 
@@ -188,7 +226,7 @@ void rf_sensor_fan(const json_t *fan, json_t *seen, struct gf_sensor_list *ret)
 		s->reading.v = v;
 	}
 	legacy_thresholds(s, fan);
-	settle_state(s, fan);
+	settle_state(s, fan, false);
 }
 
 void rf_sensor_psu(const json_t *psu, json_t *seen, struct gf_sensor_list *ret)
@@ -261,7 +299,7 @@ void rf_sensors_power(const json_t *power, json_t *seen, struct gf_sensor_list *
 		if (!s)
 			continue;
 		num_from(&s->reading, o, "PowerConsumedWatts");
-		settle_state(s, o);
+		settle_state(s, o, false);
 	}
 }
 
@@ -271,7 +309,7 @@ void rf_sensor_one(const json_t *o, json_t *seen, struct gf_sensor_list *ret)
 	const char *type = NULL, *unit = NULL;
 	json_t *th = rf_obj(o, "Thresholds");
 	struct gf_sensor *s;
-	bool discrete;
+	bool discrete, counter = false;
 
 	if (!json_is_object(o))
 		return;
@@ -279,12 +317,14 @@ void rf_sensor_one(const json_t *o, json_t *seen, struct gf_sensor_list *ret)
 		if (rf_eq(rt, reading_types[i].reading_type)) {
 			type = reading_types[i].type;
 			unit = reading_types[i].unit;
+			counter = reading_types[i].counter;
 		}
 	}
 	for (size_t i = 0; units && i < sizeof(unit_types) / sizeof(unit_types[0]); i++) {
 		if (strcmp(units, unit_types[i].units) == 0) {
 			type = unit_types[i].type;
 			unit = unit_types[i].unit;
+			counter = false;
 		}
 	}
 	/*
@@ -316,7 +356,7 @@ void rf_sensor_one(const json_t *o, json_t *seen, struct gf_sensor_list *ret)
 		num_from(&s->lc, rf_obj(th, "LowerCritical"), "Reading");
 		num_from(&s->lnr, rf_obj(th, "LowerFatal"), "Reading");
 	}
-	settle_state(s, o);
+	settle_state(s, o, counter);
 }
 
 /* One chassis: legacy documents first, then the newer models for what they miss. */

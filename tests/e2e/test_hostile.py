@@ -114,3 +114,68 @@ def test_sweep_does_not_store_a_truncated_walk_as_complete(rf, lab):
     assert stored["status"] == "partial", stored["status"]
     assert stored["collected"]["firmware"] is False, stored["collected"]
     assert not [c for c in stored["components"] if c["source"] == "redfish"], stored["components"]
+
+
+# ---- point 9: a BMC's own judgement is not overruled by its bad data ----------
+
+DGX = 2
+ENERGY = "ENERGY_GB_SXM2"   # an energy counter at 1.9 MJ, thresholds 272850, Health OK
+TEMP = "TEMP_AMBIENT"       # 22 C, UpperCaution 37, UpperCritical 40, UpperFatal 42
+
+
+def dgx_sensors(rf):
+    r, data = rf.json("sensors", f"rf{DGX}")
+    assert r.returncode == 0 and data[0]["ok"] is True, (r.stderr, data)
+    return {s["name"]: s for s in data[0]["sensors"]}
+
+
+def set_sensor(lab, name, **spec):
+    lab.override(DGX, sensors={name: spec})
+
+
+def test_healthy_dgx_has_no_critical_sensor(rf, lab):
+    sensors = dgx_sensors(rf)
+    assert [n for n, s in sensors.items() if s["state"] in ("critical", "warning")] == []
+    # The counters the BMC carries thresholds for: their own judgement (OK) rules, the
+    # crossing is a note.
+    energy = sensors[ENERGY]
+    assert energy["type"] == "energy" and energy["reading"] > 272850, energy
+    assert energy["state"] == "nominal" and "upper_critical" in energy["note"], energy
+    assert "note" not in sensors[TEMP], sensors[TEMP]
+    r, data = rf.json("sensors", "--state", "critical", "@good")
+    assert r.returncode == 0, r.stderr
+    assert {o["node"]: len(o["sensors"]) for o in data} == {f"rf{i}": 0 for i in range(1, 6)}
+
+
+def test_the_bmc_health_decides_where_it_gives_one(rf, lab):
+    try:
+        set_sensor(lab, TEMP, reading=30, health="Critical")
+        assert dgx_sensors(rf)[TEMP]["state"] == "critical"
+        set_sensor(lab, TEMP, reading=30, health="Warning")
+        assert dgx_sensors(rf)[TEMP]["state"] == "warning"
+        # Past every threshold, yet the BMC says OK: nominal, with the crossing as a note.
+        set_sensor(lab, TEMP, reading=45, health="OK")
+        hot = dgx_sensors(rf)[TEMP]
+        assert hot["state"] == "nominal" and "upper_non_recoverable" in hot["note"], hot
+        # No Health at all: the thresholds decide.
+        set_sensor(lab, TEMP, reading=45, health=None)
+        assert dgx_sensors(rf)[TEMP]["state"] == "critical"
+        set_sensor(lab, TEMP, reading=38, health=None)
+        assert dgx_sensors(rf)[TEMP]["state"] == "warning"
+        # ... but never for a counter.
+        set_sensor(lab, ENERGY, health=None)
+        energy = dgx_sensors(rf)[ENERGY]
+        assert energy["state"] == "nominal" and "upper_critical" in energy["note"], energy
+        set_sensor(lab, ENERGY, health="Critical")
+        assert dgx_sensors(rf)[ENERGY]["state"] == "critical"
+    finally:
+        set_sensor(lab, TEMP, reading=22, health="OK")
+        set_sensor(lab, ENERGY, health="OK")
+
+
+def test_sweep_counts_no_critical_sensor_on_a_healthy_dgx(rf, lab):
+    r, data = rf.json("sweep", f"rf{DGX}", "--timeout", "30")
+    assert r.returncode == 0, (r.stderr, data)
+    assert data[0]["sensors"]["critical"] == 0 and data[0]["sensors"]["warning"] == 0, data[0]
+    assert rf.sql("SELECT node, status, sens_warning, sens_critical FROM sweep_nodes") == [
+        {"node": f"rf{DGX}", "status": "ok", "sens_warning": 0, "sens_critical": 0}]

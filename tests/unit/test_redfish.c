@@ -617,9 +617,12 @@ static void test_sensors(void **state)
 			assert_string_equal(s->unit, "C");
 			temps++;
 		}
-		/* A reading never disagrees with the state its thresholds give. */
-		if (s->reading.set && s->uc.set && s->reading.v > s->uc.v)
-			assert_int_equal(s->state, GF_SENSOR_CRITICAL);
+		/* A crossing the state does not show is a note, never lost. */
+		if (s->reading.set && s->uc.set && s->reading.v > s->uc.v &&
+		    s->state != GF_SENSOR_CRITICAL)
+			assert_non_null(s->note);
+		/* Every capture is of a healthy machine: its BMC says so (issue 10 point 9). */
+		assert_int_not_equal(s->state, GF_SENSOR_CRITICAL);
 		if (s->state_text)
 			assert_null(s->unit);
 	}
@@ -687,7 +690,11 @@ static void test_sensor_states(void **state)
 		" {\"Name\":\"hot\",\"ReadingType\":\"Temperature\",\"Reading\":1},"
 		" {\"Name\":7,\"Id\":\"byid\",\"ReadingType\":[],\"Reading\":\"x\","
 		"  \"Thresholds\":[1],\"Status\":\"OK\"},"
-		" {\"ReadingType\":\"Temperature\"}, 3, null]",
+		" {\"ReadingType\":\"Temperature\"}, 3, null,"
+		" {\"Name\":\"energy\",\"ReadingType\":\"EnergyJoules\",\"Reading\":1928404.186,"
+		"  \"Thresholds\":{\"UpperCritical\":{\"Reading\":272850}}},"
+		" {\"Name\":\"energy told\",\"ReadingType\":\"EnergyJoules\",\"Reading\":1,"
+		"  \"Status\":{\"Health\":\"Warning\"}}]",
 		0, &je);
 	size_t i;
 	json_t *o;
@@ -695,9 +702,19 @@ static void test_sensor_states(void **state)
 	assert_non_null(docs);
 	json_array_foreach(docs, i, o)
 		rf_sensor_one(o, seen, &l);
-	assert_int_equal(l.n, 8); /* the duplicate "hot" and the nameless ones are not added */
-	assert_int_equal(sensor_named(&l, "hot")->state, GF_SENSOR_CRITICAL);
+	assert_int_equal(l.n, 10); /* the duplicate "hot" and the nameless ones are not added */
+	/* The BMC says OK: its judgement rules, the crossing is a note. */
+	assert_int_equal(sensor_named(&l, "hot")->state, GF_SENSOR_NOMINAL);
+	assert_string_equal(sensor_named(&l, "hot")->note,
+			    "reading beyond upper_critical (90); the bmc reports health OK");
+	/* No Health: the thresholds decide; never for a counter. */
 	assert_int_equal(sensor_named(&l, "warm")->state, GF_SENSOR_WARNING);
+	assert_null(sensor_named(&l, "warm")->note);
+	assert_int_equal(sensor_named(&l, "energy")->state, GF_SENSOR_NOMINAL);
+	assert_string_equal(sensor_named(&l, "energy")->note,
+			    "reading beyond upper_critical (272850); a counter: thresholds do not judge it");
+	assert_int_equal(sensor_named(&l, "energy told")->state, GF_SENSOR_WARNING);
+	assert_null(sensor_named(&l, "energy told")->note);
 	assert_int_equal(sensor_named(&l, "ok")->state, GF_SENSOR_NOMINAL);
 	assert_string_equal(sensor_named(&l, "ok")->type, "fan");
 	assert_int_equal(sensor_named(&l, "slow")->state, GF_SENSOR_CRITICAL);
