@@ -123,33 +123,64 @@ size_t rf_reset_plan(enum gf_power_op op, const json_t *allowed, const char *ste
 	return 0;
 }
 
+/* A list of allowed values must be one of names; anything else in it is a broken answer. */
+static int only_strings(struct rf_client *c, const json_t *allowed, struct gf_err *err)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(allowed, i, v)
+		if (!json_is_string(v))
+			return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+					  "bmc '%s' lists reset types that are not strings", c->node);
+	return 0;
+}
+
 int rf_reset_allowed(struct rf_client *c, const json_t *sys, json_t **ret, struct gf_err *err)
 {
 	json_t *action = rf_obj(rf_obj(sys, "Actions"), "#ComputerSystem.Reset");
-	json_t *inl = rf_arr(action, "ResetType@Redfish.AllowableValues"), *info = NULL;
+	json_t *allowed = rf_arr(action, "ResetType@Redfish.AllowableValues"), *info = NULL;
 	const char *info_uri = rf_str(action, "@Redfish.ActionInfo");
 	size_t i;
 	json_t *p;
 	int rc;
 
-	*ret = NULL;
-	if (inl) {
-		*ret = json_incref(inl);
-		return 0;
-	}
-	if (!info_uri)
-		return 0;
-	rc = rf_fetch_opt(c, info_uri, &info, err);
-	if (rc < 0)
-		return rc;
-	json_array_foreach(rf_arr(info, "Parameters"), i, p) {
-		if (rf_eq(rf_str(p, "Name"), "ResetType") && rf_arr(p, "AllowableValues")) {
-			*ret = json_incref(rf_arr(p, "AllowableValues"));
-			break;
+	if (!allowed && info_uri) {
+		rc = rf_fetch_opt(c, info_uri, &info, err);
+		if (rc < 0)
+			return rc;
+		json_array_foreach(rf_arr(info, "Parameters"), i, p) {
+			if (rf_eq(rf_str(p, "Name"), "ResetType") && rf_arr(p, "AllowableValues")) {
+				allowed = rf_arr(p, "AllowableValues");
+				break;
+			}
 		}
 	}
+	rc = only_strings(c, allowed, err);
+	if (rc == 0)
+		*ret = json_incref(allowed);
 	json_decref(info);
-	return 0;
+	return rc;
+}
+
+/*
+ * The allowed types for a message: the names, cut short. Never a dump of the
+ * BMC's JSON, which would recurse through whatever nesting it sent.
+ */
+static void allowed_text(const json_t *allowed, struct gf_buf *b)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(allowed, i, v) {
+		if (b->len > 160) {
+			gf_buf_adds(b, ", ...");
+			break;
+		}
+		gf_buf_addf(b, "%s'%.40s'", i ? ", " : "", json_string_value(v));
+	}
+	if (!b->len)
+		gf_buf_adds(b, "nothing");
 }
 
 int rf_power_get(struct rf_client *c, enum gf_power *ret, struct gf_err *err)
@@ -262,12 +293,13 @@ int rf_power_set(struct rf_client *c, enum gf_power_op op, struct gf_err *err)
 		goto out;
 	nsteps = rf_reset_plan(op, allowed, steps);
 	if (nsteps == 0) {
-		char *list = allowed ? json_dumps(allowed, JSON_COMPACT) : NULL;
+		struct gf_buf list = GF_BUF_INIT;
 
+		allowed_text(allowed, &list);
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
 				"bmc '%s' allows no reset type for power %s (it allows %s)",
-				c->node, gf_power_op_name(op), list ? list : "nothing");
-		free(list);
+				c->node, gf_power_op_name(op), gf_buf_str(&list));
+		gf_buf_release(&list);
 		goto out;
 	}
 	for (size_t i = 0; i < nsteps; i++) {

@@ -15,8 +15,10 @@ from redfish_emu import RedfishLab  # noqa: E402
 
 PREFIX = "127.32.10"
 # Nodes 1-5: one good BMC per dialect. Node 6: a DGX whose walks meet faults.
-VENDORS = ["supermicro", "dgx", "lenovo", "dell", "hpe", "dgx"]
+# Node 7: a Supermicro whose reset types are an array nested 1,500 deep.
+VENDORS = ["supermicro", "dgx", "lenovo", "dell", "hpe", "dgx", "supermicro"]
 FAULTY = 6
+DEEP = 7
 FW_INV = "/redfish/v1/UpdateService/FirmwareInventory"
 # What a member that does not answer well does, and how the node must then fail.
 FAULTS = {"hang": {"timeout"}, "close": {"connect", "protocol"}, "garbage": {"protocol"},
@@ -27,7 +29,8 @@ FAULTS = {"hang": {"timeout"}, "close": {"connect", "protocol"}, "garbage": {"pr
 def lab():
     with tempfile.TemporaryDirectory(prefix="gf-hostile-") as workdir, \
             RedfishLab(workdir, prefix=PREFIX, count=len(VENDORS), vendors=VENDORS,
-                       user="admin", password=PASSWORD) as lab:
+                       user="admin", password=PASSWORD,
+                       overrides={DEEP: {"deep_reset_values": 1500}}) as lab:
         yield lab
 
 
@@ -179,3 +182,36 @@ def test_sweep_counts_no_critical_sensor_on_a_healthy_dgx(rf, lab):
     assert data[0]["sensors"]["critical"] == 0 and data[0]["sensors"]["warning"] == 0, data[0]
     assert rf.sql("SELECT node, status, sens_warning, sens_critical FROM sweep_nodes") == [
         {"node": f"rf{DGX}", "status": "ok", "sens_warning": 0, "sens_critical": 0}]
+
+
+# ---- point 4: no crash ----------------------------------------------------
+
+def resets(lab, i):
+    return [(e["type"], e["from"], e["to"]) for e in lab.events(i, kind="reset")]
+
+
+def by_node(r, data):
+    assert r.returncode >= 0, f"gpufleet died of signal {-r.returncode}: {r.stderr[-2000:]}"
+    return {o["node"]: o for o in data}
+
+
+def test_deep_json_costs_its_node_only(rf, lab):
+    good = [f"rf{i}" for i in range(1, 6)]
+    for i in range(1, 6):
+        lab.set_power(i, "On")
+    r, data = rf.json("power", "cycle", "--yes", "@good", f"rf{DEEP}", "--timeout", "30")
+    nodes = by_node(r, data)
+    assert r.returncode == 1, r.stderr
+    for name in good:
+        assert nodes[name]["ok"] is True, nodes[name]
+    for i in range(1, 6):
+        assert resets(lab, i), f"rf{i} saw no reset"
+    deep = nodes[f"rf{DEEP}"]
+    assert deep["ok"] is False and deep["error"]["kind"] == "protocol", deep
+    assert "[[" not in deep["error"]["message"] and len(deep["error"]["message"]) < 300, deep
+    assert resets(lab, DEEP) == []
+    # Whatever reads the System itself still works: the PowerState is there to read.
+    for verb in (["power", "status"], ["boot", "status"], ["hardware"]):
+        r, data = rf.json(*verb, "@good", f"rf{DEEP}", "--timeout", "30")
+        nodes = by_node(r, data)
+        assert r.returncode == 0 and all(o["ok"] for o in nodes.values()), (verb, r.stderr, data)

@@ -11,8 +11,7 @@
 
 #include "host/hostfacts.h"
 #include "lib/buf.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "tests/fuzz/worker.h"
 
 static void one(int (*fn)(const char *, char **), const char *text)
 {
@@ -120,12 +119,11 @@ static void assemble(const uint8_t *data, size_t size)
 		free(pieces[c]);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void fuzz_input(const uint8_t *data, size_t size)
 {
 	char *text = gf_xstrndup((const char *)data, size);
 
 	parsers(text);
 	free(text);
 	assemble(data, size);
-	return 0;
 }

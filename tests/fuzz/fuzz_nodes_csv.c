@@ -9,10 +9,9 @@
 
 #include "lib/buf.h"
 #include "lib/node.h"
+#include "tests/fuzz/worker.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void fuzz_input(const uint8_t *data, size_t size)
 {
 	struct gf_node *nodes = (struct gf_node *)(uintptr_t)0x1;
 	struct gf_err err = {0};
@@ -29,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (nodes != (struct gf_node *)(uintptr_t)0x1 || n != 12345)
 			abort();
 		free(text);
-		return 0;
+		return;
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct gf_node *nd = &nodes[i];
@@ -55,5 +54,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	gf_nodes_free(nodes, n);
 	free(text);
-	return 0;
 }

@@ -10,8 +10,7 @@
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "lib/nodeset.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "tests/fuzz/worker.h"
 
 /* "@x" is x itself and grp1..grp3; "@none" is unknown, "@fail" breaks. */
 static int resolve(void *ud, const char *group, struct gf_nodeset *out, struct gf_err *err)
@@ -94,7 +93,7 @@ static void check_same(const struct gf_nodeset *a, const struct gf_nodeset *b)
 	free(y);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void fuzz_input(const uint8_t *data, size_t size)
 {
 	struct gf_nodeset s = {NULL, 7, 7}, back;
 	struct gf_err err = {0};
@@ -104,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	expr = gf_xstrndup((const char *)data, size);
 	if (estimate(expr) > 20000) {
 		free(expr);
-		return 0;
+		return;
 	}
 	rc = gf_nodeset_parse(expr, resolve, NULL, &s, &err);
 	free(expr);
@@ -113,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((rc != GF_E_USAGE && rc != GF_E_DB) || err.code != rc || !err.msg[0] ||
 		    s.names || s.n != 7 || s.cap != 7)
 			abort();
-		return 0;
+		return;
 	}
 	if (s.n > GF_NODESET_MAX)
 		abort();
@@ -124,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		free(c);
 		gf_nodeset_release(&s);
-		return 0;
+		return;
 	}
 	memset(&err, 0, sizeof(err));
 	if (gf_nodeset_parse(c, NULL, NULL, &back, &err))
@@ -142,5 +141,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(c2);
 	gf_nodeset_release(&back);
 	gf_nodeset_release(&s);
-	return 0;
 }

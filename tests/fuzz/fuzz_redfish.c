@@ -10,8 +10,7 @@
 
 #include "lib/buf.h"
 #include "redfish/rf.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "tests/fuzz/worker.h"
 
 struct bmc {
 	json_t *doc;
@@ -132,14 +131,13 @@ static void walk(json_t *doc)
 	rf_client_release(&c);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void fuzz_input(const uint8_t *data, size_t size)
 {
 	json_t *doc = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
 
 	if (!doc)
-		return 0;
+		return;
 	pure(doc);
 	walk(doc);
 	json_decref(doc);
-	return 0;
 }

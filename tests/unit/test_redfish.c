@@ -18,6 +18,7 @@
 
 #include "inventory/db.h"
 #include "lib/buf.h"
+#include "lib/exec.h"
 #include "redfish/rf.h"
 
 /* ---- an in-memory BMC over a captured tree ------------------------------ */
@@ -1192,6 +1193,72 @@ static void test_deep_documents(void **state)
 	json_decref(seen);
 }
 
+/*
+ * Nesting as deep as the parser accepts, on a fan-out worker's stack (the
+ * executor's default), through what a worker does with it: parse, copy,
+ * plan a reset, read the System, free. A BMC's JSON is never dumped. The
+ * worker only records (cmocka's asserts belong to the main thread).
+ */
+struct deep_run {
+	struct tree *t;
+	bool parsed;
+	int set_rc, get_rc, hw_rc;
+	enum gf_errkind set_kind;
+};
+
+static void deep_task(void *ctx, size_t i, double deadline, struct gf_result *slot)
+{
+	struct deep_run *d = ctx;
+	size_t depth = 2040; /* jansson refuses more than 2048 */
+	char *text = malloc(2 * depth + 5);
+	json_t *deep, *sys;
+	struct gf_hardware hw = {0};
+	struct gf_err err = {0};
+	struct rf_client c;
+	enum gf_power p;
+
+	if (!text)
+		return;
+	memset(text, '[', depth);
+	memcpy(text + depth, "\"On\"", 4);
+	memset(text + depth + 4, ']', depth);
+	text[2 * depth + 4] = '\0';
+	deep = json_loads(text, 0, NULL);
+	free(text);
+	d->parsed = deep != NULL;
+	sys = json_object_get(d->t->res, "/redfish/v1/Systems/1");
+	json_object_set_new(rf_obj(rf_obj(sys, "Actions"), "#ComputerSystem.Reset"),
+			    "ResetType@Redfish.AllowableValues", deep);
+	if (rf_client_init(&c, &tree_io, d->t, "node1", &err) < 0)
+		return;
+	d->set_rc = rf_power_set(&c, GF_POWER_OP_CYCLE, &err);
+	d->set_kind = err.kind;
+	d->get_rc = rf_power_get(&c, &p, &err);
+	d->hw_rc = rf_hardware(&c, &hw, &err);
+	gf_hardware_release(&hw);
+	rf_client_release(&c);
+	slot->ok = true;
+}
+
+static void test_deep_on_a_worker(void **state)
+{
+	struct deep_run d = {.t = tree_load("supermicro-sys-821ge-tnhr")};
+	struct gf_exec_opts o = {.fanout = 1};
+	struct gf_result slot;
+
+	assert_int_equal(gf_exec_run(&o, 1, deep_task, &d, &slot, NULL, NULL, NULL), 0);
+	assert_true(slot.ok);
+	assert_true(d.parsed);
+	/* Reset types that are not names: a broken answer, and nothing was sent. */
+	assert_int_equal(d.set_rc, GF_E_NODE);
+	assert_int_equal(d.set_kind, GF_EK_PROTOCOL);
+	assert_int_equal(json_array_size(d.t->sent), 0);
+	assert_int_equal(d.get_rc, 0);
+	assert_int_equal(d.hw_rc, 0);
+	gf_result_release(&slot);
+	tree_free(d.t);
+}
+
 static void test_dialect_detect(void **state)
 {
 	json_t *root = json_pack("{s:n,s:{s:{}}}", "Vendor", "Oem", "Supermicro");
@@ -1279,6 +1346,7 @@ int main(void)
 		PER_VENDOR(test_boot),
 		cmocka_unit_test(test_boot_parse),
 		cmocka_unit_test(test_deep_documents),
+		cmocka_unit_test(test_deep_on_a_worker),
 		cmocka_unit_test(test_dialect_detect),
 		cmocka_unit_test(test_db_pins),
 	};
