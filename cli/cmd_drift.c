@@ -263,22 +263,12 @@ static json_t *never_swept(const char *name)
 }
 
 /* Rows are in natural name order (gf_store_load()): a binary search finds one. */
-static const struct gf_sweep_node *find_node(const struct gf_sweep *sw, const char *name)
+static bool has_row(const struct gf_sweep *sw, const char *name)
 {
-	size_t lo = 0, hi = sw->n;
+	struct gf_names rows = {sw->nodes, sw->n, sizeof(*sw->nodes),
+				offsetof(struct gf_sweep_node, node)};
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = gf_node_name_cmp(sw->nodes[mid].node, name);
-
-		if (c == 0)
-			return &sw->nodes[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return gf_node_name_find(&rows, NULL, name) != GF_NAME_NONE;
 }
 
 static const struct gf_col drift_cols[] = {
@@ -413,7 +403,7 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 			inv_out_add(&out, node_json(d, i, a.mode, table, since_desc));
 		}
 		for (size_t t = 0; t < targets.n; t++) {
-			if (!find_node(cur, targets.names[t])) {
+			if (!has_row(cur, targets.names[t])) {
 				inv_out_add(&out, never_swept(targets.names[t]));
 				missing++;
 			}

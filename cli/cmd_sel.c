@@ -36,30 +36,6 @@ struct sel_args {
 	bool yes, dry_run;
 };
 
-/* "90s", "15m", "12h", "7d", "2w": seconds; -1 when @s is not a duration. */
-static double parse_duration(const char *s)
-{
-	static const struct {
-		char c;
-		double secs;
-	} units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 7 * 86400}};
-	unsigned long v = 0;
-	size_t len = strlen(s), i = 0;
-
-	if (len < 2 || len > 12)
-		return -1;
-	for (; i < len - 1; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (unsigned long)(s[i] - '0');
-	}
-	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
-		if (s[len - 1] == units[u].c)
-			return (double)v * units[u].secs;
-	return -1;
-}
-
-
 static int on_opt(void *ud, size_t idx, const char *arg)
 {
 	struct sel_args *a = ud;
@@ -68,8 +44,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 
 	switch (idx) {
 	case L_SINCE:
-		dur = parse_duration(arg);
-		if (dur >= 0) {
+		if (gf_parse_duration(arg, &dur, NULL) == 0) {
 			a->since = gf_walltime() - dur;
 		} else if (gf_time_parse_iso8601(arg, &a->since) < 0) {
 			cli_error("--since '%s' is neither a date (2026-11-29, 2026-11-29T12:00Z) nor "

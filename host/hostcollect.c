@@ -4,15 +4,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/proc.h"
 #include "lib/util.h"
-
-extern char **environ;
 
 /* Time kept back from the node's deadline to close the connection. */
 #define CLOSE_MARGIN 0.25
@@ -52,50 +50,20 @@ struct proc {
 
 static int spawn(struct gf_remote_cmd *c, struct proc *p, struct gf_err *err)
 {
-	int po[2] = {-1, -1}, pe[2] = {-1, -1};
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t def, none;
-	char *argv[] = {(char *)"sh", (char *)"-c", (char *)c->line, NULL};
-	int rc;
-
-	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
-		rc = errno;
-		if (po[0] >= 0) {
-			close(po[0]);
-			close(po[1]);
-		}
-		return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "cannot make a pipe (%s)", strerror(rc));
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
-	posix_spawnattr_init(&at);
 	/* Its own process group, so that a hung command and its children can be killed. */
-	posix_spawnattr_setpgroup(&at, 0);
-	/* gpufleet ignores SIGPIPE; the commands must not inherit that. */
-	sigemptyset(&def);
-	sigaddset(&def, SIGPIPE);
-	sigemptyset(&none);
-	posix_spawnattr_setsigdefault(&at, &def);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-					      POSIX_SPAWN_SETSIGMASK);
-	rc = posix_spawn(&p->pid, "/bin/sh", &fa, &at, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	close(po[1]);
-	close(pe[1]);
-	if (rc) {
-		close(po[0]);
-		close(pe[0]);
-		return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "cannot run /bin/sh (%s)", strerror(rc));
-	}
-	p->fd[0] = po[0];
-	p->fd[1] = pe[0];
-	fcntl(po[0], F_SETFL, O_NONBLOCK);
-	fcntl(pe[0], F_SETFL, O_NONBLOCK);
+	static const struct gf_proc_opts how = {
+		.in = GF_PROC_NULL, .out = GF_PROC_PIPE, .err = GF_PROC_PIPE, .own_group = true,
+	};
+	struct gf_proc child;
+	int rc = gf_proc_spawn(c->line, &how, &child, err);
+
+	if (rc < 0)
+		return rc;
+	p->pid = child.pid;
+	p->fd[0] = child.out;
+	p->fd[1] = child.err;
+	fcntl(child.out, F_SETFL, O_NONBLOCK);
+	fcntl(child.err, F_SETFL, O_NONBLOCK);
 	c->ran = true;
 	return 0;
 }

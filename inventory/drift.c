@@ -1,9 +1,7 @@
 /* Drift (majority, baseline, since) and diff over sweeps in memory. */
 #include "inventory/drift.h"
 
-#include <errno.h>
 #include <fnmatch.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +9,7 @@
 #include "inventory/normalize.h"
 #include "inventory/store.h"
 #include "lib/buf.h"
+#include "lib/util.h"
 
 /* ---- filters ------------------------------------------------------------ */
 
@@ -656,55 +655,27 @@ static void since_change(void *ud, const char *key, const struct gf_inv_comp *a,
 		it->flags |= GF_DRIFT_MISSING;
 }
 
-static int order_cmp(const void *a, const void *b, void *ud)
+/* The rows of @sw as named items, for ordering and finding them by node name. */
+static struct gf_names rows_by_name(const struct gf_sweep *sw)
 {
-	const struct gf_sweep *sw = ud;
-
-	return gf_node_name_cmp(sw->nodes[*(const size_t *)a].node,
-				sw->nodes[*(const size_t *)b].node);
-}
-
-/* Node indices of @sw in natural name order, for matching rows by name. */
-static size_t *name_order(const struct gf_sweep *sw)
-{
-	size_t *idx = gf_xcalloc(sw->n ? sw->n : 1, sizeof(*idx));
-
-	for (size_t i = 0; i < sw->n; i++)
-		idx[i] = i;
-	qsort_r(idx, sw->n, sizeof(*idx), order_cmp, (void *)sw);
-	return idx;
-}
-
-static const struct gf_sweep_node *find_row(const struct gf_sweep *sw, const size_t *idx,
-					    const char *name)
-{
-	size_t lo = 0, hi = sw->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = gf_node_name_cmp(sw->nodes[idx[mid]].node, name);
-
-		if (c == 0)
-			return &sw->nodes[idx[mid]];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return (struct gf_names){sw->nodes, sw->n, sizeof(*sw->nodes),
+				 offsetof(struct gf_sweep_node, node)};
 }
 
 static void drift_since(const struct gf_sweep *cur, const struct gf_drift_opts *o,
 			struct gf_drift *d)
 {
-	size_t *idx = name_order(o->before);
+	struct gf_names before = rows_by_name(o->before);
+	size_t *idx = gf_node_name_order(&before);
 
 	for (size_t i = 0; i < cur->n; i++) {
 		struct gf_drift_node *dn = &d->nodes[i];
+		size_t at;
 
 		if (!dn->compared)
 			continue;
-		dn->before = find_row(o->before, idx, cur->nodes[i].node);
+		at = gf_node_name_find(&before, idx, cur->nodes[i].node);
+		dn->before = at == GF_NAME_NONE ? NULL : &o->before->nodes[at];
 		if (dn->before)
 			compare_rows(dn->before, &cur->nodes[i], &o->filter, since_change, dn);
 	}
@@ -815,7 +786,8 @@ int gf_diff_compute(const struct gf_sweep *a, const struct gf_sweep *b,
 		    const struct gf_keyfilter *f, struct gf_diff **ret, struct gf_err *err)
 {
 	struct gf_diff *d = gf_xcalloc(1, sizeof(*d));
-	size_t *ia = name_order(a), *ib = name_order(b);
+	struct gf_names na = rows_by_name(a), nb = rows_by_name(b);
+	size_t *ia = gf_node_name_order(&na), *ib = gf_node_name_order(&nb);
 	size_t i = 0, j = 0;
 
 	(void)err;
@@ -886,40 +858,4 @@ void gf_diff_free(struct gf_diff *d)
 		free(d->nodes[i].v);
 	free(d->nodes);
 	free(d);
-}
-
-/* ---- durations ----------------------------------------------------------------- */
-
-int gf_parse_duration(const char *s, double *ret, struct gf_err *err)
-{
-	static const struct {
-		char unit;
-		double secs;
-	} units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 604800}};
-	char *end;
-	double v, mul = 1;
-
-	errno = 0;
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		goto bad;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v))
-		goto bad;
-	if (*end) {
-		bool found = false;
-
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (end[0] == units[i].unit && end[1] == '\0') {
-				mul = units[i].secs;
-				found = true;
-			}
-		if (!found)
-			goto bad;
-	}
-	*ret = v * mul;
-	return 0;
-bad:
-	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-			  "duration '%s' is not a number with s, m, h, d or w (e.g. 90d)",
-			  s ? s : "");
 }

@@ -188,9 +188,4 @@ void gf_diff_free(struct gf_diff *d);
 void gf_diff_rows(const struct gf_sweep_node *a, const struct gf_sweep_node *b,
 		  const struct gf_keyfilter *f, struct gf_diff_node *out);
 
-/* ---- time ------------------------------------------------------------------- */
-
-/* "90d", "12h", "30m", "45s", "2w", or plain seconds. GF_E_USAGE otherwise. */
-int gf_parse_duration(const char *s, double *ret, struct gf_err *err);
-
 #endif

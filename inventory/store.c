@@ -1,7 +1,6 @@
 /* The sweep store: writing sweeps in one transaction, loading them, pruning, the sweep lock. */
 #include "inventory/store.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -571,48 +570,6 @@ int gf_store_sweeps(struct gf_db *db, struct gf_sweep_info **ret, size_t *ret_n,
 	return 0;
 }
 
-int gf_node_name_cmp(const char *a, const char *b)
-{
-	const char *p = a, *q = b;
-
-	while (*p && *q) {
-		if (isdigit((unsigned char)*p) && isdigit((unsigned char)*q)) {
-			const char *ps = p, *qs = q;
-			size_t lp, lq;
-			int c;
-
-			while (*ps == '0' && isdigit((unsigned char)ps[1]))
-				ps++;
-			while (*qs == '0' && isdigit((unsigned char)qs[1]))
-				qs++;
-			for (p = ps; isdigit((unsigned char)*p); p++)
-				;
-			for (q = qs; isdigit((unsigned char)*q); q++)
-				;
-			lp = (size_t)(p - ps);
-			lq = (size_t)(q - qs);
-			if (lp != lq)
-				return lp < lq ? -1 : 1;
-			c = memcmp(ps, qs, lp);
-			if (c)
-				return c;
-			continue;
-		}
-		if (*p != *q)
-			return (unsigned char)*p < (unsigned char)*q ? -1 : 1;
-		p++;
-		q++;
-	}
-	if (*p || *q)
-		return *p ? 1 : -1;
-	return strcmp(a, b); /* "gpu01" and "gpu1": still a total order */
-}
-
-static int name_ptr_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* Columns of the row queries, in this order. */
 #define ROW_COLS                                                                              \
 	"sn.node, sn.status, sn.errors, sn.protocol, sn.model, sn.fw_read, sn.host_read, sn.cset," \
@@ -798,32 +755,28 @@ static int load_docs(struct loader *ld, struct gf_err *err)
 }
 
 /* Sort nodes (with their pending entries) by natural name order. */
-struct order {
-	struct gf_sweep_node n;
-	struct pending p;
-};
-
-static int order_cmp(const void *a, const void *b)
-{
-	const struct order *x = a, *y = b;
-
-	return gf_node_name_cmp(x->n.node, y->n.node);
-}
-
 static void sort_nodes(struct loader *ld)
 {
-	struct order *o = gf_xcalloc(ld->npend ? ld->npend : 1, sizeof(*o));
+	struct gf_names v = {ld->sw->nodes, ld->npend, sizeof(*ld->sw->nodes),
+			     offsetof(struct gf_sweep_node, node)};
+	struct gf_sweep_node *nodes;
+	struct pending *pend;
+	size_t *idx;
 
+	if (ld->npend < 2)
+		return;
+	idx = gf_node_name_order(&v);
+	nodes = gf_xcalloc(ld->npend, sizeof(*nodes));
+	pend = gf_xcalloc(ld->npend, sizeof(*pend));
 	for (size_t i = 0; i < ld->npend; i++) {
-		o[i].n = ld->sw->nodes[i];
-		o[i].p = ld->pend[i];
+		nodes[i] = ld->sw->nodes[idx[i]];
+		pend[i] = ld->pend[idx[i]];
 	}
-	qsort(o, ld->npend, sizeof(*o), order_cmp);
-	for (size_t i = 0; i < ld->npend; i++) {
-		ld->sw->nodes[i] = o[i].n;
-		ld->pend[i] = o[i].p;
-	}
-	free(o);
+	memcpy(ld->sw->nodes, nodes, ld->npend * sizeof(*nodes));
+	memcpy(ld->pend, pend, ld->npend * sizeof(*pend));
+	free(nodes);
+	free(pend);
+	free(idx);
 }
 
 int gf_store_load(struct gf_db *db, const struct gf_store_query *q, struct gf_sweep **ret,
@@ -831,7 +784,8 @@ int gf_store_load(struct gf_db *db, const struct gf_store_query *q, struct gf_sw
 {
 	static const char what[] = "reading sweeps";
 	struct loader ld = {.db = db, .sw = gf_sweep_new()};
-	const char **filter = NULL;
+	struct gf_names filter = {q->nodes, q->nnodes, sizeof(*q->nodes), 0};
+	size_t *filter_order = NULL;
 	sqlite3_stmt *st = NULL;
 	const char *sql;
 	int rc;
@@ -852,11 +806,8 @@ int gf_store_load(struct gf_db *db, const struct gf_store_query *q, struct gf_sw
 		sql = "SELECT " ROW_COLS ", l.started FROM node_last l CROSS JOIN sweep_nodes sn"
 		      " ON sn.sweep = l.sweep AND sn.node = l.node";
 
-	if (q->nodes) {
-		filter = gf_xcalloc(q->nnodes ? q->nnodes : 1, sizeof(*filter));
-		memcpy(filter, q->nodes, q->nnodes * sizeof(*filter));
-		qsort(filter, q->nnodes, sizeof(*filter), name_ptr_cmp);
-	}
+	if (q->nodes)
+		filter_order = gf_node_name_order(&filter);
 	/* One read transaction: the rows, sets and documents from one snapshot. */
 	rc = gf_db_exec(db, "BEGIN", what, err);
 	if (rc < 0)
@@ -901,7 +852,7 @@ int gf_store_load(struct gf_db *db, const struct gf_store_query *q, struct gf_sw
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *name = col_str(st, C_NODE);
 
-		if (filter && !bsearch(&name, filter, q->nnodes, sizeof(*filter), name_ptr_cmp))
+		if (filter_order && gf_node_name_find(&filter, filter_order, name) == GF_NAME_NONE)
 			continue;
 		rc = row_to_node(&ld, st, err);
 		if (rc < 0)
@@ -920,7 +871,7 @@ out:
 	sqlite3_finalize(st);
 	if (!sqlite3_get_autocommit(gf_db_sqlite(db)))
 		sqlite3_exec(gf_db_sqlite(db), rc < 0 ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
-	free(filter);
+	free(filter_order);
 	free(ld.pend);
 	if (rc < 0) {
 		gf_sweep_free(ld.sw);

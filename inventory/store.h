@@ -122,7 +122,4 @@ int gf_store_prune(struct gf_db *db, long keep, double older_than, size_t *ret_p
 int gf_store_lock(const char *db_path, double wait, int *ret_fd, struct gf_err *err);
 void gf_store_unlock(int fd);
 
-/* Natural order of node names ("gpu2" < "gpu10"); a total order. */
-int gf_node_name_cmp(const char *a, const char *b);
-
 #endif

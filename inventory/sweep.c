@@ -4,12 +4,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lib/buf.h"
@@ -52,24 +50,7 @@ int gf_source_parse(const char *s)
 	return -1;
 }
 
-/* ---- hashing and the string pool --------------------------------------- */
-
-uint64_t gf_hash64(const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a, then a finalizer that spreads the bits */
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
+/* ---- the string pool ------------------------------------------------------ */
 
 /*
  * Interned strings: a hash table of (hash, length, string), the strings
@@ -520,43 +501,6 @@ int gf_sweep_make_uid(struct gf_sweep *sw, struct gf_err *err)
 		snprintf(hex + 2 * i, 3, "%02x", r[i]);
 	sw->uid = gf_sweep_str(sw, hex);
 	return 0;
-}
-
-/* ---- time --------------------------------------------------------------- */
-
-double gf_time_ms(double t)
-{
-	return (double)llround(t * 1000.0) / 1000.0;
-}
-
-void gf_time_format(double t, char *buf, size_t size)
-{
-	long long ms = llround(t * 1000.0);
-	long long secs = ms / 1000, frac = ms % 1000;
-	time_t tt;
-	struct tm tm;
-	char base[40];
-
-	if (frac < 0) {
-		frac += 1000;
-		secs--;
-	}
-	tt = (time_t)secs;
-	if (!gmtime_r(&tt, &tm)) {
-		snprintf(buf, size, "invalid");
-		return;
-	}
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, size, "%s.%03lldZ", base, frac);
-}
-
-int gf_time_parse(const char *s, double *ret, struct gf_err *err)
-{
-	if (gf_time_parse_iso8601(s, ret) == 0)
-		return 0;
-	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-			  "time '%s' is not in the form 2026-11-29 or 2026-11-29T12:00:00Z",
-			  s ? s : "");
 }
 
 enum gf_node_status gf_sweep_node_judge(const struct gf_sweep_node *n)

@@ -146,10 +146,9 @@ const struct gf_inv_comp *gf_inv_set_find(const struct gf_inv_set *s, const char
 
 /*
  * The canonical byte string of a finished set (unambiguous: length-prefixed
- * fields) and its 64-bit hash: two sets are equal when their bodies are.
+ * fields; hashed with gf_hash64()): two sets are equal when their bodies are.
  */
 void gf_inv_set_body(const struct gf_inv_set *s, struct gf_buf *out);
-uint64_t gf_hash64(const void *p, size_t n);
 /*
  * The inverse of gf_inv_set_body(): append the components of @body to @out
  * (strings pooled in @sw). GF_E_DB when the body is malformed.
@@ -159,17 +158,6 @@ int gf_inv_set_from_body(struct gf_sweep *sw, const char *body, size_t len,
 
 /* A fresh random uid (32 lower-case hex digits) for a new sweep. */
 int gf_sweep_make_uid(struct gf_sweep *sw, struct gf_err *err);
-
-/*
- * ISO 8601 UTC with milliseconds, "2026-11-29T12:00:00.123Z", into @buf
- * (>= 32 bytes); and the parser of that form and its shorter ones
- * ("2026-11-29", "2026-11-29T12:00", "...:00Z", "...:00.5Z"). The parser
- * returns GF_E_USAGE on anything else.
- */
-void gf_time_format(double t, char *buf, size_t size);
-int gf_time_parse(const char *s, double *ret, struct gf_err *err);
-/* Round epoch seconds to whole milliseconds (what the store keeps). */
-double gf_time_ms(double t);
 
 /* Status from the errors and what was read: ok, partial, failed. */
 enum gf_node_status gf_sweep_node_judge(const struct gf_sweep_node *n);

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -15,8 +14,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
-
-extern char **environ;
+#include "lib/proc.h"
 
 #define DEFAULT_PROFILE "default"
 /* A credentials file is a few profiles; anything bigger is a mistake. */
@@ -556,43 +554,29 @@ out_default:
 static int run_secret_command(const struct gf_profile *p, const char *cmd, const char *what,
 			      char **ret, struct gf_err *err)
 {
-	char *argv[] = {(char *)"sh", (char *)"-c", (char *)cmd, NULL};
-	posix_spawn_file_actions_t fa;
-	char *out = gf_xmalloc(MAX_PASSWORD_LINE);
+	static const struct gf_proc_opts how = {.out = GF_PROC_PIPE};
+	struct gf_err serr = {0};
+	struct gf_proc child;
+	char *out;
 	size_t len = 0;
 	bool overflow = false;
-	int fds[2], status, rc = 0, e;
-	pid_t pid;
+	int status, rc = 0;
 	char *nl;
 
-	if (pipe2(fds, O_CLOEXEC) < 0) {
-		e = errno;
-		free(out);
+	if (gf_proc_spawn(cmd, &how, &child, &serr) < 0)
 		return gf_err_set(err, GF_E_IO, GF_EK_NONE,
 				  "%s for profile '%s' cannot be started (%s)",
-				  what, p->name, strerror(e));
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-	e = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fds[1]);
-	if (e) {
-		close(fds[0]);
-		free(out);
-		return gf_err_set(err, GF_E_IO, GF_EK_NONE,
-				  "%s for profile '%s' cannot be started (%s)",
-				  what, p->name, strerror(e));
-	}
+				  what, p->name, strerror((int)serr.detail));
+	out = gf_xmalloc(MAX_PASSWORD_LINE);
 	/* Read to the end, so the command never dies of SIGPIPE; keep the first line. */
 	for (;;) {
 		char scratch[512];
 		ssize_t r;
 
 		if (len < MAX_PASSWORD_LINE - 1)
-			r = read(fds[0], out + len, MAX_PASSWORD_LINE - 1 - len);
+			r = read(child.out, out + len, MAX_PASSWORD_LINE - 1 - len);
 		else
-			r = read(fds[0], scratch, sizeof(scratch));
+			r = read(child.out, scratch, sizeof(scratch));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -604,8 +588,8 @@ static int run_secret_command(const struct gf_profile *p, const char *cmd, const
 			explicit_bzero(scratch, sizeof(scratch));
 		}
 	}
-	close(fds[0]);
-	while (waitpid(pid, &status, 0) < 0) {
+	close(child.out);
+	while (waitpid(child.pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			rc = gf_err_set(err, GF_E_IO, GF_EK_NONE,
 					"%s for profile '%s' cannot be waited for (%s)",

@@ -231,7 +231,7 @@ json_t *gf_sel_entry_to_json(const struct gf_sel_entry *e)
 
 	json_object_set_new(o, "id", str(e->id));
 	if (e->has_time) {
-		gf_iso8601(e->time, false, when, sizeof(when));
+		gf_time_format_secs(e->time, when, sizeof(when));
 		json_object_set_new(o, "time", json_string(when));
 	} else {
 		json_object_set_new(o, "time", json_null());

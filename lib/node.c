@@ -1,5 +1,6 @@
 #include "lib/node.h"
 
+#include <ctype.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include <strings.h>
 
 #include "lib/buf.h"
+#include "lib/util.h"
 
 /* Longer names are surely a mistake, and every renderer can count on this. */
 #define MAX_NAME_LEN 255
@@ -316,17 +318,6 @@ struct name_set {
 	size_t n;
 };
 
-static uint64_t hash_name(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static void name_set_grow(struct name_set *ns)
 {
 	size_t cap = ns->cap ? ns->cap * 2 : 64;
@@ -338,7 +329,7 @@ static void name_set_grow(struct name_set *ns)
 
 		if (!ns->keys[i])
 			continue;
-		for (j = hash_name(ns->keys[i]) & (cap - 1); keys[j]; j = (j + 1) & (cap - 1))
+		for (j = gf_hash64(ns->keys[i], strlen(ns->keys[i])) & (cap - 1); keys[j]; j = (j + 1) & (cap - 1))
 			;
 		keys[j] = ns->keys[i];
 		lines[j] = ns->lines[i];
@@ -357,7 +348,7 @@ static int name_set_add(struct name_set *ns, const char *name, int line)
 
 	if ((ns->n + 1) * 2 > ns->cap)
 		name_set_grow(ns);
-	for (j = hash_name(name) & (ns->cap - 1); ns->keys[j]; j = (j + 1) & (ns->cap - 1))
+	for (j = gf_hash64(name, strlen(name)) & (ns->cap - 1); ns->keys[j]; j = (j + 1) & (ns->cap - 1))
 		if (strcmp(ns->keys[j], name) == 0)
 			return ns->lines[j];
 	ns->keys[j] = name;
@@ -638,4 +629,84 @@ char *gf_hostport_format(const char *host, int port)
 	else
 		gf_buf_adds(&b, host);
 	return gf_buf_detach(&b);
+}
+
+/* ---- order and lookup by name ------------------------------------------- */
+
+int gf_node_name_cmp(const char *a, const char *b)
+{
+	const char *p = a, *q = b;
+
+	while (*p && *q) {
+		if (isdigit((unsigned char)*p) && isdigit((unsigned char)*q)) {
+			const char *ps = p, *qs = q;
+			size_t lp, lq;
+			int c;
+
+			while (*ps == '0' && isdigit((unsigned char)ps[1]))
+				ps++;
+			while (*qs == '0' && isdigit((unsigned char)qs[1]))
+				qs++;
+			for (p = ps; isdigit((unsigned char)*p); p++)
+				;
+			for (q = qs; isdigit((unsigned char)*q); q++)
+				;
+			lp = (size_t)(p - ps);
+			lq = (size_t)(q - qs);
+			if (lp != lq)
+				return lp < lq ? -1 : 1;
+			c = memcmp(ps, qs, lp);
+			if (c)
+				return c;
+			continue;
+		}
+		if (*p != *q)
+			return (unsigned char)*p < (unsigned char)*q ? -1 : 1;
+		p++;
+		q++;
+	}
+	if (*p || *q)
+		return *p ? 1 : -1;
+	return strcmp(a, b); /* "gpu01" and "gpu1": still a total order */
+}
+
+static const char *name_at(const struct gf_names *v, size_t i)
+{
+	return *(const char *const *)((const char *)v->base + i * v->size + v->name_off);
+}
+
+static int order_cmp(const void *a, const void *b, void *ud)
+{
+	const struct gf_names *v = ud;
+
+	return gf_node_name_cmp(name_at(v, *(const size_t *)a), name_at(v, *(const size_t *)b));
+}
+
+size_t *gf_node_name_order(const struct gf_names *v)
+{
+	size_t *idx = gf_xcalloc(v->n ? v->n : 1, sizeof(*idx));
+
+	for (size_t i = 0; i < v->n; i++)
+		idx[i] = i;
+	qsort_r(idx, v->n, sizeof(*idx), order_cmp, (void *)v);
+	return idx;
+}
+
+size_t gf_node_name_find(const struct gf_names *v, const size_t *order, const char *name)
+{
+	size_t lo = 0, hi = v->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		size_t at = order ? order[mid] : mid;
+		int c = gf_node_name_cmp(name_at(v, at), name);
+
+		if (c == 0)
+			return at;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return GF_NAME_NONE;
 }

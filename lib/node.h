@@ -46,6 +46,40 @@ char *gf_hostport_format(const char *host, int port);
 int gf_node_name_check(const char *name, struct gf_err *err);
 
 /*
+ * Natural order of node names: runs of digits compare as numbers ("gpu2"
+ * before "gpu10"); names equal that way ("gpu01", "gpu1") by strcmp(), so
+ * that the order is total.
+ */
+int gf_node_name_cmp(const char *a, const char *b);
+
+/*
+ * Named items in an array the caller owns, for ordering and finding them by
+ * name: @n items of @size bytes from @base, each holding its name as a
+ * (const) char pointer @name_off bytes in (offsetof). A plain array of names
+ * is {names, n, sizeof(char *), 0}.
+ */
+struct gf_names {
+	const void *base;
+	size_t n;
+	size_t size;
+	size_t name_off;
+};
+
+#define GF_NAME_NONE ((size_t)-1)
+
+/*
+ * The indices 0..n-1 of the items in gf_node_name_cmp() order of their names
+ * (the items do not move). Caller frees. Thread-safe.
+ */
+size_t *gf_node_name_order(const struct gf_names *v);
+/*
+ * The index of the item named @name, GF_NAME_NONE when none: a binary search
+ * over the items in the order @order gives (from gf_node_name_order()), or,
+ * with @order NULL, over items that are in that order already.
+ */
+size_t gf_node_name_find(const struct gf_names *v, const size_t *order, const char *name);
+
+/*
  * Parse a node CSV (header line with columns name,bmc,protocol,ssh,profile,groups
  * in any order, only "name" required; groups separated by ';'; '#' lines and
  * blank lines skipped; fields may be double-quoted). All or nothing: on the

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/buf.h"
+#include "lib/util.h"
 
 /* Longer than any host name (DNS allows 253); also bounds memory at the cap. */
 #define NAME_MAX_LEN 255
@@ -83,25 +84,6 @@ struct index {
 	size_t n;
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 14695981039346656037ULL;
-
-	while (*s) {
-		h ^= (unsigned char)*s++;
-		h *= 1099511628211ULL;
-	}
-	/*
-	 * FNV alone leaves names that differ in their last characters in
-	 * neighbouring slots; mix (murmur3's finaliser) so linear probing stays short.
-	 */
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	return h ^ (h >> 33);
-}
-
 static void index_release(struct index *x)
 {
 	free(x->slot);
@@ -150,7 +132,7 @@ static size_t index_find(const struct index *x, char *const *keys, const char *k
 
 	if (!x->cap)
 		return NOT_FOUND;
-	h = hash_str(key);
+	h = gf_hash64(key, strlen(key));
 	mask = x->cap - 1;
 	i = (size_t)h & mask;
 	while (x->slot[i].pos) {
@@ -167,7 +149,7 @@ static size_t index_find(const struct index *x, char *const *keys, const char *k
 static void index_put(struct index *x, char *const *keys, size_t pos)
 {
 	index_reserve(x, x->n + 1);
-	index_insert_raw(x, pos, hash_str(keys[pos]));
+	index_insert_raw(x, pos, gf_hash64(keys[pos], strlen(keys[pos])));
 }
 
 /* Index keys[0..n) afresh. */
@@ -178,7 +160,7 @@ static void index_rebuild(struct index *x, char *const *keys, size_t n)
 	index_release(x);
 	index_reserve(x, n);
 	for (i = 0; i < n; i++)
-		index_insert_raw(x, i, hash_str(keys[i]));
+		index_insert_raw(x, i, gf_hash64(keys[i], strlen(keys[i])));
 }
 
 /* ---- a set under construction: the names plus an index, for O(1) lookups ---- */

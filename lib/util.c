@@ -44,18 +44,48 @@ void gf_sleep_until(double t)
 	}
 }
 
-void gf_iso8601(double t, bool frac, char *buf, size_t size)
+double gf_time_ms(double t)
 {
-	time_t secs = (time_t)floor(t);
-	struct tm tm;
-	char base[32];
+	return (double)llround(t * 1000.0) / 1000.0;
+}
 
-	gmtime_r(&secs, &tm);
+/*
+ * Both forms round to whole milliseconds first, so that the seconds form is
+ * the milliseconds form without its fraction: 12:00:00.9996 is 12:00:01.000,
+ * and 12:00:01 without milliseconds, never 12:00:00.
+ */
+static void time_format(double t, bool ms, char *buf, size_t size)
+{
+	long long whole = llround(t * 1000.0);
+	long long secs = whole / 1000, frac = whole % 1000;
+	time_t tt;
+	struct tm tm;
+	char base[40];
+
+	if (frac < 0) {
+		frac += 1000;
+		secs--;
+	}
+	tt = (time_t)secs;
+	if (!gmtime_r(&tt, &tm)) {
+		snprintf(buf, size, "invalid");
+		return;
+	}
 	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	if (frac)
-		snprintf(buf, size, "%s.%03dZ", base, (int)((t - (double)secs) * 1000.0));
+	if (ms)
+		snprintf(buf, size, "%s.%03lldZ", base, frac);
 	else
 		snprintf(buf, size, "%sZ", base);
+}
+
+void gf_time_format(double t, char *buf, size_t size)
+{
+	time_format(t, true, buf, size);
+}
+
+void gf_time_format_secs(double t, char *buf, size_t size)
+{
+	time_format(t, false, buf, size);
 }
 
 /* @n decimal digits at *p into *ret; advances *p. */
@@ -141,6 +171,15 @@ int gf_time_parse_iso8601(const char *s, double *ret)
 	return 0;
 }
 
+int gf_time_parse(const char *s, double *ret, struct gf_err *err)
+{
+	if (gf_time_parse_iso8601(s, ret) == 0)
+		return 0;
+	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+			  "time '%s' is not in the form 2026-11-29 or 2026-11-29T12:00:00Z",
+			  s ? s : "");
+}
+
 int gf_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret,
 		  struct gf_err *err, const char *what)
 {
@@ -177,6 +216,61 @@ int gf_parse_seconds(const char *s, double min, double max, double *ret, struct 
 bad:
 	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "%s '%s' is not a number of seconds from %g to %g",
 			  what, s ? s : "", min, max);
+}
+
+int gf_parse_duration(const char *s, double *ret, struct gf_err *err)
+{
+	static const struct {
+		char unit;
+		double secs;
+	} units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 604800}};
+	char *end;
+	double v, mul = 1;
+
+	errno = 0;
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		goto bad;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v))
+		goto bad;
+	if (*end) {
+		bool found = false;
+
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (end[0] == units[i].unit && end[1] == '\0') {
+				mul = units[i].secs;
+				found = true;
+			}
+		if (!found)
+			goto bad;
+	}
+	*ret = v * mul;
+	return 0;
+bad:
+	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+			  "duration '%s' is not a number with s, m, h, d or w (e.g. 90d)",
+			  s ? s : "");
+}
+
+uint64_t gf_hash64(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	/*
+	 * FNV-1a alone leaves strings that differ in their last bytes in
+	 * neighbouring slots of a table; murmur3's finaliser spreads the bits.
+	 */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
 }
 
 const char *gf_invoking_user(void)

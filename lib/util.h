@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "lib/err.h"
@@ -14,8 +15,16 @@ double gf_monotime(void);
 double gf_walltime(void);
 /* Sleep until monotonic time @t (returns at once when past). */
 void gf_sleep_until(double t);
-/* "2026-11-29T12:00:00.123Z" (@frac: with milliseconds) into @buf (>= 32 bytes). */
-void gf_iso8601(double t, bool frac, char *buf, size_t size);
+/* Round epoch seconds to whole milliseconds (what the store keeps). */
+double gf_time_ms(double t);
+/*
+ * ISO 8601 UTC into @buf (>= 32 bytes): "2026-11-29T12:00:00.123Z", and
+ * without the milliseconds "2026-11-29T12:00:00Z". Both round @t to whole
+ * milliseconds first (as gf_time_ms()), so .9996 s is the next second.
+ * Thread-safe.
+ */
+void gf_time_format(double t, char *buf, size_t size);
+void gf_time_format_secs(double t, char *buf, size_t size);
 
 /*
  * ISO 8601 / RFC 3339 times as BMCs and people write them: "2026-11-29",
@@ -24,12 +33,24 @@ void gf_iso8601(double t, bool frac, char *buf, size_t size);
  * and epoch seconds (with fractions) in *ret, or -1. Thread-safe.
  */
 int gf_time_parse_iso8601(const char *s, double *ret);
+/* gf_time_parse_iso8601() with a message: GF_E_USAGE "time '...' is not in the form ...". */
+int gf_time_parse(const char *s, double *ret, struct gf_err *err);
 
 /* Strict integer and number parsing: whole string, range checked. GF_E_USAGE otherwise. */
 int gf_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret,
 		  struct gf_err *err, const char *what);
 int gf_parse_seconds(const char *s, double min, double max, double *ret, struct gf_err *err,
 		     const char *what);
+/*
+ * A duration for every option that takes one (sel list --since, drift
+ * --since, inventory prune --older-than): a non-negative number, fractions
+ * allowed, with a unit s, m, h, d or w, or none for seconds ("90d", "1.5h",
+ * "45"). Seconds in *ret; GF_E_USAGE otherwise. Thread-safe.
+ */
+int gf_parse_duration(const char *s, double *ret, struct gf_err *err);
+
+/* A 64-bit hash of @n bytes (FNV-1a, finalised), for hash tables and content addressing. */
+uint64_t gf_hash64(const void *p, size_t n);
 
 /* Who runs this: $SUDO_USER (as "root via sudo by X" is not needed: just X) or the login name. Static storage. */
 const char *gf_invoking_user(void);

@@ -270,13 +270,19 @@ def test_sel_filters(reg, lab):
     assert r.returncode == 0, r.stderr
     assert data[0]["entries"] and all(e["time"] for e in data[0]["entries"])
     assert len(data[0]["entries"]) == len(full["gpu10"]["entries"]) - 2
+    # Durations as drift and inventory prune take them: fractions, the same units.
+    for dur in ("1.5h", "90m", "5400s", "0.25d"):
+        r, d = reg.json("sel", "list", "gpu10", "--since", dur)
+        assert r.returncode == 0, (dur, r.stderr)
+        assert d[0]["entries"] == data[0]["entries"], dur
     r, data = reg.json("sel", "list", "gpu10", "--since", "2099-01-01T00:00Z")
     assert data[0]["entries"] == []
     r, data = reg.json("sel", "list", "gpu10", "--since", "2020-01-01")
     assert len(data[0]["entries"]) == len(full["gpu10"]["entries"]) - 2
 
     for bad in (["--since", "yesterday"], ["--since", "2026-13-01"], ["--since", "2026-02-31"],
-                ["--since", "2026-11-29T24:00Z"], ["--severity", "bad"], ["--last", "0"]):
+                ["--since", "2026-11-29T24:00Z"], ["--since", "-1h"], ["--since", "1.5y"],
+                ["--since", "1h "], ["--severity", "bad"], ["--last", "0"]):
         r = reg.run("sel", "list", "gpu10", *bad)
         assert r.returncode == 2, (bad, r.stderr)
         assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, (bad, r.stderr)

@@ -1,5 +1,6 @@
 /* Unit tests for lib/creds.c: the credentials file, profiles, overrides, password commands. */
 #include <fcntl.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -499,6 +500,35 @@ static void test_ssh_passphrase_command(void **state)
 	gf_creds_release(&c);
 }
 
+/*
+ * gpufleet ignores SIGPIPE and its threads may block signals: a password
+ * command must start with neither, or `vault read | head -1` would break.
+ */
+static void test_password_command_signals(void **state)
+{
+	struct gf_creds c = {0};
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+	sigset_t usr1, old_mask;
+	unsigned long long blk = 1, ignored = 1;
+
+	(void)state;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	assert_int_equal(sigaction(SIGPIPE, &ign, &old_pipe), 0);
+	assert_int_equal(sigprocmask(SIG_BLOCK, &usr1, &old_mask), 0);
+	load_ok("[sig]\nbmc_password_command = sed -n 's/^Sig\\(Blk\\|Ign\\):[[:space:]]*//p'"
+		" /proc/self/status | tr '\\n' ' '\n",
+		&c);
+	assert_int_equal(sscanf(resolve_ok(&c, "sig")->bmc_password, "%llx %llx", &blk, &ignored), 2);
+	assert_true(blk == 0);
+	assert_false(ignored & (1ULL << (SIGPIPE - 1)));
+	/* None of signals 1-31; glibc leaves its two internal ones (32, 33) ignored in any child. */
+	assert_true((ignored & ((1ULL << 31) - 1)) == 0);
+	assert_int_equal(sigprocmask(SIG_SETMASK, &old_mask, NULL), 0);
+	assert_int_equal(sigaction(SIGPIPE, &old_pipe, NULL), 0);
+	gf_creds_release(&c);
+}
+
 static void test_password_command_fails(void **state)
 {
 	static const struct {
@@ -545,6 +575,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_default_and_unknown, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_override, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_password_command, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_password_command_signals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_password_command_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ssh_passphrase_command, setup, teardown),
 	};

@@ -17,6 +17,7 @@
 #include "inventory/normalize.h"
 #include "inventory/sweep.h"
 #include "lib/buf.h"
+#include "lib/util.h"
 
 /*
  * A node from a compact spec: "bmc=1.0,bios=2.0,driver=550@ssh,gpu0.firmware=-"
@@ -472,45 +473,6 @@ static void test_set_keys_unique_and_sorted(void **state)
 	gf_sweep_free(sw);
 }
 
-static void test_time_and_duration(void **state)
-{
-	struct gf_err err = {0};
-	char buf[40];
-	double t, d;
-
-	assert_int_equal(gf_time_parse("2026-11-29", &t, &err), 0);
-	assert_true(t == 1795910400.0);
-	assert_int_equal(gf_time_parse("2026-11-29T12:00:00Z", &t, &err), 0);
-	assert_true(t == 1795910400.0 + 43200);
-	assert_int_equal(gf_time_parse("2026-11-29T12:00:00.25Z", &t, &err), 0);
-	gf_time_format(t, buf, sizeof(buf));
-	assert_string_equal(buf, "2026-11-29T12:00:00.250Z");
-	/* Milliseconds survive a round trip exactly. */
-	for (long long ms = 1764417600000LL; ms < 1764417600000LL + 2000; ms += 7) {
-		double x = (double)ms / 1000.0, y;
-
-		gf_time_format(x, buf, sizeof(buf));
-		assert_int_equal(gf_time_parse(buf, &y, &err), 0);
-		assert_true(x == y);
-	}
-	assert_int_equal(gf_time_parse("2026-02-30", &t, &err), GF_E_USAGE);
-	assert_int_equal(gf_time_parse("2026-11-29T25:00", &t, &err), GF_E_USAGE);
-	assert_int_equal(gf_time_parse("yesterday", &t, &err), GF_E_USAGE);
-	/* An offset is honoured: 14:00 at +02:00 is 12:00 UTC. */
-	assert_int_equal(gf_time_parse("2026-11-29T14:00:00+02:00", &t, &err), 0);
-	assert_int_equal(gf_time_parse("2026-11-29T12:00:00Z", &d, &err), 0);
-	assert_true(t == d);
-	assert_int_equal(gf_parse_duration("90d", &d, &err), 0);
-	assert_true(d == 90 * 86400.0);
-	assert_int_equal(gf_parse_duration("1.5h", &d, &err), 0);
-	assert_true(d == 5400.0);
-	assert_int_equal(gf_parse_duration("30", &d, &err), 0);
-	assert_true(d == 30.0);
-	assert_int_equal(gf_parse_duration("3y", &d, &err), GF_E_USAGE);
-	assert_int_equal(gf_parse_duration("-1d", &d, &err), GF_E_USAGE);
-	assert_int_equal(gf_parse_duration("", &d, &err), GF_E_USAGE);
-}
-
 /* ---- normalization ------------------------------------------------------------------ */
 
 static json_t *find_comp(json_t *arr, const char *key)
@@ -631,7 +593,6 @@ int main(void)
 		cmocka_unit_test(test_since),
 		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_set_keys_unique_and_sorted),
-		cmocka_unit_test(test_time_and_duration),
 		cmocka_unit_test(test_norm_host),
 		cmocka_unit_test(test_norm_bmc),
 	};

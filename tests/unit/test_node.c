@@ -342,6 +342,50 @@ static void test_copy(void **state)
 	gf_nodes_free(NULL, 0);
 }
 
+static void test_name_order(void **state)
+{
+	(void)state;
+	assert_true(gf_node_name_cmp("gpu2", "gpu10") < 0);
+	assert_true(gf_node_name_cmp("gpu10", "gpu2") > 0);
+	assert_true(gf_node_name_cmp("r1n2", "r1n10") < 0);
+	assert_true(gf_node_name_cmp("a", "a") == 0);
+	assert_true(gf_node_name_cmp("gpu01", "gpu1") != 0);
+	assert_true(gf_node_name_cmp("gpu01", "gpu1") == -gf_node_name_cmp("gpu1", "gpu01"));
+	assert_true(gf_node_name_cmp("gpu", "gpu1") < 0);
+	assert_true(gf_node_name_cmp("b1", "a2") > 0);
+}
+
+/* Items of any shape, found by the name they hold: order first, then binary search. */
+static void test_name_lookup(void **state)
+{
+	struct item {
+		int tag;
+		const char *name;
+	} items[] = {{0, "gpu10"}, {1, "gpu2"}, {2, "login1"}, {3, "gpu1"}, {4, "gpu01"}};
+	struct gf_names v = {items, 5, sizeof(items[0]), offsetof(struct item, name)};
+	const char *sorted[] = {"a", "b2", "b10", "c"};
+	struct gf_names plain = {sorted, 4, sizeof(sorted[0]), 0};
+	size_t *order = gf_node_name_order(&v);
+	static const int want[] = {4, 3, 1, 0, 2}; /* gpu01 gpu1 gpu2 gpu10 login1 */
+
+	(void)state;
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(items[order[i]].tag, want[i]);
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(gf_node_name_find(&v, order, items[i].name), i);
+	assert_int_equal(gf_node_name_find(&v, order, "gpu3"), GF_NAME_NONE);
+	assert_int_equal(gf_node_name_find(&v, order, "gpu001"), GF_NAME_NONE);
+	free(order);
+	/* Already in order: no index needed. */
+	assert_int_equal(gf_node_name_find(&plain, NULL, "b10"), 2);
+	assert_int_equal(gf_node_name_find(&plain, NULL, "a"), 0);
+	assert_int_equal(gf_node_name_find(&plain, NULL, "b3"), GF_NAME_NONE);
+	plain.n = 0;
+	assert_int_equal(gf_node_name_find(&plain, NULL, "a"), GF_NAME_NONE);
+	order = gf_node_name_order(&plain);
+	free(order);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,7 +394,8 @@ int main(void)
 		cmocka_unit_test(test_csv_bad_lines), cmocka_unit_test(test_csv_many),
 		cmocka_unit_test(test_hostport_good), cmocka_unit_test(test_hostport_bad),
 		cmocka_unit_test(test_names),         cmocka_unit_test(test_proto),
-		cmocka_unit_test(test_copy),
+		cmocka_unit_test(test_copy),          cmocka_unit_test(test_name_order),
+		cmocka_unit_test(test_name_lookup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

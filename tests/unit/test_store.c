@@ -618,18 +618,6 @@ static void test_migrate_v0(void **state) { migrate_from(*state, 0); }
 static void test_migrate_v1(void **state) { migrate_from(*state, 1); }
 static void test_migrate_v2(void **state) { migrate_from(*state, 2); }
 
-static void test_name_order(void **state)
-{
-	assert_true(gf_node_name_cmp("gpu2", "gpu10") < 0);
-	assert_true(gf_node_name_cmp("gpu10", "gpu2") > 0);
-	assert_true(gf_node_name_cmp("r1n2", "r1n10") < 0);
-	assert_true(gf_node_name_cmp("a", "a") == 0);
-	assert_true(gf_node_name_cmp("gpu01", "gpu1") != 0);
-	assert_true(gf_node_name_cmp("gpu01", "gpu1") == -gf_node_name_cmp("gpu1", "gpu01"));
-	assert_true(gf_node_name_cmp("gpu", "gpu1") < 0);
-	assert_true(gf_node_name_cmp("b1", "a2") > 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -644,7 +632,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_v0, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
-		cmocka_unit_test(test_name_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,10 +1,11 @@
-/* lib/util: time parsing, number parsing. */
+/* lib/util: time parsing and formatting, number and duration parsing, the hash. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <string.h>
 
 #include "lib/util.h"
 
@@ -68,12 +69,114 @@ static void numbers(void **state)
 	assert_int_equal(gf_parse_seconds("soon", 0.1, 10, &d, &err, "--timeout"), GF_E_USAGE);
 }
 
+static void time_format_and_parse(void **state)
+{
+	struct gf_err err = {0};
+	char buf[40];
+	double t, d;
+
+	(void)state;
+	assert_int_equal(gf_time_parse("2026-11-29", &t, &err), 0);
+	assert_true(t == 1795910400.0);
+	assert_int_equal(gf_time_parse("2026-11-29T12:00:00Z", &t, &err), 0);
+	assert_true(t == 1795910400.0 + 43200);
+	assert_int_equal(gf_time_parse("2026-11-29T12:00:00.25Z", &t, &err), 0);
+	gf_time_format(t, buf, sizeof(buf));
+	assert_string_equal(buf, "2026-11-29T12:00:00.250Z");
+	gf_time_format_secs(t, buf, sizeof(buf));
+	assert_string_equal(buf, "2026-11-29T12:00:00Z");
+	/* Milliseconds survive a round trip exactly. */
+	for (long long ms = 1764417600000LL; ms < 1764417600000LL + 2000; ms += 7) {
+		double x = (double)ms / 1000.0, y;
+
+		gf_time_format(x, buf, sizeof(buf));
+		assert_int_equal(gf_time_parse(buf, &y, &err), 0);
+		assert_true(x == y);
+		assert_true(gf_time_ms(x) == x);
+	}
+	assert_int_equal(gf_time_parse("2026-02-30", &t, &err), GF_E_USAGE);
+	assert_string_equal(err.msg,
+			    "time '2026-02-30' is not in the form 2026-11-29 or 2026-11-29T12:00:00Z");
+	assert_int_equal(gf_time_parse("2026-11-29T25:00", &t, &err), GF_E_USAGE);
+	assert_int_equal(gf_time_parse("yesterday", &t, &err), GF_E_USAGE);
+	/* An offset is honoured: 14:00 at +02:00 is 12:00 UTC. */
+	assert_int_equal(gf_time_parse("2026-11-29T14:00:00+02:00", &t, &err), 0);
+	assert_int_equal(gf_time_parse("2026-11-29T12:00:00Z", &d, &err), 0);
+	assert_true(t == d);
+}
+
+/* The formatter rounds to the store's whole milliseconds, in both forms alike. */
+static void time_format_rounds(void **state)
+{
+	double noon = 1795910400.0 + 43200;
+	char buf[40];
+
+	(void)state;
+	gf_time_format(noon + 0.9996, buf, sizeof(buf));
+	assert_string_equal(buf, "2026-11-29T12:00:01.000Z");
+	gf_time_format_secs(noon + 0.9996, buf, sizeof(buf));
+	assert_string_equal(buf, "2026-11-29T12:00:01Z");
+	gf_time_format(noon + 0.9994, buf, sizeof(buf));
+	assert_string_equal(buf, "2026-11-29T12:00:00.999Z");
+	gf_time_format_secs(noon + 0.9994, buf, sizeof(buf));
+	assert_string_equal(buf, "2026-11-29T12:00:00Z");
+	assert_true(gf_time_ms(noon + 0.9996) == noon + 1);
+	/* Before 1970 the fraction still counts up from the earlier second. */
+	gf_time_format(-0.25, buf, sizeof(buf));
+	assert_string_equal(buf, "1969-12-31T23:59:59.750Z");
+	gf_time_format_secs(-0.25, buf, sizeof(buf));
+	assert_string_equal(buf, "1969-12-31T23:59:59Z");
+}
+
+static void durations(void **state)
+{
+	static const struct {
+		const char *s;
+		double secs;
+	} good[] = {
+		{"90d", 90 * 86400.0}, {"1.5h", 5400}, {"90m", 5400}, {"45s", 45},
+		{"2w", 14 * 86400.0}, {"0.25d", 21600}, {"30", 30}, {"0s", 0},
+	};
+	static const char *const bad[] = {"", "3y", "-1d", "+1d", " 1h", "1h ", "h", "1hh",
+					  "inf", "nan", "1e999s"};
+	struct gf_err err = {0};
+	double d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		assert_int_equal(gf_parse_duration(good[i].s, &d, &err), 0);
+		assert_true(d == good[i].secs);
+	}
+	d = 42;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(gf_parse_duration(bad[i], &d, &err), GF_E_USAGE);
+		assert_true(d == 42);
+	}
+	assert_int_equal(gf_parse_duration("1.5y", &d, &err), GF_E_USAGE);
+	assert_string_equal(err.msg, "duration '1.5y' is not a number with s, m, h, d or w (e.g. 90d)");
+	assert_int_equal(gf_parse_duration(NULL, &d, NULL), GF_E_USAGE);
+}
+
+/* The hash of a string is the hash of its bytes; a change of one byte moves it. */
+static void hash64(void **state)
+{
+	(void)state;
+	assert_true(gf_hash64("", 0) == gf_hash64("x", 0));
+	assert_true(gf_hash64("gpu01", 5) == gf_hash64("gpu01xyz", 5));
+	assert_true(gf_hash64("gpu01", 5) != gf_hash64("gpu02", 5));
+	assert_true((gf_hash64("gpu01", 5) & 0xff) != (gf_hash64("gpu02", 5) & 0xff));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(iso8601_forms),
 		cmocka_unit_test(iso8601_refused),
 		cmocka_unit_test(numbers),
+		cmocka_unit_test(time_format_and_parse),
+		cmocka_unit_test(time_format_rounds),
+		cmocka_unit_test(durations),
+		cmocka_unit_test(hash64),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
