@@ -12,7 +12,10 @@ import sys
 
 import pytest
 
-from conftest import GPUFLEET
+from conftest import TOP
+
+sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
+from labutil import stop_popen  # noqa: E402
 
 TIME = "2026-11-30T02:00:00.000Z"
 WEIRD = 'rack"7\\gpu\n01'  # a node name with a quote, a backslash and a line feed
@@ -320,3 +323,135 @@ def test_atomic_write_under_a_concurrent_reader(gf, tmp_path):
     assert reads > 0 and bad == 0, (reads, bad)
     # No temporary file left behind by any of the writes.
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".gpufleet.prom")]
+
+
+# ---- contrib/: alerting rules and the dashboard, against a real Prometheus ----
+
+CONTRIB = os.path.join(TOP, "contrib")
+MON_ADDR = "127.41.13.1"  # Prometheus and node_exporter; no other module uses 127.41.x
+
+
+def test_alert_rules_pass_their_promtool_tests():
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool (Debian package prometheus) is not installed"
+    folder = os.path.join(CONTRIB, "prometheus")
+    p = subprocess.run([promtool, "check", "rules", "gpufleet-alerts.yml"], cwd=folder,
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "SUCCESS: 5 rules found" in p.stdout, p.stdout + p.stderr
+    p = subprocess.run([promtool, "test", "rules", "gpufleet-alerts.test.yml"], cwd=folder,
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "SUCCESS" in p.stdout, p.stdout + p.stderr
+
+
+def dashboard_queries():
+    with open(os.path.join(CONTRIB, "grafana", "gpufleet.json")) as f:
+        dash = json.load(f)
+    exprs = [(p["title"], t["expr"]) for p in dash["panels"] for t in p.get("targets", [])]
+    assert len(exprs) >= 8, exprs
+    titles = " ".join(t for t, _ in exprs).lower()
+    for want in ("status", "drift per component", "versions per model", "xid"):
+        assert want in titles, f"no dashboard panel about {want}"
+    # The dashboard's $instance variable, as Grafana expands "All".
+    return [(t, e.replace("$instance", ".*")) for t, e in exprs]
+
+
+def free_port(addr):
+    import socket
+    with socket.socket() as s:
+        s.bind((addr, 0))
+        return s.getsockname()[1]
+
+
+def http_json(url):
+    import urllib.request
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.loads(r.read())
+
+
+def poll(what, fn, deadline_s=60):
+    """fn() until it returns something true, for at most @deadline_s seconds."""
+    import time
+    deadline = time.monotonic() + deadline_s
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = fn()
+            if last:
+                return last
+        except OSError as e:  # not listening yet
+            last = e
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not reached in {deadline_s} s (last: {last!r})")
+
+
+@pytest.fixture
+def monitoring(inv, tmp_path):
+    """node_exporter (textfile collector only) and Prometheus scraping it every second,
+    each with its own config and data in tmp_path, stopped by PID."""
+    import urllib.parse
+    exporter = shutil.which("prometheus-node-exporter")
+    prometheus = shutil.which("prometheus")
+    assert exporter, "prometheus-node-exporter is not installed (tests/install-deps.sh)"
+    assert prometheus, "prometheus is not installed (tests/install-deps.sh)"
+    textdir = tmp_path / "textfile"
+    textdir.mkdir()
+    r = inv.run("metrics", "--output", str(textdir / "gpufleet.prom"))
+    assert r.returncode == 0, r.stderr
+    ne_port, prom_port = free_port(MON_ADDR), free_port(MON_ADDR)
+    (tmp_path / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n  - job_name: gpufleet\n    static_configs:\n"
+        f"      - targets: ['{MON_ADDR}:{ne_port}']\n")
+    procs = []
+    try:
+        procs.append(subprocess.Popen(
+            [exporter, f"--web.listen-address={MON_ADDR}:{ne_port}",
+             "--collector.disable-defaults", "--collector.textfile",
+             f"--collector.textfile.directory={textdir}"],
+            stdout=open(tmp_path / "node_exporter.log", "w"), stderr=subprocess.STDOUT))
+        procs.append(subprocess.Popen(
+            [prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
+             f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+             f"--web.listen-address={MON_ADDR}:{prom_port}",
+             "--web.console.templates=/nonexistent", "--web.console.libraries=/nonexistent"],
+            stdout=open(tmp_path / "prometheus.log", "w"), stderr=subprocess.STDOUT))
+        api = f"http://{MON_ADDR}:{prom_port}/api/v1"
+
+        def up():
+            for p in procs:
+                assert p.poll() is None, (tmp_path / "prometheus.log").read_text() + \
+                    (tmp_path / "node_exporter.log").read_text()
+            t = http_json(api + "/targets")["data"]["activeTargets"]
+            return t and all(x["health"] == "up" for x in t)
+
+        poll("the node_exporter target is up in Prometheus", up)
+
+        def query(expr):
+            return http_json(api + "/query?" + urllib.parse.urlencode({"query": expr}))
+
+        yield query
+    finally:
+        for p in reversed(procs):
+            stop_popen(p, grace=20)
+
+
+def test_prometheus_scrapes_the_textfile_and_every_dashboard_query_has_data(monitoring):
+    query = monitoring
+
+    def result(expr):
+        r = query(expr)
+        assert r["status"] == "success", r
+        return r["data"]["result"]
+
+    poll("the gpufleet metrics in Prometheus", lambda: result("gpufleet_node_status"))
+    # The textfile collector read the file without an error.
+    (err,) = result("node_textfile_scrape_error")
+    assert err["value"][1] == "0"
+    # Values and escaped labels come through as gpufleet wrote them.
+    (d,) = result('gpufleet_drift_components{node="dgx3"}')
+    assert d["value"][1] == "1"
+    (w,) = result('gpufleet_node_info{node="rack\\"7\\\\gpu\\n01"}')
+    assert w["metric"]["node"] == WEIRD and w["metric"]["model"] == "HGX B200"
+    assert len(result('gpufleet_node_status == 1')) == 19
+    for title, expr in dashboard_queries():
+        assert result(expr), f"dashboard panel '{title}': no data for {expr}"

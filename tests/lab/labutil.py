@@ -3,6 +3,7 @@ atomic state files, and the /proc checks that let a lab stop exactly the
 processes it started."""
 
 import os
+import subprocess
 import time
 
 
@@ -34,6 +35,18 @@ def write_atomic(path, text, mode=0o644):
     with os.fdopen(fd, 'w') as f:
         f.write(text)
     os.rename(tmp, path)
+
+
+def stop_popen(p, grace=5):
+    """Stop the subprocess.Popen @p (ours, by its PID): SIGTERM, then SIGKILL
+    after @grace seconds; reaped either way."""
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def pid_cmdline(pid):

@@ -59,7 +59,7 @@ import time
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from labutil import LabError, node_address  # noqa: E402
+from labutil import LabError, node_address, stop_popen  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
@@ -787,13 +787,7 @@ exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 
     @staticmethod
     def _stop_proc(p):
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_popen(p)
 
     def stop(self):
         for p, _ in self.procs:
