@@ -4,13 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ipmi/ipmi.h"
+#include "inventory/bmc.h"
 #include "lib/buf.h"
 #include "lib/util.h"
-#include "redfish/redfish.h"
 
-/* How long --protocol auto waits for /redfish/v1 before it settles for IPMI. */
-#define PROBE_S 3.0
 #define EXIT_INTERRUPTED 130
 
 /* Set by SIGINT while a fan-out runs; workers stop soon and close their sessions. */
@@ -18,26 +15,8 @@ static volatile sig_atomic_t interrupted;
 
 struct bmc_task {
 	const struct cli_bmc_run *run;
-	const struct gf_profile **profs;  /* per node, resolved in the main thread */
-	const char *cache_dir;
-	char **pins;                      /* per node: the pinned certificate, NULL: none */
-	char (*seen)[GF_REDFISH_FP_SIZE]; /* per node: the certificate seen (written by its worker) */
+	struct gf_bmc_run bmc;            /* profiles, pins, TLS options of the nodes */
 };
-
-const struct gf_backend *cli_backend_for(const struct gf_node *n, struct gf_err *err)
-{
-	switch (n->protocol) {
-	case GF_PROTO_REDFISH:
-		return &gf_redfish_backend;
-	case GF_PROTO_IPMI:
-	case GF_PROTO_AUTO:
-		return &gf_ipmi_backend;
-	default:
-		gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "node '%s' has an unknown protocol",
-			   n->name);
-		return NULL;
-	}
-}
 
 /* The first Ctrl-C asks the workers to stop; a second one ends the process at once. */
 static void on_sigint(int sig)
@@ -55,26 +34,12 @@ bool cli_bmc_interrupted(void)
 	return interrupted != 0;
 }
 
-/* Pinning on first use: --tls-pin new, or redfish_tls_pin = new in the node's profile. */
-static bool pin_new(const struct gf_cli *cli, const struct gf_profile *prof)
-{
-	return cli->tls_pin_new || (prof && prof->redfish_tls_pin_new);
-}
-
 static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *slot)
 {
 	const struct bmc_task *t = vctx;
 	const struct cli_bmc_run *run = t->run;
 	const struct gf_node *n = &run->nodes[i];
-	struct gf_bmc_target target = {
-		.node = n->name, .host = n->bmc, .port = n->bmc_port, .prof = t->profs[i],
-		.deadline = deadline, .cache_dir = t->cache_dir,
-		.cacert = run->cli->cacert, .insecure = run->cli->insecure,
-		.tls_pin = t->pins[i], .tls_pin_new = pin_new(run->cli, t->profs[i]),
-		.log_name = run->log_name, .cancel = &interrupted,
-		.no_thresholds = run->no_thresholds,
-	};
-	const struct gf_backend *be = NULL;
+	const struct gf_backend *be;
 	struct gf_err err = {0};
 	void *sess = NULL;
 
@@ -86,22 +51,13 @@ static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *sl
 			   n->name);
 		goto fail;
 	}
-	if (!n->bmc) {
-		gf_err_set(&err, GF_E_NODE, GF_EK_UNSUPPORTED, "node '%s' has no BMC", n->name);
-		goto fail;
-	}
-	be = cli_backend_for(n, &err);
+	be = gf_bmc_choose(&t->bmc, i, deadline, &err);
 	if (!be)
 		goto fail;
-	if (n->protocol == GF_PROTO_AUTO) {
-		if (gf_redfish_probe(&target, PROBE_S))
-			be = &gf_redfish_backend;
+	if (n->protocol == GF_PROTO_AUTO)
 		json_object_set_new(slot->data, "protocol", json_string(be->name));
-	}
-	if (be->open(&target, &sess, &err) < 0)
+	if (gf_bmc_open(&t->bmc, i, be, deadline, &sess, &err) < 0)
 		goto fail;
-	if (be == &gf_redfish_backend && gf_redfish_fingerprint(sess))
-		snprintf(t->seen[i], GF_REDFISH_FP_SIZE, "%s", gf_redfish_fingerprint(sess));
 	if (run->op(be, sess, n, run->ctx, slot, &err) < 0)
 		goto fail;
 	be->close(sess);
@@ -113,94 +69,76 @@ fail:
 	gf_result_fail(slot, &err);
 }
 
-static bool may_speak_redfish(const struct gf_node *n)
+/* The pins of the nodes whose BMC may show a certificate, read before the workers start. */
+static int load_pins(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
+		     const struct gf_profile *const *profs, struct gf_pins *ret)
 {
-	return n->bmc && (n->protocol == GF_PROTO_REDFISH || n->protocol == GF_PROTO_AUTO);
-}
-
-/* The pins of the nodes that may speak Redfish, read before the workers start. */
-static int load_pins(struct gf_cli *cli, const struct gf_node *nodes, size_t n, char ***ret)
-{
-	char **pins = gf_xcalloc(n ? n : 1, sizeof(*pins));
 	struct gf_err err = {0};
 	struct gf_db *db = NULL;
 	int rc;
 
-	for (size_t i = 0; i < n; i++) {
-		if (!may_speak_redfish(&nodes[i]))
-			continue;
-		if (!db && (rc = cli_db(cli, &db)) != 0) {
-			free(pins);
-			return rc;
-		}
-		if (gf_db_tls_pin_get(db, nodes[i].name, &pins[i], &err) < 0) {
-			for (size_t k = 0; k < i; k++)
-				free(pins[k]);
-			free(pins);
-			return cli_fail(&err);
-		}
-	}
-	*ret = pins;
+	if (gf_pins_needed(nodes, n) && (rc = cli_db(cli, &db)) != 0)
+		return rc;
+	if (gf_pins_load(db, nodes, profs, n, cli->tls_pin_new, false, ret, &err) < 0)
+		return cli_fail(&err);
 	return 0;
 }
 
 /* With --tls-pin new or a profile's redfish_tls_pin, record the certificates first seen. */
-static int store_pins(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
-		      const struct gf_profile **profs, char *const *pins,
-		      char (*seen)[GF_REDFISH_FP_SIZE])
+static int store_pins(struct gf_cli *cli, const struct gf_node *nodes, const struct gf_pins *p)
 {
-	const char **names = gf_xcalloc(n ? n : 1, sizeof(*names));
-	const char **fps = gf_xcalloc(n ? n : 1, sizeof(*fps));
 	struct gf_err err = {0};
-	struct gf_db *db;
-	size_t k = 0;
-	int rc = 0;
+	struct gf_db *db = NULL;
+	bool any = false;
+	int rc;
 
-	for (size_t i = 0; i < n; i++) {
-		if (!pin_new(cli, profs[i]) || pins[i] || !seen[i][0])
+	for (size_t i = 0; i < p->n; i++) {
+		if (!gf_pins_first_use(p, i))
 			continue;
-		names[k] = nodes[i].name;
-		fps[k++] = seen[i];
-		cli_warn(cli, "pinned the certificate of '%s' (sha256 %s)", nodes[i].name, seen[i]);
+		any = true;
+		cli_warn(cli, "pinned the certificate of '%s' (sha256 %s)", nodes[i].name, p->seen[i]);
 	}
-	if (k) {
-		rc = cli_db(cli, &db);
-		if (!rc && gf_db_tls_pin_set(db, names, fps, k, &err) < 0) {
-			cli_error("the certificate pins could not be stored: %s", err.msg);
-			rc = GF_EXIT_FAILED;
-		}
+	if (!any)
+		return 0;
+	rc = cli_db(cli, &db);
+	if (rc)
+		return rc;
+	if (gf_pins_store_first_use(db, nodes, p, &err) < 0) {
+		cli_error("the certificate pins could not be stored: %s", err.msg);
+		return GF_EXIT_FAILED;
 	}
-	free(names);
-	free(fps);
-	return rc;
+	return 0;
 }
 
 int cli_bmc_fanout(struct cli_bmc_run *run)
 {
 	struct gf_cli *cli = run->cli;
-	struct bmc_task t = {.run = run, .cache_dir = cli->cache_dir};
+	const struct gf_profile **profs = NULL;
+	struct gf_pins pins = {0};
+	struct bmc_task t = {.run = run};
 	struct cli_render r = {.cli = cli, .nodes = run->nodes, .n = run->n, .spec = run->spec,
 			       .show_bmc = true};
 	struct sigaction sa, old;
 	struct gf_exec_opts eo;
 	struct gf_err err = {0};
-	bool redfish = false;
 	int rc, prc;
 
-	rc = cli_profiles(cli, CLI_PROFILE_BMC, run->nodes, run->n, &t.profs);
+	rc = cli_profiles(cli, CLI_PROFILE_BMC, run->nodes, run->n, &profs);
 	if (rc)
 		return rc;
-	rc = load_pins(cli, run->nodes, run->n, &t.pins);
+	rc = load_pins(cli, run->nodes, run->n, profs, &pins);
 	if (rc) {
-		free(t.profs);
+		free(profs);
 		return rc;
 	}
-	for (size_t i = 0; i < run->n; i++)
-		redfish = redfish || may_speak_redfish(&run->nodes[i]);
-	if (redfish && cli->insecure)
+	if (cli->insecure && gf_pins_needed(run->nodes, run->n))
 		cli_warn(cli, "--insecure: BMC certificates are not checked, so anyone on the path "
 			 "can pose as a BMC and read its credentials");
-	t.seen = gf_xcalloc(run->n ? run->n : 1, sizeof(*t.seen));
+	t.bmc = (struct gf_bmc_run){
+		.nodes = run->nodes, .profs = profs, .pins = &pins, .cache_dir = cli->cache_dir,
+		.cacert = cli->cacert, .insecure = cli->insecure, .log_name = run->log_name,
+		.no_thresholds = run->no_thresholds, .cancel = &interrupted,
+	};
 	run->slots = gf_xcalloc(run->n ? run->n : 1, sizeof(*run->slots));
 	cli_exec_opts(cli, &eo);
 	eo.batch = run->batch;
@@ -220,7 +158,7 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 		rc = cli_fail(&err);
 		goto out;
 	}
-	prc = store_pins(cli, run->nodes, run->n, t.profs, t.pins, t.seen);
+	prc = store_pins(cli, run->nodes, &pins);
 	if (!run->spec) {
 		rc = GF_EXIT_OK;
 		for (size_t i = 0; i < run->n; i++)
@@ -236,11 +174,8 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 		rc = EXIT_INTERRUPTED;
 	}
 out:
-	for (size_t i = 0; i < run->n; i++)
-		free(t.pins[i]);
-	free(t.pins);
-	free(t.seen);
-	free(t.profs);
+	gf_pins_release(&pins);
+	free(profs);
 	return rc;
 }
 

@@ -29,13 +29,6 @@ struct cli_bmc_run {
 };
 
 /*
- * The backend for a node's protocol; NULL with @err (unsupported) when none.
- * For "auto" this is IPMI: cli_bmc_fanout() first asks the node whether it
- * serves Redfish (GET /redfish/v1, nothing secret sent) and uses Redfish if so.
- */
-const struct gf_backend *cli_backend_for(const struct gf_node *n, struct gf_err *err);
-
-/*
  * Resolve the profiles, run @op on every node, render (unless spec is NULL).
  * Redfish certificates: pins are read from the DB before and written after
  * the run (with --tls-pin new). Ctrl-C during the run stops it soon, with

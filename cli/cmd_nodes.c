@@ -6,8 +6,8 @@
 
 #include "cli/inv.h"
 #include "cli/verbs.h"
+#include "inventory/bmc.h"
 #include "lib/buf.h"
-#include "redfish/redfish.h"
 
 enum { N_BMC, N_SSH, N_GROUP, N_REPLACE, N_ADD_GROUP, N_REMOVE_GROUP };
 
@@ -280,35 +280,26 @@ static int nodes_tag(struct gf_cli *cli, const struct cli_subverb *sub, void *ud
 	return rc;
 }
 
-/* repin: what a worker needs, read-only, and what it leaves per node. */
+/* repin: what a worker needs, read-only, and what it leaves per node (pins->seen). */
 struct repin_task {
 	const struct gf_node *nodes;
-	char **old;                        /* per node: the pin before, NULL: none */
-	char (*seen)[GF_REDFISH_FP_SIZE];  /* per node, written by its worker */
+	struct gf_pins *pins;               /* per node: the pin before, the certificate seen */
 };
 
 static void repin_one(void *vctx, size_t i, double deadline, struct gf_result *slot)
 {
 	const struct repin_task *t = vctx;
 	const struct gf_node *n = &t->nodes[i];
-	struct gf_bmc_target target = {
-		.node = n->name, .host = n->bmc, .port = n->bmc_port, .deadline = deadline,
-	};
+	const char *old = t->pins->pin[i];
 	struct gf_err err = {0};
 
 	slot->data = json_object();
-	json_object_set_new(slot->data, "previous", t->old[i] ? json_string(t->old[i]) : json_null());
-	if (!n->bmc || n->protocol == GF_PROTO_IPMI) {
-		gf_err_set(&err, GF_E_NODE, GF_EK_UNSUPPORTED, "node '%s' has no Redfish BMC to pin",
-			   n->name);
+	json_object_set_new(slot->data, "previous", old ? json_string(old) : json_null());
+	if (gf_bmc_peek_fingerprint(n, deadline, NULL, t->pins->seen[i], &err) < 0) {
 		gf_result_fail(slot, &err);
 		return;
 	}
-	if (gf_redfish_peek_cert(&target, t->seen[i], &err) < 0) {
-		gf_result_fail(slot, &err);
-		return;
-	}
-	json_object_set_new(slot->data, "pin", json_string(t->seen[i]));
+	json_object_set_new(slot->data, "pin", json_string(t->pins->seen[i]));
 	slot->ok = true;
 }
 
@@ -324,13 +315,14 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 {
 	struct gf_render_spec spec = {repin_cols, 2, NULL, cli->collapse, cli->color};
 	struct cli_render r = {.cli = cli, .spec = &spec, .show_bmc = true};
-	struct repin_task t = {0};
+	struct gf_pins pins = {0};
+	struct repin_task t = {.pins = &pins};
 	struct gf_result *slots = NULL;
-	const char **names = NULL, **fps = NULL;
 	struct gf_exec_opts eo;
 	struct gf_err err = {0};
 	struct gf_node *nodes;
 	struct gf_db *db;
+	bool *all = NULL;
 	size_t n;
 	int rc;
 
@@ -340,18 +332,12 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 	rc = cli_db(cli, &db);
 	if (rc)
 		goto out;
-	t.nodes = nodes;
-	t.old = gf_xcalloc(n ? n : 1, sizeof(*t.old));
-	for (size_t i = 0; i < n; i++) {
-		if (gf_db_tls_pin_get(db, nodes[i].name, &t.old[i], &err) < 0) {
-			rc = cli_fail(&err);
-			goto out;
-		}
+	if (gf_pins_load(db, nodes, NULL, n, false, true, &pins, &err) < 0) {
+		rc = cli_fail(&err);
+		goto out;
 	}
-	t.seen = gf_xcalloc(n ? n : 1, sizeof(*t.seen));
+	t.nodes = nodes;
 	slots = gf_xcalloc(n ? n : 1, sizeof(*slots));
-	names = gf_xcalloc(n ? n : 1, sizeof(*names));
-	fps = gf_xcalloc(n ? n : 1, sizeof(*fps));
 	r.nodes = nodes;
 	r.n = n;
 	cli_exec_opts(cli, &eo);
@@ -359,11 +345,10 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 		rc = cli_fail(&err);
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
-		names[i] = nodes[i].name;
-		fps[i] = slots[i].ok ? t.seen[i] : NULL;
-	}
-	if (gf_db_tls_pin_set(db, names, fps, n, &err) < 0) {
+	all = gf_xcalloc(n ? n : 1, sizeof(*all));
+	for (size_t i = 0; i < n; i++)
+		all[i] = true;
+	if (gf_pins_replace(db, nodes, &pins, all, &err) < 0) {
 		rc = cli_fail(&err);
 		goto out;
 	}
@@ -371,13 +356,9 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 out:
 	for (size_t i = 0; slots && i < n; i++)
 		gf_result_release(&slots[i]);
-	for (size_t i = 0; t.old && i < n; i++)
-		free(t.old[i]);
-	free(t.old);
 	free(slots);
-	free(t.seen);
-	free(names);
-	free(fps);
+	free(all);
+	gf_pins_release(&pins);
 	gf_nodes_free(nodes, n);
 	return rc;
 }

@@ -556,6 +556,7 @@ static int ipmi_power_set(void *session, enum gf_power_op op, struct gf_err *err
 
 const struct gf_backend gf_ipmi_backend = {
 	.name = "ipmi",
+	.title = "IPMI",
 	.open = ipmi_open,
 	.close = ipmi_close,
 	.power_get = ipmi_power_get,

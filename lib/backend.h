@@ -45,14 +45,36 @@ struct gf_bmc_target {
 	bool no_thresholds;              /* sensors: thresholds will not be shown; skip commands for them */
 };
 
+/* A certificate's SHA-256 fingerprint as lower-case hex, plus the NUL. */
+#define GF_BMC_FP_SIZE 65
+
 /*
  * A backend: NULL members are operations it does not support. Every function
  * is called from one worker thread for one session; sessions are never shared.
  * Functions return 0 or a negative GF_E_* with @err filled (kind set for
- * GF_E_NODE).
+ * GF_E_NODE). inventory/bmc.c lists the backends and chooses one per node.
  */
 struct gf_backend {
-	const char *name;  /* "ipmi", "redfish" */
+	const char *name;   /* "ipmi", "redfish": the protocol name nodes are registered with */
+	const char *title;  /* "IPMI", "Redfish": in messages */
+	/*
+	 * --protocol auto: does a service of this protocol answer at @t (nothing
+	 * secret sent)? 1 yes, 0 no, within @timeout seconds and the deadline.
+	 * NULL: not probed; auto falls back to the backend without a probe.
+	 */
+	int (*probe)(const struct gf_bmc_target *t, double timeout);
+	/*
+	 * The fingerprint of the certificate an open session's BMC showed, NULL
+	 * when none was seen; lives as long as the session. NULL member: the
+	 * protocol has no certificates, so nothing to pin.
+	 */
+	const char *(*fingerprint)(void *session);
+	/*
+	 * Connect to @t without credentials and put the fingerprint of the
+	 * certificate it shows in @ret (GF_BMC_FP_SIZE bytes), whatever the pin
+	 * says: for re-pinning.
+	 */
+	int (*peek_fingerprint)(const struct gf_bmc_target *t, char *ret, struct gf_err *err);
 	int (*open)(const struct gf_bmc_target *t, void **ret_session, struct gf_err *err);
 	void (*close)(void *session);
 	int (*power_get)(void *session, enum gf_power *ret, struct gf_err *err);

@@ -277,7 +277,7 @@ static void rf_close(void *vs)
 	session_free(s);
 }
 
-const char *gf_redfish_fingerprint(void *vs)
+static const char *rf_fingerprint_op(void *vs)
 {
 	struct rf_session *s = vs;
 
@@ -329,22 +329,8 @@ static int rf_hardware_op(void *vs, struct gf_hardware *ret, struct gf_err *err)
 	return rf_hardware(&((struct rf_session *)vs)->client, ret, err);
 }
 
-const struct gf_backend gf_redfish_backend = {
-	.name = "redfish",
-	.open = rf_open,
-	.close = rf_close,
-	.power_get = rf_power_get_op,
-	.power_set = rf_power_set_op,
-	.boot_get = rf_boot_get_op,
-	.boot_set = rf_boot_set_op,
-	.sensors = rf_sensors_op,
-	.sel_list = rf_sel_list_op,
-	.sel_clear = rf_sel_clear_op,
-	.firmware = rf_firmware_op,
-	.hardware = rf_hardware_op,
-};
 
-int gf_redfish_probe(const struct gf_bmc_target *t, double timeout)
+static int rf_probe_op(const struct gf_bmc_target *t, double timeout)
 {
 	struct rf_http_opts o = {
 		.node = t->node, .host = t->host, .port = t->port, .verify_none = true,
@@ -375,7 +361,8 @@ int gf_redfish_probe(const struct gf_bmc_target *t, double timeout)
 	return yes;
 }
 
-int gf_redfish_peek_cert(const struct gf_bmc_target *t, char *ret, struct gf_err *err)
+static int rf_peek_fingerprint_op(const struct gf_bmc_target *t, char *ret,
+				  struct gf_err *err)
 {
 	struct rf_http_opts o = {
 		.node = t->node, .host = t->host, .port = t->port, .deadline = t->deadline,
@@ -396,7 +383,26 @@ int gf_redfish_peek_cert(const struct gf_bmc_target *t, char *ret, struct gf_err
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_TLS,
 				"bmc '%s' showed no certificate that could be read", t->node);
 	if (rc == 0)
-		snprintf(ret, GF_REDFISH_FP_SIZE, "%s", fp);
+		snprintf(ret, GF_BMC_FP_SIZE, "%s", fp);
 	rf_http_free(h);
 	return rc;
 }
+
+const struct gf_backend gf_redfish_backend = {
+	.name = "redfish",
+	.title = "Redfish",
+	.probe = rf_probe_op,
+	.fingerprint = rf_fingerprint_op,
+	.peek_fingerprint = rf_peek_fingerprint_op,
+	.open = rf_open,
+	.close = rf_close,
+	.power_get = rf_power_get_op,
+	.power_set = rf_power_set_op,
+	.boot_get = rf_boot_get_op,
+	.boot_set = rf_boot_set_op,
+	.sensors = rf_sensors_op,
+	.sel_list = rf_sel_list_op,
+	.sel_clear = rf_sel_clear_op,
+	.firmware = rf_firmware_op,
+	.hardware = rf_hardware_op,
+};

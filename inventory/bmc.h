@@ -1,0 +1,59 @@
+/*
+ * A node's BMC: the backends (the table in bmc.c is the one place that names
+ * them), the backend for a node's protocol (--protocol auto probes, nothing
+ * secret sent), and opening a session with the node's profile and TLS pin.
+ * Nothing here prints.
+ */
+#ifndef GF_INV_BMC_H
+#define GF_INV_BMC_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "inventory/pins.h"
+#include "lib/backend.h"
+#include "lib/node.h"
+
+/* What a fan-out needs to reach its nodes' BMCs; read-only while it runs but pins->seen. */
+struct gf_bmc_run {
+	const struct gf_node *nodes;
+	const struct gf_profile *const *profs;  /* per node, resolved in the main thread */
+	struct gf_pins *pins;                    /* per node; seen[i] is written by node i's worker */
+	const char *cache_dir;                   /* IPMI SDR caches, NULL: none */
+	const char *cacert;                      /* CA bundle for BMC certificates, NULL: system CAs */
+	bool insecure;                           /* no certificate checks at all */
+	const char *log_name;                    /* sel: the event log to read (Redfish), NULL: find it */
+	bool no_thresholds;                      /* sensors: thresholds are not shown */
+	const volatile sig_atomic_t *cancel;     /* set on Ctrl-C: stop soon, still clean up */
+};
+
+/*
+ * The backend for node @i: its protocol's, or for auto the first whose probe
+ * answers by @deadline (a few seconds at most), else the one without a probe.
+ * NULL with @err (unsupported) when the node has no BMC or an unknown
+ * protocol. Thread-safe.
+ */
+const struct gf_backend *gf_bmc_choose(const struct gf_bmc_run *r, size_t i, double deadline,
+				       struct gf_err *err);
+
+/*
+ * Open node @i's session on @be, every call bounded by @deadline, and note the
+ * certificate its BMC showed in r->pins->seen[i]. Close it with be->close().
+ * Thread-safe for distinct nodes.
+ */
+int gf_bmc_open(const struct gf_bmc_run *r, size_t i, const struct gf_backend *be,
+		double deadline, void **ret_session, struct gf_err *err);
+
+/* May @n's BMC show a certificate to pin: a backend its protocol may use has them? */
+bool gf_bmc_may_pin(const struct gf_node *n);
+
+/*
+ * The fingerprint of the certificate @n's BMC shows now, without credentials,
+ * into @ret (GF_BMC_FP_SIZE bytes): for re-pinning. GF_E_NODE (unsupported)
+ * when its protocol has no certificates. Thread-safe.
+ */
+int gf_bmc_peek_fingerprint(const struct gf_node *n, double deadline,
+			    const volatile sig_atomic_t *cancel, char *ret, struct gf_err *err);
+
+#endif

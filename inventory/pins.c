@@ -1,0 +1,102 @@
+#include "inventory/pins.h"
+
+#include <stdlib.h>
+
+#include "inventory/bmc.h"
+#include "lib/buf.h"
+
+bool gf_pins_needed(const struct gf_node *nodes, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (gf_bmc_may_pin(&nodes[i]))
+			return true;
+	return false;
+}
+
+void gf_pins_release(struct gf_pins *p)
+{
+	for (size_t i = 0; p->pin && i < p->n; i++)
+		free(p->pin[i]);
+	free(p->pin);
+	free(p->pin_new);
+	free(p->seen);
+	*p = (struct gf_pins){0};
+}
+
+int gf_pins_load(struct gf_db *db, const struct gf_node *nodes,
+		 const struct gf_profile *const *profs, size_t n, bool pin_new, bool all,
+		 struct gf_pins *ret, struct gf_err *err)
+{
+	struct gf_pins p = {.n = n};
+	size_t cap = n ? n : 1;
+
+	p.pin = gf_xcalloc(cap, sizeof(*p.pin));
+	p.pin_new = gf_xcalloc(cap, sizeof(*p.pin_new));
+	p.seen = gf_xcalloc(cap, sizeof(*p.seen));
+	for (size_t i = 0; i < n; i++) {
+		int rc;
+
+		p.pin_new[i] = pin_new || (profs && profs[i] && profs[i]->redfish_tls_pin_new);
+		if (!all && !gf_bmc_may_pin(&nodes[i]))
+			continue;
+		rc = gf_db_tls_pin_get(db, nodes[i].name, &p.pin[i], err);
+		if (rc < 0) {
+			gf_pins_release(&p);
+			return rc;
+		}
+	}
+	*ret = p;
+	return 0;
+}
+
+bool gf_pins_first_use(const struct gf_pins *p, size_t i)
+{
+	return p->pin_new[i] && !p->pin[i] && p->seen[i][0];
+}
+
+/* Write the pins of the nodes @pick says: seen[i], or none when it is "". */
+static int store(struct gf_db *db, const struct gf_node *nodes, const struct gf_pins *p,
+		 bool (*pick)(const struct gf_pins *p, size_t i, const bool *which),
+		 const bool *which, struct gf_err *err)
+{
+	const char **names = gf_xcalloc(p->n ? p->n : 1, sizeof(*names));
+	const char **fps = gf_xcalloc(p->n ? p->n : 1, sizeof(*fps));
+	size_t k = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		if (!pick(p, i, which))
+			continue;
+		names[k] = nodes[i].name;
+		fps[k++] = p->seen[i][0] ? p->seen[i] : NULL;
+	}
+	if (k)
+		rc = gf_db_tls_pin_set(db, names, fps, k, err);
+	free(names);
+	free(fps);
+	return rc;
+}
+
+static bool pick_first_use(const struct gf_pins *p, size_t i, const bool *which)
+{
+	(void)which;
+	return gf_pins_first_use(p, i);
+}
+
+static bool pick_which(const struct gf_pins *p, size_t i, const bool *which)
+{
+	(void)p;
+	return which[i];
+}
+
+int gf_pins_store_first_use(struct gf_db *db, const struct gf_node *nodes,
+			    const struct gf_pins *p, struct gf_err *err)
+{
+	return store(db, nodes, p, pick_first_use, NULL, err);
+}
+
+int gf_pins_replace(struct gf_db *db, const struct gf_node *nodes, const struct gf_pins *p,
+		    const bool *which, struct gf_err *err)
+{
+	return store(db, nodes, p, pick_which, which, err);
+}
