@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -464,3 +465,113 @@ def test_local_states_and_hung_command_killed(gf, lab):
 def test_local_takes_no_targets(gf):
     r = gf.run("host", "--local", "gpu01")
     assert r.returncode == 2 and "no targets" in r.stderr
+
+
+# ---- Ctrl-C ----
+
+def hang_pids(lab, i):
+    """The PIDs node i's hanging nvidia-smi wrote as it started, oldest first."""
+    try:
+        with open(os.path.join(lab.node_dir(i), "hang.pids")) as f:
+            return [int(x) for x in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def start_until_hung(lab, i, args, env):
+    """Start gpufleet ARGS; return it once node i's fake nvidia-smi has started (it hangs)."""
+    before = len(hang_pids(lab, i))
+    p = subprocess.Popen([GPUFLEET, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    deadline = time.monotonic() + 30
+    while len(hang_pids(lab, i)) == before:   # the fake tool writes its PID as it starts
+        if p.poll() is not None or time.monotonic() > deadline:
+            p.kill()
+            out, err = p.communicate()
+            raise AssertionError(f"node {i}'s nvidia-smi never ran: rc {p.returncode}, {err}")
+        time.sleep(0.02)
+    return p
+
+
+def interrupt(p):
+    """Ctrl-C: return stdout, stderr and the seconds it took gpufleet to end."""
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return out, err, time.monotonic() - t0
+
+
+def wait_for_log(read, text, limit=10):
+    """Until read() holds text (what a peer logs after gpufleet has gone), or limit seconds."""
+    deadline = time.monotonic() + limit
+    while text not in read():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_ctrl_c_stops_host_and_starts_no_other_node(hg, lab):
+    """Ctrl-C while a host's nvidia-smi hangs: gpufleet ends at once, not at the 60 s
+    deadline, with exit 130; the hung node's session is closed by gpufleet (sshd is told,
+    not cut off), and the node that had not been started is never contacted."""
+    sshd = lab.instance(12)
+    logged = len(lab.sshd_log(sshd))
+    p = start_until_hung(lab, 12, ["--format", "json", "host", "gpu[12-13]", "--fanout", "1",
+                                   "--timeout", "60", "--retries", "0"], hg.env())
+    out, err, took = interrupt(p)
+    assert p.returncode == 130, (p.returncode, err)
+    assert took < 10, took
+    assert "interrupted" in err
+    data = {o["node"]: o for o in json.loads(out)}
+    assert data["gpu12"]["ok"] is False, data
+    assert data["gpu12"]["error"]["kind"] == "internal", data
+    assert "interrupted" in data["gpu12"]["error"]["message"], data
+    assert data["gpu13"]["ok"] is False, data
+    assert "interrupted before" in data["gpu13"]["error"]["message"], data
+    assert lab.commands(13) == []                     # never contacted
+    assert wait_for_log(lambda: lab.sshd_log(sshd)[logged:], "Received disconnect"), \
+        lab.sshd_log(sshd)[logged:]
+
+
+def test_ctrl_c_kills_the_local_commands(gf, lab):
+    sshlab.kill_hung(lab.dir)
+    p = start_until_hung(lab, 12, ["--format", "json", "host", "--local", "--timeout", "60"],
+                         gf.env(lab.local_env(12)))
+    out, err, took = interrupt(p)
+    assert p.returncode == 130, (p.returncode, err)
+    assert took < 10, took
+    assert "interrupted" in err
+    data = json.loads(out)
+    assert data[0]["ok"] is False and "interrupted" in data[0]["error"]["message"], data
+    pid = hang_pids(lab, 12)[-1]
+    assert not alive(pid), pid                        # the hung command was killed, not left
+
+
+def test_ctrl_c_stops_a_sweep_of_hosts(hg, lab):
+    """The SSH part of a sweep stops on Ctrl-C like the BMC part: exit 130, nothing
+    stored, the lock free, and a node not started yet never contacted."""
+    p = start_until_hung(lab, 12, ["sweep", "gpu[12-13]", "--fanout", "1", "--timeout", "60",
+                                   "--retries", "0"], hg.env())
+    out, err, took = interrupt(p)
+    assert p.returncode == 130, (p.returncode, err)
+    assert took < 10, took
+    assert "interrupted" in err and "the sweep was not stored" in err, err
+    assert out == ""
+    assert hg.sql("SELECT count(*) AS n FROM sweeps") == [{"n": 0}]
+    assert lab.commands(13) == []
+    r = hg.run("sweep", "gpu01", "--timeout", SLOW, "--wait-lock", "0")
+    assert r.returncode == 0, r.stderr

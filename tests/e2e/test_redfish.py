@@ -511,6 +511,45 @@ def test_hanging_bmc_meets_the_deadline(rf, lab):
         lab.set_mode(9, hang=False)
 
 
+def test_ctrl_c_stops_repin_and_keeps_the_pins_it_did_not_read(rf, lab):
+    """nodes repin on Ctrl-C: exit 130 at once; the node that answered is re-pinned,
+    the one that still hangs keeps the pin it had rather than losing it."""
+    r, data = rf.json("nodes", "repin", "rf1,rf9")
+    assert r.returncode == 0, r.stderr
+    before = {o["node"]: o["pin"] for o in data}
+    lab.set_mode(9, hang=True)
+    try:
+        p = subprocess.Popen([GPUFLEET, "-v", "--format", "json", "nodes", "repin", "rf1,rf9",
+                              "--timeout", "60", "--retries", "0"], env=rf.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # -v prints a line per node as it finishes: rf1 done means rf9 hangs in the run.
+        seen = []
+        for line in p.stderr:
+            seen.append(line)
+            if line.startswith("gpufleet: rf1: ok"):
+                break
+        else:
+            raise AssertionError(f"rf1 never finished: {seen}")
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        lab.set_mode(9, hang=False)
+    assert p.returncode == 130, (p.returncode, err)
+    assert took < 10, took
+    assert "interrupted" in err
+    data = {o["node"]: o for o in json.loads(out)}
+    assert data["rf1"]["ok"] is True, data
+    assert data["rf9"]["ok"] is False and "interrupted" in data["rf9"]["error"]["message"], data
+    pins = {row["node"]: row["fingerprint"] for row in rf.sql("SELECT node, fingerprint FROM tls_pins")}
+    assert pins["rf1"] == data["rf1"]["pin"], pins
+    assert pins["rf9"] == before["rf9"], pins        # not forgotten
+
+
 def test_redirect_to_another_host_is_refused(rf, lab):
     uri, moved = "/redfish/v1/UpdateService", "/redfish/v1/UpdateService-moved"
     saved = lab.resource(9, uri)
