@@ -1,6 +1,5 @@
 #include "cli/bmc.h"
 
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,31 +7,10 @@
 #include "lib/buf.h"
 #include "lib/util.h"
 
-#define EXIT_INTERRUPTED 130
-
-/* Set by SIGINT while a fan-out runs; workers stop soon and close their sessions. */
-static volatile sig_atomic_t interrupted;
-
 struct bmc_task {
 	const struct cli_bmc_run *run;
 	struct gf_bmc_run bmc;            /* profiles, pins, TLS options of the nodes */
 };
-
-/* The first Ctrl-C asks the workers to stop; a second one ends the process at once. */
-static void on_sigint(int sig)
-{
-	if (interrupted) {
-		signal(SIGINT, SIG_DFL);
-		raise(SIGINT);
-		return;
-	}
-	interrupted = 1;
-}
-
-bool cli_bmc_interrupted(void)
-{
-	return interrupted != 0;
-}
 
 static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *slot)
 {
@@ -46,7 +24,7 @@ static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *sl
 	slot->data = json_object();
 	if (run->action)
 		json_object_set_new(slot->data, "action", json_string(run->action));
-	if (interrupted) {
+	if (gf_exec_cancelled()) {
 		gf_err_set(&err, GF_E_NODE, GF_EK_INTERNAL, "interrupted before node '%s' was started",
 			   n->name);
 		goto fail;
@@ -118,7 +96,6 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	struct bmc_task t = {.run = run};
 	struct cli_render r = {.cli = cli, .nodes = run->nodes, .n = run->n, .spec = run->spec,
 			       .show_bmc = true};
-	struct sigaction sa, old;
 	struct gf_exec_opts eo;
 	struct gf_err err = {0};
 	int rc, prc;
@@ -137,23 +114,14 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	t.bmc = (struct gf_bmc_run){
 		.nodes = run->nodes, .profs = profs, .pins = &pins, .cache_dir = cli->cache_dir,
 		.cacert = cli->cacert, .insecure = cli->insecure, .log_name = run->log_name,
-		.no_thresholds = run->no_thresholds, .cancel = &interrupted,
+		.no_thresholds = run->no_thresholds, .cancel = gf_exec_cancel_flag(),
 	};
 	run->slots = gf_xcalloc(run->n ? run->n : 1, sizeof(*run->slots));
 	cli_exec_opts(cli, &eo);
 	eo.batch = run->batch;
 	eo.interval = run->interval;
-	eo.cancel = &interrupted;
-
-	/* Ctrl-C: let the workers close their sessions (a Redfish BMC has few) and stop. */
-	interrupted = 0;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigint;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old);
 	rc = gf_exec_run(&eo, run->n, bmc_task, &t, run->slots,
 			 run->spec ? cli_render_done : cli_progress_done, &r, &err);
-	sigaction(SIGINT, &old, NULL);
 	if (rc < 0) {
 		rc = cli_fail(&err);
 		goto out;
@@ -169,10 +137,7 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	}
 	if (prc && !rc)
 		rc = prc;
-	if (interrupted) {
-		cli_error("interrupted");
-		rc = EXIT_INTERRUPTED;
-	}
+	rc = cli_interrupted(rc);
 out:
 	gf_pins_release(&pins);
 	free(profs);

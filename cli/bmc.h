@@ -37,8 +37,6 @@ struct cli_bmc_run {
  */
 int cli_bmc_fanout(struct cli_bmc_run *run);
 void cli_bmc_release(struct cli_bmc_run *run);
-/* Has Ctrl-C been pressed during the current cli_bmc_fanout()? For ops that wait or poll. */
-bool cli_bmc_interrupted(void);
 
 /*
  * A whole read-only verb with no options of its own: parse, resolve the

@@ -52,7 +52,8 @@ static void host_task(void *vctx, size_t i, double deadline, struct gf_result *s
 	int rc;
 
 	if (t->local) {
-		struct gf_host_runner runner = {.run = gf_host_run_local};
+		struct gf_host_runner runner = {.run = gf_host_run_local,
+						.cancel = gf_exec_cancel_flag()};
 
 		rc = gf_host_collect(&runner, deadline, &facts, &err);
 	} else if (!n->ssh) {
@@ -62,6 +63,7 @@ static void host_task(void *vctx, size_t i, double deadline, struct gf_result *s
 		struct gf_ssh_target target = {
 			.node = n->name, .spec = n->ssh, .prof = t->profs[i],
 			.accept_new = t->accept_new, .deadline = deadline,
+			.cancel = gf_exec_cancel_flag(),
 		};
 
 		rc = gf_host_facts_ssh(&target, &facts, &err);
@@ -189,7 +191,7 @@ int cmd_host(struct gf_cli *cli, int argc, char **argv)
 			for (size_t i = 0; i < n; i++)
 				if (slots[i].ok && slots[i].data)
 					add_summaries(slots[i].data);
-		rc = cli_render_finish(&r, slots);
+		rc = cli_interrupted(cli_render_finish(&r, slots));
 	}
 	for (size_t i = 0; i < n; i++)
 		gf_result_release(&slots[i]);

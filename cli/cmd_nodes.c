@@ -295,7 +295,7 @@ static void repin_one(void *vctx, size_t i, double deadline, struct gf_result *s
 
 	slot->data = json_object();
 	json_object_set_new(slot->data, "previous", old ? json_string(old) : json_null());
-	if (gf_bmc_peek_fingerprint(n, deadline, NULL, t->pins->seen[i], &err) < 0) {
+	if (gf_bmc_peek_fingerprint(n, deadline, gf_exec_cancel_flag(), t->pins->seen[i], &err) < 0) {
 		gf_result_fail(slot, &err);
 		return;
 	}
@@ -322,7 +322,7 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 	struct gf_err err = {0};
 	struct gf_node *nodes;
 	struct gf_db *db;
-	bool *all = NULL;
+	bool *which = NULL;
 	size_t n;
 	int rc;
 
@@ -345,19 +345,20 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 		rc = cli_fail(&err);
 		goto out;
 	}
-	all = gf_xcalloc(n ? n : 1, sizeof(*all));
+	/* After Ctrl-C only what was read is written: the others keep the pin they had. */
+	which = gf_xcalloc(n ? n : 1, sizeof(*which));
 	for (size_t i = 0; i < n; i++)
-		all[i] = true;
-	if (gf_pins_replace(db, nodes, &pins, all, &err) < 0) {
+		which[i] = slots[i].ok || !gf_exec_cancelled();
+	if (gf_pins_replace(db, nodes, &pins, which, &err) < 0) {
 		rc = cli_fail(&err);
 		goto out;
 	}
-	rc = cli_render_finish(&r, slots);
+	rc = cli_interrupted(cli_render_finish(&r, slots));
 out:
 	for (size_t i = 0; slots && i < n; i++)
 		gf_result_release(&slots[i]);
 	free(slots);
-	free(all);
+	free(which);
 	gf_pins_release(&pins);
 	gf_nodes_free(nodes, n);
 	return rc;

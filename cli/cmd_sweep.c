@@ -129,6 +129,7 @@ static void collect_host(const struct sweep_ctx *c, size_t i, json_t *data, json
 	struct gf_ssh_target target = {
 		.node = n->name, .spec = n->ssh, .prof = c->ssh_profs[i],
 		.accept_new = c->accept_new, .deadline = gf_monotime() + c->timeout,
+		.cancel = gf_exec_cancel_flag(),
 	};
 	struct gf_hostfacts facts = {0};
 	struct gf_err err = {0};
@@ -501,6 +502,11 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 		eo.retries = 0; /* collect_host has its own deadline; no second try */
 		if (gf_exec_run(&eo, ns, ssh_task, &r, sslots, cli_progress_done, &pr, &err) < 0) {
 			rc = cli_fail(&err);
+			goto out;
+		}
+		rc = cli_interrupted(GF_EXIT_OK);
+		if (rc) {
+			cli_error("the sweep was not stored");
 			goto out;
 		}
 	}

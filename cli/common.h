@@ -25,6 +25,7 @@ enum {
 	GF_EXIT_USAGE = 2,    /* usage or configuration error */
 	GF_EXIT_DRIFT = 3,    /* drift found, with --fail-on-drift */
 	GF_EXIT_REFUSED = 4,  /* refused for safety */
+	GF_EXIT_INTERRUPTED = 130,  /* Ctrl-C stopped a fan-out */
 };
 
 /* Global options, after parsing. */
@@ -88,6 +89,11 @@ int cli_parse(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *o
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print @err as an error and return the exit code it maps to (2 for usage/config). */
 int cli_fail(const struct gf_err *err);
+/*
+ * After a fan-out: when Ctrl-C stopped it, print "interrupted" and return
+ * GF_EXIT_INTERRUPTED; else @rc.
+ */
+int cli_interrupted(int rc);
 /* Warnings and -v messages on stderr; quiet silences warnings. */
 void cli_warn(const struct gf_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A line for the user on stderr, as it is ("imported 3 nodes"); quiet silences it. */

@@ -56,6 +56,14 @@ void cli_verbose(const struct gf_cli *cli, const char *fmt, ...)
 	va_end(ap);
 }
 
+int cli_interrupted(int rc)
+{
+	if (!gf_exec_cancelled())
+		return rc;
+	cli_error("interrupted");
+	return GF_EXIT_INTERRUPTED;
+}
+
 int cli_fail(const struct gf_err *err)
 {
 	cli_error("%s", err->msg[0] ? err->msg : "unknown error");

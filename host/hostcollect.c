@@ -19,15 +19,16 @@
 
 /* The SSH runner: @ud is an open struct gf_ssh. */
 static int run_ssh(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
-		   struct gf_err *err)
+		   const volatile sig_atomic_t *cancel, struct gf_err *err)
 {
+	(void)cancel; /* the session watches its target's */
 	return gf_ssh_run(ud, cmds, n, deadline, err);
 }
 
 int gf_host_facts_ssh(const struct gf_ssh_target *t, struct gf_hostfacts *ret,
 		      struct gf_err *err)
 {
-	struct gf_host_runner runner = {.run = run_ssh};
+	struct gf_host_runner runner = {.run = run_ssh, .cancel = t->cancel};
 	struct gf_ssh *ssh = NULL;
 	int rc;
 
@@ -79,8 +80,16 @@ static void reap(struct gf_remote_cmd *c, struct proc *p, bool block)
 	c->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* How long one wait lasts at most when Ctrl-C may end it. */
+#define CANCEL_SLICE_S 0.05
+
+static int stopped(struct gf_err *err)
+{
+	return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "interrupted while the commands ran");
+}
+
 int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
-		      struct gf_err *err)
+		      const volatile sig_atomic_t *cancel, struct gf_err *err)
 {
 	struct proc *ps = gf_xcalloc(n ? n : 1, sizeof(*ps));
 	struct pollfd *pfd = gf_xcalloc(2 * (n ? n : 1), sizeof(*pfd));
@@ -115,8 +124,14 @@ int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double dea
 		}
 		if (np == 0)
 			break;
+		if (cancel && *cancel) {
+			rc = stopped(err); /* the processes are killed below */
+			goto out;
+		}
 		if (left <= 0)
 			break;
+		if (cancel && left > CANCEL_SLICE_S)
+			left = CANCEL_SLICE_S;
 		if (poll(pfd, (nfds_t)np, (int)(left * 1000) + 1) < 0 && errno != EINTR)
 			break;
 		for (size_t i = 0; i < n; i++) {
@@ -142,7 +157,8 @@ int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double dea
 	for (size_t i = 0; i < n; i++) {
 		if (ps[i].pid < 0)
 			continue;
-		while (!ps[i].exited && ps[i].fd[0] < 0 && ps[i].fd[1] < 0 && gf_monotime() < deadline) {
+		while (!ps[i].exited && ps[i].fd[0] < 0 && ps[i].fd[1] < 0 && gf_monotime() < deadline &&
+		       !(cancel && *cancel)) {
 			reap(&cmds[i], &ps[i], false);
 			if (!ps[i].exited)
 				gf_sleep_until(gf_monotime() + 0.002);
@@ -156,6 +172,8 @@ int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double dea
 			cmds[i].status = -1;
 		}
 	}
+	if (cancel && *cancel)
+		rc = stopped(err);
 out:
 	for (size_t i = 0; i < n; i++) {
 		for (int k = 0; k < 2; k++)
@@ -190,7 +208,7 @@ static void round_add(struct round *r, enum gf_hostcmd id, const char *line)
 static int round_run(const struct gf_host_runner *r, struct round *rd, double deadline,
 		     struct gf_remote_cmd res[GF_HC_COUNT], struct gf_err *err)
 {
-	int rc = r->run(r->ud, rd->cmds, rd->n, deadline, err);
+	int rc = r->run(r->ud, rd->cmds, rd->n, deadline, r->cancel, err);
 
 	for (size_t i = 0; i < rd->n; i++) {
 		struct gf_remote_cmd *dst = &res[rd->ids[i]];

@@ -13,12 +13,14 @@
 /*
  * A way to run commands: @run runs @n commands at once until each ends or
  * @deadline (monotonic) passes, filling their results; it returns 0, or
- * GF_E_NODE when the transport itself failed.
+ * GF_E_NODE when the transport itself failed or @cancel was set (kind
+ * internal).
  */
 struct gf_host_runner {
 	int (*run)(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
-		   struct gf_err *err);
+		   const volatile sig_atomic_t *cancel, struct gf_err *err);
 	void *ud;
+	const volatile sig_atomic_t *cancel;  /* set on Ctrl-C: stop soon; NULL: none */
 };
 
 /*
@@ -32,13 +34,13 @@ int gf_host_collect(const struct gf_host_runner *r, double deadline, struct gf_h
 
 /*
  * The local runner (@ud unused): each command by /bin/sh -c with stdin from
- * /dev/null, in its own process group, killed at the deadline.
+ * /dev/null, in its own process group, killed at the deadline or on @cancel.
  */
 int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
-		      struct gf_err *err);
+		      const volatile sig_atomic_t *cancel, struct gf_err *err);
 /*
- * A node's host facts over SSH: connect to @t, collect by @t->deadline,
- * disconnect. On success fills @ret (release with gf_hostfacts_release());
+ * A node's host facts over SSH: connect to @t, collect by @t->deadline
+ * (or until @t->cancel is set), disconnect. On success fills @ret (release with gf_hostfacts_release());
  * errors are GF_E_NODE with the kind of gf_ssh_open() or gf_host_collect().
  * Needs gf_ssh_global_init(); thread-safe for distinct targets.
  */

@@ -33,8 +33,32 @@ struct gf_ssh {
 	int sock;
 	LIBSSH2_SESSION *sess;
 	bool broken;              /* do not try a clean disconnect */
+	bool abandoned;           /* channels of commands still running: freed with the session */
 	unsigned long long rx;    /* bytes received: tells whether a pass read anything */
+	const volatile sig_atomic_t *cancel;  /* Ctrl-C: stop waiting soon */
 };
+
+/* How long one wait on the peer lasts at most when Ctrl-C may end it. */
+#define CANCEL_SLICE_S 0.05
+
+static bool cancelled(const struct gf_ssh *s)
+{
+	return s->cancel && *s->cancel;
+}
+
+static int interrupted(const struct gf_ssh *s, struct gf_err *err)
+{
+	return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "interrupted while talking to host '%s'",
+			  s->node);
+}
+
+/* Milliseconds for poll(): what is left of @left seconds, a short slice when cancellable. */
+static int poll_ms(const struct gf_ssh *s, double left)
+{
+	if (s->cancel && left > CANCEL_SLICE_S)
+		left = CANCEL_SLICE_S;
+	return (int)(left * 1000) + 1;
+}
 
 void gf_remote_cmd_release(struct gf_remote_cmd *c)
 {
@@ -142,6 +166,8 @@ static int wait_socket(struct gf_ssh *s, double deadline, const char *what, stru
 	double left = deadline - gf_monotime();
 	int rc;
 
+	if (cancelled(s))
+		return interrupted(s, err);
 	if (left <= 0)
 		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT, "ssh '%s' did not finish %s in time",
 				  s->node, what);
@@ -151,7 +177,7 @@ static int wait_socket(struct gf_ssh *s, double deadline, const char *what, stru
 		pfd.events |= POLLOUT;
 	if (!pfd.events)
 		pfd.events = POLLIN;
-	rc = poll(&pfd, 1, (int)(left * 1000) + 1);
+	rc = poll(&pfd, 1, poll_ms(s, left));
 	if (rc < 0 && errno != EINTR)
 		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "ssh '%s' poll failed (%s)", s->node,
 				  strerror(errno));
@@ -213,7 +239,7 @@ static int tcp_connect(struct gf_ssh *s, double deadline, struct gf_err *err)
 	struct addrinfo *res = NULL, *ai;
 	char port[16];
 	int rc, last = 0;
-	bool timed_out = false;
+	bool timed_out = false, stopped = false;
 
 	snprintf(port, sizeof(port), "%d", s->port);
 	rc = getaddrinfo(s->host, port, &hints, &res);
@@ -240,15 +266,19 @@ static int tcp_connect(struct gf_ssh *s, double deadline, struct gf_err *err)
 			struct pollfd pfd = {.fd = fd, .events = POLLOUT};
 			double left = deadline - gf_monotime();
 
+			if (cancelled(s)) {
+				stopped = true;
+				break;
+			}
 			if (left <= 0) {
 				timed_out = true;
 				break;
 			}
-			rc = poll(&pfd, 1, (int)(left * 1000) + 1);
+			rc = poll(&pfd, 1, poll_ms(s, left));
 			if (rc > 0 || (rc < 0 && errno != EINTR))
 				break;
 		}
-		if (timed_out) {
+		if (timed_out || stopped) {
 			close(fd);
 			break;
 		}
@@ -264,6 +294,8 @@ static int tcp_connect(struct gf_ssh *s, double deadline, struct gf_err *err)
 		return 0;
 	}
 	freeaddrinfo(res);
+	if (stopped)
+		return interrupted(s, err);
 	if (timed_out)
 		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
 				  "ssh '%s' did not answer on %s port %d in time", s->node, s->host, s->port);
@@ -682,6 +714,7 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 
 	s->node = t->node;
 	s->sock = -1;
+	s->cancel = t->cancel;
 	rc = split_spec(t->node, t->spec, &s->user, &s->host, &s->port, err);
 	if (rc < 0) {
 		/* A bad address in the registry: this node cannot be reached, the others can. */
@@ -942,6 +975,13 @@ int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double de
 		size_t running = 0;
 		unsigned long long rx = s->rx;
 
+		if (cancelled(s)) {
+			/* The session is sound: close it, and leave the commands to the server. */
+			s->abandoned = true;
+			rc = interrupted(s, err);
+			goto out;
+		}
+
 		for (size_t i = 0; i < n; i++) {
 			enum ch_state before = ks[i].st;
 
@@ -1001,7 +1041,7 @@ int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double de
 	}
 out:
 	for (size_t i = 0; i < n; i++)
-		if (ks[i].ch && !s->broken)
+		if (ks[i].ch && !s->broken && !s->abandoned)
 			libssh2_channel_free(ks[i].ch);
 	free(ks);
 	return rc;

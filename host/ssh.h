@@ -8,6 +8,7 @@
 #ifndef GF_SSH_H
 #define GF_SSH_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -36,6 +37,7 @@ struct gf_ssh_target {
 	const struct gf_profile *prof;  /* ssh_user, ssh_key, ssh_key_passphrase_env, ssh_known_hosts */
 	bool accept_new;                /* record an unknown host key (never a changed one) */
 	double deadline;                /* monotonic: every call returns by then */
+	const volatile sig_atomic_t *cancel;  /* set on Ctrl-C: every call returns soon; NULL: none */
 };
 
 struct gf_ssh;
@@ -56,7 +58,9 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
  * Run @n commands, as many at once as the server allows, each until it ends
  * or @deadline passes (then it is marked timed_out; its output so far is
  * kept). Returns 0 when every command ended or timed out, or GF_E_NODE when
- * the connection failed.
+ * the connection failed or the target's cancel flag was set (kind internal:
+ * the commands still running are left to the server, the session can still
+ * be closed).
  */
 int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double deadline,
 	       struct gf_err *err);

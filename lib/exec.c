@@ -24,25 +24,44 @@ struct exec_state {
 	size_t ndone;
 };
 
+/* Set by Ctrl-C while a run is in progress; a signal handler can only set a flag. */
+static volatile sig_atomic_t interrupted;
+
+bool gf_exec_cancelled(void)
+{
+	return interrupted != 0;
+}
+
+const volatile sig_atomic_t *gf_exec_cancel_flag(void)
+{
+	return &interrupted;
+}
+
+/* The first Ctrl-C stops the run; a second one ends the process at once. */
+static void on_sigint(int sig)
+{
+	if (interrupted) {
+		signal(SIGINT, SIG_DFL);
+		raise(SIGINT);
+		return;
+	}
+	interrupted = 1;
+}
+
 static bool retryable(const struct gf_result *r)
 {
 	return !r->ok && (r->err.kind == GF_EK_TIMEOUT || r->err.kind == GF_EK_CONNECT);
 }
 
-static bool cancelled(const struct gf_exec_opts *o)
+/* Sleep until @t (monotonic), in short steps so that Ctrl-C ends it soon. */
+static void wait_turn(double t)
 {
-	return o->cancel && *o->cancel;
-}
-
-/* Sleep until @t (monotonic), in short steps so that a cancel ends it soon. */
-static void wait_turn(const struct gf_exec_opts *o, double t)
-{
-	while (!cancelled(o)) {
+	while (!interrupted) {
 		double now = gf_monotime();
 
 		if (now >= t)
 			return;
-		gf_sleep_until(o->cancel && t - now > 0.05 ? now + 0.05 : t);
+		gf_sleep_until(t - now > 0.05 ? now + 0.05 : t);
 	}
 }
 
@@ -52,9 +71,9 @@ static void run_one(struct exec_state *st, size_t i)
 	struct gf_result *slot = &st->slots[i];
 
 	if (o->batch)
-		wait_turn(o, st->start + (double)(i / o->batch) * o->interval);
+		wait_turn(st->start + (double)(i / o->batch) * o->interval);
 	slot->t_start = gf_walltime();
-	if (cancelled(o)) {
+	if (interrupted) {
 		/* Never attempted: attempts stays 0, so nobody records it as sent. */
 		gf_err_set(&slot->err, GF_E_NODE, GF_EK_INTERNAL, "interrupted before it was started");
 		slot->t_end = slot->t_start;
@@ -69,7 +88,7 @@ static void run_one(struct exec_state *st, size_t i)
 		slot->no_retry = false;
 		st->task(st->ctx, i, gf_monotime() + o->timeout, slot);
 		if (!retryable(slot) || slot->no_retry || slot->attempts > o->retries ||
-		    cancelled(o))
+		    interrupted)
 			break;
 	}
 	slot->t_end = gf_walltime();
@@ -101,14 +120,20 @@ int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, vo
 	};
 	size_t nthreads = opts->fanout ? opts->fanout : 1;
 	size_t started = 0, reported = 0;
+	struct sigaction sa, old;
 	pthread_t *tids;
 	pthread_attr_t attr;
 	int rc = 0;
 
+	interrupted = 0;
 	for (size_t i = 0; i < n; i++)
 		gf_result_init(&slots[i]);
 	if (n == 0)
 		return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old);
 	if (nthreads > n)
 		nthreads = n;
 	st.doneq = gf_xcalloc(n, sizeof(*st.doneq));
@@ -151,6 +176,7 @@ int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, vo
 	for (size_t t = 0; t < started; t++)
 		pthread_join(tids[t], NULL);
 out:
+	sigaction(SIGINT, &old, NULL);
 	pthread_attr_destroy(&attr);
 	pthread_mutex_destroy(&st.lock);
 	pthread_cond_destroy(&st.cond);

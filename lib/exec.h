@@ -3,6 +3,7 @@
 #define GF_EXEC_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "lib/result.h"
@@ -14,10 +15,6 @@ struct gf_exec_opts {
 	unsigned batch;      /* 0: no staggering; else start at most @batch nodes per @interval */
 	double interval;     /* seconds between batches */
 	size_t stack_size;   /* worker stack, 0: 256 KiB */
-	/* Set (e.g. by a SIGINT handler) to stop soon: a node still waiting for its batch
-	 * starts at once (its task sees the flag and fails fast) and nothing is retried.
-	 * NULL: never. */
-	const volatile sig_atomic_t *cancel;
 };
 
 /*
@@ -34,8 +31,27 @@ typedef void (*gf_exec_done)(void *ud, size_t i, const struct gf_result *slot);
  * Returns 0, or GF_E_NOMEM / GF_E_IO if threads could not be started (then
  * nothing ran). The slots' t_start reflect batching: node i starts no earlier
  * than start + (i / batch) * interval.
+ *
+ * Ctrl-C is the executor's while it runs (the calling thread's SIGINT
+ * disposition is put back when it returns): the first stops the run soon.
+ * No node starts any more (each fails "interrupted before it was started",
+ * with no attempt), nothing is retried, a node waiting for its batch does
+ * not wait, and the tasks running see gf_exec_cancelled() (and the flag they
+ * gave their peers' calls) and end early, closing their sessions. A second
+ * Ctrl-C ends the process at once. One run at a time.
  */
 int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, void *ctx,
 		struct gf_result *slots, gf_exec_done done, void *ud, struct gf_err *err);
+
+/*
+ * Has Ctrl-C stopped the run in progress, or else the last one? For tasks
+ * that wait or poll, and for the caller after the run. Thread-safe.
+ */
+bool gf_exec_cancelled(void);
+/*
+ * The flag behind gf_exec_cancelled(), for calls that watch one while they
+ * wait on a peer (struct gf_bmc_target's cancel, struct gf_ssh_target's).
+ */
+const volatile sig_atomic_t *gf_exec_cancel_flag(void);
 
 #endif

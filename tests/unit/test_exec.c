@@ -113,9 +113,7 @@ static void batches(void **state)
 		gf_result_release(&slots[i]);
 }
 
-/* Node 0 "presses Ctrl-C": the later batches start at once instead of at their time. */
-static volatile sig_atomic_t cancel_flag;
-
+/* Node 0 presses Ctrl-C: the later batches start at once instead of at their time. */
 static void cancelling_task(void *vctx, size_t i, double deadline, struct gf_result *slot)
 {
 	struct ctx *c = vctx;
@@ -123,7 +121,9 @@ static void cancelling_task(void *vctx, size_t i, double deadline, struct gf_res
 
 	atomic_fetch_add(&c->calls[i], 1);
 	/* Node 0 times out as Ctrl-C comes: it is not tried again. */
-	cancel_flag = 1;
+	raise(SIGINT);
+	assert_true(gf_exec_cancelled());
+	assert_true(*gf_exec_cancel_flag());
 	gf_err_set(&e, GF_E_NODE, GF_EK_TIMEOUT, "slow");
 	gf_result_fail(slot, &e);
 }
@@ -132,12 +132,16 @@ static void cancel_cuts_the_stagger_short(void **state)
 {
 	struct ctx c = {.fail_first = -1};
 	struct gf_exec_opts o = {.fanout = 8, .timeout = 5, .retries = 3, .batch = 1,
-				 .interval = 30, .cancel = &cancel_flag};
+				 .interval = 30};
 	struct gf_result slots[4];
+	struct sigaction now;
 	double t0 = gf_monotime();
 
-	cancel_flag = 0;
 	assert_int_equal(gf_exec_run(&o, 4, cancelling_task, &c, slots, NULL, NULL, NULL), 0);
+	assert_true(gf_exec_cancelled()); /* the caller sees it after the run */
+	/* The run's handler is gone: SIGINT is back to what it was (the default). */
+	assert_int_equal(sigaction(SIGINT, NULL, &now), 0);
+	assert_true(now.sa_handler == SIG_DFL);
 	assert_true(gf_monotime() - t0 < 5.0); /* not the 90 s of the schedule */
 	assert_false(slots[0].ok);
 	assert_int_equal(slots[0].attempts, 1); /* retries = 3, but not after a cancel */
@@ -150,6 +154,14 @@ static void cancel_cuts_the_stagger_short(void **state)
 		assert_non_null(strstr(slots[i].err.msg, "interrupted"));
 	}
 	for (int i = 0; i < 4; i++)
+		gf_result_release(&slots[i]);
+	/* The next run starts afresh. */
+	c = (struct ctx){.fail_first = -1};
+	o = (struct gf_exec_opts){.fanout = 2, .timeout = 5};
+	assert_int_equal(gf_exec_run(&o, 2, task, &c, slots, NULL, NULL, NULL), 0);
+	assert_false(gf_exec_cancelled());
+	assert_true(slots[0].ok && slots[1].ok);
+	for (int i = 0; i < 2; i++)
 		gf_result_release(&slots[i]);
 }
 
