@@ -278,8 +278,8 @@ int gf_db_commit(struct gf_db *db, const char *what, struct gf_err *err)
 	return rc;
 }
 
-static int bind_text(struct gf_db *db, sqlite3_stmt *st, int i, const char *s, const char *what,
-		     struct gf_err *err)
+int gf_db_bind_text(struct gf_db *db, sqlite3_stmt *st, int i, const char *s, const char *what,
+		    struct gf_err *err)
 {
 	int rc = s ? sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
 
@@ -317,6 +317,28 @@ int gf_db_step_done(struct gf_db *db, sqlite3_stmt *st, const char *what, struct
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	return 0;
+}
+
+int gf_db_write(struct gf_db *db, const struct gf_db_write *w, size_t n, struct gf_err *err)
+{
+	sqlite3_stmt *st[GF_DB_WRITE_MAX] = {NULL};
+	int rc = 0;
+
+	for (size_t k = 0; k < GF_DB_WRITE_MAX && w->sql[k] && rc == 0; k++)
+		rc = gf_db_prepare(db, w->sql[k], &st[k], w->what, err);
+	if (rc == 0)
+		rc = gf_db_begin(db, w->what, err);
+	if (rc == 0) {
+		for (size_t i = 0; i < n && rc == 0; i++)
+			rc = w->row(db, st, w->what, w->ud, i, err);
+		if (rc == 0)
+			rc = gf_db_commit(db, w->what, err);
+		else
+			gf_db_rollback(db);
+	}
+	for (size_t k = 0; k < GF_DB_WRITE_MAX; k++)
+		sqlite3_finalize(st[k]);
+	return rc;
 }
 
 /* A copy of a text column, NULL for SQL NULL; the column's memory dies with the next step. */
@@ -497,18 +519,17 @@ static const char sql_node_upsert[] =
 
 /* Insert or update one node; *ret_id is its row id. */
 static int node_put(struct gf_db *db, sqlite3_stmt *st, const struct gf_node *n, double now,
-		    sqlite3_int64 *ret_id, struct gf_err *err)
+		    const char *what, sqlite3_int64 *ret_id, struct gf_err *err)
 {
-	static const char what[] = "adding nodes";
 	sqlite3_int64 id;
 	int rc;
 
-	if ((rc = bind_text(db, st, 1, n->name, what, err)) < 0 ||
-	    (rc = bind_text(db, st, 2, n->bmc, what, err)) < 0 ||
+	if ((rc = gf_db_bind_text(db, st, 1, n->name, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st, 2, n->bmc, what, err)) < 0 ||
 	    (rc = bind_int64(db, st, 3, n->bmc_port, what, err)) < 0 ||
-	    (rc = bind_text(db, st, 4, gf_proto_name(n->protocol), what, err)) < 0 ||
-	    (rc = bind_text(db, st, 5, n->ssh, what, err)) < 0 ||
-	    (rc = bind_text(db, st, 6, n->profile, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st, 4, gf_proto_name(n->protocol), what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st, 5, n->ssh, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st, 6, n->profile, what, err)) < 0 ||
 	    (rc = bind_double(db, st, 7, now, what, err)) < 0)
 		return rc;
 
@@ -537,12 +558,58 @@ static int check_name(const char *what, const char *name, struct gf_err *err)
 	return 0;
 }
 
+/* Bind @id and each of @names in turn to parameters 1 and 2 of @st, stepping each. */
+static int step_groups(struct gf_db *db, sqlite3_stmt *st, sqlite3_int64 id,
+		       const char *const *names, size_t n, const char *what, struct gf_err *err)
+{
+	int rc = 0;
+
+	for (size_t g = 0; g < n && rc == 0; g++)
+		if ((rc = bind_int64(db, st, 1, id, what, err)) == 0 &&
+		    (rc = gf_db_bind_text(db, st, 2, names[g], what, err)) == 0)
+			rc = gf_db_step_done(db, st, what, err);
+	return rc;
+}
+
+struct nodes_add {
+	const struct gf_node *nodes;
+	bool replace;
+	double now;
+};
+
+enum { ADD_PUT, ADD_CLEAR, ADD_GROUP };
+
+static int node_add_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
+			const void *ud, size_t i, struct gf_err *err)
+{
+	const struct nodes_add *a = ud;
+	const struct gf_node *nd = &a->nodes[i];
+	sqlite3_int64 id = 0;
+	int rc = node_put(db, st[ADD_PUT], nd, a->now, what, &id, err);
+
+	if (rc == 0 && a->replace) {
+		rc = bind_int64(db, st[ADD_CLEAR], 1, id, what, err);
+		if (rc == 0)
+			rc = gf_db_step_done(db, st[ADD_CLEAR], what, err);
+	}
+	if (rc == 0)
+		rc = step_groups(db, st[ADD_GROUP], id, (const char *const *)nd->groups, nd->ngroups,
+				 what, err);
+	return rc;
+}
+
 int gf_db_nodes_add(struct gf_db *db, const struct gf_node *nodes, size_t n, bool replace,
 		    struct gf_err *err)
 {
-	static const char what[] = "adding nodes";
-	sqlite3_stmt *put = NULL, *clear = NULL, *grp = NULL;
-	double now = gf_walltime();
+	const struct nodes_add a = {nodes, replace, gf_walltime()};
+	const struct gf_db_write w = {
+		.what = "adding nodes",
+		.sql = {[ADD_PUT] = replace ? sql_node_upsert : sql_node_insert,
+			[ADD_CLEAR] = "DELETE FROM node_groups WHERE node_id = ?1",
+			[ADD_GROUP] = "INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)"},
+		.row = node_add_row,
+		.ud = &a,
+	};
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
@@ -552,47 +619,7 @@ int gf_db_nodes_add(struct gf_db *db, const struct gf_node *nodes, size_t n, boo
 			if ((rc = check_name("group", nodes[i].groups[g], err)) < 0)
 				return rc;
 	}
-
-	if ((rc = gf_db_prepare(db, replace ? sql_node_upsert : sql_node_insert, &put, what,
-				err)) < 0 ||
-	    (rc = gf_db_prepare(db, "DELETE FROM node_groups WHERE node_id = ?1", &clear, what,
-				err)) < 0 ||
-	    (rc = gf_db_prepare(db,
-				"INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)",
-				&grp, what, err)) < 0)
-		goto out;
-	rc = gf_db_begin(db, what, err);
-	if (rc < 0)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		const struct gf_node *nd = &nodes[i];
-		sqlite3_int64 id = 0;
-
-		rc = node_put(db, put, nd, now, &id, err);
-		if (rc < 0)
-			goto fail;
-		if (replace) {
-			if ((rc = bind_int64(db, clear, 1, id, what, err)) < 0 ||
-			    (rc = gf_db_step_done(db, clear, what, err)) < 0)
-				goto fail;
-		}
-		for (size_t g = 0; g < nd->ngroups; g++) {
-			if ((rc = bind_int64(db, grp, 1, id, what, err)) < 0 ||
-			    (rc = bind_text(db, grp, 2, nd->groups[g], what, err)) < 0 ||
-			    (rc = gf_db_step_done(db, grp, what, err)) < 0)
-				goto fail;
-		}
-	}
-	rc = gf_db_commit(db, what, err);
-	goto out;
-
-fail:
-	gf_db_rollback(db);
-out:
-	sqlite3_finalize(put);
-	sqlite3_finalize(clear);
-	sqlite3_finalize(grp);
-	return rc;
+	return gf_db_write(db, &w, n, err);
 }
 
 static int node_from_row(struct gf_db *db, sqlite3_stmt *st, struct gf_node *n,
@@ -692,36 +719,69 @@ out:
 	return rc;
 }
 
-int gf_db_nodes_remove(struct gf_db *db, const char *const *names, size_t n, struct gf_err *err)
+static int node_remove_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
+			   const void *ud, size_t i, struct gf_err *err)
 {
-	static const char what[] = "removing nodes";
-	sqlite3_stmt *del = NULL;
+	const char *name = ((const char *const *)ud)[i];
 	int rc;
 
-	rc = gf_db_prepare(db, "DELETE FROM nodes WHERE name = ?1", &del, what, err);
-	if (rc < 0)
+	if ((rc = check_name("node", name, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st[0], 1, name, what, err)) < 0 ||
+	    (rc = gf_db_step_done(db, st[0], what, err)) < 0)
 		return rc;
-	rc = gf_db_begin(db, what, err);
-	if (rc < 0)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		if ((rc = check_name("node", names[i], err)) < 0 ||
-		    (rc = bind_text(db, del, 1, names[i], what, err)) < 0 ||
-		    (rc = gf_db_step_done(db, del, what, err)) < 0)
-			goto fail;
-		if (sqlite3_changes(db->h) == 0) {
-			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' is not registered",
-					names[i]);
-			goto fail;
-		}
-	}
-	rc = gf_db_commit(db, what, err);
-	goto out;
+	if (sqlite3_changes(db->h) == 0)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' is not registered", name);
+	return 0;
+}
 
-fail:
-	gf_db_rollback(db);
-out:
-	sqlite3_finalize(del);
+int gf_db_nodes_remove(struct gf_db *db, const char *const *names, size_t n, struct gf_err *err)
+{
+	const struct gf_db_write w = {
+		.what = "removing nodes",
+		.sql = {"DELETE FROM nodes WHERE name = ?1"},
+		.row = node_remove_row,
+		.ud = names,
+	};
+
+	return gf_db_write(db, &w, n, err);
+}
+
+struct nodes_tag {
+	const char *const *names;
+	const char *const *add, *const *del;
+	size_t nadd, ndel;
+};
+
+enum { TAG_FIND, TAG_ADD, TAG_DEL };
+
+static int node_tag_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
+			const void *ud, size_t i, struct gf_err *err)
+{
+	const struct nodes_tag *t = ud;
+	sqlite3_stmt *find = st[TAG_FIND];
+	sqlite3_int64 id;
+	int rc;
+
+	if ((rc = check_name("node", t->names[i], err)) < 0 ||
+	    (rc = gf_db_bind_text(db, find, 1, t->names[i], what, err)) < 0)
+		return rc;
+	rc = sqlite3_step(find);
+	if (rc == SQLITE_DONE) {
+		sqlite3_reset(find);
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' is not registered",
+				  t->names[i]);
+	}
+	if (rc != SQLITE_ROW) {
+		rc = gf_db_fail(db, rc, what, err);
+		sqlite3_reset(find);
+		return rc;
+	}
+	id = sqlite3_column_int64(find, 0);
+	sqlite3_reset(find);
+	/* Additions first, so a group both added and removed ends up removed. */
+	rc = step_groups(db, st[TAG_ADD], id, t->add, t->nadd, what, err);
+	if (rc == 0)
+		rc = step_groups(db, st[TAG_DEL], id, t->del, t->ndel, what, err);
 	return rc;
 }
 
@@ -729,8 +789,15 @@ int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n,
 		    const char *const *add, size_t nadd, const char *const *del, size_t ndel,
 		    struct gf_err *err)
 {
-	static const char what[] = "tagging nodes";
-	sqlite3_stmt *find = NULL, *ins = NULL, *rm = NULL;
+	const struct nodes_tag t = {names, add, del, nadd, ndel};
+	const struct gf_db_write w = {
+		.what = "tagging nodes",
+		.sql = {[TAG_FIND] = "SELECT id FROM nodes WHERE name = ?1",
+			[TAG_ADD] = "INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)",
+			[TAG_DEL] = "DELETE FROM node_groups WHERE node_id = ?1 AND grp = ?2"},
+		.row = node_tag_row,
+		.ud = &t,
+	};
 	int rc;
 
 	for (size_t g = 0; g < nadd; g++)
@@ -739,102 +806,39 @@ int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n,
 	for (size_t g = 0; g < ndel; g++)
 		if ((rc = check_name("group", del[g], err)) < 0)
 			return rc;
+	return gf_db_write(db, &w, n, err);
+}
 
-	if ((rc = gf_db_prepare(db, "SELECT id FROM nodes WHERE name = ?1", &find, what,
-				err)) < 0 ||
-	    (rc = gf_db_prepare(db,
-				"INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)",
-				&ins, what, err)) < 0 ||
-	    (rc = gf_db_prepare(db, "DELETE FROM node_groups WHERE node_id = ?1 AND grp = ?2", &rm,
-				what, err)) < 0)
-		goto out;
-	rc = gf_db_begin(db, what, err);
-	if (rc < 0)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		sqlite3_int64 id;
+static int audit_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
+		     const void *ud, size_t i, struct gf_err *err)
+{
+	const struct gf_audit *a = &((const struct gf_audit *)ud)[i];
+	int rc;
 
-		if ((rc = check_name("node", names[i], err)) < 0 ||
-		    (rc = bind_text(db, find, 1, names[i], what, err)) < 0)
-			goto fail;
-		rc = sqlite3_step(find);
-		if (rc == SQLITE_DONE) {
-			sqlite3_reset(find);
-			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' is not registered",
-					names[i]);
-			goto fail;
-		}
-		if (rc != SQLITE_ROW) {
-			rc = gf_db_fail(db, rc, what, err);
-			sqlite3_reset(find);
-			goto fail;
-		}
-		id = sqlite3_column_int64(find, 0);
-		sqlite3_reset(find);
-
-		/* Additions first, so a group both added and removed ends up removed. */
-		for (size_t g = 0; g < nadd; g++)
-			if ((rc = bind_int64(db, ins, 1, id, what, err)) < 0 ||
-			    (rc = bind_text(db, ins, 2, add[g], what, err)) < 0 ||
-			    (rc = gf_db_step_done(db, ins, what, err)) < 0)
-				goto fail;
-		for (size_t g = 0; g < ndel; g++)
-			if ((rc = bind_int64(db, rm, 1, id, what, err)) < 0 ||
-			    (rc = bind_text(db, rm, 2, del[g], what, err)) < 0 ||
-			    (rc = gf_db_step_done(db, rm, what, err)) < 0)
-				goto fail;
-	}
-	rc = gf_db_commit(db, what, err);
-	goto out;
-
-fail:
-	gf_db_rollback(db);
-out:
-	sqlite3_finalize(find);
-	sqlite3_finalize(ins);
-	sqlite3_finalize(rm);
-	return rc;
+	if ((rc = bind_double(db, st[0], 1, a->time, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st[0], 2, a->user, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st[0], 3, a->verb, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st[0], 4, a->node, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st[0], 5, a->result, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st[0], 6, a->detail, what, err)) < 0)
+		return rc;
+	return gf_db_step_done(db, st[0], what, err);
 }
 
 int gf_db_audit_add(struct gf_db *db, const struct gf_audit *rows, size_t n, struct gf_err *err)
 {
-	static const char what[] = "writing the audit log";
-	sqlite3_stmt *ins = NULL;
-	int rc;
+	const struct gf_db_write w = {
+		.what = "writing the audit log",
+		.sql = {"INSERT INTO audit (time, user, verb, node, result, detail)"
+			" VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+		.row = audit_row,
+		.ud = rows,
+	};
 
 	for (size_t i = 0; i < n; i++)
 		if (!rows[i].verb)
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "audit row has no verb");
-
-	rc = gf_db_prepare(db,
-			   "INSERT INTO audit (time, user, verb, node, result, detail)"
-			   " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-			   &ins, what, err);
-	if (rc < 0)
-		return rc;
-	rc = gf_db_begin(db, what, err);
-	if (rc < 0)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		const struct gf_audit *a = &rows[i];
-
-		if ((rc = bind_double(db, ins, 1, a->time, what, err)) < 0 ||
-		    (rc = bind_text(db, ins, 2, a->user, what, err)) < 0 ||
-		    (rc = bind_text(db, ins, 3, a->verb, what, err)) < 0 ||
-		    (rc = bind_text(db, ins, 4, a->node, what, err)) < 0 ||
-		    (rc = bind_text(db, ins, 5, a->result, what, err)) < 0 ||
-		    (rc = bind_text(db, ins, 6, a->detail, what, err)) < 0 ||
-		    (rc = gf_db_step_done(db, ins, what, err)) < 0)
-			goto fail;
-	}
-	rc = gf_db_commit(db, what, err);
-	goto out;
-
-fail:
-	gf_db_rollback(db);
-out:
-	sqlite3_finalize(ins);
-	return rc;
+	return gf_db_write(db, &w, n, err);
 }
 
 int gf_db_tls_pin_get(struct gf_db *db, const char *node, char **ret, struct gf_err *err)
@@ -849,7 +853,7 @@ int gf_db_tls_pin_get(struct gf_db *db, const char *node, char **ret, struct gf_
 	rc = gf_db_prepare(db, "SELECT fingerprint FROM tls_pins WHERE node = ?1", &st, what, err);
 	if (rc < 0)
 		return rc;
-	if ((rc = bind_text(db, st, 1, node, what, err)) < 0)
+	if ((rc = gf_db_bind_text(db, st, 1, node, what, err)) < 0)
 		goto out;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -867,47 +871,49 @@ out:
 	return rc;
 }
 
+struct pins_set {
+	const char *const *nodes, *const *fps;
+	double now;
+};
+
+enum { PIN_PUT, PIN_DEL };
+
+static int pin_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what, const void *ud,
+		   size_t i, struct gf_err *err)
+{
+	const struct pins_set *p = ud;
+	int rc;
+
+	if (!p->fps[i]) {
+		if ((rc = gf_db_bind_text(db, st[PIN_DEL], 1, p->nodes[i], what, err)) < 0)
+			return rc;
+		return gf_db_step_done(db, st[PIN_DEL], what, err);
+	}
+	if ((rc = gf_db_bind_text(db, st[PIN_PUT], 1, p->nodes[i], what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st[PIN_PUT], 2, p->fps[i], what, err)) < 0 ||
+	    (rc = bind_double(db, st[PIN_PUT], 3, p->now, what, err)) < 0)
+		return rc;
+	return gf_db_step_done(db, st[PIN_PUT], what, err);
+}
+
 int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *const *fps,
 		      size_t n, struct gf_err *err)
 {
-	static const char what[] = "writing TLS pins";
-	sqlite3_stmt *put = NULL, *del = NULL;
-	double now = gf_walltime();
+	const struct pins_set p = {nodes, fps, gf_walltime()};
+	const struct gf_db_write w = {
+		.what = "writing TLS pins",
+		.sql = {[PIN_PUT] = "INSERT INTO tls_pins (node, fingerprint, first_seen)"
+				    " VALUES (?1, ?2, ?3) ON CONFLICT (node) DO UPDATE SET"
+				    " fingerprint = excluded.fingerprint,"
+				    " first_seen = excluded.first_seen",
+			[PIN_DEL] = "DELETE FROM tls_pins WHERE node = ?1"},
+		.row = pin_row,
+		.ud = &p,
+	};
 	int rc;
 
 	for (size_t i = 0; i < n; i++)
 		if ((rc = check_name("node", nodes[i], err)) < 0)
 			return rc;
-	if ((rc = gf_db_prepare(db,
-				"INSERT INTO tls_pins (node, fingerprint, first_seen) VALUES (?1, ?2, ?3)"
-				" ON CONFLICT (node) DO UPDATE SET fingerprint = excluded.fingerprint,"
-				" first_seen = excluded.first_seen",
-				&put, what, err)) < 0 ||
-	    (rc = gf_db_prepare(db, "DELETE FROM tls_pins WHERE node = ?1", &del, what, err)) < 0)
-		goto out;
-	rc = gf_db_begin(db, what, err);
-	if (rc < 0)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		if (fps[i]) {
-			if ((rc = bind_text(db, put, 1, nodes[i], what, err)) < 0 ||
-			    (rc = bind_text(db, put, 2, fps[i], what, err)) < 0 ||
-			    (rc = bind_double(db, put, 3, now, what, err)) < 0 ||
-			    (rc = gf_db_step_done(db, put, what, err)) < 0)
-				goto fail;
-		} else {
-			if ((rc = bind_text(db, del, 1, nodes[i], what, err)) < 0 ||
-			    (rc = gf_db_step_done(db, del, what, err)) < 0)
-				goto fail;
-		}
-	}
-	rc = gf_db_commit(db, what, err);
-	goto out;
-
-fail:
-	gf_db_rollback(db);
-out:
-	sqlite3_finalize(put);
-	sqlite3_finalize(del);
-	return rc;
+	return gf_db_write(db, &w, n, err);
 }

@@ -52,6 +52,9 @@ int gf_db_prepare_kept(struct gf_db *db, const char *sql, struct sqlite3_stmt **
 		       const char *what, struct gf_err *err);
 /* Run constant SQL, possibly several statements, that takes no parameters. */
 int gf_db_exec(struct gf_db *db, const char *sql, const char *what, struct gf_err *err);
+/* Bind text, checking the result (a value may be too big); NULL binds SQL NULL. */
+int gf_db_bind_text(struct gf_db *db, struct sqlite3_stmt *st, int i, const char *s,
+		    const char *what, struct gf_err *err);
 /* Step a statement that returns no rows, then reset it and clear its bindings. */
 int gf_db_step_done(struct gf_db *db, struct sqlite3_stmt *st, const char *what,
 		    struct gf_err *err);
@@ -61,6 +64,23 @@ int gf_db_begin(struct gf_db *db, const char *what, struct gf_err *err);
 int gf_db_commit(struct gf_db *db, const char *what, struct gf_err *err);
 /* Roll back an open transaction after a failure that is already reported. */
 void gf_db_rollback(struct gf_db *db);
+
+/*
+ * One small write (nodes, groups, the audit, TLS pins): prepare @sql (up to
+ * GF_DB_WRITE_MAX statements, NULL after the last), BEGIN IMMEDIATE, call
+ * @row for items 0..@n-1, each binding and stepping the statements it needs
+ * (gf_db_step_done()), and COMMIT; the first failure rolls all of it back and
+ * is returned. The statements are finalized in every case.
+ */
+#define GF_DB_WRITE_MAX 3
+struct gf_db_write {
+	const char *what;                      /* the operation, for messages */
+	const char *sql[GF_DB_WRITE_MAX];
+	int (*row)(struct gf_db *db, struct sqlite3_stmt *const *st, const char *what,
+		   const void *ud, size_t i, struct gf_err *err);
+	const void *ud;                        /* for @row */
+};
+int gf_db_write(struct gf_db *db, const struct gf_db_write *w, size_t n, struct gf_err *err);
 
 /*
  * Add @n nodes in one transaction. A name already registered is GF_E_USAGE

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,15 +18,12 @@
 #include "lib/buf.h"
 #include "lib/util.h"
 
-/* ---- sqlite helpers (the shared ones are in inventory/db.h) --------------- */
-
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(st, i);
-}
+/*
+ * ---- sqlite helpers (the shared ones are in inventory/db.h) ---------------
+ *
+ * Text and blobs are bound with a check (gf_db_bind_text(); a value can be
+ * too big); numbers to a constant index cannot fail and are bound directly.
+ */
 
 static const char *col_str(sqlite3_stmt *st, int i)
 {
@@ -188,8 +186,9 @@ int gf_store_put_sweep(struct gf_store_tx *tx, struct gf_sweep *sw, bool import,
 	}
 	if (import) {
 		st = tx->st[S_SWEEP_BY_UID];
-		bind_text(st, 1, sw->uid);
-		rc = step_find(tx, st, &found, &id, what, err);
+		rc = gf_db_bind_text(tx->db, st, 1, sw->uid, what, err);
+		if (rc == 0)
+			rc = step_find(tx, st, &found, &id, what, err);
 		if (rc < 0)
 			return rc;
 		if (found) {
@@ -213,7 +212,9 @@ int gf_store_put_sweep(struct gf_store_tx *tx, struct gf_sweep *sw, bool import,
 		sqlite3_bind_int64(st, 1, sw->id);
 	else
 		sqlite3_bind_null(st, 1);
-	bind_text(st, 2, sw->uid);
+	rc = gf_db_bind_text(tx->db, st, 2, sw->uid, what, err);
+	if (rc < 0)
+		return rc;
 	sqlite3_bind_double(st, 3, sw->started);
 	sqlite3_bind_double(st, 4, sw->finished);
 	if (import)
@@ -270,10 +271,12 @@ static int put_content(struct gf_store_tx *tx, bool set, const char *body, size_
 		return gf_db_fail(tx->db, rc, what, err);
 	if (!found) {
 		sqlite3_bind_int64(ins, 1, (sqlite3_int64)hash);
-		if (set)
-			sqlite3_bind_blob(ins, 2, body, (int)len, SQLITE_STATIC);
-		else
-			sqlite3_bind_text(ins, 2, body, (int)len, SQLITE_STATIC);
+		if (len > INT_MAX)
+			return gf_db_fail(tx->db, SQLITE_TOOBIG, what, err);
+		rc = set ? sqlite3_bind_blob(ins, 2, body, (int)len, SQLITE_STATIC)
+			 : sqlite3_bind_text(ins, 2, body, (int)len, SQLITE_STATIC);
+		if (rc != SQLITE_OK)
+			return gf_db_fail(tx->db, rc, what, err);
 		rc = step_id(tx, ins, &id, what, err);
 		if (rc < 0)
 			return rc;
@@ -307,14 +310,13 @@ static int put_set(struct gf_store_tx *tx, const struct gf_inv_set *s, long long
 		const struct gf_inv_comp *c = &s->v[i];
 
 		sqlite3_bind_int64(st, 1, id);
-		bind_text(st, 2, c->key);
-		bind_text(st, 3, c->version);
-		bind_text(st, 4, gf_source_name(c->source));
-		bind_text(st, 5, c->raw_id);
-		bind_text(st, 6, c->name);
-		bind_text(st, 7, c->kind);
-		rc = gf_db_step_done(tx->db, st, what, err);
-		if (rc < 0)
+		if ((rc = gf_db_bind_text(tx->db, st, 2, c->key, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(tx->db, st, 3, c->version, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(tx->db, st, 4, gf_source_name(c->source), what, err)) < 0 ||
+		    (rc = gf_db_bind_text(tx->db, st, 5, c->raw_id, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(tx->db, st, 6, c->name, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(tx->db, st, 7, c->kind, what, err)) < 0 ||
+		    (rc = gf_db_step_done(tx->db, st, what, err)) < 0)
 			return rc;
 	}
 out:
@@ -381,8 +383,9 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 
 		st = tx->st[S_NODE_EXISTS];
 		sqlite3_bind_int64(st, 1, sw->id);
-		bind_text(st, 2, n->node);
-		rc = step_find(tx, st, &found, NULL, what, err);
+		rc = gf_db_bind_text(tx->db, st, 2, n->node, what, err);
+		if (rc == 0)
+			rc = step_find(tx, st, &found, NULL, what, err);
 		if (rc < 0)
 			return rc;
 		if (found) {
@@ -398,11 +401,15 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 	errs = errors_text(n);
 	st = tx->st[S_NODE_INSERT];
 	sqlite3_bind_int64(st, 1, sw->id);
-	bind_text(st, 2, n->node);
-	bind_text(st, 3, gf_node_status_name(n->status));
-	bind_text(st, 4, errs);
-	bind_text(st, 5, n->protocol);
-	bind_text(st, 6, n->model);
+	if ((rc = gf_db_bind_text(tx->db, st, 2, n->node, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(tx->db, st, 3, gf_node_status_name(n->status), what, err)) < 0 ||
+	    (rc = gf_db_bind_text(tx->db, st, 4, errs, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(tx->db, st, 5, n->protocol, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(tx->db, st, 6, n->model, what, err)) < 0) {
+		sqlite3_clear_bindings(st);
+		free(errs);
+		return rc;
+	}
 	sqlite3_bind_int(st, 7, n->fw_read);
 	sqlite3_bind_int(st, 8, n->host_read);
 	sqlite3_bind_int64(st, 9, cset);
@@ -437,11 +444,10 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 		return gf_db_fail(tx->db, rc, what, err);
 
 	st = tx->st[S_LAST_PUT];
-	bind_text(st, 1, n->node);
 	sqlite3_bind_int64(st, 2, sw->id);
 	sqlite3_bind_double(st, 3, tx->sweep_started);
-	rc = gf_db_step_done(tx->db, st, what, err);
-	if (rc < 0)
+	if ((rc = gf_db_bind_text(tx->db, st, 1, n->node, what, err)) < 0 ||
+	    (rc = gf_db_step_done(tx->db, st, what, err)) < 0)
 		return rc;
 	touch(tx, sw->id);
 	if (ret_added)
@@ -841,11 +847,13 @@ int gf_store_load(struct gf_db *db, const struct gf_store_query *q, struct gf_sw
 	rc = gf_db_prepare_kept(db, sql, &st, what, err);
 	if (rc < 0)
 		goto out;
-	if (q->history)
-		bind_text(st, 1, q->history);
-	else if (q->sweep)
+	if (q->history) {
+		rc = gf_db_bind_text(db, st, 1, q->history, what, err);
+		if (rc < 0)
+			goto out;
+	} else if (q->sweep) {
 		sqlite3_bind_int64(st, 1, q->sweep);
-	else if (q->bounded) {
+	} else if (q->bounded) {
 		sqlite3_bind_double(st, 1, q->before);
 		sqlite3_bind_int64(st, 2, q->before_id);
 	}
@@ -895,7 +903,9 @@ int gf_store_sel_prev(struct gf_db *db, const char *const *names, size_t n,
 				    &st, what, err);
 
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		bind_text(st, 1, names[i]);
+		rc = gf_db_bind_text(db, st, 1, names[i], what, err);
+		if (rc < 0)
+			break;
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_ROW) {
 			v[i].read = true;

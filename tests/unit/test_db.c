@@ -635,6 +635,79 @@ static void test_bad_path(void **state)
 	gf_buf_release(&b);
 }
 
+/* A row of the gf_db_write() test: insert item i into t, failing at *ud. */
+static int write_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what, const void *ud,
+		     size_t i, struct gf_err *err)
+{
+	if (i == *(const size_t *)ud)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "item %zu is refused", i);
+	sqlite3_bind_int64(st[1], 1, (sqlite3_int64)i);
+	if (gf_db_bind_text(db, st[0], 1, i % 2 ? "odd" : NULL, what, err) < 0 ||
+	    gf_db_step_done(db, st[0], what, err) < 0)
+		return GF_E_DB;
+	return gf_db_step_done(db, st[1], what, err);
+}
+
+static void test_write(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	size_t fail_at = 2;
+	struct gf_db_write w = {
+		.what = "writing t",
+		.sql = {"INSERT INTO t (x) VALUES (?1)", "INSERT INTO u (y) VALUES (?1)"},
+		.row = write_row,
+		.ud = &fail_at,
+	};
+	struct gf_db *db = open_ok(f->path);
+	sqlite3 *h;
+
+	assert_int_equal(gf_db_exec(db, "CREATE TABLE t (x TEXT); CREATE TABLE u (y INTEGER)",
+				    "creating t", &err), 0);
+	/* A failing row undoes the rows before it, in both tables. */
+	assert_int_equal(gf_db_write(db, &w, 4, &err), GF_E_USAGE);
+	assert_string_equal(err.msg, "item 2 is refused");
+	fail_at = 99;
+	assert_int_equal(gf_db_write(db, &w, 4, &err), 0);
+	/* A statement that does not prepare: nothing begun, nothing left open. */
+	w.sql[1] = "INSERT INTO nowhere (y) VALUES (?1)";
+	assert_int_equal(gf_db_write(db, &w, 4, &err), GF_E_DB);
+	assert_non_null(strstr(err.msg, "writing t in database"));
+	assert_int_equal(gf_db_begin(db, "checking", &err), 0);
+	assert_int_equal(gf_db_commit(db, "checking", &err), 0);
+	gf_db_close(db);
+
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM t"), 4);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM t WHERE x IS NULL"), 2);
+	assert_int_equal(raw_int(h, "SELECT sum(y) FROM u"), 6);
+	sqlite3_close(h);
+}
+
+static void test_tls_pins(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	const char *nodes[] = {"a", "b", "a"};
+	const char *fps[] = {"aa", "bb", "cc"};
+	const char *drop[] = {NULL};
+	const char *empty[] = {""};
+	struct gf_db *db = open_ok(f->path);
+	char *pin = NULL;
+
+	assert_int_equal(gf_db_tls_pin_set(db, nodes, fps, 3, &err), 0);
+	assert_int_equal(gf_db_tls_pin_get(db, "a", &pin, &err), 0);
+	assert_string_equal(pin, "cc"); /* the later one replaces */
+	free(pin);
+	assert_int_equal(gf_db_tls_pin_set(db, nodes + 1, drop, 1, &err), 0);
+	pin = (char *)"untouched";
+	assert_int_equal(gf_db_tls_pin_get(db, "b", &pin, &err), 0);
+	assert_null(pin);
+	assert_int_equal(gf_db_tls_pin_set(db, empty, fps, 1, &err), GF_E_USAGE);
+	assert_string_equal(err.msg, "node name is empty");
+	gf_db_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -647,6 +720,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tag, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tls_pins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_db, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_from_empty, setup, teardown),
