@@ -3,15 +3,21 @@
 
 #include <stdlib.h>
 
+#include "inventory/bmc.h"
 #include "lib/util.h"
 
+/*
+ * The file is checked whole as it is read, the backends' words included,
+ * whatever the verb and the nodes' protocols.
+ */
 int cli_creds(struct gf_cli *cli)
 {
 	struct gf_err err = {0};
 
 	if (cli->creds_loaded)
 		return 0;
-	if (gf_creds_load(cli->creds_path, cli->creds_explicit, &cli->creds, &err) < 0)
+	if (gf_creds_load(cli->creds_path, cli->creds_explicit, gf_bmc_profile_check,
+			  &cli->creds, &err) < 0)
 		return cli_fail(&err);
 	cli->creds_loaded = true;
 	return 0;

@@ -137,3 +137,14 @@ int gf_bmc_peek_fingerprint(const struct gf_node *n, double deadline,
 	memcpy(ret, fp, sizeof(fp));
 	return 0;
 }
+
+int gf_bmc_profile_check(const char *key, const char *value, struct gf_err *err)
+{
+	for (size_t k = 0; k < NELEM(backends); k++) {
+		int rc = backends[k]->profile_check ? backends[k]->profile_check(key, value, err) : 0;
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}

@@ -45,6 +45,12 @@ const struct gf_backend *gf_bmc_choose(const struct gf_bmc_run *r, size_t i, dou
 int gf_bmc_open(const struct gf_bmc_run *r, size_t i, const struct gf_backend *be,
 		double deadline, void **ret_session, struct gf_err *err);
 
+/*
+ * The backends' checks of the profile keys they read, for gf_creds_load():
+ * the first that refuses @value decides. Thread-safe.
+ */
+int gf_bmc_profile_check(const char *key, const char *value, struct gf_err *err);
+
 /* May @n's BMC show a certificate to pin: a backend its protocol may use has them? */
 bool gf_bmc_may_pin(const struct gf_node *n);
 

@@ -9,6 +9,34 @@
 
 #include "lib/backend.h"
 
+/* What a session takes from its profile, parsed (ipmi/profile.c). */
+struct gf_ipmi_profile {
+	int cipher_suite;          /* -1: the default (17, falling back to 3) */
+	unsigned workaround_flags; /* of the profile's IPMI version */
+	uint8_t privilege;         /* IPMI_PRIVILEGE_LEVEL_* */
+};
+
+/*
+ * The profile's IPMI words, parsed by the rules the file was checked with;
+ * GF_E_CONFIG "profile 'NAME': ..." on a value no check has seen.
+ */
+int gf_ipmi_profile_parse(const struct gf_profile *p, struct gf_ipmi_profile *ret,
+			  struct gf_err *err);
+
+/*
+ * One value each, named @key in the message: a cipher suite (-1: default),
+ * workarounds ("none", or names separated by commas, blanks around them
+ * allowed; the flags of both IPMI versions), a privilege level (any case).
+ * GF_E_CONFIG with the reason otherwise.
+ */
+int gf_ipmi_cipher_parse(const char *key, const char *v, int *ret, struct gf_err *err);
+int gf_ipmi_workarounds_parse(const char *key, const char *v, unsigned *ret_v15,
+			      unsigned *ret_v20, struct gf_err *err);
+int gf_ipmi_privilege_parse(const char *key, const char *v, uint8_t *ret, struct gf_err *err);
+
+/* The check of those three keys for gf_creds_load() (gf_ipmi_backend.profile_check). */
+int gf_ipmi_profile_check(const char *key, const char *value, struct gf_err *err);
+
 struct ipmi_session {
 	ipmi_ctx_t ctx;
 	char *node;              /* for messages */

@@ -41,41 +41,6 @@
 #define FREEIPMI_BACKOFF_COUNT 2u
 
 
-/* ipmipower -W names; those of the other IPMI version are ignored. */
-struct workaround {
-	const char *name;
-	unsigned v15;    /* IPMI_WORKAROUND_FLAGS_OUTOFBAND_* */
-	unsigned v20;    /* IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_* */
-};
-
-static const struct workaround workarounds[] = {
-	{"authcap", IPMI_WORKAROUND_FLAGS_OUTOFBAND_AUTHENTICATION_CAPABILITIES,
-	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_AUTHENTICATION_CAPABILITIES},
-	{"endianseq", IPMI_WORKAROUND_FLAGS_OUTOFBAND_BIG_ENDIAN_SEQUENCE_NUMBER, 0},
-	{"forcepermsg", IPMI_WORKAROUND_FLAGS_OUTOFBAND_FORCE_PERMSG_AUTHENTICATION, 0},
-	{"idzero", IPMI_WORKAROUND_FLAGS_OUTOFBAND_ACCEPT_SESSION_ID_ZERO, 0},
-	{"integritycheckvalue", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NON_EMPTY_INTEGRITY_CHECK_VALUE},
-	{"intel20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_INTEL_2_0_SESSION},
-	{"ipmiping", 0, 0}, /* ipmipower's own discovery; nothing for a session */
-	{"noauthcodecheck", IPMI_WORKAROUND_FLAGS_OUTOFBAND_NO_AUTH_CODE_CHECK, 0},
-	{"nochecksumcheck", IPMI_WORKAROUND_FLAGS_OUTOFBAND_NO_CHECKSUM_CHECK,
-	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NO_CHECKSUM_CHECK},
-	{"none", 0, 0},
-	{"opensesspriv", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE},
-	{"sun20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUN_2_0_SESSION},
-	{"supermicro20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUPERMICRO_2_0_SESSION},
-	{"unexpectedauth", IPMI_WORKAROUND_FLAGS_OUTOFBAND_CHECK_UNEXPECTED_AUTHCODE, 0},
-};
-
-static const struct {
-	const char *name;
-	uint8_t level;
-} privileges[] = {
-	{"user", IPMI_PRIVILEGE_LEVEL_USER},
-	{"operator", IPMI_PRIVILEGE_LEVEL_OPERATOR},
-	{"admin", IPMI_PRIVILEGE_LEVEL_ADMIN},
-};
-
 static const uint8_t chassis_controls[] = {
 	[GF_POWER_OP_ON] = IPMI_CHASSIS_CONTROL_POWER_UP,
 	[GF_POWER_OP_OFF] = IPMI_CHASSIS_CONTROL_POWER_DOWN,
@@ -105,55 +70,6 @@ static int crypt_rc;
 static void crypt_init(void)
 {
 	crypt_rc = ipmi_rmcpplus_init();
-}
-
-static int workaround_flags(const struct gf_bmc_target *t, bool v15, unsigned *ret,
-			    struct gf_err *err)
-{
-	const char *s = t->prof->ipmi_workarounds;
-	unsigned flags = 0;
-
-	while (s && *s) {
-		size_t len = strcspn(s, ",");
-		const char *b = s, *e = s + len;
-		size_t i;
-
-		while (b < e && (*b == ' ' || *b == '\t'))
-			b++;
-		while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
-			e--;
-		for (i = 0; i < sizeof(workarounds) / sizeof(workarounds[0]); i++) {
-			if (strlen(workarounds[i].name) == (size_t)(e - b) &&
-			    memcmp(workarounds[i].name, b, (size_t)(e - b)) == 0)
-				break;
-		}
-		if (i == sizeof(workarounds) / sizeof(workarounds[0]))
-			return gf_err_set(err, GF_E_CONFIG, GF_EK_INTERNAL,
-					  "workaround '%.*s' of profile '%s' is not a FreeIPMI "
-					  "workaround", (int)(e - b), b,
-					  t->prof->name ? t->prof->name : "default");
-		flags |= v15 ? workarounds[i].v15 : workarounds[i].v20;
-		s += len;
-		if (*s == ',')
-			s++;
-	}
-	*ret = flags;
-	return 0;
-}
-
-static int privilege_level(const struct gf_bmc_target *t, uint8_t *ret, struct gf_err *err)
-{
-	const char *want = t->prof->ipmi_privilege ? t->prof->ipmi_privilege : "admin";
-
-	for (size_t i = 0; i < sizeof(privileges) / sizeof(privileges[0]); i++) {
-		if (strcmp(privileges[i].name, want) == 0) {
-			*ret = privileges[i].level;
-			return 0;
-		}
-	}
-	return gf_err_set(err, GF_E_CONFIG, GF_EK_INTERNAL,
-			  "privilege '%s' of profile '%s' is not user, operator or admin", want,
-			  t->prof->name ? t->prof->name : "default");
 }
 
 /* "host", "host:port" or "[v6]:port", the forms FreeIPMI's parser takes. */
@@ -366,13 +282,10 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	const struct gf_profile *p = t->prof;
 	const char *node = t->node ? t->node : t->host;
 	char host[HOST_MAX + 16];
-	unsigned wflags = 0, session_ms, retransmit_ms;
-	uint8_t priv = IPMI_PRIVILEGE_LEVEL_ADMIN;
-	int cipher = p->ipmi_v15 ? -1 : p->ipmi_cipher_suite < 0 ? CIPHER_DEFAULT
-								  : p->ipmi_cipher_suite;
-	bool fallback = !p->ipmi_v15 && p->ipmi_cipher_suite < 0;
-	bool memo = fallback && memo_says_fallback(t);
-	bool tried_default = false;
+	unsigned wflags, session_ms, retransmit_ms;
+	struct gf_ipmi_profile ip;
+	int cipher;
+	bool fallback, memo, tried_default = false;
 	size_t pw_max = p->ipmi_v15 ? IPMI_1_5_MAX_PASSWORD_LENGTH : IPMI_2_0_MAX_PASSWORD_LENGTH;
 	struct ipmi_session *s;
 	double t0 = gf_monotime();
@@ -380,9 +293,12 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 
 	if (host_arg(t, host, sizeof(host), err) < 0)
 		return GF_E_NODE;
-	if ((rc = workaround_flags(t, p->ipmi_v15, &wflags, err)) < 0 ||
-	    (rc = privilege_level(t, &priv, err)) < 0)
+	if ((rc = gf_ipmi_profile_parse(p, &ip, err)) < 0)
 		return rc;
+	wflags = ip.workaround_flags;
+	cipher = p->ipmi_v15 ? -1 : ip.cipher_suite < 0 ? CIPHER_DEFAULT : ip.cipher_suite;
+	fallback = !p->ipmi_v15 && ip.cipher_suite < 0;
+	memo = fallback && memo_says_fallback(t);
 	if (p->bmc_user && strlen(p->bmc_user) > IPMI_MAX_USER_NAME_LENGTH)
 		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
 				  "user name of profile '%s' is longer than ipmi allows (%d bytes)",
@@ -413,11 +329,11 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 		}
 		if (cipher < 0)
 			rc = ipmi_ctx_open_outofband(s->ctx, host, p->bmc_user, p->bmc_password,
-						     IPMI_AUTHENTICATION_TYPE_MD5, priv, session_ms,
+						     IPMI_AUTHENTICATION_TYPE_MD5, ip.privilege, session_ms,
 						     retransmit_ms, wflags, IPMI_FLAGS_DEFAULT);
 		else
 			rc = ipmi_ctx_open_outofband_2_0(s->ctx, host, p->bmc_user, p->bmc_password,
-							 NULL, 0, priv, (uint8_t)cipher, session_ms,
+							 NULL, 0, ip.privilege, (uint8_t)cipher, session_ms,
 							 retransmit_ms, wflags, IPMI_FLAGS_DEFAULT);
 		if (rc == 0)
 			break;
@@ -557,6 +473,7 @@ static int ipmi_power_set(void *session, enum gf_power_op op, struct gf_err *err
 const struct gf_backend gf_ipmi_backend = {
 	.name = "ipmi",
 	.title = "IPMI",
+	.profile_check = gf_ipmi_profile_check,
 	.open = ipmi_open,
 	.close = ipmi_close,
 	.power_get = ipmi_power_get,

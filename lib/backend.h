@@ -75,6 +75,8 @@ struct gf_backend {
 	 * says: for re-pinning.
 	 */
 	int (*peek_fingerprint)(const struct gf_bmc_target *t, char *ret, struct gf_err *err);
+	/* Checks the profile keys it reads (a gf_creds_check_fn); NULL: it reads none. */
+	int (*profile_check)(const char *key, const char *value, struct gf_err *err);
 	int (*open)(const struct gf_bmc_target *t, void **ret_session, struct gf_err *err);
 	void (*close)(void *session);
 	int (*power_get)(void *session, enum gf_power *ret, struct gf_err *err);

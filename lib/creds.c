@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,19 +26,6 @@
  */
 #define MAX_PROFILE_NAME 48
 
-/* Cipher suite IDs FreeIPMI can use (ipmipower -I). */
-static const int valid_cipher_suites[] = {0, 1, 2, 3, 6, 7, 8, 11, 12, 15, 16, 17};
-
-/* Workaround names that ipmipower -W takes, from ipmipower(8). */
-static const char *const valid_workarounds[] = {
-	"authcap",      "nochecksumcheck", "idzero",       "unexpectedauth",
-	"forcepermsg",  "endianseq",       "noauthcodecheck", "intel20",
-	"supermicro20", "sun20",           "opensesspriv", "integritycheckvalue",
-	"ipmiping",
-};
-
-static const char *const valid_privileges[] = {"user", "operator", "admin"};
-
 static void profile_release(struct gf_profile *p)
 {
 	free(p->name);
@@ -47,6 +33,7 @@ static void profile_release(struct gf_profile *p)
 	gf_free_secret(p->bmc_password);
 	/* The command line may embed a secret too (a vault token, say). */
 	gf_free_secret(p->bmc_password_command);
+	free(p->ipmi_cipher_suite);
 	free(p->ipmi_workarounds);
 	free(p->ipmi_privilege);
 	free(p->ssh_user);
@@ -63,7 +50,6 @@ static void profile_init(struct gf_profile *p, const char *name)
 {
 	memset(p, 0, sizeof(*p));
 	p->name = gf_xstrdup(name);
-	p->ipmi_cipher_suite = -1;
 }
 
 void gf_creds_release(struct gf_creds *c)
@@ -97,6 +83,7 @@ struct parse_state {
 	const char *pos;       /* next unread byte of the file text */
 	int line;              /* number of the line inih is working on */
 	struct gf_creds *c;    /* profiles built so far */
+	gf_creds_check_fn check; /* of the K_CHECKED keys, NULL: none */
 	char msg[400];         /* the first error, without its "file line" prefix */
 	int err_line;          /* its line, 0: none yet */
 	unsigned *seen;        /* per profile, a bit per keys[] entry already given */
@@ -167,97 +154,6 @@ static bool env_name_ok(const char *s)
 	return true;
 }
 
-static int set_cipher_suite(struct parse_state *st, struct gf_profile *p, const char *key,
-			    const char *v)
-{
-	char *end;
-	long n;
-
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (!*v || *end || errno || !((*v >= '0' && *v <= '9') || *v == '-'))
-		return fail(st, "%s '%s' is not a number", key, v);
-	if (n == -1) {
-		p->ipmi_cipher_suite = -1;
-		return 1;
-	}
-	for (size_t i = 0; i < sizeof(valid_cipher_suites) / sizeof(valid_cipher_suites[0]); i++) {
-		if (valid_cipher_suites[i] == n) {
-			p->ipmi_cipher_suite = (int)n;
-			return 1;
-		}
-	}
-	return fail(st,
-		    "%s '%s' is not a cipher suite FreeIPMI supports "
-		    "(0, 1, 2, 3, 6, 7, 8, 11, 12, 15, 16, 17, or -1 for the default)",
-		    key, v);
-}
-
-static bool workaround_known(const char *s, size_t len)
-{
-	for (size_t i = 0; i < sizeof(valid_workarounds) / sizeof(valid_workarounds[0]); i++)
-		if (strlen(valid_workarounds[i]) == len && memcmp(valid_workarounds[i], s, len) == 0)
-			return true;
-	return false;
-}
-
-/* Validate and normalise "a, b,c" into "a,b,c"; "none" alone means no workarounds. */
-static int set_workarounds(struct parse_state *st, struct gf_profile *p, const char *key,
-			   const char *v)
-{
-	struct gf_buf out = GF_BUF_INIT;
-	const char *s = v;
-
-	if (strcmp(v, "none") == 0) {
-		free(p->ipmi_workarounds);
-		p->ipmi_workarounds = NULL;
-		return 1;
-	}
-	for (;;) {
-		const char *end = strchr(s, ',');
-		size_t len = end ? (size_t)(end - s) : strlen(s);
-		const char *b = s, *e = s + len;
-
-		while (b < e && (*b == ' ' || *b == '\t'))
-			b++;
-		while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
-			e--;
-		if (b == e) {
-			gf_buf_release(&out);
-			return fail(st, "%s '%s' has an empty name", key, v);
-		}
-		if (!workaround_known(b, (size_t)(e - b))) {
-			int n = (int)(e - b);
-
-			gf_buf_release(&out);
-			return fail(st, "%s '%.*s' is not a FreeIPMI workaround (see ipmipower(8) -W)",
-				    key, n, b);
-		}
-		if (out.len)
-			gf_buf_addc(&out, ',');
-		gf_buf_add(&out, b, (size_t)(e - b));
-		if (!end)
-			break;
-		s = end + 1;
-	}
-	free(p->ipmi_workarounds);
-	p->ipmi_workarounds = gf_buf_detach(&out);
-	return 1;
-}
-
-static int set_privilege(struct parse_state *st, struct gf_profile *p, const char *key,
-			 const char *v)
-{
-	for (size_t i = 0; i < sizeof(valid_privileges) / sizeof(valid_privileges[0]); i++) {
-		if (strcasecmp(v, valid_privileges[i]) == 0) {
-			free(p->ipmi_privilege);
-			p->ipmi_privilege = gf_xstrdup(valid_privileges[i]);
-			return 1;
-		}
-	}
-	return fail(st, "%s '%s' is not one of user, operator, admin", key, v);
-}
-
 static int set_version(struct parse_state *st, struct gf_profile *p, const char *key,
 		       const char *v)
 {
@@ -287,6 +183,7 @@ enum key_kind {
 	K_NONEMPTY,  /* any text, not empty */
 	K_SECRET,    /* any text, zeroed when freed */
 	K_ENVNAME,   /* an environment variable name */
+	K_CHECKED,   /* any text, checked by the module that reads it (gf_creds_check_fn) */
 	K_SPECIAL,   /* validated by its own setter */
 };
 
@@ -304,10 +201,10 @@ static const struct key_def keys[] = {
 	STR_KEY(bmc_user, K_TEXT),
 	STR_KEY(bmc_password, K_SECRET),
 	STR_KEY(bmc_password_command, K_NONEMPTY),
-	FN_KEY(ipmi_cipher_suite, set_cipher_suite),
-	FN_KEY(ipmi_workarounds, set_workarounds),
+	STR_KEY(ipmi_cipher_suite, K_CHECKED),
+	STR_KEY(ipmi_workarounds, K_CHECKED),
 	FN_KEY(ipmi_version, set_version),
-	FN_KEY(ipmi_privilege, set_privilege),
+	STR_KEY(ipmi_privilege, K_CHECKED),
 	STR_KEY(ssh_user, K_NONEMPTY),
 	STR_KEY(ssh_key, K_NONEMPTY),
 	STR_KEY(ssh_key_passphrase_env, K_ENVNAME),
@@ -342,10 +239,16 @@ static int set_string(struct parse_state *st, struct gf_profile *p, const struct
 {
 	char **field = (char **)((char *)p + k->off);
 
-	if (k->kind != K_TEXT && k->kind != K_SECRET && !*v)
+	if (k->kind != K_TEXT && k->kind != K_SECRET && k->kind != K_CHECKED && !*v)
 		return fail(st, "%s is empty", k->name);
 	if (k->kind == K_ENVNAME && !env_name_ok(v))
 		return fail(st, "%s '%s' is not an environment variable name", k->name, v);
+	if (k->kind == K_CHECKED && st->check) {
+		struct gf_err e = {0};
+
+		if (st->check(k->name, v, &e) < 0)
+			return fail(st, "%s", e.msg);
+	}
 	if (k->kind == K_SECRET)
 		gf_free_secret(*field);
 	else
@@ -457,9 +360,10 @@ static int read_all(int fd, const char *path, off_t size, char **ret, struct gf_
 }
 
 /* Run inih over @text with options fit for secrets, then put its globals back. */
-static int parse_text(const char *path, const char *text, struct gf_creds *c, struct gf_err *err)
+static int parse_text(const char *path, const char *text, gf_creds_check_fn check,
+		      struct gf_creds *c, struct gf_err *err)
 {
-	struct parse_state st = {.pos = text, .c = c};
+	struct parse_state st = {.pos = text, .c = c, .check = check};
 	bool save_inline = ini_allow_inline_comments;
 	bool save_multi = ini_allow_multiline;
 	bool save_stop = ini_stop_on_first_error;
@@ -494,7 +398,8 @@ static int parse_text(const char *path, const char *text, struct gf_creds *c, st
 	return rc;
 }
 
-int gf_creds_load(const char *path, bool must_exist, struct gf_creds *ret, struct gf_err *err)
+int gf_creds_load(const char *path, bool must_exist, gf_creds_check_fn check,
+		  struct gf_creds *ret, struct gf_err *err)
 {
 	struct gf_creds c = {0};
 	struct stat sb;
@@ -533,7 +438,7 @@ int gf_creds_load(const char *path, bool must_exist, struct gf_creds *ret, struc
 	close(fd);
 	if (rc)
 		return rc;
-	rc = parse_text(path, text, &c, err);
+	rc = parse_text(path, text, check, &c, err);
 	gf_free_secret(text);
 	if (rc) {
 		gf_creds_release(&c);

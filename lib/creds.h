@@ -12,7 +12,8 @@ struct gf_profile {
 	char *bmc_user;
 	char *bmc_password;          /* secret: zeroed on release */
 	char *bmc_password_command;  /* run by /bin/sh, first line of stdout is the password */
-	int ipmi_cipher_suite;       /* -1: default (17, falling back to 3) */
+	/* The IPMI words, as written (NULL: not given); ipmi/ checks and parses them. */
+	char *ipmi_cipher_suite;     /* a FreeIPMI suite id, "-1": default (17, falling back to 3) */
 	char *ipmi_workarounds;      /* FreeIPMI names, comma separated, as ipmipower -W */
 	bool ipmi_v15;               /* ipmi_version = 1.5: IPMI 1.5 LAN, explicit only */
 	char *ipmi_privilege;        /* user|operator|admin, NULL: admin */
@@ -33,12 +34,23 @@ struct gf_creds {
 };
 
 /*
+ * The check of the keys that protocol modules read (the IPMI words; lib/
+ * keeps their values as written): 0 when @value is fine or @key is not one
+ * it reads, else GF_E_CONFIG with the reason in @err, worded "KEY 'VALUE' is
+ * not ...".
+ */
+typedef int (*gf_creds_check_fn)(const char *key, const char *value, struct gf_err *err);
+
+/*
  * Read @path. A missing file is not an error when @must_exist is false (the
  * profiles are then empty). The file is refused (GF_E_CONFIG) when group or
  * others have any permission on it, or on an unknown key or bad value, with
- * "file:line" in the message. On success fills @ret.
+ * "'file' line N: " before the reason. The protocols' keys are checked by
+ * @check (NULL: not at all) as they are read, in their turn with the others.
+ * On success fills @ret.
  */
-int gf_creds_load(const char *path, bool must_exist, struct gf_creds *ret, struct gf_err *err);
+int gf_creds_load(const char *path, bool must_exist, gf_creds_check_fn check,
+		  struct gf_creds *ret, struct gf_err *err);
 void gf_creds_release(struct gf_creds *c);
 
 /*

@@ -69,6 +69,25 @@ def test_credentials_mode_refused(gf):
     assert "x\n" not in r.stderr
 
 
+def test_ipmi_words_checked_when_the_file_is_read(gf):
+    """A bad IPMI word in any profile stops every verb that reads the credentials,
+    whatever the protocol, with the file's line; a verb that needs none still runs."""
+    from conftest import DEFAULT_CREDS
+    gf.write_creds(DEFAULT_CREDS + "[other]\nbmc_user = x\nipmi_cipher_suite = 4\n")
+    want = (f"gpufleet: '{gf.creds}' line 7: ipmi_cipher_suite '4' is not a cipher suite"
+            " FreeIPMI supports (0, 1, 2, 3, 6, 7, 8, 11, 12, 15, 16, 17, or -1 for the default)\n")
+    for proto in ("ipmi", "redfish"):
+        r = gf.run("power", "status", "-H", "127.31.250.1", "--protocol", proto,
+                   "--timeout", "0.5", "--retries", "0")
+        assert r.returncode == 2 and r.stderr == want and r.stdout == "", (proto, r.stderr)
+    gf.write_creds(DEFAULT_CREDS + "[other]\nipmi_workarounds = authcap, nosuch\n")
+    r = gf.run("power", "status", "-H", "127.31.250.1", "--protocol", "ipmi")
+    assert r.returncode == 2 and r.stderr == (
+        f"gpufleet: '{gf.creds}' line 6: ipmi_workarounds 'nosuch' is not a FreeIPMI workaround"
+        " (see ipmipower(8) -W)\n"), r.stderr
+    assert gf.run("nodes", "list").returncode == 0
+
+
 def test_bad_options_are_usage_errors(gf):
     for args in (["power"], ["power", "warp", "x"], ["frobnicate"], ["--fanout", "0", "nodes", "list"],
                  ["nodes", "list", "--format", "xml"], ["power", "status", "--timeout", "soon", "-H", "x"]):

@@ -1,4 +1,7 @@
-/* Unit tests for lib/creds.c: the credentials file, profiles, overrides, password commands. */
+/*
+ * Unit tests for lib/creds.c: the credentials file, profiles, overrides, password
+ * commands. The IPMI words of a profile are ipmi/'s: tests/unit/test_ipmi_profile.c.
+ */
 #include <fcntl.h>
 #include <signal.h>
 #include <setjmp.h>
@@ -15,6 +18,7 @@
 
 #include "lib/buf.h"
 #include "lib/creds.h"
+#include "tests/unit/creds_cases.h"
 
 /* A private directory per run; every test writes its files there. */
 static char tmpdir[] = "/tmp/gf-test-creds-XXXXXX";
@@ -65,7 +69,7 @@ static void load_ok(const char *text, struct gf_creds *c)
 	char *path = write_file("creds.ini", text, 0600);
 	struct gf_err err = {0};
 
-	if (gf_creds_load(path, true, c, &err) != 0)
+	if (gf_creds_load(path, true, NULL, c, &err) != 0)
 		fail_msg("load failed: %s", err.msg);
 	assert_string_equal(c->path, path);
 	free(path);
@@ -93,13 +97,13 @@ static void test_mode_refused(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		path = write_file("loose.ini", "[default]\nbmc_user = admin\n", bad[i]);
-		assert_int_equal(gf_creds_load(path, true, &c, &err), GF_E_CONFIG);
+		assert_int_equal(gf_creds_load(path, true, NULL, &c, &err), GF_E_CONFIG);
 		assert_int_equal(c.n, 42); /* untouched */
 		assert_non_null(strstr(err.msg, "is readable by group or others"));
 		free(path);
 	}
 	path = write_file("loose.ini", "[default]\nbmc_user = admin\n", 0644);
-	assert_int_equal(gf_creds_load(path, true, &c, &err), GF_E_CONFIG);
+	assert_int_equal(gf_creds_load(path, true, NULL, &c, &err), GF_E_CONFIG);
 	{
 		struct gf_buf b = GF_BUF_INIT;
 
@@ -115,7 +119,7 @@ static void test_mode_refused(void **state)
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		path = write_file("tight.ini", "[default]\nbmc_user = admin\n", good[i]);
-		assert_int_equal(gf_creds_load(path, true, &c, &err), 0);
+		assert_int_equal(gf_creds_load(path, true, NULL, &c, &err), 0);
 		assert_string_equal(resolve_ok(&c, NULL)->bmc_user, "admin");
 		gf_creds_release(&c);
 		free(path);
@@ -130,16 +134,16 @@ static void test_missing_file(void **state)
 	const struct gf_profile *p;
 
 	(void)state;
-	assert_int_equal(gf_creds_load(path, true, &c, &err), GF_E_CONFIG);
+	assert_int_equal(gf_creds_load(path, true, NULL, &c, &err), GF_E_CONFIG);
 	assert_non_null(strstr(err.msg, "cannot be opened"));
 
-	assert_int_equal(gf_creds_load(path, false, &c, &err), 0);
+	assert_int_equal(gf_creds_load(path, false, NULL, &c, &err), 0);
 	assert_null(c.path);
 	p = resolve_ok(&c, NULL);
 	assert_string_equal(p->name, "default");
 	assert_null(p->bmc_user);
 	assert_null(p->bmc_password);
-	assert_int_equal(p->ipmi_cipher_suite, -1);
+	assert_null(p->ipmi_cipher_suite);
 	assert_false(p->ipmi_v15);
 	assert_int_equal(gf_creds_resolve(&c, "lab", &p, &err), GF_E_CONFIG);
 	assert_string_equal(err.msg, "profile 'lab' is unknown (no credentials file)");
@@ -147,7 +151,7 @@ static void test_missing_file(void **state)
 	free(path);
 
 	/* A directory is not a credentials file. */
-	assert_int_equal(gf_creds_load(tmpdir, false, &c, &err), GF_E_CONFIG);
+	assert_int_equal(gf_creds_load(tmpdir, false, NULL, &c, &err), GF_E_CONFIG);
 	assert_non_null(strstr(err.msg, "is not a regular file"));
 }
 
@@ -187,10 +191,11 @@ static void test_all_keys(void **state)
 	assert_string_equal(p->bmc_user, "root");
 	assert_string_equal(p->bmc_password, "pa ;ss # not a comment");
 	assert_null(p->bmc_password_command);
-	assert_int_equal(p->ipmi_cipher_suite, 3);
-	assert_string_equal(p->ipmi_workarounds, "opensesspriv,authcap");
+	/* The IPMI words as written: ipmi/ reads them (tests/unit/test_ipmi_profile.c). */
+	assert_string_equal(p->ipmi_cipher_suite, "3");
+	assert_string_equal(p->ipmi_workarounds, "opensesspriv, authcap");
 	assert_true(p->ipmi_v15);
-	assert_string_equal(p->ipmi_privilege, "operator");
+	assert_string_equal(p->ipmi_privilege, "OPERATOR");
 	assert_string_equal(p->ssh_user, "ops");
 	assert_string_equal(p->ssh_key, "/home/ops/.ssh/id_ed25519");
 	assert_string_equal(p->ssh_key_passphrase_env, "GF_KEY_PASS");
@@ -204,8 +209,8 @@ static void test_all_keys(void **state)
 	assert_string_equal(p->bmc_password_command, "echo hunter2");
 	assert_string_equal(p->bmc_password, "hunter2");
 	assert_false(p->ipmi_v15);
-	assert_null(p->ipmi_workarounds);
-	assert_int_equal(p->ipmi_cipher_suite, -1);
+	assert_string_equal(p->ipmi_workarounds, "none");
+	assert_string_equal(p->ipmi_cipher_suite, "-1");
 	assert_null(p->ipmi_privilege);
 	assert_null(p->ssh_user);
 
@@ -218,57 +223,36 @@ static void test_all_keys(void **state)
 	assert_null(c.profiles);
 }
 
-static void test_cipher_suites(void **state)
+/* A module's check of its keys: called with the key and value, its reason after "file line N: ". */
+static int refuse_root(const char *key, const char *value, struct gf_err *err)
 {
-	static const int valid[] = {0, 1, 2, 3, 6, 7, 8, 11, 12, 15, 16, 17};
+	if (strcmp(key, "ipmi_privilege") == 0 && strcmp(value, "root") == 0)
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE, "%s '%s' is refused", key, value);
+	return 0;
+}
+
+static void test_checked_keys(void **state)
+{
 	struct gf_err err = {0};
-
-	(void)state;
-	for (int cs = -2; cs <= 20; cs++) {
-		struct gf_buf b = GF_BUF_INIT;
-		struct gf_creds c = {0};
-		bool want = cs == -1;
-		char *path;
-		int rc;
-
-		for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++)
-			want = want || valid[i] == cs;
-		gf_buf_addf(&b, "[default]\nipmi_cipher_suite = %d\n", cs);
-		path = write_file("cs.ini", gf_buf_str(&b), 0600);
-		rc = gf_creds_load(path, true, &c, &err);
-		if ((rc == 0) != want)
-			fail_msg("cipher suite %d: rc %d (%s)", cs, rc, err.msg);
-		if (rc == 0) {
-			assert_int_equal(resolve_ok(&c, "default")->ipmi_cipher_suite, cs);
-			gf_creds_release(&c);
-		}
-		gf_buf_release(&b);
-		free(path);
-	}
-}
-
-static void test_workarounds(void **state)
-{
-	const char *text = "[w]\n"
-			   "ipmi_workarounds = authcap,nochecksumcheck,idzero,unexpectedauth,"
-			   "forcepermsg,endianseq,noauthcodecheck,intel20,supermicro20,sun20,"
-			   "opensesspriv,integritycheckvalue,ipmiping\n";
 	struct gf_creds c = {0};
+	struct gf_buf want = GF_BUF_INIT;
+	char *path = write_file("checked.ini",
+				"[a]\nbmc_user = root\nipmi_workarounds = root\n"
+				"ipmi_privilege = root\n",
+				0600);
 
 	(void)state;
-	load_ok(text, &c);
-	assert_string_equal(resolve_ok(&c, "w")->ipmi_workarounds,
-			    "authcap,nochecksumcheck,idzero,unexpectedauth,forcepermsg,endianseq,"
-			    "noauthcodecheck,intel20,supermicro20,sun20,opensesspriv,"
-			    "integritycheckvalue,ipmiping");
+	gf_buf_addf(&want, "'%s' line 4: ipmi_privilege 'root' is refused", path);
+	assert_int_equal(gf_creds_load(path, true, refuse_root, &c, &err), GF_E_CONFIG);
+	assert_string_equal(err.msg, gf_buf_str(&want));
+	/* Without the check the value is kept as written, for whoever reads it. */
+	assert_int_equal(gf_creds_load(path, true, NULL, &c, &err), 0);
+	assert_string_equal(resolve_ok(&c, "a")->ipmi_privilege, "root");
+	assert_string_equal(resolve_ok(&c, "a")->ipmi_workarounds, "root");
 	gf_creds_release(&c);
+	gf_buf_release(&want);
+	free(path);
 }
-
-struct bad_case {
-	const char *text;
-	int line;
-	const char *msg; /* after "'PATH' line N: " */
-};
 
 static const struct bad_case bad_cases[] = {
 	{"bmc_user = x\n", 1, "key 'bmc_user' is outside any [profile] section"},
@@ -280,21 +264,7 @@ static const struct bad_case bad_cases[] = {
 	{"[a]\nbmc_password = x\nbmc_password_command = cat /x\n", 3,
 	 "profile 'a' has both bmc_password and bmc_password_command"},
 	{"[a]\nbmc_password_command =\n", 2, "bmc_password_command is empty"},
-	{"[a]\nipmi_cipher_suite = 4\n", 2,
-	 "ipmi_cipher_suite '4' is not a cipher suite FreeIPMI supports (0, 1, 2, 3, 6, 7, 8, "
-	 "11, 12, 15, 16, 17, or -1 for the default)"},
-	{"[a]\nipmi_cipher_suite = 3x\n", 2, "ipmi_cipher_suite '3x' is not a number"},
-	{"[a]\nipmi_cipher_suite = +3\n", 2, "ipmi_cipher_suite '+3' is not a number"},
-	{"[a]\nipmi_cipher_suite =\n", 2, "ipmi_cipher_suite '' is not a number"},
-	{"[a]\nipmi_workarounds = authcap,bogus\n", 2,
-	 "ipmi_workarounds 'bogus' is not a FreeIPMI workaround (see ipmipower(8) -W)"},
-	{"[a]\nipmi_workarounds = authcap,,idzero\n", 2,
-	 "ipmi_workarounds 'authcap,,idzero' has an empty name"},
-	{"[a]\nipmi_workarounds = none,authcap\n", 2,
-	 "ipmi_workarounds 'none' is not a FreeIPMI workaround (see ipmipower(8) -W)"},
 	{"[a]\nipmi_version = 2\n", 2, "ipmi_version '2' is not 2.0 or 1.5"},
-	{"[a]\nipmi_privilege = root\n", 2,
-	 "ipmi_privilege 'root' is not one of user, operator, admin"},
 	{"[a]\nssh_key_passphrase_env = 1PASS\n", 2,
 	 "ssh_key_passphrase_env '1PASS' is not an environment variable name"},
 	{"[a]\nssh_user =\n", 2, "ssh_user is empty"},
@@ -318,25 +288,15 @@ static const struct bad_case bad_cases[] = {
 	{"[a\nbmc_user = x\n", 1, "not a [profile] header nor a key = value line"},
 };
 
+static char *write_bad(const char *text)
+{
+	return write_file("bad.ini", text, 0600);
+}
+
 static void test_bad_values(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
-		char *path = write_file("bad.ini", bad_cases[i].text, 0600);
-		struct gf_creds c = {.n = 42};
-		struct gf_err err = {0};
-		struct gf_buf want = GF_BUF_INIT;
-		int rc;
-
-		gf_buf_addf(&want, "'%s' line %d: %s", path, bad_cases[i].line, bad_cases[i].msg);
-		rc = gf_creds_load(path, true, &c, &err);
-		if (rc != GF_E_CONFIG || strcmp(err.msg, gf_buf_str(&want)) != 0)
-			fail_msg("case %zu: rc %d, message '%s', want '%s'", i, rc, err.msg,
-				 gf_buf_str(&want));
-		assert_int_equal(c.n, 42);
-		gf_buf_release(&want);
-		free(path);
-	}
+	assert_bad_cases(bad_cases, sizeof(bad_cases) / sizeof(bad_cases[0]), NULL, write_bad);
 }
 
 static void test_long_line(void **state)
@@ -352,7 +312,7 @@ static void test_long_line(void **state)
 		gf_buf_addc(&text, 'p');
 	gf_buf_adds(&text, "\n");
 	path = write_file("long.ini", gf_buf_str(&text), 0600);
-	assert_int_equal(gf_creds_load(path, true, &c, &err), GF_E_CONFIG);
+	assert_int_equal(gf_creds_load(path, true, NULL, &c, &err), GF_E_CONFIG);
 	gf_buf_addf(&want, "'%s' line 3: line longer than", path);
 	assert_memory_equal(err.msg, gf_buf_str(&want), want.len);
 	gf_buf_release(&text);
@@ -568,8 +528,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mode_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_all_keys, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cipher_suites, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_workarounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checked_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_values, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_default_and_unknown, setup, teardown),

@@ -1,0 +1,161 @@
+/*
+ * The IPMI words of a credentials profile: cipher suites, workarounds and
+ * the privilege level. lib/creds.c keeps them as written; they are checked
+ * here as the file is read (gf_ipmi_backend.profile_check) and parsed here
+ * again when a session opens.
+ */
+#include "ipmi/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Cipher suite IDs FreeIPMI can use (ipmipower -I). */
+static const int cipher_suites[] = {0, 1, 2, 3, 6, 7, 8, 11, 12, 15, 16, 17};
+
+/* ipmipower -W names, from ipmipower(8); the flags of the other IPMI version are ignored. */
+static const struct {
+	const char *name;
+	unsigned v15; /* IPMI_WORKAROUND_FLAGS_OUTOFBAND_* */
+	unsigned v20; /* IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_* */
+} workarounds[] = {
+	{"authcap", IPMI_WORKAROUND_FLAGS_OUTOFBAND_AUTHENTICATION_CAPABILITIES,
+	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_AUTHENTICATION_CAPABILITIES},
+	{"nochecksumcheck", IPMI_WORKAROUND_FLAGS_OUTOFBAND_NO_CHECKSUM_CHECK,
+	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NO_CHECKSUM_CHECK},
+	{"idzero", IPMI_WORKAROUND_FLAGS_OUTOFBAND_ACCEPT_SESSION_ID_ZERO, 0},
+	{"unexpectedauth", IPMI_WORKAROUND_FLAGS_OUTOFBAND_CHECK_UNEXPECTED_AUTHCODE, 0},
+	{"forcepermsg", IPMI_WORKAROUND_FLAGS_OUTOFBAND_FORCE_PERMSG_AUTHENTICATION, 0},
+	{"endianseq", IPMI_WORKAROUND_FLAGS_OUTOFBAND_BIG_ENDIAN_SEQUENCE_NUMBER, 0},
+	{"noauthcodecheck", IPMI_WORKAROUND_FLAGS_OUTOFBAND_NO_AUTH_CODE_CHECK, 0},
+	{"intel20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_INTEL_2_0_SESSION},
+	{"supermicro20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUPERMICRO_2_0_SESSION},
+	{"sun20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUN_2_0_SESSION},
+	{"opensesspriv", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE},
+	{"integritycheckvalue", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NON_EMPTY_INTEGRITY_CHECK_VALUE},
+	{"ipmiping", 0, 0}, /* ipmipower's own discovery; nothing for a session */
+};
+
+static const struct {
+	const char *name;
+	uint8_t level;
+} privileges[] = {
+	{"user", IPMI_PRIVILEGE_LEVEL_USER},
+	{"operator", IPMI_PRIVILEGE_LEVEL_OPERATOR},
+	{"admin", IPMI_PRIVILEGE_LEVEL_ADMIN},
+};
+
+int gf_ipmi_cipher_parse(const char *key, const char *v, int *ret, struct gf_err *err)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (!*v || *end || errno || !((*v >= '0' && *v <= '9') || *v == '-'))
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE, "%s '%s' is not a number", key, v);
+	if (n != -1) {
+		size_t i = 0;
+
+		while (i < NELEM(cipher_suites) && cipher_suites[i] != n)
+			i++;
+		if (i == NELEM(cipher_suites))
+			return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+					  "%s '%s' is not a cipher suite FreeIPMI supports "
+					  "(0, 1, 2, 3, 6, 7, 8, 11, 12, 15, 16, 17, or -1 for the "
+					  "default)",
+					  key, v);
+	}
+	*ret = (int)n;
+	return 0;
+}
+
+int gf_ipmi_workarounds_parse(const char *key, const char *v, unsigned *ret_v15,
+			      unsigned *ret_v20, struct gf_err *err)
+{
+	unsigned v15 = 0, v20 = 0;
+	const char *s = v;
+
+	if (strcmp(v, "none") == 0)
+		goto out;
+	for (;;) {
+		const char *end = strchr(s, ',');
+		const char *b = s, *e = end ? end : s + strlen(s);
+		size_t i;
+
+		while (b < e && (*b == ' ' || *b == '\t'))
+			b++;
+		while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (b == e)
+			return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE, "%s '%s' has an empty name",
+					  key, v);
+		for (i = 0; i < NELEM(workarounds); i++)
+			if (strlen(workarounds[i].name) == (size_t)(e - b) &&
+			    memcmp(workarounds[i].name, b, (size_t)(e - b)) == 0)
+				break;
+		if (i == NELEM(workarounds))
+			return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+					  "%s '%.*s' is not a FreeIPMI workaround (see ipmipower(8) -W)",
+					  key, (int)(e - b), b);
+		v15 |= workarounds[i].v15;
+		v20 |= workarounds[i].v20;
+		if (!end)
+			break;
+		s = end + 1;
+	}
+out:
+	*ret_v15 = v15;
+	*ret_v20 = v20;
+	return 0;
+}
+
+int gf_ipmi_privilege_parse(const char *key, const char *v, uint8_t *ret, struct gf_err *err)
+{
+	for (size_t i = 0; i < NELEM(privileges); i++) {
+		if (strcasecmp(v, privileges[i].name) == 0) {
+			*ret = privileges[i].level;
+			return 0;
+		}
+	}
+	return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE, "%s '%s' is not one of user, operator, admin",
+			  key, v);
+}
+
+int gf_ipmi_profile_check(const char *key, const char *value, struct gf_err *err)
+{
+	unsigned v15, v20;
+	uint8_t level;
+	int cs;
+
+	if (strcmp(key, "ipmi_cipher_suite") == 0)
+		return gf_ipmi_cipher_parse(key, value, &cs, err);
+	if (strcmp(key, "ipmi_workarounds") == 0)
+		return gf_ipmi_workarounds_parse(key, value, &v15, &v20, err);
+	if (strcmp(key, "ipmi_privilege") == 0)
+		return gf_ipmi_privilege_parse(key, value, &level, err);
+	return 0;
+}
+
+int gf_ipmi_profile_parse(const struct gf_profile *p, struct gf_ipmi_profile *ret,
+			  struct gf_err *err)
+{
+	struct gf_ipmi_profile r = {.cipher_suite = -1, .privilege = IPMI_PRIVILEGE_LEVEL_ADMIN};
+	unsigned v15 = 0, v20 = 0;
+	struct gf_err e = {0};
+
+	if ((p->ipmi_cipher_suite &&
+	     gf_ipmi_cipher_parse("ipmi_cipher_suite", p->ipmi_cipher_suite, &r.cipher_suite, &e) < 0) ||
+	    (p->ipmi_workarounds &&
+	     gf_ipmi_workarounds_parse("ipmi_workarounds", p->ipmi_workarounds, &v15, &v20, &e) < 0) ||
+	    (p->ipmi_privilege &&
+	     gf_ipmi_privilege_parse("ipmi_privilege", p->ipmi_privilege, &r.privilege, &e) < 0))
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_INTERNAL, "profile '%s': %s",
+				  p->name ? p->name : "default", e.msg);
+	r.workaround_flags = p->ipmi_v15 ? v15 : v20;
+	*ret = r;
+	return 0;
+}
