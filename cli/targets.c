@@ -57,12 +57,13 @@ static int group_members(void *ud, const char *group, struct gf_nodeset *out, st
 	return 0;
 }
 
-static const struct gf_node *find_node(const struct gf_cli *cli, const char *name)
+/* The registered node @name, NULL when none; @order is gf_node_name_order(@reg). */
+static const struct gf_node *find_node(const struct gf_names *reg, const size_t *order,
+				       const char *name)
 {
-	for (size_t i = 0; i < cli->nreg; i++)
-		if (strcmp(cli->reg[i].name, name) == 0)
-			return &cli->reg[i];
-	return NULL;
+	size_t at = gf_node_name_find(reg, order, name);
+
+	return at == GF_NAME_NONE ? NULL : &((const struct gf_node *)reg->base)[at];
 }
 
 static char *join_args(char **args, int nargs)
@@ -124,8 +125,9 @@ int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
 {
 	struct gf_nodeset set;
 	struct gf_buf unknown = GF_BUF_INIT;
-	size_t nunknown = 0;
+	size_t nunknown = 0, *order;
 	struct gf_node *nodes;
+	struct gf_names reg = {NULL, 0, sizeof(struct gf_node), offsetof(struct gf_node, name)};
 	int rc;
 
 	if (cli->hosts) {
@@ -153,8 +155,11 @@ int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
 	rc = cli_target_names(cli, args, nargs, &set);
 	if (rc)
 		return rc;
+	reg.base = cli->reg;
+	reg.n = cli->nreg;
+	order = gf_node_name_order(&reg);
 	for (size_t i = 0; i < set.n; i++) {
-		if (find_node(cli, set.names[i]))
+		if (find_node(&reg, order, set.names[i]))
 			continue;
 		if (nunknown < 10)
 			gf_buf_addf(&unknown, "%s'%s'", nunknown ? ", " : "", set.names[i]);
@@ -165,7 +170,7 @@ int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
 		struct gf_nodeset miss = GF_NODESET_INIT;
 
 		for (size_t i = 0; i < set.n; i++)
-			if (!find_node(cli, set.names[i]))
+			if (!find_node(&reg, order, set.names[i]))
 				gf_nodeset_add(&miss, set.names[i]);
 		folded = gf_nodeset_collapse((const char *const *)miss.names, miss.n);
 		cli_error("unknown node%s '%s' (not in the registry; see 'gpufleet nodes list')",
@@ -174,15 +179,17 @@ int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
 		gf_nodeset_release(&miss);
 		gf_buf_release(&unknown);
 		gf_nodeset_release(&set);
+		free(order);
 		return GF_EXIT_USAGE;
 	}
 	gf_buf_release(&unknown);
 	nodes = gf_xcalloc(set.n ? set.n : 1, sizeof(*nodes));
 	for (size_t i = 0; i < set.n; i++)
-		gf_node_copy(&nodes[i], find_node(cli, set.names[i]));
+		gf_node_copy(&nodes[i], find_node(&reg, order, set.names[i]));
 	*ret = nodes;
 	*ret_n = set.n;
 	gf_nodeset_release(&set);
+	free(order);
 	return 0;
 }
 
