@@ -7,6 +7,7 @@
 #include "lib/buf.h"
 
 /* Every line cli/ writes on stderr: "@prefix MESSAGE\n". */
+__attribute__((format(printf, 2, 0)))
 static void say(const char *prefix, const char *fmt, va_list ap)
 {
 	fputs(prefix, stderr);
