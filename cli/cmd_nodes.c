@@ -235,9 +235,7 @@ static int nodes_remove(struct gf_cli *cli, const struct cli_subverb *sub, void 
 	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
 	if (rc)
 		return rc;
-	names = gf_xcalloc(n ? n : 1, sizeof(*names));
-	for (size_t i = 0; i < n; i++)
-		names[i] = nodes[i].name;
+	names = gf_nodes_names(nodes, n);
 	if (gf_db_nodes_remove(cli->db, names, n, &err) < 0)
 		rc = cli_fail(&err);
 	else
@@ -270,9 +268,7 @@ static int nodes_tag(struct gf_cli *cli, const struct cli_subverb *sub, void *ud
 	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
 	if (rc)
 		return rc;
-	names = gf_xcalloc(n ? n : 1, sizeof(*names));
-	for (size_t i = 0; i < n; i++)
-		names[i] = nodes[i].name;
+	names = gf_nodes_names(nodes, n);
 	if (gf_db_nodes_tag(cli->db, names, n, a->add, a->nadd, a->del, a->ndel, &err) < 0)
 		rc = cli_fail(&err);
 	free(names);

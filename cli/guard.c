@@ -29,9 +29,7 @@ int cli_guard(struct gf_cli *cli, const char *what, const struct gf_node *nodes,
 
 	if (n <= 1 || yes)
 		return 0;
-	names = gf_xcalloc(n, sizeof(*names));
-	for (size_t i = 0; i < n; i++)
-		names[i] = nodes[i].name;
+	names = gf_nodes_names(nodes, n);
 	set = gf_nodeset_collapse(names, n);
 	free(names);
 	snprintf(q, sizeof(q), "%s on %zu nodes (%s)?", what, n, set);

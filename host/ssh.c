@@ -155,6 +155,15 @@ static const char *ssh_errmsg(LIBSSH2_SESSION *sess)
 	return msg && *msg ? msg : "unknown error";
 }
 
+/* A lost socket is a connection failure; anything else the peer said is protocol. */
+static enum gf_errkind rc_kind(int rc)
+{
+	return rc == LIBSSH2_ERROR_SOCKET_DISCONNECT || rc == LIBSSH2_ERROR_SOCKET_RECV ||
+		       rc == LIBSSH2_ERROR_SOCKET_SEND
+		       ? GF_EK_CONNECT
+		       : GF_EK_PROTOCOL;
+}
+
 /*
  * Wait until the socket is ready in the direction libssh2 is blocked on, or
  * until @deadline. GF_E_NODE (timeout) when it passes.
@@ -768,11 +777,7 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 					"that '%s' holds for it; refusing it", s->node, name, khpath);
 		else
 			rc = gf_err_set(err, GF_E_NODE,
-					rc == LIBSSH2_ERROR_SOCKET_DISCONNECT ||
-							rc == LIBSSH2_ERROR_SOCKET_RECV ||
-							rc == LIBSSH2_ERROR_SOCKET_SEND
-						? GF_EK_CONNECT
-						: GF_EK_PROTOCOL,
+					rc_kind(rc),
 					"ssh '%s' handshake failed (%s)", s->node, ssh_errmsg(s->sess));
 		s->broken = true;
 		goto fail;
@@ -1001,11 +1006,7 @@ int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double de
 			}
 			if (rc) {
 				rc = gf_err_set(err, GF_E_NODE,
-						rc == LIBSSH2_ERROR_SOCKET_DISCONNECT ||
-								rc == LIBSSH2_ERROR_SOCKET_RECV ||
-								rc == LIBSSH2_ERROR_SOCKET_SEND
-							? GF_EK_CONNECT
-							: GF_EK_PROTOCOL,
+						rc_kind(rc),
 						"ssh '%s' failed running '%s' (%s)", s->node, cmds[i].line,
 						ssh_errmsg(s->sess));
 				s->broken = true;

@@ -358,7 +358,8 @@ static char *errors_text(const struct gf_sweep_node *n)
 	return s;
 }
 
-static void bind_count(sqlite3_stmt *st, int i, bool set, unsigned v)
+/* @v at @i when @set, else NULL. */
+static void bind_opt(sqlite3_stmt *st, int i, bool set, sqlite3_int64 v)
 {
 	if (set)
 		sqlite3_bind_int64(st, i, v);
@@ -413,26 +414,20 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 	sqlite3_bind_int(st, 7, n->fw_read);
 	sqlite3_bind_int(st, 8, n->host_read);
 	sqlite3_bind_int64(st, 9, cset);
-	if (hw)
-		sqlite3_bind_int64(st, 10, hw);
-	else
-		sqlite3_bind_null(st, 10);
-	if (host)
-		sqlite3_bind_int64(st, 11, host);
-	else
-		sqlite3_bind_null(st, 11);
-	bind_count(st, 12, n->sel.read, n->sel.total);
-	bind_count(st, 13, n->sel.read, n->sel.new_info);
-	bind_count(st, 14, n->sel.read, n->sel.new_warning);
-	bind_count(st, 15, n->sel.read, n->sel.new_critical);
+	bind_opt(st, 10, hw != 0, hw);
+	bind_opt(st, 11, host != 0, host);
+	bind_opt(st, 12, n->sel.read, n->sel.total);
+	bind_opt(st, 13, n->sel.read, n->sel.new_info);
+	bind_opt(st, 14, n->sel.read, n->sel.new_warning);
+	bind_opt(st, 15, n->sel.read, n->sel.new_critical);
 	if (n->sel.read && n->sel.has_mark)
 		sqlite3_bind_double(st, 16, n->sel.mark);
 	else
 		sqlite3_bind_null(st, 16);
-	bind_count(st, 17, n->sensors.read, n->sensors.nominal);
-	bind_count(st, 18, n->sensors.read, n->sensors.warning);
-	bind_count(st, 19, n->sensors.read, n->sensors.critical);
-	bind_count(st, 20, n->sensors.read, n->sensors.unknown);
+	bind_opt(st, 17, n->sensors.read, n->sensors.nominal);
+	bind_opt(st, 18, n->sensors.read, n->sensors.warning);
+	bind_opt(st, 19, n->sensors.read, n->sensors.critical);
+	bind_opt(st, 20, n->sensors.read, n->sensors.unknown);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);

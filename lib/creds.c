@@ -154,48 +154,26 @@ static bool env_name_ok(const char *s)
 	return true;
 }
 
-static int set_version(struct parse_state *st, struct gf_profile *p, const char *key,
-		       const char *v)
-{
-	if (strcmp(v, "2.0") == 0)
-		p->ipmi_v15 = false;
-	else if (strcmp(v, "1.5") == 0)
-		p->ipmi_v15 = true;
-	else
-		return fail(st, "%s '%s' is not 2.0 or 1.5", key, v);
-	return 1;
-}
-
-static int set_tls_pin(struct parse_state *st, struct gf_profile *p, const char *key,
-		       const char *v)
-{
-	if (strcmp(v, "new") == 0)
-		p->redfish_tls_pin_new = true;
-	else if (strcmp(v, "off") == 0)
-		p->redfish_tls_pin_new = false;
-	else
-		return fail(st, "%s '%s' is not new or off", key, v);
-	return 1;
-}
-
 enum key_kind {
 	K_TEXT,      /* any text, may be empty */
 	K_NONEMPTY,  /* any text, not empty */
 	K_SECRET,    /* any text, zeroed when freed */
 	K_ENVNAME,   /* an environment variable name */
 	K_CHECKED,   /* any text, checked by the module that reads it (gf_creds_check_fn) */
-	K_SPECIAL,   /* validated by its own setter */
+	K_CHOICE,    /* one of two words: the first sets the bool at @off to @first_value */
 };
 
 struct key_def {
 	const char *name;
 	enum key_kind kind;
-	size_t off;  /* offset of the char * field, for the string kinds */
-	int (*set)(struct parse_state *st, struct gf_profile *p, const char *key, const char *v);
+	size_t off;          /* offset of the field: char * for the string kinds, bool for K_CHOICE */
+	const char *words[2];  /* K_CHOICE: the two words, in the order messages name them */
+	bool first_value;      /* K_CHOICE: what the first word sets */
 };
 
-#define STR_KEY(n, k) {#n, k, offsetof(struct gf_profile, n), NULL}
-#define FN_KEY(n, f) {#n, K_SPECIAL, 0, f}
+#define STR_KEY(n, k) {#n, k, offsetof(struct gf_profile, n), {NULL, NULL}, false}
+#define CHOICE_KEY(n, field, w1, v1, w2) \
+	{#n, K_CHOICE, offsetof(struct gf_profile, field), {w1, w2}, v1}
 
 static const struct key_def keys[] = {
 	STR_KEY(bmc_user, K_TEXT),
@@ -203,7 +181,7 @@ static const struct key_def keys[] = {
 	STR_KEY(bmc_password_command, K_NONEMPTY),
 	STR_KEY(ipmi_cipher_suite, K_CHECKED),
 	STR_KEY(ipmi_workarounds, K_CHECKED),
-	FN_KEY(ipmi_version, set_version),
+	CHOICE_KEY(ipmi_version, ipmi_v15, "2.0", false, "1.5"),
 	STR_KEY(ipmi_privilege, K_CHECKED),
 	STR_KEY(ssh_user, K_NONEMPTY),
 	STR_KEY(ssh_key, K_NONEMPTY),
@@ -211,7 +189,7 @@ static const struct key_def keys[] = {
 	STR_KEY(ssh_key_passphrase_command, K_NONEMPTY),
 	STR_KEY(ssh_known_hosts, K_NONEMPTY),
 	STR_KEY(redfish_cacert, K_NONEMPTY),
-	FN_KEY(redfish_tls_pin, set_tls_pin),
+	CHOICE_KEY(redfish_tls_pin, redfish_tls_pin_new, "new", true, "off"),
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -232,6 +210,20 @@ static struct gf_profile *section_profile(struct parse_state *st, const char *se
 	}
 	*ret_idx = (size_t)(p - c->profiles);
 	return p;
+}
+
+static int set_choice(struct parse_state *st, struct gf_profile *p, const struct key_def *k,
+		      const char *v)
+{
+	bool *field = (bool *)((char *)p + k->off);
+
+	for (size_t w = 0; w < 2; w++) {
+		if (strcmp(v, k->words[w]) == 0) {
+			*field = w == 0 ? k->first_value : !k->first_value;
+			return 1;
+		}
+	}
+	return fail(st, "%s '%s' is not %s or %s", k->name, v, k->words[0], k->words[1]);
 }
 
 static int set_string(struct parse_state *st, struct gf_profile *p, const struct key_def *k,
@@ -291,8 +283,8 @@ static int handle_key(void *user, const char *section, const char *name, const c
 	    (strcmp(name, "bmc_password_command") == 0 && p->bmc_password))
 		return fail(st, "profile '%s' has both bmc_password and bmc_password_command",
 			    section);
-	if (k->kind == K_SPECIAL)
-		return k->set(st, p, name, value);
+	if (k->kind == K_CHOICE)
+		return set_choice(st, p, k, value);
 	return set_string(st, p, k, value);
 }
 

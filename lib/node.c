@@ -36,6 +36,15 @@ void gf_nodes_free(struct gf_node *nodes, size_t n)
 	free(nodes);
 }
 
+const char **gf_nodes_names(const struct gf_node *nodes, size_t n)
+{
+	const char **names = gf_xcalloc(n ? n : 1, sizeof(*names));
+
+	for (size_t i = 0; i < n; i++)
+		names[i] = nodes[i].name;
+	return names;
+}
+
 static char *dup_or_null(const char *s)
 {
 	return s ? gf_xstrdup(s) : NULL;

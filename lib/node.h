@@ -25,6 +25,8 @@ struct gf_node {
 
 void gf_node_release(struct gf_node *n);
 void gf_nodes_free(struct gf_node *nodes, size_t n);
+/* The names of @nodes, borrowed from them: free() the array only, before @nodes. */
+const char **gf_nodes_names(const struct gf_node *nodes, size_t n);
 /* Deep copy of @src into @dst. */
 void gf_node_copy(struct gf_node *dst, const struct gf_node *src);
 
