@@ -94,14 +94,21 @@ static void show_header(const struct gf_sweep_node *n)
 	gf_time_format(n->time, when, sizeof(when));
 	printf("node %s: sweep %lld at %s, %s", n->node, n->sweep, when,
 	       gf_node_status_name(n->status));
-	if (n->model)
-		printf(", model '%s'", n->model);
+	if (n->model) {
+		char *model = gf_term_safe(n->model);
+
+		printf(", model '%s'", model);
+		free(model);
+	}
 	if (n->protocol)
 		printf(", %s", n->protocol);
 	printf("\n");
-	for (size_t k = 0; k < n->nerrors; k++)
-		printf("  %s %s: %s\n", n->errors[k].op, gf_errkind_name(n->errors[k].kind),
-		       n->errors[k].message);
+	for (size_t k = 0; k < n->nerrors; k++) {
+		char *msg = gf_term_safe(n->errors[k].message);
+
+		printf("  %s %s: %s\n", n->errors[k].op, gf_errkind_name(n->errors[k].kind), msg);
+		free(msg);
+	}
 	if (n->sel.read)
 		printf("  event log: %u entries, new: %u info, %u warning, %u critical\n",
 		       n->sel.total, n->sel.new_info, n->sel.new_warning, n->sel.new_critical);

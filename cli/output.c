@@ -6,13 +6,32 @@
 
 #include "lib/buf.h"
 
-/* Every line cli/ writes on stderr: "@prefix MESSAGE\n". */
+/*
+ * Every line cli/ writes on stderr: "@prefix MESSAGE\n", the message made
+ * terminal-safe (it may carry a BMC's or a host's text): controls escaped as
+ * gf_term_escape() does, but its own line feeds kept.
+ */
 __attribute__((format(printf, 2, 0)))
 static void say(const char *prefix, const char *fmt, va_list ap)
 {
-	fputs(prefix, stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	struct gf_buf line = GF_BUF_INIT;
+	char *text;
+	va_list aq;
+	int len;
+
+	va_copy(aq, ap);
+	len = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	text = gf_xmalloc(len > 0 ? (size_t)len + 1 : 1);
+	text[0] = '\0';
+	if (len > 0)
+		vsnprintf(text, (size_t)len + 1, fmt, ap);
+	gf_buf_adds(&line, prefix);
+	gf_term_escape(&line, text, "\n");
+	gf_buf_addc(&line, '\n');
+	fputs(gf_buf_str(&line), stderr);
+	gf_buf_release(&line);
+	free(text);
 }
 
 void cli_error(const char *fmt, ...)

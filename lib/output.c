@@ -77,6 +77,78 @@ static json_t *lookup_cell(json_t *obj, json_t *elem, const char *key)
 	}
 }
 
+/*
+ * The length of the well-formed UTF-8 sequence of two or more bytes at @s
+ * (shortest form, no surrogate, at most U+10FFFF), 0 when there is none.
+ */
+static size_t utf8_seq(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	size_t len;
+	unsigned char lo = 0x80, hi = 0xbf;  /* bounds of the second byte */
+
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t k = 2; k < len; k++)
+		if (s[k] < 0x80 || s[k] > 0xbf)
+			return 0;
+	return len;
+}
+
+void gf_term_escape(struct gf_buf *out, const char *s, const char *keep)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		unsigned char c = *p;
+		size_t len;
+
+		if (c >= 0x20 && c < 0x7f) {
+			gf_buf_addc(out, (char)c);
+			p++;
+		} else if (c < 0x80 && c != 0x7f && strchr(keep, c)) {
+			gf_buf_addc(out, (char)c);
+			p++;
+		} else if (c == '\t' || c == '\n' || c == '\r') {
+			gf_buf_adds(out, c == '\t' ? "\\t" : c == '\n' ? "\\n" : "\\r");
+			p++;
+		} else if (c < 0x80 || (len = utf8_seq(p)) == 0) {
+			gf_buf_addf(out, "\\x%02x", c);
+			p++;
+		} else if (c == 0xc2 && p[1] <= 0x9f) {
+			gf_buf_addf(out, "\\u%04x", p[1]);  /* a C1 control, U+0080..U+009F */
+			p += 2;
+		} else {
+			gf_buf_add(out, (const char *)p, len);
+			p += len;
+		}
+	}
+}
+
+char *gf_term_safe(const char *s)
+{
+	struct gf_buf b = GF_BUF_INIT;
+
+	gf_term_escape(&b, s, "");
+	return gf_buf_detach(&b);
+}
+
 char *gf_render_cell(json_t *v)
 {
 	char tmp[64];
@@ -84,7 +156,7 @@ char *gf_render_cell(json_t *v)
 	if (!v || json_is_null(v))
 		return gf_xstrdup("-");
 	if (json_is_string(v))
-		return gf_xstrdup(json_string_value(v));
+		return gf_term_safe(json_string_value(v));
 	if (json_is_integer(v)) {
 		snprintf(tmp, sizeof(tmp), "%lld", (long long)json_integer_value(v));
 		return gf_xstrdup(tmp);
@@ -96,8 +168,10 @@ char *gf_render_cell(json_t *v)
 	if (json_is_boolean(v))
 		return gf_xstrdup(json_is_true(v) ? "yes" : "no");
 	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	char *safe = gf_term_safe(s ? s : "?");
 
-	return s ? s : gf_xstrdup("?");
+	free(s);
+	return safe;
 }
 
 /* One output row before folding: the node and its cells (without NODE). */
@@ -132,7 +206,8 @@ static void add_row(struct table *t, json_t *obj, json_t *elem, const struct gf_
 		const char *text = json_string_value(json_object_get(e, "message"));
 		struct gf_buf b = GF_BUF_INIT;
 
-		gf_buf_addf(&b, "%s: %s", kind ? kind : "internal", text ? text : "");
+		gf_buf_addf(&b, "%s: ", kind ? kind : "internal");
+		gf_term_escape(&b, text ? text : "", "");
 		msg = gf_buf_detach(&b);
 		r.cells[spec->ncols] = msg;
 		t->any_failed = true;

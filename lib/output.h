@@ -44,9 +44,25 @@ void gf_render_json(json_t *const *objs, size_t n, struct gf_buf *out);
 void gf_render_ndjson_one(json_t *obj, struct gf_buf *out);
 /*
  * A value as the table renderers show it in a cell: "-" for absent or null,
- * strings as they are, yes/no, numbers, compact JSON otherwise. Caller frees.
+ * strings made terminal-safe (gf_term_safe), yes/no, numbers, compact JSON
+ * otherwise. Caller frees.
  */
 char *gf_render_cell(json_t *v);
+
+/*
+ * Text from BMCs and hosts made safe for a terminal, appended to @out: no
+ * control byte reaches it. Tab, line feed and carriage return become \t, \n,
+ * \r; every other C0 control (0x00-0x1f) and DEL become \xHH (e.g. ESC is
+ * \x1b); a C1 control encoded in UTF-8 (U+0080..U+009F, bytes C2 80..C2 9F)
+ * becomes \u00HH (CSI is \u009b); a byte that is not part of well-formed
+ * UTF-8 (a raw 0x9b among them) becomes \xHH. Printable ASCII, a backslash
+ * included, and well-formed UTF-8 stay as they are, so the form is for
+ * reading, not reversible (JSON output keeps the exact string). The C0
+ * characters in @keep (e.g. "\n" for messages) pass unchanged.
+ * gf_term_safe() returns the same as a new string (caller frees).
+ */
+void gf_term_escape(struct gf_buf *out, const char *s, const char *keep);
+char *gf_term_safe(const char *s);
 
 /*
  * Sensors in the Prometheus text exposition format (0.0.4), for

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/output.h"
@@ -163,6 +164,75 @@ static void column_alternatives(void **state)
 	gf_result_release(&r);
 }
 
+/* What a hostile BMC's string becomes on a terminal: no control byte survives. */
+static void term_escape(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"plain BIOS 1.4 (caf\xc3\xa9, \xe2\x82\xac, \xf0\x9f\x98\x80)",
+		 "plain BIOS 1.4 (caf\xc3\xa9, \xe2\x82\xac, \xf0\x9f\x98\x80)"},
+		{"back\\slash", "back\\slash"},
+		{"\x1b]0;pwned\x07", "\\x1b]0;pwned\\x07"},
+		{"\x1b[2Jx", "\\x1b[2Jx"},
+		{"a\tb\nc\rd", "a\\tb\\nc\\rd"},
+		{"\x01\x1f\x7f", "\\x01\\x1f\\x7f"},
+		{"csi \xc2\x9b" "31m", "csi \\u009b31m"},     /* C1 as UTF-8 */
+		{"\xc2\x80\xc2\x9f\xc2\xa0", "\\u0080\\u009f\xc2\xa0"},
+		{"raw \x9b" "31m \x80", "raw \\x9b31m \\x80"}, /* bytes that are no UTF-8 */
+		{"cut \xe2\x82", "cut \\xe2\\x82"},
+		{"overlong \xc0\x9b \xe0\x80\x9b", "overlong \\xc0\\x9b \\xe0\\x80\\x9b"},
+		{"surrogate \xed\xa0\x80", "surrogate \\xed\\xa0\\x80"},
+		{"", ""},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct gf_buf b = GF_BUF_INIT;
+		char *s = gf_term_safe(cases[i].in);
+
+		gf_term_escape(&b, cases[i].in, "");
+		assert_string_equal(gf_buf_str(&b), cases[i].out);
+		assert_string_equal(s, cases[i].out);
+		free(s);
+		gf_buf_release(&b);
+	}
+	/* Messages keep their own line feeds; nothing else. */
+	struct gf_buf b = GF_BUF_INIT;
+
+	gf_term_escape(&b, "one\ntwo\x1b[2J\t", "\n");
+	assert_string_equal(gf_buf_str(&b), "one\ntwo\\x1b[2J\\t");
+	gf_buf_release(&b);
+}
+
+static void hostile_cells(void **state)
+{
+	static const struct gf_col fw[] = {{"name", "NAME"}, {"version", "VERSION"}};
+	json_t *o[] = {node("n1", "on"), failed("n2", GF_EK_PROTOCOL, "bad \x1b[2J\nanswer")};
+	struct gf_render_spec spec = {fw, 2, NULL, false, false};
+	struct gf_buf b = GF_BUF_INIT;
+
+	json_object_set_new(o[0], "name", json_string("BMC\x1b]0;pwned\x07"));
+	json_object_set_new(o[0], "version", json_string("1.0\n\xc2\x9b" "2J\x7f"));
+	gf_render_table(o, 2, &spec, &b);
+	assert_string_equal(gf_buf_str(&b),
+			    "NODE  NAME                 VERSION            ERROR\n"
+			    "n1    BMC\\x1b]0;pwned\\x07  1.0\\n\\u009b2J\\x7f\n"
+			    "n2    -                    -                  "
+			    "protocol: bad \\x1b[2J\\nanswer\n");
+	gf_buf_reset(&b);
+	gf_render_csv(o, 2, &spec, &b);
+	assert_string_equal(gf_buf_str(&b), "node,name,version,error\n"
+			    "n1,BMC\\x1b]0;pwned\\x07,1.0\\n\\u009b2J\\x7f,\n"
+			    "n2,-,-,protocol: bad \\x1b[2J\\nanswer\n");
+	gf_buf_release(&b);
+	/* JSON keeps the exact string. */
+	char *j = gf_render_cell(json_object_get(o[0], "name"));
+
+	assert_string_equal(j, "BMC\\x1b]0;pwned\\x07");
+	free(j);
+	free_objs(o, 2);
+}
+
 static void format_parse(void **state)
 {
 	enum gf_format f;
@@ -183,6 +253,8 @@ int main(void)
 		cmocka_unit_test(json_shape),
 		cmocka_unit_test(rows_key),
 		cmocka_unit_test(column_alternatives),
+		cmocka_unit_test(term_escape),
+		cmocka_unit_test(hostile_cells),
 		cmocka_unit_test(format_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
