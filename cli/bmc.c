@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inventory/bmc.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -47,52 +46,74 @@ fail:
 	gf_result_fail(slot, &err);
 }
 
-/* The pins of the nodes whose BMC may show a certificate, read before the workers start. */
-static int load_pins(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
-		     const struct gf_profile *const *profs, struct gf_pins *ret)
+int cli_bmc_prepare(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
+		    struct gf_bmc_run *ret)
 {
+	const struct gf_profile **profs = NULL;
+	struct gf_pins *pins = gf_xcalloc(1, sizeof(*pins));
 	struct gf_err err = {0};
 	struct gf_db *db = NULL;
 	int rc;
 
-	if (gf_pins_needed(nodes, n) && (rc = cli_db(cli, &db)) != 0)
+	rc = cli_profiles(cli, CLI_PROFILE_BMC, nodes, n, &profs);
+	if (!rc && gf_pins_needed(nodes, n))
+		rc = cli_db(cli, &db);
+	if (!rc && gf_pins_load(db, nodes, profs, n, cli->tls_pin_new, false, pins, &err) < 0)
+		rc = cli_fail(&err);
+	if (rc) {
+		free(profs);
+		free(pins);
 		return rc;
-	if (gf_pins_load(db, nodes, profs, n, cli->tls_pin_new, false, ret, &err) < 0)
-		return cli_fail(&err);
+	}
+	if (cli->insecure && gf_pins_needed(nodes, n))
+		cli_warn(cli, "--insecure: BMC certificates are not checked, so anyone on the path "
+			 "can pose as a BMC and read its credentials");
+	*ret = (struct gf_bmc_run){
+		.nodes = nodes, .profs = profs, .pins = pins, .cache_dir = cli->cache_dir,
+		.cacert = cli->cacert, .insecure = cli->insecure, .cancel = gf_exec_cancel_flag(),
+	};
 	return 0;
 }
 
-/* With --tls-pin new or a profile's redfish_tls_pin, record the certificates first seen. */
-static int store_pins(struct gf_cli *cli, const struct gf_node *nodes, const struct gf_pins *p)
+int cli_bmc_store_pins(struct gf_cli *cli, const struct gf_bmc_run *b)
 {
+	const struct gf_pins *p = b->pins;
 	struct gf_err err = {0};
 	struct gf_db *db = NULL;
 	bool any = false;
 	int rc;
 
-	for (size_t i = 0; i < p->n; i++) {
+	for (size_t i = 0; p && i < p->n; i++) {
 		if (!gf_pins_first_use(p, i))
 			continue;
 		any = true;
-		cli_warn(cli, "pinned the certificate of '%s' (sha256 %s)", nodes[i].name, p->seen[i]);
+		cli_warn(cli, "pinned the certificate of '%s' (sha256 %s)", b->nodes[i].name,
+			 p->seen[i]);
 	}
 	if (!any)
 		return 0;
 	rc = cli_db(cli, &db);
 	if (rc)
 		return rc;
-	if (gf_pins_store_first_use(db, nodes, p, &err) < 0) {
+	if (gf_pins_store_first_use(db, b->nodes, p, &err) < 0) {
 		cli_error("the certificate pins could not be stored: %s", err.msg);
 		return GF_EXIT_FAILED;
 	}
 	return 0;
 }
 
+void cli_bmc_prepared_release(struct gf_bmc_run *b)
+{
+	if (b->pins)
+		gf_pins_release(b->pins);
+	free(b->pins);
+	free((void *)b->profs);
+	*b = (struct gf_bmc_run){0};
+}
+
 int cli_bmc_fanout(struct cli_bmc_run *run)
 {
 	struct gf_cli *cli = run->cli;
-	const struct gf_profile **profs = NULL;
-	struct gf_pins pins = {0};
 	struct bmc_task t = {.run = run};
 	struct cli_render r = {.cli = cli, .nodes = run->nodes, .n = run->n, .spec = run->spec,
 			       .show_bmc = true};
@@ -100,22 +121,11 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	struct gf_err err = {0};
 	int rc, prc;
 
-	rc = cli_profiles(cli, CLI_PROFILE_BMC, run->nodes, run->n, &profs);
+	rc = cli_bmc_prepare(cli, run->nodes, run->n, &t.bmc);
 	if (rc)
 		return rc;
-	rc = load_pins(cli, run->nodes, run->n, profs, &pins);
-	if (rc) {
-		free(profs);
-		return rc;
-	}
-	if (cli->insecure && gf_pins_needed(run->nodes, run->n))
-		cli_warn(cli, "--insecure: BMC certificates are not checked, so anyone on the path "
-			 "can pose as a BMC and read its credentials");
-	t.bmc = (struct gf_bmc_run){
-		.nodes = run->nodes, .profs = profs, .pins = &pins, .cache_dir = cli->cache_dir,
-		.cacert = cli->cacert, .insecure = cli->insecure, .log_name = run->log_name,
-		.no_thresholds = run->no_thresholds, .cancel = gf_exec_cancel_flag(),
-	};
+	t.bmc.log_name = run->log_name;
+	t.bmc.no_thresholds = run->no_thresholds;
 	run->slots = gf_xcalloc(run->n ? run->n : 1, sizeof(*run->slots));
 	cli_exec_opts(cli, &eo);
 	eo.batch = run->batch;
@@ -126,7 +136,7 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 		rc = cli_fail(&err);
 		goto out;
 	}
-	prc = store_pins(cli, run->nodes, &pins);
+	prc = cli_bmc_store_pins(cli, &t.bmc);
 	if (!run->spec) {
 		rc = GF_EXIT_OK;
 		for (size_t i = 0; i < run->n; i++)
@@ -139,8 +149,7 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 		rc = prc;
 	rc = cli_interrupted(rc);
 out:
-	gf_pins_release(&pins);
-	free(profs);
+	cli_bmc_prepared_release(&t.bmc);
 	return rc;
 }
 

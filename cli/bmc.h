@@ -3,6 +3,7 @@
 #define GF_CLI_BMC_H
 
 #include "cli/common.h"
+#include "inventory/bmc.h"
 #include "lib/backend.h"
 
 /*
@@ -36,6 +37,17 @@ struct cli_bmc_run {
  * configuration error (then nothing was sent), 130 interrupted.
  */
 int cli_bmc_fanout(struct cli_bmc_run *run);
+
+/*
+ * The parts of cli_bmc_fanout() for a fan-out of its own (sweep): before it,
+ * the nodes' BMC profiles and TLS pins into @ret (with the --insecure
+ * warning), 0 or an exit code (printed); after it, the pins on first use
+ * stored (each one warned), 0 or an exit code; then the release.
+ */
+int cli_bmc_prepare(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
+		    struct gf_bmc_run *ret);
+int cli_bmc_store_pins(struct gf_cli *cli, const struct gf_bmc_run *b);
+void cli_bmc_prepared_release(struct gf_bmc_run *b);
 void cli_bmc_release(struct cli_bmc_run *run);
 
 /*

@@ -52,57 +52,30 @@ static const struct gpu_rule gpu_rules[] = {
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
-static json_t *jstr(const char *s)
+/* A component of @set, its strings pooled in @sw and readable whatever a peer sent. */
+static void add(struct gf_sweep *sw, struct gf_inv_set *set, const char *key, const char *version,
+		enum gf_source source, const char *id, const char *name, const char *kind)
 {
-	return s ? json_string(s) : json_null();
+	struct gf_inv_comp *c = gf_inv_set_add(set);
+
+	c->key = gf_sweep_str(sw, key);
+	c->version = gf_sweep_text(sw, version);
+	c->source = source;
+	c->raw_id = gf_sweep_text(sw, id);
+	c->name = gf_sweep_text(sw, name);
+	c->kind = gf_sweep_text(sw, kind);
 }
 
-/* jansson refuses invalid UTF-8: keep what a peer sent readable, never drop it. */
-static json_t *jtext(const char *s)
+void gf_norm_host_components(struct gf_sweep *sw, const struct gf_hostfacts *f,
+			     struct gf_inv_set *set)
 {
-	json_t *v;
-	char *c;
-
-	if (!s)
-		return json_null();
-	v = json_string(s);
-	if (v)
-		return v;
-	c = gf_xstrdup(s);
-	for (char *p = c; *p; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
-	v = json_string(c);
-	free(c);
-	return v;
-}
-
-static json_t *comp(const char *key, const char *version, const char *source, const char *id,
-		    const char *name, const char *kind)
-{
-	json_t *o = json_object();
-
-	json_object_set_new(o, "key", json_string(key));
-	json_object_set_new(o, "version", jtext(version));
-	json_object_set_new(o, "source", json_string(source));
-	json_object_set_new(o, "id", jtext(id));
-	json_object_set_new(o, "name", jtext(name));
-	json_object_set_new(o, "kind", jstr(kind));
-	return o;
-}
-
-json_t *gf_norm_host_components(const struct gf_hostfacts *f)
-{
-	json_t *a = json_array();
-
 	for (size_t r = 0; r < NELEM(host_rules); r++) {
 		const char *v = *(char *const *)((const char *)f + host_rules[r].off);
-
 		const struct gf_compkey_rule *row = &gf_compkey_rules[host_rules[r].row];
 
 		if (v && *v)
-			json_array_append_new(a, comp(row->key, v, "ssh", host_rules[r].id,
-						      host_rules[r].name, row->kind));
+			add(sw, set, row->key, v, GF_SRC_SSH, host_rules[r].id, host_rules[r].name,
+			    row->kind);
 	}
 	for (size_t g = 0; g < f->ngpus; g++) {
 		const struct gf_host_gpu *gpu = &f->gpus[g];
@@ -118,11 +91,10 @@ json_t *gf_norm_host_components(const struct gf_hostfacts *f)
 			snprintf(id, sizeof(id), "nvidia-smi:%s:%s", gpu->pci ? gpu->pci : "?",
 				 gpu_rules[r].field);
 			snprintf(name, sizeof(name), "GPU %d %s", gpu->index, gpu_rules[r].name);
-			json_array_append_new(a, comp(key, v, "ssh", id, name, row->kind));
+			add(sw, set, key, v, GF_SRC_SSH, id, name, row->kind);
 			free(key);
 		}
 	}
-	return a;
 }
 
 bool gf_norm_key_ok(const char *key)
@@ -198,11 +170,13 @@ static char *lower(const char *s)
 	return c;
 }
 
-json_t *gf_norm_bmc_components(const struct gf_component_list *l, const struct gf_hardware *hw,
-			       const char *source)
+int gf_norm_bmc_components(struct gf_sweep *sw, const char *node,
+			   const struct gf_component_list *l, const struct gf_hardware *hw,
+			   const char *source, struct gf_inv_set *set, struct gf_err *err)
 {
 	unsigned counts[GF_COMPKEY_NROWS] = {0};
-	json_t *a = json_array();
+	const struct gf_compkey_rule *bios = &gf_compkey_rules[GF_COMPKEY_BIOS];
+	int src = gf_source_parse(source);
 	bool have_bios = false;
 
 	for (size_t i = 0; i < l->n; i++) {
@@ -213,17 +187,29 @@ json_t *gf_norm_bmc_components(const struct gf_component_list *l, const struct g
 			free(key);
 			key = derive_key(c, i, counts);
 		}
-		if (strcmp(key, gf_compkey_rules[GF_COMPKEY_BIOS].key) == 0)
+		/* The store keeps canonical keys only: what the rules made must be one too. */
+		if (src < 0 || !gf_norm_key_ok(key)) {
+			int rc = src < 0 ? gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+						      "node '%s': component '%s' has an unknown source "
+						      "'%s' (ipmi, redfish, ssh)", node, key,
+						      source ? source : "")
+					 : gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+						      "node '%s' has a component key '%s' with a "
+						      "character that is not allowed", node, key);
+
+			free(key);
+			return rc;
+		}
+		if (strcmp(key, bios->key) == 0)
 			have_bios = true;
-		json_array_append_new(a, comp(key, c->version, source, c->id, c->name,
-					      c->kind ? c->kind : "other"));
+		add(sw, set, key, c->version, (enum gf_source)src, c->id, c->name,
+		    c->kind ? c->kind : "other");
 		free(key);
 	}
-	if (!have_bios && hw && hw->system.bios_version && *hw->system.bios_version)
-		json_array_append_new(a, comp(gf_compkey_rules[GF_COMPKEY_BIOS].key,
-					      hw->system.bios_version, source, "system.bios_version",
-					      "System BIOS", gf_compkey_rules[GF_COMPKEY_BIOS].kind));
-	return a;
+	if (!have_bios && src >= 0 && hw && hw->system.bios_version && *hw->system.bios_version)
+		add(sw, set, bios->key, hw->system.bios_version, (enum gf_source)src,
+		    "system.bios_version", "System BIOS", bios->kind);
+	return 0;
 }
 
 const char *gf_norm_model(const struct gf_hardware *hw)

@@ -10,28 +10,33 @@
 #ifndef GF_NORMALIZE_H
 #define GF_NORMALIZE_H
 
-#include <jansson.h>
 #include <stdbool.h>
 
 #include "host/hostfacts.h"
+#include "inventory/sweep.h"
+#include "lib/err.h"
 #include "lib/model.h"
 
 /*
- * The components a host's facts give, as an array of {"key","version",
- * "source":"ssh","id","name","kind"} (the export shape). Facts that are
- * unset give no component. New reference.
+ * Append the components a host's facts give to @set (source ssh, strings
+ * pooled in @sw). Facts that are unset give no component.
  */
-json_t *gf_norm_host_components(const struct gf_hostfacts *f);
+void gf_norm_host_components(struct gf_sweep *sw, const struct gf_hostfacts *f,
+			     struct gf_inv_set *set);
 
 /*
- * The components of a BMC's firmware inventory, with @source ("ipmi",
- * "redfish"). A key the backend already made canonical is kept (lower
- * case); a missing or odd one is derived from the kind, id and name by the
- * rules table. @hw (nullable) adds "bios" from the system's BIOS version when
- * the inventory has none. New reference.
+ * Append the components of a BMC's firmware inventory, read with @source
+ * ("ipmi", "redfish"), to @set (strings pooled in @sw, text that is not
+ * UTF-8 made readable). A key the backend already made canonical is kept
+ * (lower case); a missing or odd one is derived from the kind, id and name
+ * by the rules table. @hw (nullable) adds "bios" from the system's BIOS
+ * version when the inventory has none. GF_E_NODE (protocol) naming @node
+ * when a component cannot be kept (an unknown source, a key that is not
+ * canonical): then @set may hold some of them, and the caller drops them.
  */
-json_t *gf_norm_bmc_components(const struct gf_component_list *l, const struct gf_hardware *hw,
-			       const char *source);
+int gf_norm_bmc_components(struct gf_sweep *sw, const char *node,
+			   const struct gf_component_list *l, const struct gf_hardware *hw,
+			   const char *source, struct gf_inv_set *set, struct gf_err *err);
 
 /* The hardware model used to group nodes: the system model, else the FRU product name. */
 const char *gf_norm_model(const struct gf_hardware *hw);

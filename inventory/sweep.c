@@ -180,6 +180,54 @@ const char *gf_sweep_strn(struct gf_sweep *sw, const char *s, size_t len)
 	return pool_get(sw->pool, s, nul ? (size_t)(nul - s) : len);
 }
 
+/* Is @s valid UTF-8: no stray, overlong or surrogate sequences, nothing beyond U+10FFFF? */
+static bool utf8_ok(const unsigned char *s)
+{
+	while (*s) {
+		unsigned c = *s++, need, v;
+
+		if (c < 0x80)
+			continue;
+		if (c >= 0xc2 && c <= 0xdf) {
+			need = 1;
+			v = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			need = 2;
+			v = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			need = 3;
+			v = c & 0x07;
+		} else {
+			return false;
+		}
+		for (unsigned k = 0; k < need; k++, s++) {
+			if ((*s & 0xc0) != 0x80)
+				return false;
+			v = (v << 6) | (*s & 0x3f);
+		}
+		if ((need == 2 && v < 0x800) || (need == 3 && v < 0x10000) || v > 0x10ffff ||
+		    (v >= 0xd800 && v <= 0xdfff))
+			return false;
+	}
+	return true;
+}
+
+const char *gf_sweep_text(struct gf_sweep *sw, const char *s)
+{
+	char *c;
+	const char *ret;
+
+	if (!s || utf8_ok((const unsigned char *)s))
+		return gf_sweep_str(sw, s);
+	c = gf_xstrdup(s);
+	for (char *p = c; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	ret = gf_sweep_str(sw, c);
+	free(c);
+	return ret;
+}
+
 /* ---- sweeps, nodes, sets ------------------------------------------------ */
 
 struct gf_sweep *gf_sweep_new(void)

@@ -118,6 +118,11 @@ void gf_sweep_free(struct gf_sweep *sw);
 /* The pooled copy of @s (NULL for NULL): lives as long as @sw. */
 const char *gf_sweep_str(struct gf_sweep *sw, const char *s);
 const char *gf_sweep_strn(struct gf_sweep *sw, const char *s, size_t len);
+/*
+ * The same for text a peer sent, kept readable: when @s is not valid UTF-8
+ * (what JSON and the store take), its bytes from 0x80 on become '?'.
+ */
+const char *gf_sweep_text(struct gf_sweep *sw, const char *s);
 
 /*
  * Append a node named @name with a new, empty component set. The pointer is

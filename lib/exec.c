@@ -11,7 +11,9 @@
 
 struct exec_state {
 	const struct gf_exec_opts *opts;
-	size_t n;
+	size_t n;                  /* nodes */
+	size_t parts;              /* tasks per node, >= 1 */
+	pthread_attr_t *attr;      /* for the threads of a node's other parts */
 	gf_exec_task task;
 	void *ctx;
 	struct gf_result *slots;
@@ -65,13 +67,12 @@ static void wait_turn(double t)
 	}
 }
 
-static void run_one(struct exec_state *st, size_t i)
+/* Task @k, retried as the options say. */
+static void run_task(struct exec_state *st, size_t k)
 {
 	const struct gf_exec_opts *o = st->opts;
-	struct gf_result *slot = &st->slots[i];
+	struct gf_result *slot = &st->slots[k];
 
-	if (o->batch)
-		wait_turn(st->start + (double)(i / o->batch) * o->interval);
 	slot->t_start = gf_walltime();
 	if (interrupted) {
 		/* Never attempted: attempts stays 0, so nobody records it as sent. */
@@ -86,12 +87,51 @@ static void run_one(struct exec_state *st, size_t i)
 		gf_err_clear(&slot->err);
 		slot->attempts++;
 		slot->no_retry = false;
-		st->task(st->ctx, i, gf_monotime() + o->timeout, slot);
+		st->task(st->ctx, k, gf_monotime() + o->timeout, slot);
 		if (!retryable(slot) || slot->no_retry || slot->attempts > o->retries ||
 		    interrupted)
 			break;
 	}
 	slot->t_end = gf_walltime();
+}
+
+struct part {
+	struct exec_state *st;
+	size_t k;
+	pthread_t tid;
+	bool started;
+};
+
+static void *part_main(void *arg)
+{
+	struct part *p = arg;
+
+	run_task(p->st, p->k);
+	return NULL;
+}
+
+/* Node @i: its turn in the stagger, then its parts at once (this thread runs the first). */
+static void run_one(struct exec_state *st, size_t i)
+{
+	const struct gf_exec_opts *o = st->opts;
+	struct part *ps = NULL;
+
+	if (o->batch)
+		wait_turn(st->start + (double)(i / o->batch) * o->interval);
+	if (st->parts > 1)
+		ps = gf_xcalloc(st->parts - 1, sizeof(*ps));
+	for (size_t p = 1; p < st->parts; p++) {
+		ps[p - 1] = (struct part){.st = st, .k = i * st->parts + p};
+		ps[p - 1].started = pthread_create(&ps[p - 1].tid, st->attr, part_main, &ps[p - 1]) == 0;
+	}
+	run_task(st, i * st->parts);
+	for (size_t p = 1; p < st->parts; p++) {
+		if (ps[p - 1].started)
+			pthread_join(ps[p - 1].tid, NULL);
+		else
+			run_task(st, ps[p - 1].k); /* no thread for it: after the first, then */
+	}
+	free(ps);
 }
 
 static void *worker(void *arg)
@@ -116,7 +156,8 @@ int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, vo
 		struct gf_result *slots, gf_exec_done done, void *ud, struct gf_err *err)
 {
 	struct exec_state st = {
-		.opts = opts, .n = n, .task = task, .ctx = ctx, .slots = slots,
+		.opts = opts, .n = n, .parts = opts->parts ? opts->parts : 1, .task = task, .ctx = ctx,
+		.slots = slots,
 	};
 	size_t nthreads = opts->fanout ? opts->fanout : 1;
 	size_t started = 0, reported = 0;
@@ -126,8 +167,8 @@ int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, vo
 	int rc = 0;
 
 	interrupted = 0;
-	for (size_t i = 0; i < n; i++)
-		gf_result_init(&slots[i]);
+	for (size_t k = 0; k < n * st.parts; k++)
+		gf_result_init(&slots[k]);
 	if (n == 0)
 		return 0;
 	memset(&sa, 0, sizeof(sa));
@@ -145,6 +186,7 @@ int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, vo
 
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, opts->stack_size ? opts->stack_size : 256 * 1024);
+	st.attr = &attr;
 	for (; started < nthreads; started++) {
 		int e = pthread_create(&tids[started], &attr, worker, &st);
 
@@ -167,7 +209,7 @@ int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, vo
 
 			if (done) {
 				pthread_mutex_unlock(&st.lock);
-				done(ud, i, &slots[i]);
+				done(ud, i, &slots[i * st.parts]);
 				pthread_mutex_lock(&st.lock);
 			}
 		}

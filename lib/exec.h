@@ -10,6 +10,7 @@
 
 struct gf_exec_opts {
 	unsigned fanout;     /* concurrent nodes, >= 1 */
+	unsigned parts;      /* tasks per node, run at once (0: one); see gf_exec_run() */
 	double timeout;      /* seconds per attempt, given to the task as a deadline */
 	unsigned retries;    /* extra attempts after a timeout or connect failure */
 	unsigned batch;      /* 0: no staggering; else start at most @batch nodes per @interval */
@@ -18,12 +19,16 @@ struct gf_exec_opts {
 };
 
 /*
- * One attempt at node @i. Runs on a worker thread; it may only touch @slot and
- * what @ctx says is read-only. @deadline is monotonic (gf_monotime()).
- * It sets slot->ok, slot->err and slot->data.
+ * One attempt at task @i: node @i, or with parts, part i % parts of node
+ * i / parts. Runs on a worker thread; it may only touch @slot and what @ctx
+ * says is read-only. @deadline is monotonic (gf_monotime()). It sets
+ * slot->ok, slot->err and slot->data.
  */
 typedef void (*gf_exec_task)(void *ctx, size_t i, double deadline, struct gf_result *slot);
-/* Called on the calling (main) thread as node @i finishes, in completion order. */
+/*
+ * Called on the calling (main) thread as node @i finishes (all its parts),
+ * in completion order; @slot is its first part's, the others follow it.
+ */
 typedef void (*gf_exec_done)(void *ud, size_t i, const struct gf_result *slot);
 
 /*
@@ -31,6 +36,11 @@ typedef void (*gf_exec_done)(void *ud, size_t i, const struct gf_result *slot);
  * Returns 0, or GF_E_NOMEM / GF_E_IO if threads could not be started (then
  * nothing ran). The slots' t_start reflect batching: node i starts no earlier
  * than start + (i / batch) * interval.
+ *
+ * With @opts->parts P > 1 a node is P tasks that run at once, each on its own
+ * thread, with its own slot (@slots has n * P: node i's part p is i * P + p),
+ * attempts and retries; @fanout still counts nodes, and a node is done when
+ * all its parts are.
  *
  * Ctrl-C is the executor's while it runs (the calling thread's SIGINT
  * disposition is put back when it returns): the first stops the run soon.

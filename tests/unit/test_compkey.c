@@ -129,10 +129,14 @@ static char *inventory_key(const char *id, const char *name)
 {
 	struct gf_component c = {.id = (char *)id, .name = (char *)name, .version = (char *)"1"};
 	struct gf_component_list l = {&c, 1, 0};
-	json_t *a = gf_norm_bmc_components(&l, NULL, "redfish");
-	char *key = strdup(json_string_value(json_object_get(json_array_get(a, 0), "key")));
+	struct gf_sweep *sw = gf_sweep_new();
+	struct gf_inv_set *set = gf_sweep_new_set(sw);
+	char *key;
 
-	json_decref(a);
+	assert_int_equal(gf_norm_bmc_components(sw, "n1", &l, NULL, "redfish", set, NULL), 0);
+	assert_int_equal(set->n, 1);
+	key = strdup(set->v[0].key);
+	gf_sweep_free(sw);
 	return key;
 }
 

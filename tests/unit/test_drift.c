@@ -475,24 +475,21 @@ static void test_set_keys_unique_and_sorted(void **state)
 
 /* ---- normalization ------------------------------------------------------------------ */
 
-static json_t *find_comp(json_t *arr, const char *key)
+static const struct gf_inv_comp *find_comp(const struct gf_inv_set *set, const char *key)
 {
-	size_t i;
-	json_t *c;
-
-	json_array_foreach(arr, i, c)
-		if (strcmp(json_string_value(json_object_get(c, "key")), key) == 0)
-			return c;
+	for (size_t i = 0; i < set->n; i++)
+		if (strcmp(set->v[i].key, key) == 0)
+			return &set->v[i];
 	return NULL;
 }
 
-static const char *ver(json_t *arr, const char *key)
+static const char *ver(const struct gf_inv_set *set, const char *key)
 {
-	json_t *c = find_comp(arr, key);
+	const struct gf_inv_comp *c = find_comp(set, key);
 
 	if (!c)
 		fail_msg("no component '%s'", key);
-	return json_string_value(json_object_get(c, "version"));
+	return c->version;
 }
 
 static void test_norm_host(void **state)
@@ -507,23 +504,25 @@ static void test_norm_host(void **state)
 		.os = (char *)"Debian GNU/Linux 12 (bookworm)", .ofed = NULL,
 		.fabricmanager = (char *)"", .gpus = gpus, .ngpus = 2,
 	};
-	json_t *a = gf_norm_host_components(&f);
+	struct gf_sweep *sw = gf_sweep_new();
+	struct gf_inv_set *a = gf_sweep_new_set(sw);
 
-	assert_int_equal(json_array_size(a), 6);
+	gf_norm_host_components(sw, &f, a);
+	assert_int_equal(a->n, 6);
 	assert_string_equal(ver(a, "driver"), "550.54.15");
 	assert_string_equal(ver(a, "cuda.driver"), "12.4");
 	assert_string_equal(ver(a, "cuda.toolkit"), "12.4.131");
 	assert_string_equal(ver(a, "kernel"), "6.1.0-18-amd64");
 	assert_string_equal(ver(a, "os"), "Debian GNU/Linux 12 (bookworm)");
 	assert_string_equal(ver(a, "gpu0.vbios"), "96.00.89.00.01");
-	assert_string_equal(json_string_value(json_object_get(find_comp(a, "gpu0.vbios"), "id")),
+	assert_string_equal(find_comp(a, "gpu0.vbios")->raw_id,
 			    "nvidia-smi:00000000:19:00.0:vbios_version");
-	assert_string_equal(json_string_value(json_object_get(find_comp(a, "driver"), "source")),
-			    "ssh");
+	assert_int_equal(find_comp(a, "driver")->source, GF_SRC_SSH);
+	assert_string_equal(find_comp(a, "driver")->kind, "driver");
 	assert_null(find_comp(a, "ofed"));
 	assert_null(find_comp(a, "fabricmanager"));
 	assert_null(find_comp(a, "gpu1.vbios"));
-	json_decref(a);
+	gf_sweep_free(sw);
 	assert_true(gf_norm_key_is_host("gpu7.vbios"));
 	assert_true(gf_norm_key_is_host("cuda.toolkit"));
 	assert_false(gf_norm_key_is_host("gpu7.firmware"));
@@ -544,10 +543,12 @@ static void test_norm_bmc(void **state)
 	};
 	struct gf_component_list l = {v, sizeof(v) / sizeof(v[0]), 0};
 	struct gf_hardware hw = {0};
-	json_t *a;
+	struct gf_sweep *sw = gf_sweep_new();
+	struct gf_inv_set *a = gf_sweep_new_set(sw);
+	struct gf_err err = {0};
 
 	hw.system.bios_version = (char *)"2.1.0";
-	a = gf_norm_bmc_components(&l, &hw, "redfish");
+	assert_int_equal(gf_norm_bmc_components(sw, "n1", &l, &hw, "redfish", a, &err), 0);
 	assert_string_equal(ver(a, "gpu3.firmware"), "1");
 	assert_string_equal(ver(a, "psu2"), "2");          /* a number in the name */
 	assert_string_equal(ver(a, "gpu5.firmware"), "3"); /* kind, number from the id */
@@ -557,17 +558,33 @@ static void test_norm_bmc(void **state)
 	assert_string_equal(ver(a, "nic0"), "7");          /* no number: counted */
 	assert_string_equal(ver(a, "nic1"), "8");
 	assert_string_equal(ver(a, "bios"), "2.1.0");      /* from the hardware */
-	assert_string_equal(json_string_value(json_object_get(find_comp(a, "bios"), "source")),
-			    "redfish");
-	assert_int_equal(json_array_size(a), 9);
-	json_decref(a);
+	assert_int_equal(find_comp(a, "bios")->source, GF_SRC_REDFISH);
+	assert_string_equal(find_comp(a, "bmc")->kind, "other"); /* none reported */
+	assert_string_equal(find_comp(a, "gpu5.firmware")->kind, "gpu");
+	assert_int_equal(a->n, 9);
 
 	/* With a bios in the inventory, the hardware adds none. */
 	v[0].key = (char *)"bios";
-	a = gf_norm_bmc_components(&l, &hw, "ipmi");
+	a = gf_sweep_new_set(sw);
+	assert_int_equal(gf_norm_bmc_components(sw, "n1", &l, &hw, "ipmi", a, &err), 0);
 	assert_string_equal(ver(a, "bios"), "1");
-	assert_int_equal(json_array_size(a), 8);
-	json_decref(a);
+	assert_int_equal(find_comp(a, "bios")->source, GF_SRC_IPMI);
+	assert_int_equal(a->n, 8);
+
+	/* What a peer sends that is not UTF-8 is kept readable, as JSON and the store need. */
+	v[1].version = (char *)"2\xff\xfe.1";
+	v[1].name = (char *)"Power Supply 2 \xc3\xa9"; /* valid UTF-8 stays as it is */
+	a = gf_sweep_new_set(sw);
+	assert_int_equal(gf_norm_bmc_components(sw, "n1", &l, NULL, "ipmi", a, &err), 0);
+	assert_string_equal(ver(a, "psu2"), "2??.1");
+	assert_string_equal(find_comp(a, "psu2")->name, "Power Supply 2 \xc3\xa9");
+
+	/* A source the inventory does not know is the node's error, not a crash. */
+	a = gf_sweep_new_set(sw);
+	assert_int_equal(gf_norm_bmc_components(sw, "n1", &l, NULL, "snmp", a, &err), GF_E_NODE);
+	assert_int_equal(err.kind, GF_EK_PROTOCOL);
+	assert_non_null(strstr(err.msg, "unknown source 'snmp'"));
+	gf_sweep_free(sw);
 
 	assert_null(gf_norm_model(&hw));
 	hw.product.name = (char *)"ipmi_sim node";

@@ -165,6 +165,70 @@ static void cancel_cuts_the_stagger_short(void **state)
 		gf_result_release(&slots[i]);
 }
 
+/* Two parts per node: part 0 waits (bounded) for part 1, so they must run at once. */
+struct parts_ctx {
+	atomic_int started[8];     /* per task */
+	atomic_int active[4];      /* per node: its parts running */
+	atomic_int nodes_active, peak;
+	size_t done_calls[4];
+	const struct gf_result *slots;
+};
+
+static void parts_task(void *vctx, size_t k, double deadline, struct gf_result *slot)
+{
+	struct parts_ctx *c = vctx;
+	size_t node = k / 2;
+
+	if (atomic_fetch_add(&c->active[node], 1) == 0) {
+		int now = atomic_fetch_add(&c->nodes_active, 1) + 1;
+		int peak = atomic_load(&c->peak);
+
+		while (now > peak && !atomic_compare_exchange_weak(&c->peak, &peak, now))
+			;
+	}
+	atomic_fetch_add(&c->started[k], 1);
+	if (k % 2 == 0) {
+		double until = gf_monotime() + 5;
+
+		while (!atomic_load(&c->started[k + 1]) && gf_monotime() < until)
+			usleep(500);
+		slot->ok = atomic_load(&c->started[k + 1]) != 0;
+	} else {
+		usleep(2000);
+		slot->ok = true;
+	}
+	if (atomic_fetch_sub(&c->active[node], 1) == 1)
+		atomic_fetch_sub(&c->nodes_active, 1);
+}
+
+static void parts_done(void *ud, size_t i, const struct gf_result *slot)
+{
+	struct parts_ctx *c = ud;
+
+	assert_ptr_equal(slot, &c->slots[2 * i]); /* the node's first part, the other after it */
+	assert_true(slot[0].attempts == 1 && slot[1].attempts == 1);
+	c->done_calls[i]++;
+}
+
+static void parts_run_at_once_and_fanout_counts_nodes(void **state)
+{
+	struct parts_ctx c = {0};
+	struct gf_exec_opts o = {.fanout = 1, .parts = 2, .timeout = 5};
+	struct gf_result slots[8];
+
+	c.slots = slots;
+	assert_int_equal(gf_exec_run(&o, 4, parts_task, &c, slots, parts_done, &c, NULL), 0);
+	for (int k = 0; k < 8; k++) {
+		assert_true(slots[k].ok); /* part 0 saw part 1 start while it ran */
+		assert_int_equal(atomic_load(&c.started[k]), 1);
+	}
+	assert_int_equal(atomic_load(&c.peak), 1); /* --fanout 1: one node at a time */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(c.done_calls[i], 1);
+	for (int k = 0; k < 8; k++)
+		gf_result_release(&slots[k]);
+}
+
 static void empty(void **state)
 {
 	struct gf_exec_opts o = {.fanout = 4, .timeout = 1};
@@ -179,6 +243,7 @@ int main(void)
 		cmocka_unit_test(retry_on_timeout),
 		cmocka_unit_test(batches),
 		cmocka_unit_test(cancel_cuts_the_stagger_short),
+		cmocka_unit_test(parts_run_at_once_and_fanout_counts_nodes),
 		cmocka_unit_test(empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
