@@ -486,13 +486,25 @@ def alive(pid):
         return False
 
 
+def start_ticks(pid):
+    """When process pid started (clock ticks since boot), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
 def start_until_hung(lab, i, args, env):
-    """Start gpufleet ARGS; return it once node i's fake nvidia-smi has started (it hangs)."""
+    """Start gpufleet ARGS; return it once node i's fake nvidia-smi of this run hangs
+    (it wrote its PID as it started; a PID an earlier run's command writes late, or one
+    of a process started before this gpufleet, does not count)."""
     before = len(hang_pids(lab, i))
     p = subprocess.Popen([GPUFLEET, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=env)
+    t0 = start_ticks(p.pid)
     deadline = time.monotonic() + 30
-    while len(hang_pids(lab, i)) == before:   # the fake tool writes its PID as it starts
+    while not any((start_ticks(pid) or -1) >= t0 for pid in hang_pids(lab, i)[before:]):
         if p.poll() is not None or time.monotonic() > deadline:
             p.kill()
             out, err = p.communicate()
@@ -537,13 +549,14 @@ def test_ctrl_c_stops_host_and_starts_no_other_node(hg, lab):
     assert took < 10, took
     assert "interrupted" in err
     data = {o["node"]: o for o in json.loads(out)}
+    assert "talking to host 'gpu12'" in data["gpu12"]["error"]["message"], data
     assert data["gpu12"]["ok"] is False, data
     assert data["gpu12"]["error"]["kind"] == "internal", data
     assert "interrupted" in data["gpu12"]["error"]["message"], data
     assert data["gpu13"]["ok"] is False, data
     assert "interrupted before" in data["gpu13"]["error"]["message"], data
     assert lab.commands(13) == []                     # never contacted
-    assert wait_for_log(lambda: lab.sshd_log(sshd)[logged:], "Received disconnect"), \
+    assert wait_for_log(lambda: lab.sshd_log(sshd)[logged:], "Received disconnect", 30), \
         lab.sshd_log(sshd)[logged:]
 
 
