@@ -17,7 +17,7 @@
 #include "lib/buf.h"
 #include "lib/util.h"
 
-enum { S_WAIT_LOCK, S_NO_SSH, S_ACCEPT_NEW };
+enum { S_WAIT_LOCK, S_NO_SSH, S_ACCEPT_NEW, S_METRICS };
 
 static const struct cli_opt sweep_opts[] = {
 	[S_WAIT_LOCK] = {{"wait-lock", required_argument, NULL, 0}, "SECONDS",
@@ -25,11 +25,14 @@ static const struct cli_opt sweep_opts[] = {
 	[S_NO_SSH] = {{"no-ssh", no_argument, NULL, 0}, NULL, "do not collect host facts over SSH"},
 	[S_ACCEPT_NEW] = {{"ssh-accept-new", no_argument, NULL, 0}, NULL,
 			  "trust and record unknown SSH host keys (never a changed one)"},
+	[S_METRICS] = {{"metrics", required_argument, NULL, 0}, "FILE",
+		       "once stored, write gpufleet metrics to FILE (atomically)"},
 };
 
 struct sweep_args {
 	double wait_lock;
 	bool no_ssh, accept_new;
+	const char *metrics;  /* --metrics FILE */
 };
 
 static int on_opt(void *ud, size_t idx, const char *arg)
@@ -44,6 +47,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 		return 0;
 	case S_NO_SSH: a->no_ssh = true; return 0;
 	case S_ACCEPT_NEW: a->accept_new = true; return 0;
+	case S_METRICS: a->metrics = arg; return 0;
 	default: return 0;
 	}
 }
@@ -246,6 +250,9 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 			 counts[GF_NODE_FAILED]);
 	}
 	rc = counts[GF_NODE_OK] == sw->n ? GF_EXIT_OK : GF_EXIT_FAILED;
+	/* The whole inventory, as gpufleet metrics writes it, while the sweep lock is held. */
+	if (a.metrics && inv_metrics_write(cli, NULL, 0, a.metrics, NULL))
+		rc = GF_EXIT_FAILED;
 out:
 	gf_sweep_free(sw);
 	cli_bmc_prepared_release(&c.bmc);

@@ -90,7 +90,7 @@ static const struct cli_verb verbs[] = {
 	 "       gpufleet sensors --format prometheus TARGETS > /var/lib/node_exporter/gpufleet.prom\n"},
 	{"sweep", cmd_sweep, 0,
 	 "read everything read-only about the nodes and store it as one sweep",
-	 "usage: gpufleet sweep [--quiet] [--wait-lock SECONDS] [--no-ssh] [TARGETS]\n"
+	 "usage: gpufleet sweep [--quiet] [--wait-lock SECONDS] [--no-ssh] [--metrics FILE] [TARGETS]\n"
 	 "Firmware, hardware, event log and sensor summaries through each BMC, host facts over\n"
 	 "SSH; no TARGETS: every registered node. Exit 0 when every node is ok, 1 when any is\n"
 	 "partial or failed (the sweep is stored either way).\n"},

@@ -455,3 +455,40 @@ def test_prometheus_scrapes_the_textfile_and_every_dashboard_query_has_data(moni
     assert len(result('gpufleet_node_status == 1')) == 19
     for title, expr in dashboard_queries():
         assert result(expr), f"dashboard panel '{title}': no data for {expr}"
+
+
+# ---- sweep --metrics: the same file, once the sweep is stored ----
+
+# conftest's fleet fixture: two ipmi_sim BMCs on 127.31.13.1-2 (no other module uses 127.31.13)
+LAB_SUBNET = 13
+LAB_COUNT = 2
+
+
+def test_sweep_writes_the_metrics_once_stored(gf, fleet, tmp_path):
+    from conftest import register
+    register(gf, fleet)
+    r = gf.run("nodes", "add", "gone", "--bmc", f"127.31.{LAB_SUBNET}.250", "--protocol", "ipmi")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "textfile" / "gpufleet.prom"
+    out.parent.mkdir()
+    r = gf.run("--timeout", "3", "--retries", "0", "sweep", "--quiet", "--metrics", str(out))
+    assert r.returncode == 1, r.stderr  # 'gone' failed; the sweep is stored all the same
+    text = out.read_text()
+    assert text == metrics(gf)  # exactly what gpufleet metrics writes afterwards
+    s = parse(text)
+    r, sweeps = gf.json("inventory", "sweeps")
+    assert r.returncode == 0 and len(sweeps) == 1, r.stderr
+    for node in ("gpu01", "gpu02"):
+        r, (shown,) = gf.json("inventory", "show", node)
+        assert shown["status"] != "failed"
+        assert one(s, "gpufleet_node_status", node=node, status=shown["status"]) == 1
+    assert one(s, "gpufleet_node_status", node="gone", status="failed") == 1
+    assert pick(s, "gpufleet_component_info", node="gpu02")
+    assert oct(out.stat().st_mode & 0o777) == "0o644"
+    assert os.listdir(out.parent) == ["gpufleet.prom"]
+    # A file that cannot be written: exit 1, and the sweep is stored anyway.
+    r = gf.run("--timeout", "3", "--retries", "0", "sweep", "--quiet", "--metrics",
+               str(tmp_path / "nope" / "x.prom"), "gpu01")
+    assert r.returncode == 1 and "nope/x.prom" in r.stderr
+    r, sweeps = gf.json("inventory", "sweeps")
+    assert len(sweeps) == 2
