@@ -23,17 +23,6 @@ struct gf_ipmi_profile {
 int gf_ipmi_profile_parse(const struct gf_profile *p, struct gf_ipmi_profile *ret,
 			  struct gf_err *err);
 
-/*
- * One value each, named @key in the message: a cipher suite (-1: default),
- * workarounds ("none", or names separated by commas, blanks around them
- * allowed; the flags of both IPMI versions), a privilege level (any case).
- * GF_E_CONFIG with the reason otherwise.
- */
-int gf_ipmi_cipher_parse(const char *key, const char *v, int *ret, struct gf_err *err);
-int gf_ipmi_workarounds_parse(const char *key, const char *v, unsigned *ret_v15,
-			      unsigned *ret_v20, struct gf_err *err);
-int gf_ipmi_privilege_parse(const char *key, const char *v, uint8_t *ret, struct gf_err *err);
-
 /* The check of those three keys for gf_creds_load() (gf_ipmi_backend.profile_check). */
 int gf_ipmi_profile_check(const char *key, const char *value, struct gf_err *err);
 

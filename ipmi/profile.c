@@ -48,7 +48,13 @@ static const struct {
 	{"admin", IPMI_PRIVILEGE_LEVEL_ADMIN},
 };
 
-int gf_ipmi_cipher_parse(const char *key, const char *v, int *ret, struct gf_err *err)
+/*
+ * One value each, named @key in the message: a cipher suite (-1: default),
+ * workarounds ("none", or names separated by commas, blanks around them
+ * allowed; the flags of both IPMI versions), a privilege level (any case).
+ * GF_E_CONFIG with the reason otherwise.
+ */
+static int cipher_parse(const char *key, const char *v, int *ret, struct gf_err *err)
 {
 	char *end;
 	long n;
@@ -73,8 +79,8 @@ int gf_ipmi_cipher_parse(const char *key, const char *v, int *ret, struct gf_err
 	return 0;
 }
 
-int gf_ipmi_workarounds_parse(const char *key, const char *v, unsigned *ret_v15,
-			      unsigned *ret_v20, struct gf_err *err)
+static int workarounds_parse(const char *key, const char *v, unsigned *ret_v15,
+			     unsigned *ret_v20, struct gf_err *err)
 {
 	unsigned v15 = 0, v20 = 0;
 	const char *s = v;
@@ -113,7 +119,7 @@ out:
 	return 0;
 }
 
-int gf_ipmi_privilege_parse(const char *key, const char *v, uint8_t *ret, struct gf_err *err)
+static int privilege_parse(const char *key, const char *v, uint8_t *ret, struct gf_err *err)
 {
 	for (size_t i = 0; i < NELEM(privileges); i++) {
 		if (strcasecmp(v, privileges[i].name) == 0) {
@@ -132,11 +138,11 @@ int gf_ipmi_profile_check(const char *key, const char *value, struct gf_err *err
 	int cs;
 
 	if (strcmp(key, "ipmi_cipher_suite") == 0)
-		return gf_ipmi_cipher_parse(key, value, &cs, err);
+		return cipher_parse(key, value, &cs, err);
 	if (strcmp(key, "ipmi_workarounds") == 0)
-		return gf_ipmi_workarounds_parse(key, value, &v15, &v20, err);
+		return workarounds_parse(key, value, &v15, &v20, err);
 	if (strcmp(key, "ipmi_privilege") == 0)
-		return gf_ipmi_privilege_parse(key, value, &level, err);
+		return privilege_parse(key, value, &level, err);
 	return 0;
 }
 
@@ -148,11 +154,11 @@ int gf_ipmi_profile_parse(const struct gf_profile *p, struct gf_ipmi_profile *re
 	struct gf_err e = {0};
 
 	if ((p->ipmi_cipher_suite &&
-	     gf_ipmi_cipher_parse("ipmi_cipher_suite", p->ipmi_cipher_suite, &r.cipher_suite, &e) < 0) ||
+	     cipher_parse("ipmi_cipher_suite", p->ipmi_cipher_suite, &r.cipher_suite, &e) < 0) ||
 	    (p->ipmi_workarounds &&
-	     gf_ipmi_workarounds_parse("ipmi_workarounds", p->ipmi_workarounds, &v15, &v20, &e) < 0) ||
+	     workarounds_parse("ipmi_workarounds", p->ipmi_workarounds, &v15, &v20, &e) < 0) ||
 	    (p->ipmi_privilege &&
-	     gf_ipmi_privilege_parse("ipmi_privilege", p->ipmi_privilege, &r.privilege, &e) < 0))
+	     privilege_parse("ipmi_privilege", p->ipmi_privilege, &r.privilege, &e) < 0))
 		return gf_err_set(err, GF_E_CONFIG, GF_EK_INTERNAL, "profile '%s': %s",
 				  p->name ? p->name : "default", e.msg);
 	r.workaround_flags = p->ipmi_v15 ? v15 : v20;
