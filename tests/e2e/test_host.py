@@ -486,25 +486,71 @@ def alive(pid):
         return False
 
 
-def start_ticks(pid):
-    """When process pid started (clock ticks since boot), None when it is gone."""
+def hang_conns(lab, i):
+    """(PID, client port or None) for each hanging nvidia-smi of node i, oldest first:
+    the port the SSH client connected from ($SSH_CONNECTION), None when run locally."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (FileNotFoundError, ProcessLookupError):
-        return None
+        with open(os.path.join(lab.node_dir(i), "hang.conns")) as f:
+            rows = [line.split() for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+    return [(int(r[0]), int(r[2]) if len(r) >= 5 else None) for r in rows]
+
+
+def ancestors(pid):
+    """PIDs of pid's parent, its parent, ... up to init."""
+    out = []
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        out.append(pid)
+    return out
+
+
+def local_ports(pid):
+    """The local TCP ports of the sockets process pid holds open."""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    except FileNotFoundError:
+        return set()
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                for line in list(f)[1:]:
+                    cols = line.split()
+                    if len(cols) > 9 and cols[9] in inodes:
+                        ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+        except FileNotFoundError:
+            pass
+    return ports
 
 
 def start_until_hung(lab, i, args, env):
-    """Start gpufleet ARGS; return it once node i's fake nvidia-smi of this run hangs
-    (it wrote its PID as it started; a PID an earlier run's command writes late, or one
-    of a process started before this gpufleet, does not count)."""
-    before = len(hang_pids(lab, i))
+    """Start gpufleet ARGS; return it once node i's fake nvidia-smi hangs for this very
+    run: started by this gpufleet (--local), or by an SSH session from a port this
+    gpufleet holds. A command that an earlier run's session starts late (sshd runs it
+    after that client is gone) does not count: taking it for this run's would send the
+    Ctrl-C before this run's session exists."""
+    before = len(hang_conns(lab, i))
     p = subprocess.Popen([GPUFLEET, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=env)
-    t0 = start_ticks(p.pid)
     deadline = time.monotonic() + 30
-    while not any((start_ticks(pid) or -1) >= t0 for pid in hang_pids(lab, i)[before:]):
+
+    def ours(pid, port):
+        return p.pid in ancestors(pid) if port is None else port in local_ports(p.pid)
+
+    while not any(ours(pid, port) for pid, port in hang_conns(lab, i)[before:]):
         if p.poll() is not None or time.monotonic() > deadline:
             p.kill()
             out, err = p.communicate()

@@ -613,7 +613,10 @@ exec /bin/uname "$@"
             self._tool(i, 'nvidia-smi', "/bin/cat '%s/error.txt'\nexit %d\n" % (out, prof['exit']))
         elif smi == 'hang':
             # hangs like nvidia-smi on a sick GPU; the lab kills it by PID when it stops
-            self._tool(i, 'nvidia-smi', "echo $$ >> '%s/hang.pids'\nexec /bin/sleep 60\n" % d)
+            # (hang.conns: PID and $SSH_CONNECTION, so that a test can tell which
+            # client's session started it)
+            self._tool(i, 'nvidia-smi', "echo \"$$ ${SSH_CONNECTION:--}\" >> '%s/hang.conns'\n"
+                       "echo $$ >> '%s/hang.pids'\nexec /bin/sleep 60\n" % (d, d))
 
         # toolkit, fabric manager, OFED
         if node.get('toolkit') and node['toolkit'][0] == 'nvcc':
@@ -659,7 +662,7 @@ exec /bin/uname "$@"
                        "exit 1\n")
 
         # the logs are written by the login user
-        for name in ('commands.log', 'calls.log', 'hang.pids'):
+        for name in ('commands.log', 'calls.log', 'hang.pids', 'hang.conns'):
             _write(os.path.join(d, name), '', 0o666)
         # the ForceCommand: log the command, run it with only this node's tools on PATH
         _write(os.path.join(d, 'enter'), """#!/bin/sh
