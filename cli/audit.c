@@ -25,34 +25,118 @@ int cli_dry_run(struct gf_cli *cli, const char *action, const struct gf_node *no
 	return rc;
 }
 
-int cli_audit(struct gf_cli *cli, const char *verb, const char *sub, const struct gf_node *nodes,
-	      size_t n, const struct gf_result *slots)
+struct cli_audit {
+	struct gf_cli *cli;
+	char *what;                  /* "power cycle" */
+	const struct gf_node *nodes;
+	size_t n;
+	long long *ids;              /* the intent row of node i, 0: none (yet) */
+	bool failed;                 /* a result could not be written (reported) */
+};
+
+struct cli_audit *cli_audit_open(struct gf_cli *cli, const char *what,
+				 const struct gf_node *nodes, size_t n)
 {
-	struct gf_audit *rows = gf_xcalloc(n ? n : 1, sizeof(*rows));
+	struct cli_audit *a = gf_xcalloc(1, sizeof(*a));
+
+	a->cli = cli;
+	a->what = gf_xstrdup(what);
+	a->nodes = nodes;
+	a->n = n;
+	a->ids = gf_xcalloc(n ? n : 1, sizeof(*a->ids));
+	return a;
+}
+
+int cli_audit_intent(struct cli_audit *a, const size_t *idx, size_t k)
+{
+	size_t m = idx ? k : a->n;
+	struct gf_audit *rows = gf_xcalloc(m ? m : 1, sizeof(*rows));
+	long long *ids = gf_xcalloc(m ? m : 1, sizeof(*ids));
 	const char *user = gf_invoking_user();
-	size_t k = 0;
+	double now = gf_walltime();
 	struct gf_err err = {0};
 	struct gf_db *db;
-	char what[96];
 	int rc;
 
-	snprintf(what, sizeof(what), "%s %s", verb, sub);
-	for (size_t i = 0; i < n; i++) {
-		if (slots[i].attempts == 0)
-			continue; /* interrupted before anything was sent to it */
-		rows[k].time = slots[i].t_start;
-		rows[k].user = user;
-		rows[k].verb = what;
-		rows[k].node = nodes[i].name;
-		rows[k].result = slots[i].ok ? "ok" : gf_errkind_name(slots[i].err.kind);
-		rows[k].detail = slots[i].ok ? NULL : slots[i].err.msg;
-		k++;
-	}
-	rc = cli_db(cli, &db);
-	if (!rc && gf_db_audit_add(db, rows, k, &err) < 0) {
-		cli_error("the audit log could not be written: %s", err.msg);
+	for (size_t j = 0; j < m; j++)
+		rows[j] = (struct gf_audit){.time = now, .user = user, .verb = a->what,
+					    .node = a->nodes[idx ? idx[j] : j].name};
+	rc = cli_db(a->cli, &db);
+	if (!rc && gf_db_audit_intent(db, rows, m, ids, &err) < 0) {
+		cli_error("the audit log could not be written, so nothing was sent: %s", err.msg);
 		rc = GF_EXIT_FAILED;
 	}
+	if (!rc)
+		for (size_t j = 0; j < m; j++)
+			a->ids[idx ? idx[j] : j] = ids[j];
+	free(ids);
 	free(rows);
+	return rc;
+}
+
+/* The completed row of node @i from its slot; result NULL: nothing was sent. */
+static struct gf_audit result_row(const struct cli_audit *a, size_t i, const struct gf_result *s)
+{
+	struct gf_audit r = {.verb = a->what, .node = a->nodes[i].name};
+
+	if (s->attempts == 0)
+		return r; /* interrupted before anything was sent to it */
+	r.time = s->t_start;
+	r.result = s->ok ? "ok" : gf_errkind_name(s->err.kind);
+	r.detail = s->ok ? NULL : s->err.msg;
+	return r;
+}
+
+static void finish_rows(struct cli_audit *a, const long long *ids, const struct gf_audit *rows,
+			size_t m)
+{
+	struct gf_err err = {0};
+	struct gf_db *db;
+
+	if (!m || cli_db(a->cli, &db))
+		return;
+	if (gf_db_audit_finish(db, ids, rows, m, &err) < 0) {
+		if (!a->failed)
+			cli_error("the audit log could not be completed (its rows stay '%s'): %s",
+				  GF_AUDIT_PENDING, err.msg);
+		a->failed = true;
+	}
+}
+
+void cli_audit_done(struct cli_audit *a, size_t i, const struct gf_result *slot)
+{
+	struct gf_audit r;
+
+	if (!a || i >= a->n || !a->ids[i])
+		return;
+	r = result_row(a, i, slot);
+	finish_rows(a, &a->ids[i], &r, 1);
+	a->ids[i] = 0;
+}
+
+int cli_audit_close(struct cli_audit *a, const struct gf_result *slots)
+{
+	struct gf_audit *rows;
+	long long *ids;
+	size_t m = 0;
+	int rc;
+
+	if (!a)
+		return 0;
+	rows = gf_xcalloc(a->n ? a->n : 1, sizeof(*rows));
+	ids = gf_xcalloc(a->n ? a->n : 1, sizeof(*ids));
+	for (size_t i = 0; slots && i < a->n; i++) {
+		if (!a->ids[i])
+			continue;
+		ids[m] = a->ids[i];
+		rows[m++] = result_row(a, i, &slots[i]);
+	}
+	finish_rows(a, ids, rows, m);
+	rc = a->failed ? GF_EXIT_FAILED : 0;
+	free(ids);
+	free(rows);
+	free(a->ids);
+	free(a->what);
+	free(a);
 	return rc;
 }

@@ -111,27 +111,58 @@ void cli_bmc_prepared_release(struct gf_bmc_run *b)
 	*b = (struct gf_bmc_run){0};
 }
 
+/* The exec "done" callback of a run: its audit row completed, then rendered. */
+struct bmc_done {
+	struct cli_render r;
+	struct cli_audit *audit;
+	bool render;                      /* spec given: stream, else only count */
+};
+
+static void bmc_done(void *ud, size_t i, const struct gf_result *slot)
+{
+	struct bmc_done *d = ud;
+
+	cli_audit_done(d->audit, i, slot);
+	if (d->render)
+		cli_render_done(&d->r, i, slot);
+	else
+		cli_progress_done(&d->r, i, slot);
+}
+
 int cli_bmc_fanout(struct cli_bmc_run *run)
 {
 	struct gf_cli *cli = run->cli;
 	struct bmc_task t = {.run = run};
-	struct cli_render r = {.cli = cli, .nodes = run->nodes, .n = run->n, .spec = run->spec,
-			       .show_bmc = true};
+	struct bmc_done d = {
+		.r = {.cli = cli, .nodes = run->nodes, .n = run->n, .spec = run->spec,
+		      .show_bmc = true},
+		.render = run->spec != NULL,
+	};
+	struct cli_render *r = &d.r;
 	struct gf_exec_opts eo;
 	struct gf_err err = {0};
-	int rc, prc;
+	int rc, prc, arc;
 
 	rc = cli_bmc_prepare(cli, run->nodes, run->n, &t.bmc);
 	if (rc)
 		return rc;
+	if (run->audit) {
+		d.audit = cli_audit_open(cli, run->audit, run->nodes, run->n);
+		rc = cli_audit_intent(d.audit, NULL, 0);
+		if (rc) {
+			cli_audit_close(d.audit, NULL);
+			cli_bmc_prepared_release(&t.bmc);
+			return rc;
+		}
+	}
 	t.bmc.log_name = run->log_name;
 	t.bmc.no_thresholds = run->no_thresholds;
 	run->slots = gf_xcalloc(run->n ? run->n : 1, sizeof(*run->slots));
 	cli_exec_opts(cli, &eo);
 	eo.batch = run->batch;
 	eo.interval = run->interval;
-	rc = gf_exec_run(&eo, run->n, bmc_task, &t, run->slots,
-			 run->spec ? cli_render_done : cli_progress_done, &r, &err);
+	rc = gf_exec_run(&eo, run->n, bmc_task, &t, run->slots, bmc_done, &d, &err);
+	arc = cli_audit_close(d.audit, run->slots);
 	if (rc < 0) {
 		rc = cli_fail(&err);
 		goto out;
@@ -143,10 +174,12 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 			if (!run->slots[i].ok)
 				rc = GF_EXIT_FAILED;
 	} else {
-		rc = cli_render_finish(&r, run->slots);
+		rc = cli_render_finish(r, run->slots);
 	}
 	if (prc && !rc)
 		rc = prc;
+	if (arc && !rc)
+		rc = arc;
 	rc = cli_interrupted(rc);
 out:
 	cli_bmc_prepared_release(&t.bmc);

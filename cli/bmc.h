@@ -22,6 +22,9 @@ struct cli_bmc_run {
 	const void *ctx;
 	const struct gf_render_spec *spec;  /* NULL: do not render, the caller reads slots */
 	const char *action;                 /* put in every node's "action", also on failure */
+	const char *audit;                  /* destructive: "VERB SUB" audited (cli/audit.c): the
+					     * intents committed before anything is sent (else
+					     * nothing is), each node completed as it finishes */
 	const char *log_name;               /* sel --log: the event log to read (Redfish), NULL: find it */
 	bool no_thresholds;                 /* sensors: the output shows no thresholds */
 	unsigned batch;                     /* staggering, see gf_exec_opts */

@@ -151,31 +151,17 @@ static int boot_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, 
 		rc = cli_dry_run(cli, sub, nodes, n, &spec);
 		goto out;
 	}
+	gf_buf_adds(&audit, "boot ");
+	gf_buf_adds(&audit, sub);
+	if (a->persistent)
+		gf_buf_adds(&audit, " persistent");
+	if (a->uefi || a->legacy)
+		gf_buf_adds(&audit, a->uefi ? " uefi" : " legacy");
 	run = (struct cli_bmc_run){
 		.cli = cli, .nodes = nodes, .n = n, .op = boot_op, .ctx = &ctx, .spec = &spec,
-		.action = ctx.status ? NULL : sub,
+		.action = ctx.status ? NULL : sub, .audit = ctx.status ? NULL : gf_buf_str(&audit),
 	};
-	if (!ctx.status) {
-		struct gf_db *db;
-
-		/* The audit log must be writable before anything is sent. */
-		rc = cli_db(cli, &db);
-		if (rc)
-			goto out;
-	}
 	rc = cli_bmc_fanout(&run);
-	if (run.slots && !ctx.status) {
-		int arc;
-
-		gf_buf_adds(&audit, sub);
-		if (a->persistent)
-			gf_buf_adds(&audit, " persistent");
-		if (a->uefi || a->legacy)
-			gf_buf_adds(&audit, a->uefi ? " uefi" : " legacy");
-		arc = cli_audit(cli, "boot", gf_buf_str(&audit), nodes, n, run.slots);
-		if (arc && !rc)
-			rc = arc;
-	}
 out:
 	gf_buf_release(&audit);
 	cli_bmc_release(&run);

@@ -1,4 +1,4 @@
-/* gpufleet inventory: show, history, export, import, prune, sweeps. */
+/* gpufleet inventory: show, history, export, import, prune, sweeps, audit. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +8,7 @@
 #include "inventory/codec.h"
 #include "lib/util.h"
 
-enum { I_SWEEP, I_BASELINE, I_COMPONENT, I_KEEP, I_OLDER_THAN };
+enum { I_SWEEP, I_BASELINE, I_COMPONENT, I_KEEP, I_OLDER_THAN, I_PENDING };
 
 static const struct cli_opt inv_opts[] = {
 	[I_SWEEP] = {{"sweep", required_argument, NULL, 0}, "ID",
@@ -20,6 +20,8 @@ static const struct cli_opt inv_opts[] = {
 	[I_KEEP] = {{"keep", required_argument, NULL, 0}, "N", "prune: keep the newest N sweeps"},
 	[I_OLDER_THAN] = {{"older-than", required_argument, NULL, 0}, "DURATION",
 			  "prune: delete sweeps older than this (90d, 12h)"},
+	[I_PENDING] = {{"pending", no_argument, NULL, 0}, NULL,
+		       "audit: only actions whose result was never recorded"},
 };
 
 struct inv_args {
@@ -28,6 +30,7 @@ struct inv_args {
 	long keep;
 	double older_than;
 	bool older;       /* --older-than was given (0s is a valid duration) */
+	bool pending;     /* audit --pending */
 };
 
 static int on_opt(void *ud, size_t idx, const char *arg)
@@ -39,6 +42,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	switch (idx) {
 	case I_SWEEP: a->sweep = arg; return 0;
 	case I_BASELINE: a->baseline = arg; return 0;
+	case I_PENDING: a->pending = true; return 0;
 	case I_COMPONENT: inv_globs_add(&a->component, arg); return 0;
 	case I_KEEP:
 		if (gf_parse_uint(arg, 0, 1000000000UL, &v, &err, "--keep") < 0)
@@ -591,6 +595,57 @@ static int sub_sweeps(struct inv_ctx *c)
 	return 0;
 }
 
+static const struct gf_col audit_cols[] = {
+	{"id", "ID"}, {"time", "TIME"}, {"user", "USER"}, {"action", "ACTION"},
+	{"node", "NODE"}, {"result", "RESULT"}, {"detail", "DETAIL"},
+};
+
+/* The audit log: an intent never completed (kill -9, a crash) shows as pending. */
+static int sub_audit(struct inv_ctx *c)
+{
+	struct gf_audit_entry *e = NULL;
+	struct gf_nodeset targets = {0};
+	struct gf_err err = {0};
+	struct inv_out o;
+	const struct gf_render_spec spec = {audit_cols, sizeof(audit_cols) / sizeof(audit_cols[0]),
+					    NULL, false, false};
+	size_t n = 0, pending = 0;
+	bool every;
+	int rc = inv_targets(c->cli, c->args, c->nargs, &targets, &every);
+
+	if (rc)
+		return rc;
+	if (gf_db_audit_list(c->db, c->a->pending, &e, &n, &err) < 0) {
+		rc = cli_fail(&err);
+		goto out;
+	}
+	inv_out_begin(&o, c->cli, &spec);
+	for (size_t i = 0; i < n; i++) {
+		json_t *obj;
+
+		if (!every && (!e[i].node || !gf_nodeset_contains(&targets, e[i].node)))
+			continue;
+		obj = json_pack("{s:I,s:o,s:s?,s:s?,s:s?,s:s?,s:b}", "id", (json_int_t)e[i].id,
+				"time", inv_time_json(e[i].time), "user", e[i].user, "action",
+				e[i].verb, "node", e[i].node, "result", e[i].result, "pending",
+				e[i].pending);
+		if (e[i].detail)
+			json_object_set_new(obj, "detail", json_string(e[i].detail));
+		json_object_set_new(obj, "finished",
+				    e[i].pending ? json_null() : inv_time_json(e[i].finished));
+		pending += e[i].pending;
+		inv_out_add(&o, obj);
+	}
+	inv_out_end(&o);
+	if (pending && inv_is_table(c->cli))
+		cli_warn(c->cli, "%zu action%s pending: the request may have been sent, its result "
+			 "was never recorded", pending, pending == 1 ? " is" : "s are");
+out:
+	gf_db_audit_entries_free(e, n);
+	gf_nodeset_release(&targets);
+	return rc;
+}
+
 /* ---- the verb --------------------------------------------------------------------- */
 
 /* What a sub-verb runs, with the inventory open. */
@@ -619,6 +674,7 @@ static const struct cli_subverb subs[] = {
 	{"import", inv_run, &(const struct inv_sub){sub_import}},
 	{"prune", inv_run, &(const struct inv_sub){sub_prune}},
 	{"sweeps", inv_run, &(const struct inv_sub){sub_sweeps}},
+	{"audit", inv_run, &(const struct inv_sub){sub_audit}},
 };
 
 int cmd_inventory(struct gf_cli *cli, int argc, char **argv)

@@ -138,6 +138,7 @@ static int power_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud,
 	struct gf_render_spec spec = {0};
 	struct cli_bmc_run run = {0};
 	struct power_ctx ctx;
+	char what[64];
 	int rc;
 	size_t n = 0;
 
@@ -149,8 +150,6 @@ static int power_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud,
 	if (rc)
 		return rc;
 	if (sub->destructive && !a->dry_run) {
-		char what[64];
-
 		snprintf(what, sizeof(what), "%s %s", cli->verb, sv->name);
 		rc = cli_guard(cli, what, nodes, n, a->yes);
 		if (rc)
@@ -163,26 +162,13 @@ static int power_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud,
 		goto out;
 	}
 	ctx = (struct power_ctx){sv->name, sub, a};
+	snprintf(what, sizeof(what), "%s %s", cli->verb, sv->name);
 	run = (struct cli_bmc_run){
 		.cli = cli, .nodes = nodes, .n = n, .op = power_op, .ctx = &ctx, .spec = &spec,
 		.batch = (unsigned)a->batch, .interval = a->interval,
-		.action = sub->status ? NULL : sv->name,
+		.action = sub->status ? NULL : sv->name, .audit = sub->status ? NULL : what,
 	};
-	if (!sub->status) {
-		struct gf_db *db;
-
-		/* The audit log must be writable before anything is sent. */
-		rc = cli_db(cli, &db);
-		if (rc)
-			goto out;
-	}
 	rc = cli_bmc_fanout(&run);
-	if (run.slots && !sub->status) {
-		int arc = cli_audit(cli, cli->verb, sv->name, nodes, n, run.slots);
-
-		if (arc && !rc)
-			rc = arc;
-	}
 out:
 	cli_bmc_release(&run);
 	gf_nodes_free(nodes, n);

@@ -148,8 +148,7 @@ static int sel_clear(struct gf_cli *cli, const char *sub, struct sel_args *a, st
 	char what[64];
 	struct gf_render_spec spec = {.cols = clear_cols, .ncols = 1};
 	struct cli_bmc_run run = {0};
-	struct gf_db *db;
-	int rc, arc;
+	int rc;
 
 	if (a->has_since || a->severities || a->has_last || a->log) {
 		cli_error("%s %s takes no --since, --severity, --last or --log (it clears the "
@@ -162,20 +161,11 @@ static int sel_clear(struct gf_cli *cli, const char *sub, struct sel_args *a, st
 	rc = cli_guard(cli, what, nodes, n, a->yes);
 	if (rc)
 		return rc;
-	/* The audit log must be writable before anything is sent. */
-	rc = cli_db(cli, &db);
-	if (rc)
-		return rc;
 	run = (struct cli_bmc_run){
 		.cli = cli, .nodes = nodes, .n = n, .op = clear_op, .ctx = a, .spec = &spec,
-		.action = sub,
+		.action = sub, .audit = what,
 	};
 	rc = cli_bmc_fanout(&run);
-	if (run.slots) {
-		arc = cli_audit(cli, cli->verb, sub, nodes, n, run.slots);
-		if (arc && !rc)
-			rc = arc;
-	}
 	cli_bmc_release(&run);
 	return rc;
 }

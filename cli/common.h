@@ -184,9 +184,34 @@ int cli_guard(struct gf_cli *cli, const char *what, const struct gf_node *nodes,
 /* cli/audit.c: render {"action":@action,"dry_run":true} for every node; sends nothing. */
 int cli_dry_run(struct gf_cli *cli, const char *action, const struct gf_node *nodes, size_t n,
 		const struct gf_render_spec *spec);
-/* Write one audit row per node ("VERB SUB", its result) in one transaction. */
-int cli_audit(struct gf_cli *cli, const char *verb, const char *sub, const struct gf_node *nodes,
-	      size_t n, const struct gf_result *slots);
+/*
+ * cli/audit.c: audit before acting, for every destructive verb. The record of
+ * an action that may have happened survives a crash, kill -9 or a full disk:
+ *
+ *   a = cli_audit_open(cli, "power cycle", nodes, n);
+ *   rc = cli_audit_intent(a, NULL, 0);  // all nodes, or cli_audit_intent(a, idx, k)
+ *   if (rc) -> cli_audit_close(a, NULL), send nothing, return rc
+ *   ... fan out; as node i finishes (main thread, e.g. the exec done callback):
+ *   cli_audit_done(a, i, slot);
+ *   rc2 = cli_audit_close(a, slots);    // the nodes not done yet, from @slots
+ *
+ * cli_audit_intent() writes a 'pending' row for each node (@idx: only nodes
+ * idx[0..k-1], e.g. one batch or one node just before a worker sends to it)
+ * and commits it synced to disk; it returns 0, or an exit code (printed) and
+ * then nothing may be sent to those nodes. cli_audit_done() completes node
+ * @i's row from its slot: "ok" or the error kind with the message; a node
+ * with no attempt (interrupted before it started) has its intent removed.
+ * Only the main thread calls these. cli_audit_close() with NULL slots leaves
+ * the rows not done pending; it frees @a and returns 0 or GF_EXIT_FAILED
+ * when a result could not be written (printed once; those rows stay
+ * pending).
+ */
+struct cli_audit;
+struct cli_audit *cli_audit_open(struct gf_cli *cli, const char *what,
+				 const struct gf_node *nodes, size_t n);
+int cli_audit_intent(struct cli_audit *a, const size_t *idx, size_t k);
+void cli_audit_done(struct cli_audit *a, size_t i, const struct gf_result *slot);
+int cli_audit_close(struct cli_audit *a, const struct gf_result *slots);
 
 /* Ask on a terminal; false when not a terminal. */
 bool cli_confirm(const char *question);

@@ -51,14 +51,15 @@ static const struct cli_verb verbs[] = {
 	 "       gpufleet host --local\n"
 	 "       gpufleet host --commands\n"
 	 "Runs fixed, read-only commands on each node (see --commands and gpufleet-host(1)).\n"},
-	{"inventory", cmd_inventory, 0, "stored sweeps: show, history, export, import, prune",
+	{"inventory", cmd_inventory, 0, "stored sweeps: show, history, export, import, prune; the audit log",
 	 "usage: gpufleet inventory show NODE\n"
 	 "       gpufleet inventory history NODE [--component PATTERN]\n"
 	 "       gpufleet inventory export [--sweep ID] [--format ndjson|json] [TARGETS]\n"
 	 "       gpufleet inventory export --baseline NODE\n"
 	 "       gpufleet inventory import FILE|-\n"
 	 "       gpufleet inventory prune --keep N | --older-than DURATION\n"
-	 "       gpufleet inventory sweeps\n"},
+	 "       gpufleet inventory sweeps\n"
+	 "       gpufleet inventory audit [--pending] [TARGETS]\n"},
 	{"metrics", cmd_metrics, VERB_PROMETHEUS,
 	 "Prometheus metrics of each node's last sweep and its drift",
 	 "usage: gpufleet metrics [--output FILE] [TARGETS]\n"

@@ -98,3 +98,14 @@ def register(gf, lab, names=None, extra_cols=""):
         lines.append(f"gpu{i:02d},{lab.addr(i)},ipmi,{group};all")
     r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
     assert r.returncode == 0, r.stderr
+
+
+def register_redfish(gf, lab, group=lambda i: "all"):
+    """The Redfish lab's nodes registered as rf1..rfN (groups @group(i)), with the lab CA."""
+    gf.write_creds(f"[default]\nbmc_user = admin\nbmc_password = {PASSWORD}\n"
+                   f"redfish_cacert = {lab.cacert}\n")
+    lines = ["name,bmc,protocol,groups"]
+    for i in lab.indices():
+        lines.append(f"rf{i},{lab.addr(i)}:{lab.port},redfish,{group(i)}")
+    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr

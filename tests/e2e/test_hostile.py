@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from conftest import PASSWORD, TOP
+from conftest import PASSWORD, TOP, register_redfish
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import RedfishLab  # noqa: E402
@@ -37,14 +37,9 @@ def lab():
 @pytest.fixture
 def rf(gf, lab):
     """The lab's nodes registered as rf1..rf6, with the lab CA; faults cleared after each test."""
-    gf.write_creds(f"[default]\nbmc_user = admin\nbmc_password = {PASSWORD}\n"
-                   f"redfish_cacert = {lab.cacert}\n")
-    lines = ["name,bmc,protocol,groups"]
     for i in lab.indices():
-        lines.append(f"rf{i},{lab.addr(i)}:{lab.port},redfish,{'good' if i <= 5 else 'odd'}")
         lab.clear(i)
-    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
-    assert r.returncode == 0, r.stderr
+    register_redfish(gf, lab, lambda i: "good" if i <= 5 else "odd")
     yield gf
     for i in lab.indices():
         lab.override(i, faults={})

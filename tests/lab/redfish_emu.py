@@ -2,7 +2,7 @@
 """A fleet of emulated Redfish BMCs on loopback addresses, for tests and benchmarks.
 
 Each node i gets its own address (prefix.i for i <= 254, then the next
-third octet) inside 127.32.0.0/16, HTTPS on port 8443 with its own
+third octet) inside 127.0.0.0/8 (127.32.0.0/16 by default), HTTPS on port 8443 with its own
 certificate from a test CA made at start, the dialect of one of five real
 BMC captures (tests/data/redfish/<vendor>/tree.json), real Basic and
 session auth, Reset actions that change PowerState, Boot PATCH with ETags,
@@ -60,9 +60,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from labutil import LabError, node_address, pid_alive, pid_cmdline, wait_gone, write_atomic  # noqa: E402
 
 
-# The emulator keeps to 127.32.0.0/16.
+# The emulator keeps to loopback; each test module has its own prefix.
 def _node_address(prefix, index):
-    return node_address(prefix, index, within='127.32')
+    return node_address(prefix, index, within='127')
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -486,6 +486,93 @@ static void test_audit(void **state)
 	sqlite3_close(h);
 }
 
+static void test_audit_intent(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	struct gf_audit intents[3] = {
+		{.time = 100, .user = "bob", .verb = "power cycle", .node = "a"},
+		{.time = 100, .user = "bob", .verb = "power cycle", .node = "b"},
+		{.time = 100, .user = "bob", .verb = "power cycle", .node = "c"},
+	};
+	struct gf_audit done[2] = {
+		{.time = 101.5, .verb = "power cycle", .node = "a", .result = "ok"},
+		{.verb = "power cycle", .node = "c", .result = NULL},  /* never sent */
+	};
+	struct gf_audit late = {.time = 102, .verb = "power cycle", .node = "a", .result = "timeout"};
+	long long ids[3] = {0}, fin[2];
+	struct gf_audit_entry *e = NULL;
+	size_t n = 0;
+	struct gf_db *db = open_ok(f->path);
+	sqlite3 *h;
+
+	assert_int_equal(gf_db_audit_intent(db, intents, 3, ids, &err), 0);
+	assert_true(ids[0] > 0 && ids[1] > ids[0] && ids[2] > ids[1]);
+	/* Committed before anything else happens: another connection sees them. */
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM audit WHERE result = 'pending'"
+				    " AND finished IS NULL AND user = 'bob'"),
+			 3);
+	sqlite3_close(h);
+
+	fin[0] = ids[0];
+	fin[1] = ids[2];
+	assert_int_equal(gf_db_audit_finish(db, fin, done, 2, &err), 0);
+	/* A row already finished is not rewritten. */
+	assert_int_equal(gf_db_audit_finish(db, &ids[0], &late, 1, &err), 0);
+
+	assert_int_equal(gf_db_audit_list(db, false, &e, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(e[0].node, "a");
+	assert_string_equal(e[0].result, "ok");
+	assert_false(e[0].pending);
+	assert_true(e[0].time == 101.5 && e[0].finished > 0);
+	assert_string_equal(e[1].node, "b");
+	assert_string_equal(e[1].result, GF_AUDIT_PENDING);
+	assert_true(e[1].pending);
+	assert_true(e[1].time == 100 && e[1].finished == 0);
+	gf_db_audit_entries_free(e, n);
+
+	assert_int_equal(gf_db_audit_list(db, true, &e, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(e[0].node, "b");
+	gf_db_audit_entries_free(e, n);
+
+	/* Rows written whole (gf_db_audit_add) are finished, never pending. */
+	assert_int_equal(gf_db_audit_add(db, &late, 1, &err), 0);
+	assert_int_equal(gf_db_audit_list(db, true, &e, &n, &err), 0);
+	assert_int_equal(n, 1);
+	gf_db_audit_entries_free(e, n);
+	gf_db_close(db);
+}
+
+/* A version 3 file (audit rows without "finished") keeps its rows as finished ones. */
+static void test_audit_migrated(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_err err = {0};
+	struct gf_audit_entry *e = NULL;
+	size_t n = 0;
+	struct gf_db *db = open_ok(f->path);
+	sqlite3 *h;
+
+	gf_db_close(db);
+	h = raw_open(f->path);
+	raw_exec(h, "DROP INDEX audit_pending; ALTER TABLE audit DROP COLUMN finished;"
+		    "INSERT INTO audit (time, verb, node, result) VALUES (5, 'power on', 'x', 'ok');"
+		    "PRAGMA user_version = 3");
+	sqlite3_close(h);
+	db = open_ok(f->path);
+	assert_int_equal(gf_db_audit_list(db, true, &e, &n, &err), 0);
+	assert_int_equal(n, 0);
+	gf_db_audit_entries_free(e, n);
+	assert_int_equal(gf_db_audit_list(db, false, &e, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_true(e[0].finished == 5);
+	gf_db_audit_entries_free(e, n);
+	gf_db_close(db);
+}
+
 static void test_newer_refused(void **state)
 {
 	struct fixture *f = *state;
@@ -720,6 +807,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tag, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_intent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_migrated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tls_pins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_refused, setup, teardown),
