@@ -9,14 +9,14 @@ from test_docs import ALL_VERBS, subverbs
 # The messages as users see them, word for word.
 NEEDS = {
     "boot": "boot needs a subverb: status, pxe, disk, bios, cd, none",
-    "inventory": "inventory needs a subverb: show, history, export, import, prune, sweeps",
+    "inventory": "inventory needs a subverb: show, history, export, import, prune, sweeps, audit",
     "nodes": "nodes needs a subverb: add, import, list, remove, repin, tag",
     "power": "power needs a subverb: status, on, off, cycle, reset, soft, nmi",
     "sel": "sel needs a subverb: list or clear",
 }
 UNKNOWN = {
     "boot": "unknown subverb 'boot frob' (status, pxe, disk, bios, cd, none)",
-    "inventory": "unknown subverb 'inventory frob' (show, history, export, import, prune, sweeps)",
+    "inventory": "unknown subverb 'inventory frob' (show, history, export, import, prune, sweeps, audit)",
     "nodes": "unknown subverb 'nodes frob' (add, import, list, remove, repin, tag)",
     "power": "unknown subverb 'power frob' (status, on, off, cycle, reset, soft, nmi)",
     "sel": "unknown subverb 'sel frob' (list, clear)",
