@@ -742,6 +742,32 @@ const char *gf_host_health_name(enum gf_host_health h)
 	return (unsigned)h < NELEM(health_names) ? health_names[h] : "ok";
 }
 
+int gf_host_health_parse(const char *s)
+{
+	for (size_t i = 0; s && i < NELEM(health_names); i++)
+		if (health_names[i] && strcmp(health_names[i], s) == 0)
+			return (int)i;
+	return -1;
+}
+
+static const char *const module_names[] = {
+	[GF_MODULE_OPEN] = "open",
+	[GF_MODULE_PROPRIETARY] = "proprietary",
+};
+
+const char *gf_driver_module_name(enum gf_driver_module m)
+{
+	return (unsigned)m < NELEM(module_names) ? module_names[m] : NULL;
+}
+
+int gf_driver_module_parse(const char *s)
+{
+	for (size_t i = 0; s && i < NELEM(module_names); i++)
+		if (module_names[i] && strcmp(module_names[i], s) == 0)
+			return (int)i;
+	return -1;
+}
+
 void gf_hostfacts_release(struct gf_hostfacts *f)
 {
 	free(f->driver);
@@ -1025,8 +1051,7 @@ static json_t *gpu_json(const struct gf_host_gpu *g)
 json_t *gf_hostfacts_to_json(const struct gf_hostfacts *f)
 {
 	json_t *o = json_object(), *gpus = json_array(), *health = json_object(), *notes = json_array();
-	const char *module = f->driver_module == GF_MODULE_OPEN ? "open"
-			     : f->driver_module == GF_MODULE_PROPRIETARY ? "proprietary" : NULL;
+	const char *module = gf_driver_module_name(f->driver_module);
 
 	json_object_set_new(o, "driver", jstr(f->driver));
 	json_object_set_new(o, "driver_module", jstr(module));

@@ -88,6 +88,10 @@ struct gf_hostfacts {
 
 void gf_hostfacts_release(struct gf_hostfacts *f);
 const char *gf_host_health_name(enum gf_host_health h);  /* "ok", "no-nvidia-smi", ... */
+int gf_host_health_parse(const char *s);                  /* -1 when unknown */
+/* "open", "proprietary", NULL when unknown; and back (-1 when not one of them). */
+const char *gf_driver_module_name(enum gf_driver_module m);
+int gf_driver_module_parse(const char *s);
 
 /* ---- the commands ----------------------------------------------------- */
 

@@ -240,9 +240,8 @@ static void node_clear(struct gf_sweep_node *sn)
 	free(sn->errors);
 	sn->errors = NULL;
 	sn->nerrors = 0;
-	json_decref(sn->hardware);
-	json_decref(sn->host);
-	sn->hardware = sn->host = NULL;
+	gf_sweep_node_take_hardware(sn, NULL);
+	gf_sweep_node_take_host(sn, NULL);
 	sn->set->n = 0;
 	sn->protocol = sn->model = NULL;
 	sn->fw_read = sn->host_read = false;
@@ -252,7 +251,7 @@ static void node_clear(struct gf_sweep_node *sn)
 
 /* The BMC part into @sn; GF_E_NODE when its components cannot be kept. */
 static int add_bmc(struct gf_sweep *sw, struct gf_sweep_node *sn, const struct gf_node *n,
-		   const struct bmc_part *p, const struct gf_result *slot, struct gf_err *err)
+		   struct bmc_part *p, const struct gf_result *slot, struct gf_err *err)
 {
 	int rc;
 
@@ -261,16 +260,16 @@ static int add_bmc(struct gf_sweep *sw, struct gf_sweep_node *sn, const struct g
 		return 0;
 	}
 	sn->protocol = gf_sweep_str(sw, p->be->name);
-	if (p->hw_read) {
+	if (p->hw_read)
 		sn->model = gf_sweep_text(sw, gf_norm_model(&p->hw));
-		sn->hardware = gf_hardware_to_json(&p->hw);
-	}
 	if (p->fw_read) {
 		rc = gf_norm_bmc_components(sw, n->name, &p->fw, p->hw_read ? &p->hw : NULL,
 					    p->be->name, sn->set, err);
 		if (rc < 0)
 			return rc;
 	}
+	if (p->hw_read)
+		gf_sweep_node_take_hardware(sn, &p->hw);
 	sn->fw_read = p->fw_read;
 	for (size_t k = 0; k < p->nerrs; k++)
 		node_error(sw, sn, p->errs[k].op, &p->errs[k].err);
@@ -303,8 +302,8 @@ static void add_node(struct gf_sweep *sw, const struct gf_collect *c, const stru
 	if (c->ssh_profs[i] && !ss->ok) {
 		node_error(sw, sn, GF_OP_SSH, &ss->err);
 	} else if (r->ssh[i].read) {
-		sn->host = gf_hostfacts_to_json(&r->ssh[i].facts);
 		gf_norm_host_components(sw, &r->ssh[i].facts, sn->set);
+		gf_sweep_node_take_host(sn, &r->ssh[i].facts);
 		sn->host_read = true;
 	}
 	gf_inv_set_finish(sw, sn->set);

@@ -1,6 +1,5 @@
 #include "inventory/metrics.h"
 
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,13 +138,6 @@ static void drift(const struct gf_drift *d, struct gf_buf *out)
 		}
 }
 
-static json_t *host_xids(const struct gf_sweep_node *n)
-{
-	json_t *x = json_object_get(json_object_get(n->host, "health"), "xid");
-
-	return n->host_read && json_is_object(x) ? x : NULL;
-}
-
 static void gpus(const struct gf_sweep *sw, struct gf_buf *out)
 {
 	gf_prom_family(out, "gpufleet_gpus",
@@ -153,33 +145,33 @@ static void gpus(const struct gf_sweep *sw, struct gf_buf *out)
 		       " (source redfish) list them.");
 	for (size_t i = 0; i < sw->n; i++) {
 		const struct gf_sweep_node *n = &sw->nodes[i];
-		json_t *host = json_object_get(n->host, "gpus");
-		json_t *bmc = json_object_get(n->hardware, "gpus");
 
-		if (n->host_read && json_is_array(host)) {
+		if (n->host_read && n->host) {
 			sample(out, "gpufleet_gpus", n);
 			label(out, "source", gf_source_name(GF_SRC_SSH));
-			value(out, (double)json_array_size(host));
+			value(out, (double)n->host->ngpus);
 		}
 		if (n->protocol && strcmp(n->protocol, gf_source_name(GF_SRC_REDFISH)) == 0 &&
-		    json_is_array(bmc)) {
+		    n->hardware) {
 			sample(out, "gpufleet_gpus", n);
 			label(out, "source", gf_source_name(GF_SRC_REDFISH));
-			value(out, (double)json_array_size(bmc));
+			value(out, (double)n->hardware->ngpus);
 		}
 	}
 	gf_prom_family(out, "gpufleet_gpu_xid_errors",
 		       "NVIDIA Xid errors in the host's kernel log over the last 24 hours, by Xid code.");
 	for (size_t i = 0; i < sw->n; i++) {
-		json_t *x = host_xids(&sw->nodes[i]), *v;
-		const char *code;
+		const struct gf_hostfacts *h = sw->nodes[i].host;
 
-		json_object_foreach(x, code, v) {
-			if (!json_is_integer(v))
-				continue;
+		if (!sw->nodes[i].host_read || !h || !h->xid_read)
+			continue;
+		for (size_t k = 0; k < h->nxids; k++) {
+			char code[16];
+
+			snprintf(code, sizeof(code), "%u", h->xids[k].code);
 			sample(out, "gpufleet_gpu_xid_errors", &sw->nodes[i]);
 			label(out, "xid", code);
-			value(out, (double)json_integer_value(v));
+			value(out, (double)h->xids[k].count);
 		}
 	}
 }

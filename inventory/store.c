@@ -326,19 +326,16 @@ out:
 }
 
 /* A JSON document as a shared blob; *ret_id 0 for NULL. */
-static int put_doc(struct gf_store_tx *tx, json_t *doc, long long *ret_id, struct gf_err *err)
+/* A facts document (codec text, NULL: none) into the blobs; *ret_id 0 for none. */
+static int put_doc(struct gf_store_tx *tx, char *text, long long *ret_id, struct gf_err *err)
 {
-	char *text;
 	bool fresh;
 	int rc;
 
-	if (!doc) {
+	if (!text) {
 		*ret_id = 0;
 		return 0;
 	}
-	text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
-	if (!text)
-		return gf_err_set(err, GF_E_NOMEM, GF_EK_NONE, "out of memory");
 	rc = put_content(tx, false, text, strlen(text), ret_id, &fresh, err);
 	free(text);
 	return rc;
@@ -395,8 +392,9 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 			return 0;
 		}
 	}
-	if ((rc = put_set(tx, n->set, &cset, err)) < 0 || (rc = put_doc(tx, n->hardware, &hw, err)) < 0 ||
-	    (rc = put_doc(tx, n->host, &host, err)) < 0)
+	if ((rc = put_set(tx, n->set, &cset, err)) < 0 ||
+	    (rc = put_doc(tx, gf_codec_hardware_text(n->hardware), &hw, err)) < 0 ||
+	    (rc = put_doc(tx, gf_codec_host_text(n->host), &host, err)) < 0)
 		return rc;
 
 	errs = errors_text(n);
@@ -723,6 +721,29 @@ out:
 	return rc;
 }
 
+/* The stored hardware (@hw) or host facts of @n, from their codec text. */
+static int load_doc(struct gf_sweep_node *n, bool hw, const char *text, struct gf_err *err)
+{
+	json_t *doc = json_loads(text, 0, NULL);
+	struct gf_hardware h;
+	struct gf_hostfacts f;
+	struct gf_err e = {0};
+	int rc;
+
+	if (!doc)
+		rc = gf_err_set(&e, GF_E_USAGE, GF_EK_NONE, "not JSON");
+	else if (hw && (rc = gf_codec_hardware_from_json(doc, n->node, &h, &e)) == 0)
+		gf_sweep_node_take_hardware(n, &h);
+	else if (!hw && (rc = gf_codec_host_from_json(doc, n->node, &f, &e)) == 0)
+		gf_sweep_node_take_host(n, &f);
+	json_decref(doc);
+	if (rc < 0)
+		rc = gf_err_set(err, GF_E_DB, GF_EK_NONE, "the stored %s of node '%s' is damaged (%s)",
+				hw ? "hardware" : "host facts", n->node, e.msg);
+	gf_err_clear(&e);
+	return rc;
+}
+
 static int load_docs(struct loader *ld, struct gf_err *err)
 {
 	static const char what[] = "reading documents";
@@ -731,7 +752,6 @@ static int load_docs(struct loader *ld, struct gf_err *err)
 
 	for (size_t i = 0; rc == 0 && i < ld->npend; i++) {
 		long long ids[2] = {ld->pend[i].hw, ld->pend[i].host};
-		json_t **dst[2] = {&ld->sw->nodes[i].hardware, &ld->sw->nodes[i].host};
 
 		for (int k = 0; k < 2; k++) {
 			if (!ids[k])
@@ -739,8 +759,7 @@ static int load_docs(struct loader *ld, struct gf_err *err)
 			sqlite3_bind_int64(st, 1, ids[k]);
 			rc = sqlite3_step(st);
 			if (rc == SQLITE_ROW) {
-				*dst[k] = json_loads(col_str(st, 0), 0, NULL);
-				rc = 0;
+				rc = load_doc(&ld->sw->nodes[i], k == 0, col_str(st, 0), err);
 			} else if (rc == SQLITE_DONE) {
 				rc = 0;
 			} else {

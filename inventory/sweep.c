@@ -238,14 +238,42 @@ struct gf_sweep *gf_sweep_new(void)
 	return sw;
 }
 
+void gf_sweep_node_take_hardware(struct gf_sweep_node *n, struct gf_hardware *hw)
+{
+	if (n->hardware) {
+		gf_hardware_release(n->hardware);
+		free(n->hardware);
+		n->hardware = NULL;
+	}
+	if (hw) {
+		n->hardware = gf_xcalloc(1, sizeof(*n->hardware));
+		*n->hardware = *hw;
+		memset(hw, 0, sizeof(*hw));
+	}
+}
+
+void gf_sweep_node_take_host(struct gf_sweep_node *n, struct gf_hostfacts *host)
+{
+	if (n->host) {
+		gf_hostfacts_release(n->host);
+		free(n->host);
+		n->host = NULL;
+	}
+	if (host) {
+		n->host = gf_xcalloc(1, sizeof(*n->host));
+		*n->host = *host;
+		memset(host, 0, sizeof(*host));
+	}
+}
+
 void gf_sweep_free(struct gf_sweep *sw)
 {
 	if (!sw)
 		return;
 	for (size_t i = 0; i < sw->n; i++) {
 		free(sw->nodes[i].errors);
-		json_decref(sw->nodes[i].hardware);
-		json_decref(sw->nodes[i].host);
+		gf_sweep_node_take_hardware(&sw->nodes[i], NULL);
+		gf_sweep_node_take_host(&sw->nodes[i], NULL);
 	}
 	free(sw->nodes);
 	for (size_t i = 0; i < sw->nsets; i++) {
@@ -261,8 +289,8 @@ void gf_sweep_clear_nodes(struct gf_sweep *sw)
 {
 	for (size_t i = 0; i < sw->n; i++) {
 		free(sw->nodes[i].errors);
-		json_decref(sw->nodes[i].hardware);
-		json_decref(sw->nodes[i].host);
+		gf_sweep_node_take_hardware(&sw->nodes[i], NULL);
+		gf_sweep_node_take_host(&sw->nodes[i], NULL);
 	}
 	sw->n = 0;
 	for (size_t i = 0; i < sw->nsets; i++) {

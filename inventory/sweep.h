@@ -1,7 +1,8 @@
 /*
  * A sweep in memory: per node, its status, the errors of the operations that
  * failed, its hardware model, its components under canonical keys, its SEL
- * and sensor summaries and the raw hardware and host facts. No I/O here:
+ * and sensor summaries and the hardware and host facts as read (typed, from
+ * lib/model.h and host/hostfacts.h; their JSON is the codec's). No I/O here:
  * inventory/store.c reads and writes sweeps, inventory/drift.c compares them.
  *
  * Strings live in a pool owned by the sweep (equal strings are stored once),
@@ -12,13 +13,14 @@
 #ifndef GF_SWEEP_H
 #define GF_SWEEP_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "host/hostfacts.h"
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "lib/model.h"
 
 enum gf_node_status {
 	GF_NODE_OK = 0,
@@ -92,8 +94,8 @@ struct gf_sweep_node {
 	struct gf_sweep_error *errors;
 	size_t nerrors;
 	struct gf_inv_set *set;      /* never NULL; owned by the sweep, maybe shared */
-	json_t *hardware;            /* owned, NULL: not read (or not loaded) */
-	json_t *host;                /* owned, NULL: not read (or not loaded) */
+	struct gf_hardware *hardware;  /* owned, NULL: not read (or not loaded) */
+	struct gf_hostfacts *host;     /* owned, NULL: not read (or not loaded) */
 	struct gf_sel_summary sel;
 	struct gf_sensor_summary sensors;
 };
@@ -134,6 +136,13 @@ struct gf_sweep_node *gf_sweep_add_node(struct gf_sweep *sw, const char *name);
  * of a long file stores nodes as it goes and keeps memory flat.
  */
 void gf_sweep_clear_nodes(struct gf_sweep *sw);
+/*
+ * Give @n the facts of *@hw (or *@host), which the node then owns: *@hw is
+ * zeroed. A NULL pointer drops what @n had.
+ */
+void gf_sweep_node_take_hardware(struct gf_sweep_node *n, struct gf_hardware *hw);
+void gf_sweep_node_take_host(struct gf_sweep_node *n, struct gf_hostfacts *host);
+
 /* A new empty set owned by @sw. */
 struct gf_inv_set *gf_sweep_new_set(struct gf_sweep *sw);
 void gf_sweep_node_error(struct gf_sweep *sw, struct gf_sweep_node *n, const char *op,

@@ -173,3 +173,15 @@ def test_the_check_finds_a_broken_rule(tmp_path, rules):
     mes = meson_problems(str(tmp_path), rules)
     assert any("links ssh2" in p for p in mes), mes
     assert any("links libgfinv_dep" in p for p in mes), mes
+
+
+def test_a_sweep_is_typed_from_collection_to_the_store():
+    """No json_t passes between collection and the store: the sweep model and the
+    collector never name it (the codec alone turns facts into JSON and back)."""
+    bad = []
+    for name in ("inventory/sweep.h", "inventory/collect.h", "inventory/collect.c"):
+        with open(os.path.join(TOP, name)) as f:
+            src = strip_comments(f.read())
+        if re.search(r"\bjson_t\b|jansson\.h|_to_json\s*\(", src):
+            bad.append(name)
+    assert bad == []

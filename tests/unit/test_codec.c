@@ -78,10 +78,121 @@ static void assert_same_node(const struct gf_sweep_node *a, const struct gf_swee
 	assert_int_equal(a->sensors.warning, b->sensors.warning);
 	assert_int_equal(a->sensors.critical, b->sensors.critical);
 	assert_int_equal(a->sensors.unknown, b->sensors.unknown);
-	assert_int_equal(a->hardware != NULL, b->hardware != NULL);
-	assert_true(!a->hardware || json_equal(a->hardware, b->hardware));
-	assert_int_equal(a->host != NULL, b->host != NULL);
-	assert_true(!a->host || json_equal(a->host, b->host));
+	{
+		char *x = gf_codec_hardware_text(a->hardware), *y = gf_codec_hardware_text(b->hardware);
+
+		assert_str_or_null(x, y);
+		free(x);
+		free(y);
+		x = gf_codec_host_text(a->host);
+		y = gf_codec_host_text(b->host);
+		assert_str_or_null(x, y);
+		free(x);
+		free(y);
+	}
+}
+
+/* Every member of both facts documents, set (the shapes of lib/model.c, host/hostfacts.c). */
+static const char hw_doc[] =
+	"{\"system\":{\"manufacturer\":\"NVIDIA\",\"model\":\"DGXH100\",\"serial\":\"S1\","
+	"\"uuid\":\"u-1\",\"bios_version\":\"1.2\"},\"chassis\":{\"serial\":\"C1\","
+	"\"part_number\":\"P1\"},\"board\":{\"manufacturer\":\"B\",\"product\":\"BP\","
+	"\"serial\":\"BS\",\"part_number\":null},\"product\":{\"manufacturer\":\"PM\","
+	"\"name\":\"PN\",\"serial\":\"PS\",\"part_number\":\"PP\",\"asset_tag\":\"A7\"},"
+	"\"cpus\":[\"Xeon 8480\",\"Xeon 8480\"],\"memory_gib\":2048.5,"
+	"\"gpus\":[{\"index\":0,\"model\":\"H100\",\"serial\":\"G0\",\"firmware\":\"96.00\"},"
+	"{\"index\":3,\"model\":null,\"serial\":null,\"firmware\":null}]}";
+static const char host_doc[] =
+	"{\"driver\":\"550.54\",\"driver_module\":\"open\",\"cuda_driver\":\"12.4\","
+	"\"cuda_toolkit\":\"12.4.1\",\"kernel\":\"6.1\",\"os\":\"Debian\","
+	"\"fabricmanager\":\"550.54\",\"ofed\":\"MLNX_OFED_LINUX-23.10\","
+	"\"gpus\":[{\"index\":0,\"name\":\"H100\",\"serial\":\"G0\",\"uuid\":\"GPU-1\","
+	"\"pci\":\"00000000:19:00.0\",\"vbios\":\"96.00.61\",\"memory_total_mib\":81559,"
+	"\"mig_mode\":\"enabled\",\"persistence_mode\":\"disabled\",\"ecc\":{\"volatile\":"
+	"{\"corrected\":1,\"uncorrected\":0},\"aggregate\":{\"corrected\":12,\"uncorrected\":null}},"
+	"\"retired_pages_pending\":false,\"remapped_rows_pending\":true,\"inforom\":\"G520\"}],"
+	"\"health\":{\"state\":\"gpu-lost\",\"detail\":\"Unable to determine the device handle\","
+	"\"xid\":{\"79\":2,\"119\":5},\"xid_source\":\"journal\"},"
+	"\"notes\":[\"cuda toolkit is newer\"]}";
+
+static void test_facts_documents_both_ways(void **state)
+{
+	json_t *hj = json_loads(hw_doc, 0, NULL), *fj = json_loads(host_doc, 0, NULL), *back;
+	struct gf_hardware h;
+	struct gf_hostfacts f;
+	struct gf_err err = {0};
+
+	assert_non_null(hj);
+	assert_non_null(fj);
+	assert_int_equal(gf_codec_hardware_from_json(hj, "n1", &h, &err), 0);
+	assert_int_equal(h.ngpus, 2);
+	assert_int_equal(h.gpus[1].index, 3);
+	back = gf_hardware_to_json(&h);
+	assert_true(json_equal(hj, back));
+	json_decref(back);
+	gf_hardware_release(&h);
+
+	assert_int_equal(gf_codec_host_from_json(fj, "n1", &f, &err), 0);
+	assert_int_equal(f.health, GF_HEALTH_GPU_LOST);
+	assert_int_equal(f.nxids, 2);
+	assert_int_equal(f.xids[0].code, 79); /* by code, not as text */
+	assert_true(f.gpus[0].ecc_aggregate_corrected.set && !f.gpus[0].ecc_aggregate_uncorrected.set);
+	back = gf_hostfacts_to_json(&f);
+	assert_true(json_equal(fj, back));
+	json_decref(back);
+	gf_hostfacts_release(&f);
+
+	/* Not known: absent or null members; a kernel log not read has "xid": null. */
+	json_decref(fj);
+	fj = json_pack("{s:n,s:{s:s,s:n,s:s}}", "driver", "health", "state", "ok", "xid",
+		       "xid_note", "no permission");
+	assert_int_equal(gf_codec_host_from_json(fj, "n1", &f, &err), 0);
+	assert_null(f.driver);
+	assert_false(f.xid_read);
+	assert_string_equal(f.xid_note, "no permission");
+	gf_hostfacts_release(&f);
+	json_decref(fj);
+	json_decref(hj);
+}
+
+static void test_facts_bad_members_are_named(void **state)
+{
+	static const struct {
+		bool hw;
+		const char *doc, *msg;
+	} cases[] = {
+		{true, "{\"system\":{\"model\":7}}",
+		 "node 'n1': hardware.system.model must be a string or null"},
+		{true, "{\"system\":[]}", "node 'n1': hardware.system must be an object or null"},
+		{true, "{\"gpus\":[{\"serial\":false}]}",
+		 "node 'n1': hardware.gpus[].serial must be a string or null"},
+		{true, "{\"memory_gib\":\"lots\"}", "node 'n1': hardware.memory_gib must be a number or null"},
+		{false, "{\"gpus\":[{\"ecc\":{\"volatile\":{\"corrected\":-1}}}]}",
+		 "node 'n1': host.gpus[].ecc.volatile.corrected must be a non-negative integer or null"},
+		{false, "{\"gpus\":[{\"mig_mode\":true}]}",
+		 "node 'n1': host.gpus[].mig_mode must be \"enabled\", \"disabled\" or null"},
+		{false, "{\"health\":{\"state\":\"sleepy\"}}",
+		 "node 'n1': host.health.state must be a known health state"},
+		{false, "{\"health\":{\"xid\":{\"x9\":1}}}",
+		 "node 'n1': host.health.xid must be an object of Xid codes and counts"},
+		{false, "{\"notes\":[1]}", "node 'n1': host.notes must be an array of strings"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *j = json_loads(cases[i].doc, 0, NULL);
+		struct gf_hardware h = {0};
+		struct gf_hostfacts f = {0};
+		struct gf_err err = {0};
+		int rc = cases[i].hw ? gf_codec_hardware_from_json(j, "n1", &h, &err)
+				     : gf_codec_host_from_json(j, "n1", &f, &err);
+
+		assert_int_equal(rc, GF_E_USAGE);
+		assert_string_equal(err.msg, cases[i].msg);
+		assert_null(h.system.model); /* untouched */
+		assert_null(f.gpus);
+		json_decref(j);
+		gf_err_clear(&err);
+	}
 }
 
 /* ---- node records ------------------------------------------------------------ */
@@ -114,8 +225,18 @@ static void test_node_round_trip_every_member(void **state)
 					 .new_critical = 3, .has_mark = true, .mark = 1764417000.25};
 	n->sensors = (struct gf_sensor_summary){.read = true, .nominal = 40, .warning = 2,
 						.critical = 1, .unknown = 5};
-	n->hardware = json_pack("{s:{s:s}}", "system", "model", "DGX H100");
-	n->host = json_pack("{s:s,s:[i]}", "driver", "550.54", "gpus", 0);
+	{
+		json_t *hj = json_loads(hw_doc, 0, NULL), *fj = json_loads(host_doc, 0, NULL);
+		struct gf_hardware h;
+		struct gf_hostfacts f;
+
+		assert_int_equal(gf_codec_hardware_from_json(hj, "gpu1", &h, &err), 0);
+		assert_int_equal(gf_codec_host_from_json(fj, "gpu1", &f, &err), 0);
+		gf_sweep_node_take_hardware(n, &h);
+		gf_sweep_node_take_host(n, &f);
+		json_decref(hj);
+		json_decref(fj);
+	}
 
 	j = gf_codec_node_to_json(sw, n);
 	assert_int_equal(json_integer_value(json_object_get(j, "sweep")), 3);
@@ -491,6 +612,8 @@ static void test_baseline_file_messages(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_facts_documents_both_ways),
+		cmocka_unit_test(test_facts_bad_members_are_named),
 		cmocka_unit_test(test_node_round_trip_every_member),
 		cmocka_unit_test(test_node_without_the_optional_parts),
 		cmocka_unit_test(test_node_collected_is_derived_when_missing),

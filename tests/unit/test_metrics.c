@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "inventory/codec.h"
 #include "inventory/drift.h"
 #include "inventory/metrics.h"
 #include "inventory/sweep.h"
@@ -84,6 +85,21 @@ static void lacks(const char *text, const char *what)
 		fail_msg("unexpected '%s' in:\n%s", what, text);
 }
 
+/* Hardware and host facts of @n from their record JSON. */
+static void facts(struct gf_sweep_node *n, const char *hw, const char *host)
+{
+	json_t *hj = json_loads(hw, 0, NULL), *fj = json_loads(host, 0, NULL);
+	struct gf_hardware h;
+	struct gf_hostfacts f;
+
+	assert_int_equal(gf_codec_hardware_from_json(hj, n->node, &h, NULL), 0);
+	assert_int_equal(gf_codec_host_from_json(fj, n->node, &f, NULL), 0);
+	gf_sweep_node_take_hardware(n, &h);
+	gf_sweep_node_take_host(n, &f);
+	json_decref(hj);
+	json_decref(fj);
+}
+
 /* Three DGX nodes, gpu2 off the majority's BMC firmware; gpu1 with GPUs, Xids, SEL, sensors. */
 static struct gf_sweep *fleet(void)
 {
@@ -93,9 +109,8 @@ static struct gf_sweep *fleet(void)
 	struct gf_sweep_node *n;
 
 	n = add(sw, "gpu1", "DGX H100", base, 2);
-	n->hardware = json_pack("{s:[{s:i},{s:i}]}", "gpus", "index", 0, "index", 1);
-	n->host = json_pack("{s:[{s:i}],s:{s:s,s:{s:i,s:i}}}", "gpus", "index", 0, "health", "state",
-			    "ok", "xid", "79", 3, "13", 1);
+	facts(n, "{\"gpus\":[{\"index\":0},{\"index\":1}]}",
+	      "{\"gpus\":[{\"index\":0}],\"health\":{\"state\":\"ok\",\"xid\":{\"79\":3,\"13\":1}}}");
 	n->sel = (struct gf_sel_summary){.read = true, .total = 9, .new_info = 1, .new_critical = 2};
 	n->sensors = (struct gf_sensor_summary){.read = true, .nominal = 20, .warning = 1,
 						.critical = 2, .unknown = 3};

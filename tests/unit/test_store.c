@@ -111,6 +111,22 @@ static void raw_exec(struct fixture *f, const char *sql)
 	sqlite3_close(h);
 }
 
+/* Typed facts for a node: a host with only a driver, hardware with only a model. */
+static void set_host(struct gf_sweep_node *n, const char *driver)
+{
+	struct gf_hostfacts f = {.driver = gf_xstrdup(driver)};
+
+	gf_sweep_node_take_host(n, &f);
+}
+
+static void set_model(struct gf_sweep_node *n, const char *model)
+{
+	struct gf_hardware h = {0};
+
+	h.system.model = gf_xstrdup(model);
+	gf_sweep_node_take_hardware(n, &h);
+}
+
 /* A node with the components of @spec: "key=version,..."; source redfish, "@ssh" for host. */
 static struct gf_sweep_node *add(struct gf_sweep *sw, const char *name, const char *spec)
 {
@@ -205,8 +221,8 @@ static void test_store_and_load(void **state)
 	n->sel.mark = 1700000000.5;
 	n->sensors.read = true;
 	n->sensors.warning = 2;
-	n->hardware = json_pack("{s:{s:s}}", "system", "model", "M");
-	n->host = json_pack("{s:s}", "driver", "550");
+	set_model(n, "M");
+	set_host(n, "550");
 	id = store(db, sw, 1000.25);
 	assert_string_equal(sw->nodes[0].node, "gpu10");
 	assert_int_equal(sw->nodes[0].sweep, id);
@@ -240,8 +256,8 @@ static void test_store_and_load(void **state)
 
 	q.details = true;
 	back = load(db, &q);
-	assert_string_equal(json_string_value(json_object_get(node(back, "gpu2")->host, "driver")),
-			    "550");
+	assert_string_equal(node(back, "gpu2")->host->driver, "550");
+	assert_string_equal(node(back, "gpu2")->hardware->system.model, "M");
 	assert_non_null(node(back, "gpu2")->hardware);
 	assert_null(node(back, "gpu10")->host);
 	{
@@ -271,7 +287,7 @@ static void test_sets_are_shared(void **state)
 			snprintf(name, sizeof(name), "n%02d", i);
 			/* Two kinds of node; in the last sweep one node changes. */
 			add(sw, name, s == 2 && i == 7 ? "bmc=9,bios=2" : i % 2 ? "bmc=1,bios=2" : "bmc=1,bios=3");
-			sw->nodes[i].host = json_pack("{s:i}", "gpus", i % 3);
+			set_host(&sw->nodes[i], i % 3 ? (i % 3 == 1 ? "d1" : "d2") : "d0");
 		}
 		store(db, sw, 100.0 * (s + 1));
 		gf_sweep_free(sw);
@@ -474,7 +490,12 @@ static void test_prune(void **state)
 		add(sw, "a", spec);
 		if (s < 2)
 			add(sw, "old", "bmc=0"); /* only in the first two */
-		sw->nodes[0].host = json_pack("{s:i}", "sweep", s);
+		{
+			char drv[16];
+
+			snprintf(drv, sizeof(drv), "s%d", s);
+			set_host(&sw->nodes[0], drv);
+		}
 		store(db, sw, 1000.0 * (s + 1));
 		gf_sweep_free(sw);
 	}
