@@ -149,6 +149,25 @@ char *gf_term_safe(const char *s)
 	return gf_buf_detach(&b);
 }
 
+void gf_html_escape(struct gf_buf *out, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+		switch (*p) {
+		case '&': gf_buf_adds(out, "&amp;"); break;
+		case '<': gf_buf_adds(out, "&lt;"); break;
+		case '>': gf_buf_adds(out, "&gt;"); break;
+		case '"': gf_buf_adds(out, "&quot;"); break;
+		case '\'': gf_buf_adds(out, "&#39;"); break;
+		case '\t': case '\n': case '\r': gf_buf_addc(out, (char)*p); break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				gf_buf_addf(out, "\\x%02x", *p);
+			else
+				gf_buf_addc(out, (char)*p);
+		}
+	}
+}
+
 char *gf_render_cell(json_t *v)
 {
 	char tmp[64];

@@ -65,6 +65,16 @@ void gf_term_escape(struct gf_buf *out, const char *s, const char *keep);
 char *gf_term_safe(const char *s);
 
 /*
+ * Text from BMCs and hosts made safe inside HTML, as element content and
+ * as a quoted attribute value, appended to @out: & < > " ' become character
+ * references; C0 controls other than tab, line feed and carriage return,
+ * and DEL, become the visible text \xHH (as gf_term_escape() shows them),
+ * since HTML has no way to show them; everything else, UTF-8 included,
+ * stays. NULL appends nothing.
+ */
+void gf_html_escape(struct gf_buf *out, const char *s);
+
+/*
  * Sensors in the Prometheus text exposition format (0.0.4), for
  * node_exporter's textfile collector. @objs are per-node objects as
  * gf_result_to_json() makes them, with a "sensors" array of the shape of

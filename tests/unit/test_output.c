@@ -204,6 +204,35 @@ static void term_escape(void **state)
 	gf_buf_release(&b);
 }
 
+/* What a hostile BMC's string becomes in HTML: text, never markup. */
+static void html_escape(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"<img src=x onerror=alert(1)>", "&lt;img src=x onerror=alert(1)&gt;"},
+		{"a&b \"q\" 'r'", "a&amp;b &quot;q&quot; &#39;r&#39;"},
+		{"&amp;", "&amp;amp;"},
+		{"caf\xc3\xa9 \xe2\x82\xac", "caf\xc3\xa9 \xe2\x82\xac"},
+		{"a\tb\nc\rd", "a\tb\nc\rd"},
+		{"\x1b[2J\x01\x7f", "\\x1b[2J\\x01\\x7f"},
+		{"", ""},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct gf_buf b = GF_BUF_INIT;
+
+		gf_html_escape(&b, cases[i].in);
+		assert_string_equal(gf_buf_str(&b), cases[i].out);
+		gf_buf_release(&b);
+	}
+	struct gf_buf b = GF_BUF_INIT;
+
+	gf_html_escape(&b, NULL);
+	assert_int_equal(b.len, 0);
+	gf_buf_release(&b);
+}
+
 static void hostile_cells(void **state)
 {
 	static const struct gf_col fw[] = {{"name", "NAME"}, {"version", "VERSION"}};
@@ -254,6 +283,7 @@ int main(void)
 		cmocka_unit_test(rows_key),
 		cmocka_unit_test(column_alternatives),
 		cmocka_unit_test(term_escape),
+		cmocka_unit_test(html_escape),
 		cmocka_unit_test(hostile_cells),
 		cmocka_unit_test(format_parse),
 	};
