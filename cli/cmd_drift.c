@@ -1,13 +1,9 @@
 /* gpufleet drift: which nodes differ from their peers, a baseline, or what they were. */
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/inv.h"
 #include "cli/verbs.h"
-#include "inventory/codec.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -76,95 +72,6 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 		return 0;
 	default: return 0;
 	}
-}
-
-static char *read_file(const char *path, struct gf_err *err)
-{
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-	struct gf_buf b = GF_BUF_INIT;
-	char chunk[8192];
-	size_t k;
-
-	if (!f) {
-		gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "cannot read '%s' (%s)", path, strerror(errno));
-		return NULL;
-	}
-	while ((k = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		gf_buf_add(&b, chunk, k);
-	if (ferror(f)) {
-		gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "cannot read '%s'", path);
-		if (f != stdin)
-			fclose(f);
-		gf_buf_release(&b);
-		return NULL;
-	}
-	if (f != stdin)
-		fclose(f);
-	return gf_buf_detach(&b);
-}
-
-/* --baseline FILE, or --baseline-node NODE: the rules of that node's last sweep. */
-static int load_baseline(struct gf_db *db, const struct drift_args *a, struct gf_baseline **ret,
-			 struct gf_err *err)
-{
-	struct gf_store_query q = {.nodes = &a->baseline_node, .nnodes = 1};
-	struct gf_sweep *sw = NULL;
-	char *text;
-	int rc;
-
-	if (a->baseline) {
-		text = read_file(a->baseline, err);
-		rc = text ? gf_codec_baseline_parse(text, a->baseline, ret, err) : GF_E_USAGE;
-		free(text);
-		return rc;
-	}
-	rc = gf_store_load(db, &q, &sw, err);
-	if (rc == 0 && sw->n == 1)
-		*ret = gf_baseline_from_node(&sw->nodes[0]);
-	else if (rc == 0)
-		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "baseline node '%s' has not been swept",
-				a->baseline_node);
-	gf_sweep_free(sw);
-	return rc;
-}
-
-/* --since: a sweep number, a date, or a duration ago. */
-static int since_bound(const char *s, const struct gf_sweep_info *all, size_t nall,
-		       struct gf_store_query *q, json_t **ret_desc)
-{
-	struct gf_err err = {0};
-	double t;
-	bool digits = *s != '\0';
-
-	for (const char *p = s; *p; p++)
-		digits &= isdigit((unsigned char)*p) != 0;
-	q->bounded = true;
-	if (digits) {
-		const struct gf_sweep_info *si;
-		int rc = inv_find_sweep(all, nall, s, &si);
-
-		if (rc)
-			return rc;
-		q->before = si->started;
-		q->before_id = si->id;
-		*ret_desc = json_pack("{s:I,s:o}", "sweep", (json_int_t)si->id, "time",
-				      inv_time_json(si->started));
-		return 0;
-	}
-	if (gf_time_parse(s, &t, NULL) < 0) {
-		double d;
-
-		if (gf_parse_duration(s, &d, &err) < 0) {
-			cli_error("--since '%s' is not a sweep number, a date (2026-11-29T12:00:00Z)"
-				  " or a duration (7d)", s);
-			return GF_EXIT_USAGE;
-		}
-		t = gf_walltime() - d;
-	}
-	q->before = t;
-	q->before_id = LLONG_MAX;
-	*ret_desc = json_pack("{s:n,s:o}", "sweep", "time", inv_time_json(t));
-	return 0;
 }
 
 static json_t *item_json(const struct gf_drift_item *it, bool table)
@@ -354,14 +261,14 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 	o.filter.ignore = (const char *const *)a.ignore.v;
 	o.filter.nignore = a.ignore.n;
 	if (a.mode == GF_DRIFT_BASELINE) {
-		if (load_baseline(db, &a, &bl, &err) < 0) {
+		if (inv_load_baseline(db, a.baseline, a.baseline_node, &bl, &err) < 0) {
 			rc = cli_fail(&err);
 			goto out;
 		}
 		o.baseline = bl;
 	}
 	if (a.mode == GF_DRIFT_SINCE) {
-		rc = since_bound(a.since, all, nall, &qb, &since_desc);
+		rc = inv_since_bound(a.since, all, nall, &qb, &since_desc);
 		if (rc)
 			goto out;
 		qb.nodes = q.nodes;

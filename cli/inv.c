@@ -1,8 +1,12 @@
 #include "cli/inv.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "inventory/codec.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -206,4 +210,91 @@ void inv_out_end(struct inv_out *o)
 	free(o->objs);
 	o->objs = NULL;
 	o->n = o->cap = 0;
+}
+
+static char *read_file(const char *path, struct gf_err *err)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	struct gf_buf b = GF_BUF_INIT;
+	char chunk[8192];
+	size_t k;
+
+	if (!f) {
+		gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "cannot read '%s' (%s)", path, strerror(errno));
+		return NULL;
+	}
+	while ((k = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		gf_buf_add(&b, chunk, k);
+	if (ferror(f)) {
+		gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "cannot read '%s'", path);
+		if (f != stdin)
+			fclose(f);
+		gf_buf_release(&b);
+		return NULL;
+	}
+	if (f != stdin)
+		fclose(f);
+	return gf_buf_detach(&b);
+}
+
+int inv_load_baseline(struct gf_db *db, const char *file, const char *node,
+		      struct gf_baseline **ret, struct gf_err *err)
+{
+	struct gf_store_query q = {.nodes = &node, .nnodes = 1};
+	struct gf_sweep *sw = NULL;
+	char *text;
+	int rc;
+
+	if (file) {
+		text = read_file(file, err);
+		rc = text ? gf_codec_baseline_parse(text, file, ret, err) : GF_E_USAGE;
+		free(text);
+		return rc;
+	}
+	rc = gf_store_load(db, &q, &sw, err);
+	if (rc == 0 && sw->n == 1)
+		*ret = gf_baseline_from_node(&sw->nodes[0]);
+	else if (rc == 0)
+		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "baseline node '%s' has not been swept",
+				node);
+	gf_sweep_free(sw);
+	return rc;
+}
+
+int inv_since_bound(const char *s, const struct gf_sweep_info *all, size_t nall,
+		    struct gf_store_query *q, json_t **ret_desc)
+{
+	struct gf_err err = {0};
+	double t;
+	bool digits = *s != '\0';
+
+	for (const char *p = s; *p; p++)
+		digits &= isdigit((unsigned char)*p) != 0;
+	q->bounded = true;
+	if (digits) {
+		const struct gf_sweep_info *si;
+		int rc = inv_find_sweep(all, nall, s, &si);
+
+		if (rc)
+			return rc;
+		q->before = si->started;
+		q->before_id = si->id;
+		*ret_desc = json_pack("{s:I,s:o}", "sweep", (json_int_t)si->id, "time",
+				      inv_time_json(si->started));
+		return 0;
+	}
+	if (gf_time_parse(s, &t, NULL) < 0) {
+		double d;
+
+		if (gf_parse_duration(s, &d, &err) < 0) {
+			cli_error("--since '%s' is not a sweep number, a date (2026-11-29T12:00:00Z)"
+				  " or a duration (7d)", s);
+			return GF_EXIT_USAGE;
+		}
+		t = gf_walltime() - d;
+	}
+	q->before = t;
+	q->before_id = LLONG_MAX;
+	*ret_desc = json_pack("{s:n,s:o}", "sweep", "time", inv_time_json(t));
+	return 0;
 }

@@ -28,6 +28,22 @@ void inv_globs_release(struct inv_globs *g);
 int inv_find_sweep(const struct gf_sweep_info *all, size_t n, const char *s,
 		   const struct gf_sweep_info **ret);
 
+/*
+ * A baseline: the file @file ("-": stdin, in the form of inventory/codec.h),
+ * or, when @file is NULL, "like node @node's last sweep". GF_E_USAGE when
+ * the file cannot be read or the node has not been swept.
+ */
+int inv_load_baseline(struct gf_db *db, const char *file, const char *node,
+		      struct gf_baseline **ret, struct gf_err *err);
+
+/*
+ * --since @s (a sweep number, a date, or a duration ago) as the bound of
+ * @q (rows before it), and a description of it for JSON output (new
+ * reference) in *ret_desc. 0 or an exit code (printed).
+ */
+int inv_since_bound(const char *s, const struct gf_sweep_info *all, size_t nall,
+		    struct gf_store_query *q, json_t **ret_desc);
+
 /* Is the output a human table (not json, ndjson, csv)? */
 bool inv_is_table(const struct gf_cli *cli);
 
