@@ -689,6 +689,15 @@ const char *gf_drift_model_class(const struct gf_sweep_node *n)
 	return n->model ? n->model : "(unknown model)";
 }
 
+const char **gf_drift_model_classes(const struct gf_sweep *sw)
+{
+	const char **classes = gf_xcalloc(sw->n ? sw->n : 1, sizeof(*classes));
+
+	for (size_t i = 0; i < sw->n; i++)
+		classes[i] = gf_drift_model_class(&sw->nodes[i]);
+	return classes;
+}
+
 int gf_drift_compute(const struct gf_sweep *cur, const struct gf_drift_opts *o,
 		     struct gf_drift **ret, struct gf_err *err)
 {

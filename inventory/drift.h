@@ -133,6 +133,8 @@ struct gf_drift {
  * or "(unknown model)" (a constant) when it has none. Points into @n.
  */
 const char *gf_drift_model_class(const struct gf_sweep_node *n);
+/* gf_drift_model_class() of every node of @sw, for gf_drift_opts.classes; caller frees the array. */
+const char **gf_drift_model_classes(const struct gf_sweep *sw);
 
 int gf_drift_compute(const struct gf_sweep *cur, const struct gf_drift_opts *o,
 		     struct gf_drift **ret, struct gf_err *err);

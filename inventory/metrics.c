@@ -245,9 +245,7 @@ int gf_metrics_build(struct gf_db *db, const char *const *nodes, size_t nnodes,
 	rc = gf_store_load(db, &q, &sw, err);
 	if (rc < 0)
 		goto out;
-	classes = gf_xcalloc(sw->n ? sw->n : 1, sizeof(*classes));
-	for (size_t i = 0; i < sw->n; i++)
-		classes[i] = gf_drift_model_class(&sw->nodes[i]);
+	classes = gf_drift_model_classes(sw);
 	o.classes = classes;
 	rc = gf_drift_compute(sw, &o, &d, err);
 	if (rc < 0)
