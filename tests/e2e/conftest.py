@@ -90,6 +90,21 @@ def fleet(request):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def started_lab(prefix, make):
+    """For a module fixture: the lab @make(workdir) builds in a new temporary
+    folder (readable by the SSH lab's login user), started; yields it, and
+    stops it and removes the folder also when the tests fail."""
+    workdir = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(workdir, 0o755)
+    lab = make(workdir)
+    try:
+        lab.start()
+        yield lab
+    finally:
+        lab.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def register(gf, lab, names=None, extra_cols=""):
     """Register every sim of @lab as gpuNN through nodes import."""
     lines = ["name,bmc,protocol,groups"]

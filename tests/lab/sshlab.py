@@ -284,6 +284,23 @@ def profile_gpus(prof):
     return None, None, []
 
 
+def edit_gpus(node, gpus):
+    """The GPUs node @node's host shows: the profile's, with the node's own values
+    ('gpu_set': {index: {query field: value}}, e.g. a serial or a VBIOS) and
+    without the GPUs in 'gpu_hide' (fallen off the bus: the others are
+    renumbered, as nvidia-smi numbers what it sees)."""
+    out = []
+    for g in gpus:
+        i = int(g['index'])
+        if i in node.get('gpu_hide', ()):
+            continue
+        g = dict(g)
+        g.update(node.get('gpu_set', {}).get(i, {}))
+        g['index'] = str(len(out))
+        out.append(g)
+    return out
+
+
 def query_answer(gpus, known, args):
     """What nvidia-smi --query-gpu=... prints and its exit status."""
     fields = None
@@ -468,6 +485,7 @@ class SshLab:
         node = self.nodes[i - 1]
         prof = PROFILES[node['profile']]
         driver, cuda, gpus = profile_gpus(prof)
+        gpus = edit_gpus(node, gpus)
         health = {'missing': 'no-nvidia-smi', 'hang': 'timeout'}.get(prof.get('smi'), 'ok')
         if prof.get('smi') == 'error':
             health = 'no-driver' if prof['exit'] == 9 else 'gpu-lost'
@@ -583,6 +601,7 @@ exec /bin/uname "$@"
         smi = prof.get('smi', 'ok')
         if smi == 'ok':
             driver, cuda, gpus = profile_gpus(prof)
+            gpus = edit_gpus(node, gpus)
             known = set(gpus[0].keys()) - set(node.get('unknown_fields', []))
             with open(os.path.join(d, 'gpus.json'), 'w') as f:
                 json.dump({'gpus': gpus, 'known': sorted(known)}, f)
