@@ -78,6 +78,10 @@ static const struct cli_verb verbs[] = {
 	 "usage: gpufleet power status|on|off|cycle|reset|soft|nmi [OPTIONS] TARGETS\n"
 	 "       gpufleet power ... -H BMCHOSTS [--protocol P] [--profile NAME]\n"
 	 "off, cycle, reset, soft and nmi on more than one node need --yes.\n"},
+	{"report", cmd_report, 0, "the inventory as one self-contained HTML page",
+	 "usage: gpufleet report --html FILE [--baseline FILE | --since WHEN] [TARGETS]\n"
+	 "Drift heat map, versions of each component, failed nodes and GPU health of each\n"
+	 "node's last sweep; FILE is replaced atomically. See gpufleet-report(1).\n"},
 	{"sel", cmd_sel, 0,
 	 "the BMCs' system event logs: list, clear",
 	 "usage: gpufleet sel list|clear [OPTIONS] TARGETS\n"

@@ -14,6 +14,7 @@ int cmd_inventory(struct gf_cli *cli, int argc, char **argv);
 int cmd_metrics(struct gf_cli *cli, int argc, char **argv);
 int cmd_nodes(struct gf_cli *cli, int argc, char **argv);
 int cmd_power(struct gf_cli *cli, int argc, char **argv);
+int cmd_report(struct gf_cli *cli, int argc, char **argv);
 int cmd_sel(struct gf_cli *cli, int argc, char **argv);
 int cmd_sensors(struct gf_cli *cli, int argc, char **argv);
 int cmd_sweep(struct gf_cli *cli, int argc, char **argv);

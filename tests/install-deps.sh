@@ -14,6 +14,8 @@ pkgs=(
 	# promtool (metrics and rule checks), and a real Prometheus scraping
 	# node_exporter's textfile collector (gpufleet metrics)
 	prometheus prometheus-node-exporter
+	# headless Chromium opens the HTML report (gpufleet report)
+	chromium
 )
 
 missing=()
