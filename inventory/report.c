@@ -270,7 +270,8 @@ static struct gf_report_issue *issues_fold(const struct gf_sweep *sw, struct iss
 	struct gf_report_issue *out = gf_xcalloc(is->n ? is->n : 1, sizeof(*out));
 	size_t n = 0;
 
-	qsort(is->v, is->n, sizeof(*is->v), keyed_cmp);
+	if (is->n)
+		qsort(is->v, is->n, sizeof(*is->v), keyed_cmp);
 	for (size_t a = 0, b; a < is->n; a = b) {
 		struct gf_report_issue *o = &out[n++];
 		size_t total = 0;
