@@ -17,33 +17,11 @@ set -euo pipefail
 nodes=${1:-10000}
 sweeps=${2:-30}
 runs=${RUNS:-5}
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
-[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
-[ -x /usr/bin/time ] || { echo "needs GNU time (/usr/bin/time)" >&2; exit 2; }
-
-work=$(mktemp -d /tmp/gf-bench-inv.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
-export GPUFLEET_DB=$work/inventory.db
+. "$(dirname "$0")/inventory-lib.sh"
+bench_setup inv
 gen=bench/inventory-gen.py
-
-t0=$(date +%s.%N)
-/usr/bin/python3 $gen "$nodes" 1 $((sweeps - 1)) | "$gf" inventory import - >/dev/null
-t1=$(date +%s.%N)
-echo "built $((sweeps - 1)) sweeps of $nodes nodes in $(printf '%.0f' "$(echo "$t1 - $t0" | bc)") s" \
-	"($(du -m "$GPUFLEET_DB" | cut -f1) MB)" >&2
+bench_inventory "$nodes" 1 $((sweeps - 1))
 /usr/bin/python3 $gen "$nodes" "$sweeps" "$sweeps" > "$work/last.ndjson"
-
-# One measured command: prints "wall cpu rss_kb" and keeps its stderr in $work/err.
-measure() {
-	/usr/bin/time -f '%e %U %S %M' -o "$work/time" "$@" >/dev/null 2>"$work/err"
-	read -r wall user sys rss < "$work/time"
-	echo "$wall $(printf '%.2f' "$(echo "$user + $sys" | bc)") $rss"
-}
-
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 declare -A wall cpu rss
 store_in=()
@@ -68,9 +46,6 @@ for r in $(seq 1 "$runs"); do
 done
 summary=$("$gf" drift | tail -n 1)
 changes=$("$gf" diff $((n - 1)) "$n" | tail -n 1)
-
-med() { tr ' ' '\n' <<<"$1" | grep . | median; }
-mb() { echo "scale=1; $(med "$1") / 1024" | bc; }
 
 {
 	echo
