@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/sweep_facts.h"
+
 #include "inventory/codec.h"
 #include "inventory/drift.h"
 #include "inventory/metrics.h"
@@ -83,21 +85,6 @@ static void lacks(const char *text, const char *what)
 {
 	if (strstr(text, what))
 		fail_msg("unexpected '%s' in:\n%s", what, text);
-}
-
-/* Hardware and host facts of @n from their record JSON. */
-static void facts(struct gf_sweep_node *n, const char *hw, const char *host)
-{
-	json_t *hj = json_loads(hw, 0, NULL), *fj = json_loads(host, 0, NULL);
-	struct gf_hardware h;
-	struct gf_hostfacts f;
-
-	assert_int_equal(gf_codec_hardware_from_json(hj, n->node, &h, NULL), 0);
-	assert_int_equal(gf_codec_host_from_json(fj, n->node, &f, NULL), 0);
-	gf_sweep_node_take_hardware(n, &h);
-	gf_sweep_node_take_host(n, &f);
-	json_decref(hj);
-	json_decref(fj);
 }
 
 /* Three DGX nodes, gpu2 off the majority's BMC firmware; gpu1 with GPUs, Xids, SEL, sensors. */
