@@ -4,11 +4,12 @@
 
 #include "cli/inv.h"
 #include "cli/verbs.h"
+#include "inventory/reconcile.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
 enum { D_MAJORITY, D_BY, D_BASELINE, D_BASELINE_NODE, D_SINCE, D_SWEEP, D_COMPONENT, D_IGNORE,
-       D_FAIL };
+       D_FAIL, D_RECONCILE };
 
 static const struct cli_opt drift_opts[] = {
 	[D_MAJORITY] = {{"majority", no_argument, NULL, 0}, NULL,
@@ -28,6 +29,8 @@ static const struct cli_opt drift_opts[] = {
 	[D_IGNORE] = {{"ignore", required_argument, NULL, 0}, "PATTERN",
 		      "leave out components matching these globs"},
 	[D_FAIL] = {{"fail-on-drift", no_argument, NULL, 0}, NULL, "exit 3 when anything drifts"},
+	[D_RECONCILE] = {{"reconcile", no_argument, NULL, 0}, NULL,
+			 "also compare the BMC's GPUs with the host's: count, serials, firmware"},
 };
 
 enum by { BY_MODEL, BY_GROUP, BY_FLEET };
@@ -39,6 +42,7 @@ struct drift_args {
 	const char *baseline, *baseline_node, *since, *sweep;
 	struct inv_globs include, ignore;
 	bool fail;
+	bool reconcile;
 };
 
 static int on_opt(void *ud, size_t idx, const char *arg)
@@ -58,6 +62,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	case D_COMPONENT: inv_globs_add(&a->include, arg); return 0;
 	case D_IGNORE: inv_globs_add(&a->ignore, arg); return 0;
 	case D_FAIL: a->fail = true; return 0;
+	case D_RECONCILE: a->reconcile = true; return 0;
 	case D_BY:
 		if (strcmp(arg, "model") == 0)
 			a->by = BY_MODEL;
@@ -113,8 +118,26 @@ static json_t *item_json(const struct gf_drift_item *it, bool table)
 	return o;
 }
 
+/* A finding of --reconcile, in the shape of a drift item with "reconcile":true. */
+static json_t *reconcile_json(const struct gf_reconcile_item *it, bool table)
+{
+	json_t *o = json_pack("{s:s,s:o,s:o,s:s,s:b,s:s,s:s}", "component", it->component,
+			      "expected", it->expected ? json_string(it->expected) : json_null(),
+			      "actual", it->actual ? json_string(it->actual) : json_null(),
+			      "source", "redfish/ssh", "reconcile", 1, "check", it->check,
+			      "detail", it->detail);
+
+	if (table) {
+		json_object_set_new(o, "expected_t",
+				    json_string(it->expected ? it->expected : "(not listed by the BMC)"));
+		json_object_set_new(o, "actual_t",
+				    json_string(it->actual ? it->actual : "(not seen by the host)"));
+	}
+	return o;
+}
+
 static json_t *node_json(const struct gf_drift *d, size_t i, enum gf_drift_mode mode, bool table,
-			 json_t *since_desc)
+			 json_t *since_desc, const struct gf_reconcile *rec)
 {
 	const struct gf_drift_node *dn = &d->nodes[i];
 	const struct gf_sweep_node *n = dn->node;
@@ -143,6 +166,13 @@ static json_t *node_json(const struct gf_drift *d, size_t i, enum gf_drift_mode 
 	}
 	for (size_t k = 0; k < dn->n; k++)
 		json_array_append_new(items, item_json(&dn->items[k], table));
+	if (rec) {
+		const struct gf_reconcile_node *rn = &rec->nodes[i];
+
+		for (size_t k = 0; k < rn->n; k++)
+			json_array_append_new(items, reconcile_json(&rn->items[k], table));
+		json_object_set_new(o, "reconciled", json_boolean(rn->compared));
+	}
 	json_object_set_new(o, "drift", items);
 	if (!dn->compared) {
 		char msg[640];
@@ -202,6 +232,7 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 	struct gf_baseline *bl = NULL;
 	struct gf_sweep_info *all = NULL;
 	struct gf_drift *d = NULL;
+	struct gf_reconcile *rec = NULL;
 	struct gf_drift_opts o = {0};
 	struct gf_err err = {0};
 	const char **classes = NULL;
@@ -250,6 +281,7 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 		q.nodes = (const char *const *)targets.names;
 		q.nnodes = targets.n;
 	}
+	q.details = a.reconcile;  /* the hardware and host facts */
 	if (gf_store_load(db, &q, &cur, &err) < 0) {
 		rc = cli_fail(&err);
 		goto out;
@@ -296,6 +328,8 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 		rc = cli_fail(&err);
 		goto out;
 	}
+	if (a.reconcile)
+		rec = gf_reconcile_compute(cur);
 
 	/* Output: every node compared (JSON), or only what differs (table). */
 	{
@@ -305,9 +339,10 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 
 		inv_out_begin(&out, cli, &spec);
 		for (size_t i = 0; i < d->n; i++) {
-			if (table && d->nodes[i].compared && d->nodes[i].n == 0)
+			if (table && d->nodes[i].compared && d->nodes[i].n == 0 &&
+			    (!rec || rec->nodes[i].n == 0))
 				continue;
-			inv_out_add(&out, node_json(d, i, a.mode, table, since_desc));
+			inv_out_add(&out, node_json(d, i, a.mode, table, since_desc, rec));
 		}
 		for (size_t t = 0; t < targets.n; t++) {
 			if (!has_row(cur, targets.names[t])) {
@@ -332,14 +367,19 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 		if (d->not_compared + missing)
 			printf("; %zu node%s not compared", d->not_compared + missing,
 			       d->not_compared + missing == 1 ? "" : "s");
+		if (rec)
+			printf("; reconcile: %zu finding%s on %zu of %zu node%s with GPUs on both sides",
+			       rec->findings, rec->findings == 1 ? "" : "s", rec->nodes_with_findings,
+			       rec->compared, rec->compared == 1 ? "" : "s");
 		printf("\n");
 	}
-	if (a.fail && d->items)
+	if (a.fail && (d->items || (rec && rec->findings)))
 		rc = GF_EXIT_DRIFT;
 	else
 		rc = d->not_compared + missing ? GF_EXIT_FAILED : GF_EXIT_OK;
 out:
 	json_decref(since_desc);
+	gf_reconcile_free(rec);
 	gf_drift_free(d);
 	if (owned_classes)
 		for (size_t i = 0; cur && i < cur->n; i++)

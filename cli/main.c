@@ -37,7 +37,8 @@ static const struct cli_verb verbs[] = {
 	 "usage: gpufleet drift [--majority] [--by model|group|fleet] [TARGETS]\n"
 	 "       gpufleet drift --baseline FILE | --baseline-node NODE [TARGETS]\n"
 	 "       gpufleet drift --since SWEEP|DATE|DURATION [TARGETS]\n"
-	 "Compares each node's last sweep. --fail-on-drift exits 3 when anything differs.\n"},
+	 "Compares each node's last sweep. --fail-on-drift exits 3 when anything differs.\n"
+	 "--reconcile also compares the BMC's GPUs with the host's (count, serials, firmware).\n"},
 	{"firmware", cmd_firmware, 0, "firmware versions the BMC reports (BMC, BIOS, ...)",
 	 "usage: gpufleet firmware TARGETS\n"
 	 "       gpufleet firmware -H BMCHOSTS [--protocol P] [--profile NAME]\n"},

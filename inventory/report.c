@@ -432,6 +432,7 @@ struct gf_report *gf_report_build(struct gf_sweep *sw, struct gf_sweep *before,
 	versions(r);
 	failures(r);
 	health(r);
+	r->rec = gf_reconcile_compute(sw);
 	return r;
 }
 
@@ -464,6 +465,7 @@ void gf_report_free(struct gf_report *r)
 	free(r->cols);
 	issues_free(r->failures, r->nfailures);
 	issues_free(r->health, r->nhealth);
+	gf_reconcile_free(r->rec);
 	gf_drift_free(r->drift);
 	gf_sweep_free(r->before);
 	gf_sweep_free(r->sw);

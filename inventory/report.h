@@ -17,6 +17,7 @@
 
 #include "inventory/db.h"
 #include "inventory/drift.h"
+#include "inventory/reconcile.h"
 #include "inventory/store.h"
 #include "inventory/sweep.h"
 #include "lib/buf.h"
@@ -83,6 +84,7 @@ struct gf_report {
 	size_t nfailures;
 	struct gf_report_issue *health;
 	size_t nhealth, health_nodes;  /* findings; nodes with host facts read */
+	struct gf_reconcile *rec;      /* the BMC's GPUs against the host's */
 	/* owned inputs */
 	struct gf_sweep *sw, *before;
 	struct gf_drift *drift;

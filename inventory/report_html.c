@@ -106,6 +106,7 @@ static void summary(const struct gf_report *r, struct gf_buf *out)
 	kv_n(out, "components with drift", r->ncols);
 	kv_n(out, "drift findings", r->items);
 	kv_n(out, "nodes not compared", r->not_compared);
+	kv_n(out, "BMC and host disagree (GPUs)", r->rec->nodes_with_findings);
 	gf_buf_adds(out, "</table></section>\n");
 }
 
@@ -245,6 +246,38 @@ static void issues(struct gf_buf *out, const char *id, const char *title, const 
 	gf_buf_adds(out, "</tbody></table></section>\n");
 }
 
+static void reconcile(const struct gf_reconcile *rec, struct gf_buf *out)
+{
+	gf_buf_addf(out, "<section id=\"reconcile\"><h2>BMC and host</h2>\n<p class=\"muted\">"
+			 "GPU count, serials and firmware, where the BMC and the host both list GPUs "
+			 "(%zu node%s).</p>\n", rec->compared, rec->compared == 1 ? "" : "s");
+	if (rec->findings == 0) {
+		gf_buf_adds(out, "<p>The BMCs and the hosts agree.</p></section>\n");
+		return;
+	}
+	gf_buf_adds(out, "<table class=\"list\"><thead><tr><th>node</th><th>component</th>"
+			 "<th>check</th><th>BMC</th><th>host</th><th>finding</th></tr></thead><tbody>\n");
+	for (size_t i = 0; i < rec->n; i++)
+		for (size_t k = 0; k < rec->nodes[i].n; k++) {
+			const struct gf_reconcile_item *it = &rec->nodes[i].items[k];
+
+			gf_buf_adds(out, "<tr data-nodes=\"");
+			esc(out, rec->nodes[i].node->node);
+			gf_buf_adds(out, "\"><td class=\"nodes\">");
+			esc(out, rec->nodes[i].node->node);
+			gf_buf_adds(out, "</td><td>");
+			esc(out, it->component);
+			gf_buf_addf(out, "</td><td>%s</td><td>", it->check);
+			esc(out, it->expected ? it->expected : "-");
+			gf_buf_adds(out, "</td><td>");
+			esc(out, it->actual ? it->actual : "-");
+			gf_buf_adds(out, "</td><td>");
+			esc(out, it->detail);
+			gf_buf_adds(out, "</td></tr>\n");
+		}
+	gf_buf_adds(out, "</tbody></table></section>\n");
+}
+
 void gf_report_html(const struct gf_report *r, struct gf_buf *out)
 {
 	char when[40] = "";
@@ -266,5 +299,6 @@ void gf_report_html(const struct gf_report *r, struct gf_buf *out)
 		    r->health_nodes, r->health_nodes == 1 ? "" : "s");
 	issues(out, "gpu-health", "GPU health", "No Xid errors, uncorrected ECC errors or pending "
 	       "row remaps.", "total", r->health, r->nhealth);
+	reconcile(r->rec, out);
 	gf_buf_adds(out, "</body></html>\n");
 }

@@ -37,6 +37,8 @@ HOSTILE = '2.37<img src=x onerror=alert(1)>&"\''
 BMC_SERIALS = ["1652923003067", "1652923004435", "1652923004252", "1652923004442",
                "1652923003447", "1652923003973", "1652923003348", "1652923001497"]
 GPU_FW = "96.00.89.00.01"
+STAGED = "96.00.AA.00.02"
+OTHER_SERIAL = "1650000009999"
 
 
 def host_gpus(**edit):
@@ -57,11 +59,13 @@ class Lab:
         self.rf = RedfishLab(os.path.join(workdir, "rf"), prefix=PREFIX, first=RF_FIRST, count=N,
                              vendors=["dgx"], user="admin", password=PASSWORD,
                              overrides={RF_FIRST + 1: {"bmc_firmware": "24.05.99"},
-                                        RF_FIRST + 2: {"firmware": {"HGX_FW_FPGA_0": HOSTILE}}})
+                                        RF_FIRST + 2: {"firmware": {"HGX_FW_FPGA_0": HOSTILE}},
+                                        # staged: the BMC holds a GPU firmware the host does not run
+                                        RF_FIRST + 3: {"gpu_firmware": {"3": STAGED}}})
         self.ssh = sshlab.SshLab(os.path.join(workdir, "ssh"), prefix=PREFIX, nodes=[
             host_gpus(xids="dmesg_xid-79_fallen-off-bus.txt"),
-            host_gpus(),
-            host_gpus(),
+            host_gpus(gpu_hide=[3]),                              # GPU_SXM_4 fell off the bus
+            host_gpus(gpu_set={5: {"serial": OTHER_SERIAL}}),     # not the board the BMC lists
             host_gpus(),
         ])
 
@@ -72,6 +76,11 @@ class Lab:
     def stop(self):
         for lab in (self.rf, self.ssh):
             lab.stop()
+
+    def bmc_gpu_serials(self, i):
+        """The GPU serials BMC i serves (what gpufleet must have read)."""
+        return sorted(self.rf.resource(RF_FIRST + i - 1, f"/redfish/v1/Systems/HGX_Baseboard_0/"
+                                       f"Processors/GPU_SXM_{g}")["SerialNumber"] for g in range(1, 9))
 
     def creds(self):
         return (f"[default]\nbmc_user = admin\nbmc_password = {PASSWORD}\n"
@@ -339,3 +348,56 @@ def test_ten_thousand_nodes_open_in_under_5_s(tmp_path):
     assert d.cells == want and len(want) > 20000
     assert len(d.rows["heatmap"]) < 3000  # folded: far fewer rows than nodes
     assert opened < 5.0, f"chromium took {opened:.2f} s to open the page"
+
+
+# ---- drift --reconcile: the BMC's GPUs against the host's --------------------------------
+
+def reconcile(gf, *args, rc=0):
+    r, data = gf.json("drift", "--reconcile", *args)
+    assert r.returncode == rc, (r.returncode, r.stderr)
+    return {o["node"]: [it for it in o["drift"] if it.get("reconcile")] for o in data}, data
+
+
+def test_reconcile_finds_hidden_gpu_foreign_serial_and_staged_firmware(swept, lab):
+    got, data = reconcile(swept, rc=1)  # dead1 is not compared
+    by_node = {o["node"]: o for o in data}
+    # What the peers hold: the BMCs serve the DGX serials, rf3's host one of its own.
+    assert lab.bmc_gpu_serials(3) == sorted(BMC_SERIALS)
+    assert got["rf1"] == [], got["rf1"]  # same serials, same firmware: nothing
+    assert by_node["rf1"]["reconciled"] is True and by_node["dead1"]["reconciled"] is False
+    assert got["dead1"] == []
+    view = {n: sorted(((it["component"], it["check"], it["expected"], it["actual"]) for it in items),
+                      key=lambda t: tuple(x or "" for x in t))
+            for n, items in got.items()}
+    assert view["rf2"] == [("gpus", "count", "8", "7"),
+                           ("gpus", "serial", BMC_SERIALS[3], None)], view["rf2"]
+    assert view["rf3"] == [("gpus", "serial", None, OTHER_SERIAL),
+                           ("gpus", "serial", BMC_SERIALS[5], None)], view["rf3"]
+    assert view["rf4"] == [("gpu3.firmware", "firmware", STAGED, GPU_FW)], view["rf4"]
+    assert all(it["reconcile"] is True and it["detail"] for items in got.values() for it in items)
+    # Plain drift has none of these.
+    r, plain = swept.json("drift")
+    assert not any(it.get("reconcile") for o in plain for it in o["drift"])
+
+
+def test_reconcile_counts_for_fail_on_drift(swept):
+    # rf4 alone has no peers to drift from; only its staged firmware counts.
+    r = swept.run("drift", "--fail-on-drift", "rf4")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = swept.run("drift", "--reconcile", "--fail-on-drift", "rf4")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "gpu3.firmware" in r.stdout and STAGED in r.stdout and GPU_FW in r.stdout
+    assert "reconcile: 1 finding on 1 of 1 node with GPUs on both sides" in r.stdout, r.stdout
+    r = swept.run("drift", "--reconcile", "--fail-on-drift", "rf1")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_report_shows_reconcile_findings(swept, tmp_path):
+    got, _ = reconcile(swept, rc=1)
+    page = tmp_path / "fleet.html"
+    report(swept, page)
+    d, _ = dom_of(page)
+    rows = d.rows.get("reconcile", [])
+    want = sorted(n for n, items in got.items() for _ in items)
+    assert sorted(n for nodes in rows for n in expand(nodes)) == want
+    assert STAGED in d.texts["reconcile"] and OTHER_SERIAL in d.texts["reconcile"]

@@ -2,7 +2,8 @@
  * The HTML report's model and page (inventory/report.c, report_html.c):
  * nodes alike folded into one row with their names in range form, cells
  * where the drift is, versions counted, failures and GPU health grouped, and
- * every string from a BMC escaped on the page.
+ * every string from a BMC escaped on the page; and the BMC's GPUs reconciled
+ * with the host's (inventory/reconcile.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,8 +14,11 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/sweep_facts.h"
+
 #include "inventory/codec.h"
 #include "inventory/drift.h"
+#include "inventory/reconcile.h"
 #include "inventory/report.h"
 #include "inventory/sweep.h"
 #include "lib/buf.h"
@@ -148,6 +152,62 @@ static void folds_and_counts(void **state)
 	gf_report_free(r);
 }
 
+#define BMC3 "{\"gpus\":[{\"index\":1,\"serial\":\"S1\",\"firmware\":\"9.1\"}," \
+	     "{\"index\":2,\"serial\":\"S2\",\"firmware\":\"9.1\"}," \
+	     "{\"index\":3,\"serial\":\"S3\",\"firmware\":\"9.1\"}]}"
+
+static void reconcile_checks(void **state)
+{
+	struct gf_sweep *sw = gf_sweep_new();
+	struct gf_reconcile *r;
+
+	/* agree (serials in another case, GPUs in another order) */
+	facts(add(sw, "n1", "1", "590"), BMC3,
+	      "{\"gpus\":[{\"index\":0,\"serial\":\"s3\",\"vbios\":\"9.1\"},"
+	      "{\"index\":1,\"serial\":\"S1\",\"vbios\":\"9.1\"},"
+	      "{\"index\":2,\"serial\":\"S2\",\"vbios\":\"9.1\"}],\"health\":{\"state\":\"ok\"}}");
+	/* one GPU hidden from the host, one serial the BMC does not list, one VBIOS behind */
+	facts(add(sw, "n2", "1", "590"), BMC3,
+	      "{\"gpus\":[{\"index\":0,\"serial\":\"S1\",\"vbios\":\"9.0\"},"
+	      "{\"index\":1,\"serial\":\"X9\",\"vbios\":\"9.1\"}],\"health\":{\"state\":\"ok\"}}");
+	/* no GPUs from the host: not reconciled */
+	facts(add(sw, "n3", "1", "590"), BMC3, "{\"gpus\":[],\"health\":{\"state\":\"gpu-lost\"}}");
+	add(sw, "n4", "1", "590");  /* no facts at all */
+
+	r = gf_reconcile_compute(sw);
+	assert_int_equal(r->n, 4);
+	assert_true(r->nodes[0].compared);
+	assert_int_equal(r->nodes[0].n, 0);
+	assert_false(r->nodes[2].compared);
+	assert_false(r->nodes[3].compared);
+	assert_int_equal(r->compared, 2);
+	assert_int_equal(r->findings, 5);
+	assert_int_equal(r->nodes_with_findings, 1);
+	{
+		const struct gf_reconcile_item *it = r->nodes[1].items;
+
+		assert_string_equal(it[0].component, "gpus");
+		assert_string_equal(it[0].check, "count");
+		assert_string_equal(it[0].expected, "3");
+		assert_string_equal(it[0].actual, "2");
+		assert_string_equal(it[1].component, "gpu1.firmware");
+		assert_string_equal(it[1].expected, "9.1");
+		assert_string_equal(it[1].actual, "9.0");
+		for (int k = 2; k <= 3; k++) {
+			assert_string_equal(it[k].check, "serial");
+			assert_null(it[k].actual);
+		}
+		assert_string_equal(it[2].expected, "S2");
+		assert_string_equal(it[3].expected, "S3");
+		assert_null(it[4].expected);
+		assert_string_equal(it[4].actual, "X9");
+		assert_non_null(strstr(it[4].detail, "the BMC does not list it"));
+	}
+	gf_reconcile_free(r);
+	gf_reconcile_free(NULL);
+	gf_sweep_free(sw);
+}
+
 static void empty(void **state)
 {
 	struct gf_report *r = build(gf_sweep_new());
@@ -165,6 +225,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(folds_and_counts),
+		cmocka_unit_test(reconcile_checks),
 		cmocka_unit_test(empty),
 	};
 
