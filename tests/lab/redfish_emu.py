@@ -58,6 +58,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from labutil import LabError, node_address, pid_alive, pid_cmdline, wait_gone, write_atomic  # noqa: E402
+import redfish_update  # noqa: E402
 
 
 # The emulator keeps to loopback; each test module has its own prefix.
@@ -73,7 +74,7 @@ CONTROL_PORT = 8442
 ROOT = '/redfish/v1'
 FW_INV = ROOT + '/UpdateService/FirmwareInventory'
 SESSIONS = ROOT + '/SessionService/Sessions'
-MAX_BODY = 4 << 20
+MAX_BODY = 64 << 20   # firmware images are pushed whole
 BMC_RESET_SECONDS = 5
 
 # One entry per captured dialect. Member patterns are regular expressions
@@ -136,7 +137,7 @@ OVERRIDE_KEYS = {
     'expand', 'sessions', 'basic', 'max_sessions', 'etag_header', 'require_if_match',
     'reset_conflict', 'transition', 'slow', 'resetting', 'retry_after', 'hang',
     'faults', 'deep_reset_values',
-}
+} | redfish_update.OVERRIDE_KEYS
 # What a fault planted on a URI does (the `faults` override).
 FAULT_KINDS = ('hang', 'close', 'garbage')
 FAULT_HANG_MAX = 300.0   # a hung request is dropped after this long even if never cleared
@@ -371,6 +372,7 @@ class Node:
             for name, act in acts.items():
                 if isinstance(act, dict) and isinstance(act.get('target'), str):
                     self.actions[act['target']] = (name, uri)
+        self.update = redfish_update.NodeUpdates(self)
 
     def _zero_counters(self):
         self.counters = {'requests': 0, 'connections': 0, 'handshakes': 0,
@@ -466,6 +468,7 @@ class Node:
         with self.lock:
             self._zero_counters()
             self.events = []
+            self.update.clear()
             self.log.close()
             self.log = open(os.path.join(self.dir, 'access.log'), 'w', buffering=1,
                             encoding='utf-8')
@@ -865,6 +868,9 @@ class Node:
                         'There is no valid session established with the implementation.', hdrs)
 
     def _route(self, method, path, query, headers, body, user):
+        reply = self.update.route(method, path, query, headers, body)
+        if reply is not None:
+            return reply
         if method in ('GET', 'HEAD'):
             return self._get(path, query)
         if method == 'POST':
@@ -1049,8 +1055,7 @@ class Node:
         if name == '#Manager.Reset':
             rt = self._reset_type(act, body)
             self.event('manager-reset', manager=uri, type=rt)
-            self.resetting_until = time.monotonic() + BMC_RESET_SECONDS
-            self.sessions.clear()
+            self.update.manager_reset(uri, rt)
             return self._done()
         if name == '#LogService.ClearLog':
             self._clear_log(uri)
@@ -1096,6 +1101,7 @@ class Node:
                             'Unable to perform %s: the server is already powered %s.'
                             % (rt, now.lower() if now else 'unknown'))
         self.event('reset', system=sys_uri, type=rt, **{'from': before, 'to': after})
+        self.update.system_reset(sys_uri, rt, now, after)
         t = self.timers.pop(sys_uri, None)
         if t:
             t.cancel()
@@ -1391,7 +1397,7 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             time.sleep(delay)
         while node.hang and not node.stopping:
             time.sleep(0.05)
-        fault = node.fault_of(self.path)
+        fault = 'close' if node.update.drop(self.conn) else node.fault_of(self.path)
         if fault == 'hang':
             until = time.monotonic() + FAULT_HANG_MAX
             while node.fault_of(self.path) == 'hang' and not node.stopping \
@@ -1517,6 +1523,9 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
         q = dict(urllib.parse.parse_qsl(split.query))
         path = split.path
         try:
+            upd = node.update.control(method, path)
+            if upd is not None:
+                return self._answer(*upd)
             if method == 'GET' and path == '/state':
                 return self._answer(200, node.snapshot())
             if method == 'GET' and path == '/resource':
@@ -1629,7 +1638,8 @@ def worker_main(workdir, index):
     sel.register(stop_r, selectors.EVENT_READ, None)
     print('worker %d: %d nodes up' % (index, len(nodes)), file=sys.stderr, flush=True)
     while True:
-        for key, _ in sel.select():
+        redfish_update.tick(sel, servers)
+        for key, _ in sel.select(timeout=0.1):
             if key.data is None:
                 for node in nodes:
                     node.stopping = True
@@ -2272,11 +2282,13 @@ def selftest(workdir, prefix='127.32.250'):
         mgr = c.req('GET', ROOT + '/Managers/BMC')[2]['Actions']['#Manager.Reset']['target']
         st, _, doc = c.req('POST', mgr, {'ResetType': 'ForceRestart'})
         _expect(st == 204, 'manager reset: %d %s' % (st, doc))
+        c = _Client(lab, 2)   # the reset closed the old connection
         _expect(c.req('GET', ROOT)[0] == 503, 'no 503 after a BMC reset')
         st, h, _ = c.req('HEAD', ROOT)
         _expect(st == 503, 'HEAD during BMC reset')
         checks += 26
-    return checks
+    upd_prefix = '%s.%d' % (prefix.rsplit('.', 1)[0], int(prefix.rsplit('.', 1)[1]) + 1)
+    return checks + redfish_update.selftest(os.path.join(workdir, 'update'), upd_prefix)
 
 
 # ---- command line ------------------------------------------------------------
@@ -2421,6 +2433,8 @@ def main(argv=None):
         print('redfish_emu: %s' % e, file=sys.stderr)
         return 1
 
+
+redfish_update.setup(sys.modules[__name__])
 
 if __name__ == '__main__':
     sys.exit(main())

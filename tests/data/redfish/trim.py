@@ -44,6 +44,7 @@ KEEP = [
     r'UpdateService', r'UpdateService/{id}ActionInfo',
     r'UpdateService/FirmwareInventory', r'UpdateService/FirmwareInventory/{id}',
     r'SessionService', r'SessionService/Sessions',
+    r'TaskService', r'TaskService/Tasks', r'TaskService/Tasks/{id}',
     r'AccountService', r'AccountService/Accounts', r'AccountService/Accounts/{id}',
     r'AccountService/Roles', r'AccountService/Roles/{id}',
 ]
