@@ -247,3 +247,29 @@ def test_on_start_update_and_long_new(lab):
     assert request(lab, LENOVO, "GET", h["location"])[2]["TaskState"] == "New"
     final, seen = wait_task(lab, LENOVO, h["location"])
     assert final["TaskState"] == "Completed" and seen[0] == "New"
+
+
+def test_http_push_uri_targets(lab):
+    us = "/redfish/v1/UpdateService"
+    gpu5 = "/redfish/v1/UpdateService/FirmwareInventory/GPU5"
+    assert request(lab, LENOVO, "PATCH", us, {"HttpPushUriTargets": ["/nope"]})[0] == 400
+    assert request(lab, LENOVO, "PATCH", us, {"HttpPushUriTargets": [gpu5]})[0] == 204
+    try:
+        st, h, _ = push(lab, LENOVO, image("T-5", "bmc"), raw=True)   # the setting wins
+        assert wait_task(lab, LENOVO, h["location"])[0]["TaskState"] == "Completed"
+        assert lab.updates(LENOVO)["pushes"][0]["members"] == [gpu5]
+        staged = lab.updates(LENOVO)["staged"]     # a GPU waits for a host reset
+        assert [(x["member"], x["version"], x["activation"]) for x in staged] == [
+            (gpu5, "T-5", "host-reset")]
+    finally:
+        request(lab, LENOVO, "PATCH", us, {"HttpPushUriTargets": []})
+    assert request(lab, HPE, "PATCH", us, {"HttpPushUriTargets": []})[0] == 405
+
+
+@pytest.mark.parametrize("result,state", [("killed", "Killed"), ("cancelled", "Cancelled")])
+def test_task_killed_or_cancelled(lab, result, state):
+    lab.override(HPE, update_result=result)
+    st, h, doc = push(lab, HPE, image("K-1", "bmc"))
+    assert h["location"].startswith("/redfish/v1/TaskService/TaskMonitors/")
+    final, _ = wait_task(lab, HPE, h["location"])
+    assert final["TaskState"] == state and lab.updates(HPE)["staged"] == []

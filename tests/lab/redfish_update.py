@@ -449,6 +449,8 @@ class NodeUpdates:
                     return _missing(path)
                 return emu.Reply(200, self._task_json(task))
             return None
+        if method == 'PATCH' and path == UPDATE_SERVICE:
+            return self._patch_targets(body)
         if method != 'POST':
             return None
         ctype = headers.get('Content-Type') or ''
@@ -602,7 +604,44 @@ class NodeUpdates:
                 return self._bad('raw', path, 400, 'PropertyMissing',
                                  'The form has no part named file.')
             _, filename, image = part
-        return self._accept('raw', path, image, filename, None, [], 'Immediate')[0]
+        targets = (self.node.get(UPDATE_SERVICE) or {}).get('HttpPushUriTargets') or None
+        members = []
+        if targets:
+            members, err = self._targets('raw', path, targets)
+            if err:
+                return err
+        return self._accept('raw', path, image, filename, targets, members, 'Immediate')[0]
+
+    def _patch_targets(self, body):
+        """PATCH UpdateService {"HttpPushUriTargets": [...]} where the capture has
+        the property (Lenovo); None (the node's own answer) elsewhere."""
+        us = self.node.get(UPDATE_SERVICE) or {}
+        if 'HttpPushUriTargets' not in us:
+            return None
+        try:
+            doc = json.loads(body) if body else None
+        except (ValueError, UnicodeDecodeError):
+            doc = None
+        if not isinstance(doc, dict) or not doc:
+            return emu.rf_error(400, 'MalformedJSON', 'The request body is not a JSON object.')
+        for key in doc:
+            if key not in ('HttpPushUriTargets', 'HttpPushUriTargetsBusy'):
+                return emu.rf_error(400, 'PropertyNotWritable' if key in us else 'PropertyUnknown',
+                                    'The property %s cannot be written here.' % key)
+        targets = doc.get('HttpPushUriTargets', us.get('HttpPushUriTargets'))
+        if not isinstance(targets, list) or any(self._resolve_target(t) is None for t in targets):
+            return emu.rf_error(400, 'PropertyValueNotInList',
+                                'HttpPushUriTargets must list firmware components of this BMC.')
+        busy = doc.get('HttpPushUriTargetsBusy', us.get('HttpPushUriTargetsBusy', False))
+        if not isinstance(busy, bool):
+            return emu.rf_error(400, 'PropertyValueTypeError',
+                                'HttpPushUriTargetsBusy must be a boolean.')
+        res = self.node.own(UPDATE_SERVICE)
+        res['HttpPushUriTargets'] = list(targets)
+        res['HttpPushUriTargetsBusy'] = busy
+        self.node.touch(UPDATE_SERVICE)
+        self.node.event('patch', uri=UPDATE_SERVICE, body=doc)
+        return self.node._done()
 
     def _new_task(self, push_uri):
         if self.style['ids'] == 'jid':
