@@ -401,3 +401,17 @@ def test_report_shows_reconcile_findings(swept, tmp_path):
     want = sorted(n for n, items in got.items() for _ in items)
     assert sorted(n for nodes in rows for n in expand(nodes)) == want
     assert STAGED in d.texts["reconcile"] and OTHER_SERIAL in d.texts["reconcile"]
+
+
+def test_since_colours_what_changed(swept, lab, tmp_path):
+    """Last here: it changes a BMC and sweeps again. --since 1 colours only that change."""
+    lab.rf.override(RF_FIRST + 3, gpu_firmware={"3": "96.00.BB.00.03"})
+    r = swept.run("sweep", "--timeout", SLOW, "--retries", "0", "rf4")
+    assert r.returncode == 0, r.stderr
+    want, _ = drift_pairs(swept, "--since", "1")
+    assert want == {("rf4", "gpu3.firmware")}, want
+    page = tmp_path / "since.html"
+    report(swept, page, "--since", "1")
+    d, _ = dom_of(page)
+    assert d.cells == want
+    assert "changes since 1" in d.texts["summary"]
