@@ -22,7 +22,7 @@ IMAGES = PREFIX + ".250"
 SUPERMICRO, DGX, LENOVO, DELL, HPE = 1, 2, 3, 4, 5
 FAST = {"update_new": 0.1, "update_flash": 0.3, "update_result": "ok", "update_purge": "none",
         "update_conflict": 409, "update_busy": 0, "bmc_reset_refused": 0.4,
-        "bmc_reset_busy": 0.4, "retry_after": 1}
+        "bmc_reset_busy": 0.4, "retry_after": 1, "update_tasks_lost": False}
 
 
 @pytest.fixture(scope="module")
@@ -273,3 +273,35 @@ def test_task_killed_or_cancelled(lab, result, state):
     assert h["location"].startswith("/redfish/v1/TaskService/TaskMonitors/")
     final, _ = wait_task(lab, HPE, h["location"])
     assert final["TaskState"] == state and lab.updates(HPE)["staged"] == []
+
+
+def test_tasks_lost_in_a_bmc_reset(lab):
+    lab.override(DGX, update_tasks_lost=True)
+    st, h, doc = push(lab, DGX, image("L-1", "bmc"))
+    assert wait_task(lab, DGX, h["location"])[0]["TaskState"] == "Completed"
+    assert reset_manager(lab, DGX) in (200, 204)
+    wait_back(lab, DGX)
+    assert request(lab, DGX, "GET", doc["@odata.id"])[0] == 404
+    assert request(lab, DGX, "GET", h["location"])[0] == 404
+    assert set(versions(lab, DGX, "bmc")) == {"L-1"}       # the inventory decides
+
+
+def test_every_option_of_the_command(tmp_path):
+    import subprocess
+    emu = os.path.join(TOP, "tests", "lab", "redfish_emu.py")
+    d = str(tmp_path / "lab")
+    r = subprocess.run(["/usr/bin/python3", emu, "start", "--dir", d, "--prefix", PREFIX,
+                        "--first", "200", "--count", "2", "--vendors", "hpe",
+                        "--every", "update_flash=0.1", "--every", "update_result=exception",
+                        "--node", "201:update_result=ok"],
+                       capture_output=True, text=True, timeout=60)
+    try:
+        assert r.returncode == 0, r.stderr
+        lab = RedfishLab.attach(d)
+        finals = []
+        for i in (200, 201):
+            st, h, _ = push(lab, i, image("EV-1", "bmc"))
+            finals.append(wait_task(lab, i, h["location"])[0]["TaskState"])
+        assert finals == ["Exception", "Completed"]
+    finally:
+        subprocess.run(["/usr/bin/python3", emu, "stop", "--dir", d], timeout=60)

@@ -2326,6 +2326,10 @@ def _cmd_start(args):
     if args.overrides_file:
         with open(args.overrides_file) as f:
             overrides = {int(k): dict(v) for k, v in json.load(f).items()}
+    for item in args.every:   # every node, under what --node and the file say
+        _, k, v = _parse_node_opt('0:' + item)
+        for i in range(args.first, args.first + args.count):
+            overrides.setdefault(i, {}).setdefault(k, v)
     for item in args.node:
         i, k, v = _parse_node_opt(item)
         overrides.setdefault(i, {})[k] = v
@@ -2404,6 +2408,7 @@ def main(argv=None):
     s.add_argument('--workers', type=int)
     s.add_argument('--overrides-file')
     s.add_argument('--node', action='append', default=[], metavar='I:KEY=VALUE')
+    s.add_argument('--every', action='append', default=[], metavar='KEY=VALUE')
     s.add_argument('--timeout', type=float, help='seconds to wait for the BMCs')
     s.set_defaults(func=_cmd_start)
     s = sub.add_parser('stop', help='stop the workers recorded in DIR/pids')

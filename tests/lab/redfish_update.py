@@ -61,7 +61,7 @@ STYLE = {
 
 OVERRIDE_KEYS = {'update_new', 'update_flash', 'update_result', 'update_message',
                  'update_purge', 'update_conflict', 'update_busy', 'update_activation',
-                 'bmc_reset_refused', 'bmc_reset_busy'}
+                 'bmc_reset_refused', 'bmc_reset_busy', 'update_tasks_lost'}
 
 IMAGE_RE = re.compile(r'GF-IMAGE((?:[ \t]+[A-Za-z_]+=\S*)*)[ \t]*\r?')
 
@@ -183,6 +183,7 @@ class NodeUpdates:
         self.activation = {}
         self.refused_s = 0.0
         self.busy_s = float(getattr(emu, 'BMC_RESET_SECONDS', 5))
+        self.tasks_lost = False
         self.down_until = 0.0
         self.reset_conn = 0
         self.tasks = {}          # task uri -> Task
@@ -234,6 +235,8 @@ class NodeUpdates:
             self.refused_s = _seconds(key, value)
         elif key == 'bmc_reset_busy':
             self.busy_s = _seconds(key, value)
+        elif key == 'update_tasks_lost':
+            self.tasks_lost = bool(value)
 
     def clear(self):
         self.pushes, self.refused, self.staged, self.applied, self.resets = [], [], [], [], []
@@ -377,6 +380,9 @@ class NodeUpdates:
         node.resetting_until = self.down_until + self.busy_s if self.busy_s > 0 else 0.0
         node.sessions.clear()
         self._apply_staged(('bmc-reset',), 'manager-reset')
+        if self.tasks_lost:   # kept in memory only: a running flash dies with them
+            self.tasks.clear()
+            self.monitors.clear()
 
     def system_reset(self, sys_uri, reset_type, before, after):
         self.resets.append({'t': time.time(), 'kind': 'system', 'uri': sys_uri,
