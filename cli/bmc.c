@@ -16,7 +16,7 @@ static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *sl
 	const struct bmc_task *t = vctx;
 	const struct cli_bmc_run *run = t->run;
 	const struct gf_node *n = &run->nodes[i];
-	const struct gf_backend *be;
+	const struct gf_backend *be = NULL;
 	struct gf_err err = {0};
 	void *sess = NULL;
 

@@ -272,7 +272,7 @@ int inv_since_bound(const char *s, const struct gf_sweep_info *all, size_t nall,
 		digits &= isdigit((unsigned char)*p) != 0;
 	q->bounded = true;
 	if (digits) {
-		const struct gf_sweep_info *si;
+		const struct gf_sweep_info *si = NULL;
 		int rc = inv_find_sweep(all, nall, s, &si);
 
 		if (rc)

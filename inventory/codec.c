@@ -537,7 +537,8 @@ static int comps_from_json(struct gf_sweep *sw, struct gf_sweep_node *n, json_t 
 		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
 				  "node '%s': member 'components' is not an array", n->node);
 	json_array_foreach(arr, i, c) {
-		const char *key = NULL, *version, *source, *id, *name, *kind;
+		const char *key = NULL, *version = NULL, *source = NULL, *id = NULL, *name = NULL;
+		const char *kind = NULL;
 		struct gf_inv_comp *ic;
 		int src;
 

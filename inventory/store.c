@@ -377,7 +377,7 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 	if (sw->id <= 0)
 		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a node row needs its sweep first");
 	if (import) {
-		bool found;
+		bool found = false;
 
 		st = tx->st[S_NODE_EXISTS];
 		sqlite3_bind_int64(st, 1, sw->id);

@@ -71,7 +71,7 @@ int gf_ipmi_boot_get(void *session, struct gf_boot *ret, struct gf_err *err)
 {
 	struct ipmi_session *s = session;
 	struct gf_boot b = {.dev = GF_BOOT_NONE};
-	struct flags f;
+	struct flags f = {0};
 	int rc = read_flags(s, &f, err);
 
 	if (rc < 0)

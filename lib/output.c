@@ -1,5 +1,6 @@
 #include "lib/output.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -476,13 +477,18 @@ void gf_prom_label(struct gf_buf *out, const char *name, const char *v, bool fir
 		gf_buf_addc(out, ',');
 	gf_buf_adds(out, name);
 	gf_buf_adds(out, "=\"");
-	for (; v && *v; v++) {
+	while (v && *v) {
+		size_t plain = strcspn(v, "\\\"\n");
+
+		gf_buf_add(out, v, plain);
+		v += plain;
 		switch (*v) {
 		case '\\': gf_buf_adds(out, "\\\\"); break;
 		case '"': gf_buf_adds(out, "\\\""); break;
 		case '\n': gf_buf_adds(out, "\\n"); break;
-		default: gf_buf_addc(out, *v); break;
+		default: continue; /* the end */
 		}
+		v++;
 	}
 	gf_buf_addc(out, '"');
 }
@@ -495,8 +501,20 @@ void gf_prom_number(struct gf_buf *out, double v)
 		gf_buf_adds(out, "+Inf");
 	else if (v < -1e308)
 		gf_buf_adds(out, "-Inf");
-	else
+	else if (v == (double)(long long)v && (v != 0 || !signbit(v)) && v < 1e15 && v > -1e15) {
+		/* Most samples are counts: "%.15g" prints them as integers, more slowly. */
+		char d[24], *p = d + sizeof(d);
+		unsigned long long u = v < 0 ? (unsigned long long)-(long long)v : (unsigned long long)v;
+
+		do
+			*--p = (char)('0' + u % 10);
+		while (u /= 10);
+		if (v < 0)
+			*--p = '-';
+		gf_buf_add(out, p, (size_t)(d + sizeof(d) - p));
+	} else {
 		gf_buf_addf(out, "%.15g", v);
+	}
 }
 
 /* One sensor's labels, as "{node=..,sensor=..,type=..,unit=..}". */

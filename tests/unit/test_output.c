@@ -1,4 +1,5 @@
 /* Renderers: table alignment, collapse, csv quoting, json/ndjson shape. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,6 +274,32 @@ static void format_parse(void **state)
 	assert_non_null(strstr(e.msg, "'xml'"));
 }
 
+/* Prometheus sample values and label values, as the text format wants them. */
+static void prom_values_and_labels(void **state)
+{
+	static const struct {
+		double v;
+		const char *want;
+	} nums[] = {
+		{1, "1"}, {0, "0"}, {-0.0, "-0"}, {-3, "-3"}, {2.5, "2.5"},
+		{999999999999999.0, "999999999999999"}, {1e15, "1e+15"}, {-1e15, "-1e+15"},
+		{1764417600.125, "1764417600.125"}, {NAN, "NaN"}, {INFINITY, "+Inf"}, {-INFINITY, "-Inf"},
+	};
+	struct gf_buf b = GF_BUF_INIT;
+
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		b.len = 0;
+		gf_prom_number(&b, nums[i].v);
+		assert_string_equal(b.s, nums[i].want);
+	}
+	b.len = 0;
+	gf_prom_label(&b, "node", "a\\b\"c\nd", true);
+	gf_prom_label(&b, "x", "", false);
+	gf_prom_label(&b, "y", "plain", false);
+	assert_string_equal(b.s, "node=\"a\\\\b\\\"c\\nd\",x=\"\",y=\"plain\"");
+	gf_buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +313,7 @@ int main(void)
 		cmocka_unit_test(html_escape),
 		cmocka_unit_test(hostile_cells),
 		cmocka_unit_test(format_parse),
+		cmocka_unit_test(prom_values_and_labels),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
