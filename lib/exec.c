@@ -50,6 +50,12 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
+/* What must be left of a node's deadline for another attempt: a tenth of it, 0.2 s at most. */
+static double retry_min(const struct gf_exec_opts *o)
+{
+	return o->timeout / 10 < 0.2 ? o->timeout / 10 : 0.2;
+}
+
 static bool retryable(const struct gf_result *r)
 {
 	return !r->ok && (r->err.kind == GF_EK_TIMEOUT || r->err.kind == GF_EK_CONNECT);
@@ -67,8 +73,12 @@ static void wait_turn(double t)
 	}
 }
 
-/* Task @k, retried as the options say. */
-static void run_task(struct exec_state *st, size_t k)
+/*
+ * Task @k, retried as the options say, all of it by the node's @deadline:
+ * a retry starts only while enough of it is left (an attempt that timed out
+ * has used it up, so a dead peer costs one deadline, not one per attempt).
+ */
+static void run_task(struct exec_state *st, size_t k, double deadline)
 {
 	const struct gf_exec_opts *o = st->opts;
 	struct gf_result *slot = &st->slots[k];
@@ -87,9 +97,9 @@ static void run_task(struct exec_state *st, size_t k)
 		gf_err_clear(&slot->err);
 		slot->attempts++;
 		slot->no_retry = false;
-		st->task(st->ctx, k, gf_monotime() + o->timeout, slot);
+		st->task(st->ctx, k, deadline, slot);
 		if (!retryable(slot) || slot->no_retry || slot->attempts > o->retries ||
-		    interrupted)
+		    interrupted || gf_deadline_left(deadline) < retry_min(o))
 			break;
 	}
 	slot->t_end = gf_walltime();
@@ -98,6 +108,7 @@ static void run_task(struct exec_state *st, size_t k)
 struct part {
 	struct exec_state *st;
 	size_t k;
+	double deadline;           /* the node's */
 	pthread_t tid;
 	bool started;
 };
@@ -106,30 +117,35 @@ static void *part_main(void *arg)
 {
 	struct part *p = arg;
 
-	run_task(p->st, p->k);
+	run_task(p->st, p->k, p->deadline);
 	return NULL;
 }
 
-/* Node @i: its turn in the stagger, then its parts at once (this thread runs the first). */
+/*
+ * Node @i: its turn in the stagger, then its parts at once (this thread runs
+ * the first), all under one deadline that starts now.
+ */
 static void run_one(struct exec_state *st, size_t i)
 {
 	const struct gf_exec_opts *o = st->opts;
 	struct part *ps = NULL;
+	double deadline;
 
 	if (o->batch)
 		wait_turn(st->start + (double)(i / o->batch) * o->interval);
+	deadline = gf_monotime() + o->timeout;
 	if (st->parts > 1)
 		ps = gf_xcalloc(st->parts - 1, sizeof(*ps));
 	for (size_t p = 1; p < st->parts; p++) {
-		ps[p - 1] = (struct part){.st = st, .k = i * st->parts + p};
+		ps[p - 1] = (struct part){.st = st, .k = i * st->parts + p, .deadline = deadline};
 		ps[p - 1].started = pthread_create(&ps[p - 1].tid, st->attr, part_main, &ps[p - 1]) == 0;
 	}
-	run_task(st, i * st->parts);
+	run_task(st, i * st->parts, deadline);
 	for (size_t p = 1; p < st->parts; p++) {
 		if (ps[p - 1].started)
 			pthread_join(ps[p - 1].tid, NULL);
 		else
-			run_task(st, ps[p - 1].k); /* no thread for it: after the first, then */
+			run_task(st, ps[p - 1].k, deadline); /* no thread: after the first, by the same deadline */
 	}
 	free(ps);
 }

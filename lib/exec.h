@@ -11,8 +11,8 @@
 struct gf_exec_opts {
 	unsigned fanout;     /* concurrent nodes, >= 1 */
 	unsigned parts;      /* tasks per node, run at once (0: one); see gf_exec_run() */
-	double timeout;      /* seconds per attempt, given to the task as a deadline */
-	unsigned retries;    /* extra attempts after a timeout or connect failure */
+	double timeout;      /* seconds per node: its whole deadline, all attempts and parts */
+	unsigned retries;    /* extra attempts after a timeout or connect failure, by the deadline */
 	unsigned batch;      /* 0: no staggering; else start at most @batch nodes per @interval */
 	double interval;     /* seconds between batches */
 	size_t stack_size;   /* worker stack, 0: 256 KiB */
@@ -21,8 +21,10 @@ struct gf_exec_opts {
 /*
  * One attempt at task @i: node @i, or with parts, part i % parts of node
  * i / parts. Runs on a worker thread; it may only touch @slot and what @ctx
- * says is read-only. @deadline is monotonic (gf_monotime()). It sets
- * slot->ok, slot->err and slot->data.
+ * says is read-only. @deadline is monotonic (gf_monotime()): the node's,
+ * the same for every attempt and part (its start plus opts->timeout); every
+ * call the task makes must end by then. It sets slot->ok, slot->err and
+ * slot->data.
  */
 typedef void (*gf_exec_task)(void *ctx, size_t i, double deadline, struct gf_result *slot);
 /*
@@ -39,8 +41,12 @@ typedef void (*gf_exec_done)(void *ud, size_t i, const struct gf_result *slot);
  *
  * With @opts->parts P > 1 a node is P tasks that run at once, each on its own
  * thread, with its own slot (@slots has n * P: node i's part p is i * P + p),
- * attempts and retries; @fanout still counts nodes, and a node is done when
- * all its parts are.
+ * attempts and retries, and all under the node's one deadline; @fanout still
+ * counts nodes, and a node is done when all its parts are.
+ *
+ * A retry (a timeout or connect failure, at most opts->retries of them)
+ * starts only while a tenth of the timeout (0.2 s at most) is left of the
+ * node's deadline: retries happen inside the deadline, never after it.
  *
  * Ctrl-C is the executor's while it runs (the calling thread's SIGINT
  * disposition is put back when it returns): the first stops the run soon.

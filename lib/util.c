@@ -1,6 +1,7 @@
 #include "lib/util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -19,6 +20,20 @@ double gf_monotime(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double gf_deadline_left(double deadline)
+{
+	double left = deadline - gf_monotime();
+
+	return left > 0 ? left : 0; /* a NaN compares false: 0 */
+}
+
+int gf_deadline_ms(double deadline)
+{
+	double ms = ceil(gf_deadline_left(deadline) * 1000.0);
+
+	return ms < (double)INT_MAX ? (int)ms : INT_MAX;
 }
 
 double gf_walltime(void)

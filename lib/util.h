@@ -11,6 +11,14 @@
 
 /* Monotonic seconds, for deadlines. */
 double gf_monotime(void);
+/*
+ * What is left of a monotonic @deadline: seconds (0 once it has passed, and
+ * for a NaN), and whole milliseconds rounded up for poll() and libraries
+ * (0 once passed, at most INT_MAX). One node's deadline is carried down to
+ * every request as such a monotonic time.
+ */
+double gf_deadline_left(double deadline);
+int gf_deadline_ms(double deadline);
 /* Wall clock, epoch seconds with fractions. */
 double gf_walltime(void);
 /* Sleep until monotonic time @t (returns at once when past). */

@@ -229,6 +229,54 @@ static void parts_run_at_once_and_fanout_counts_nodes(void **state)
 		gf_result_release(&slots[k]);
 }
 
+/* Each attempt sleeps until its deadline and times out: one deadline per node in all. */
+struct dl_ctx {
+	double deadlines[4][8];    /* [task][attempt] as given */
+	atomic_int attempts[4];
+};
+
+static void deadline_task(void *vctx, size_t k, double deadline, struct gf_result *slot)
+{
+	struct dl_ctx *c = vctx;
+	int a = atomic_fetch_add(&c->attempts[k], 1);
+	struct gf_err e = {0};
+
+	if (a < 8)
+		c->deadlines[k][a] = deadline;
+	if (k % 2 == 0) {
+		/* A connect failure at once: retried, by the same deadline. */
+		gf_err_set(&e, GF_E_NODE, GF_EK_CONNECT, "refused");
+		usleep(1000);
+	} else {
+		gf_sleep_until(deadline);
+		gf_err_set(&e, GF_E_NODE, GF_EK_TIMEOUT, "no answer");
+	}
+	gf_result_fail(slot, &e);
+}
+
+static void one_deadline_for_attempts_and_parts(void **state)
+{
+	struct dl_ctx c = {0};
+	struct gf_exec_opts o = {.fanout = 2, .parts = 2, .timeout = 0.3, .retries = 3};
+	struct gf_result slots[4];
+	double t0 = gf_monotime(), took;
+
+	assert_int_equal(gf_exec_run(&o, 2, deadline_task, &c, slots, NULL, NULL, NULL), 0);
+	took = gf_monotime() - t0;
+	assert_true(took < 0.3 * 1.5); /* not 4 attempts of 0.3 s */
+	for (int k = 0; k < 4; k++) {
+		int n = atomic_load(&c.attempts[k]);
+
+		/* Every attempt of a node's parts got the node's one deadline. */
+		for (int a = 0; a < n; a++)
+			assert_true(c.deadlines[k][a] == c.deadlines[k - k % 2][0]);
+		/* The quick failure is retried inside it; the timed-out one is not. */
+		assert_int_equal(n, k % 2 == 0 ? 4 : 1);
+		assert_int_equal(slots[k].attempts, n);
+		gf_result_release(&slots[k]);
+	}
+}
+
 static void empty(void **state)
 {
 	struct gf_exec_opts o = {.fanout = 4, .timeout = 1};
@@ -244,6 +292,7 @@ int main(void)
 		cmocka_unit_test(batches),
 		cmocka_unit_test(cancel_cuts_the_stagger_short),
 		cmocka_unit_test(parts_run_at_once_and_fanout_counts_nodes),
+		cmocka_unit_test(one_deadline_for_attempts_and_parts),
 		cmocka_unit_test(empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
