@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/bounded.h"
 #include "lib/node.h"
 #include "lib/util.h"
 
@@ -243,18 +244,15 @@ static int split_spec(const char *node, const char *spec, char **ret_user, char 
 
 static int tcp_connect(struct gf_ssh *s, double deadline, struct gf_err *err)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_NUMERICSERV};
 	struct addrinfo *res = NULL, *ai;
-	char port[16];
+	struct gf_err rerr = {0};
 	int rc, last = 0;
 	bool timed_out = false, stopped = false;
 
-	snprintf(port, sizeof(port), "%d", s->port);
-	rc = getaddrinfo(s->host, port, &hints, &res);
-	if (rc)
-		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "ssh '%s' cannot resolve '%s' (%s)",
-				  s->node, s->host, gai_strerror(rc));
+	/* getaddrinfo() has no timeout of its own: bounded by the deadline. */
+	rc = gf_resolve(s->host, s->port, SOCK_STREAM, deadline, s->cancel, &res, &rerr);
+	if (rc < 0)
+		return gf_err_set(err, rc, rerr.kind, "ssh '%s': %s", s->node, rerr.msg);
 	for (ai = res; ai; ai = ai->ai_next) {
 		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
 				ai->ai_protocol);

@@ -30,8 +30,8 @@ struct ipmi_session {
 	ipmi_ctx_t ctx;
 	char *node;              /* for messages */
 	int cipher;              /* the suite in use, -1 for IPMI 1.5 */
-	const char *host;        /* as given in the target, for cache keys */
-	const char *cache_dir;   /* the target's cache directory, may be NULL */
+	char *host;              /* as given in the target, for cache keys */
+	char *cache_dir;         /* the target's cache directory, may be NULL */
 	double deadline;         /* monotonic: the target's deadline, for multi-command work */
 	bool no_thresholds;      /* sensors: do not send Get Sensor Thresholds */
 };

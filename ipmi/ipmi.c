@@ -7,8 +7,16 @@
  *
  * Threads: FreeIPMI contexts share no state, so each worker thread owns its
  * session and context; the one process-wide step (libgcrypt's set-up inside
- * ipmi_rmcpplus_init()) is done once under pthread_once(). Host names are
- * resolved with getaddrinfo(), which the deadline does not bound.
+ * ipmi_rmcpplus_init()) is done once under pthread_once().
+ *
+ * Deadlines: the session's open fits FreeIPMI's timeouts to what is left of
+ * the node's deadline, and a host name is resolved first, bounded
+ * (lib/bounded.h), so FreeIPMI only ever sees a numeric address. Once open,
+ * a FreeIPMI call cannot be interrupted (a command waits for its session
+ * timeout, ipmi_sdr_cache_create() for every record of a slow BMC), so each
+ * operation runs on a thread of its own that the worker stops waiting for
+ * shortly after the deadline: the session then belongs to that thread,
+ * which closes it when FreeIPMI returns, and the node fails with a timeout.
  */
 #include "ipmi/ipmi.h"
 #include "ipmi/internal.h"
@@ -20,12 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <freeipmi/freeipmi.h>
 
+#include "lib/bounded.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -39,6 +50,8 @@
 #define RETRANSMIT_MS_MAX 1000u
 /* IPMI_LAN_BACKOFF_COUNT in FreeIPMI's ipmi-lan-session-common.c (not exported). */
 #define FREEIPMI_BACKOFF_COUNT 2u
+/* How long past the node's deadline an operation is waited for before it is left behind. */
+#define GRACE_S 0.5
 
 
 static const uint8_t chassis_controls[] = {
@@ -63,6 +76,19 @@ const char *gf_ipmi_lower(const char *in, char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * What the backend hands out: the session, until an operation that outran
+ * the deadline took it with it.
+ */
+struct ipmi_handle {
+	struct ipmi_session *s;  /* NULL once left to an operation's thread */
+	char *node;
+	double deadline;         /* the node's */
+	double op_s;             /* the bound of an operation started past the deadline */
+};
+
+static void session_free(void *vs);
+
 static pthread_once_t crypt_once = PTHREAD_ONCE_INIT;
 static int crypt_rc;
 
@@ -72,10 +98,15 @@ static void crypt_init(void)
 	crypt_rc = ipmi_rmcpplus_init();
 }
 
-/* "host", "host:port" or "[v6]:port", the forms FreeIPMI's parser takes. */
+/*
+ * "host", "host:port" or "[v6]:port", the forms FreeIPMI's parser takes, of
+ * @t's host resolved to a numeric address by the deadline.
+ */
 static int host_arg(const struct gf_bmc_target *t, char *buf, size_t size, struct gf_err *err)
 {
 	const char *node = t->node ? t->node : t->host;
+	char addr[INET6_ADDRSTRLEN + 1];
+	struct gf_err rerr = {0};
 	int n;
 
 	if (!t->host || !*t->host)
@@ -88,12 +119,24 @@ static int host_arg(const struct gf_bmc_target *t, char *buf, size_t size, struc
 	if (t->port < 0 || t->port > 65535)
 		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc port %d of node '%s' is not a port",
 				  t->port, node);
-	if (!t->port)
-		n = snprintf(buf, size, "%s", t->host);
-	else if (strchr(t->host, ':') && t->host[0] != '[')
-		n = snprintf(buf, size, "[%s]:%d", t->host, t->port);
+	char bare[HOST_MAX + 1];
+	size_t hl = strlen(t->host);
+
+	/* "[v6]" as some write it: the address inside. */
+	if (t->host[0] == '[' && hl > 2 && t->host[hl - 1] == ']')
+		snprintf(bare, sizeof(bare), "%.*s", (int)(hl - 2), t->host + 1);
 	else
-		n = snprintf(buf, size, "%s:%d", t->host, t->port);
+		snprintf(bare, sizeof(bare), "%s", t->host);
+	if (gf_resolve_numeric(bare, SOCK_DGRAM, t->deadline, t->cancel, addr, sizeof(addr),
+			       &rerr) < 0)
+		return gf_err_set(err, GF_E_NODE, rerr.kind, "bmc address of node '%s': %s", node,
+				  rerr.msg);
+	if (!t->port)
+		n = snprintf(buf, size, "%s", addr);
+	else if (strchr(addr, ':'))
+		n = snprintf(buf, size, "[%s]:%d", addr, t->port);
+	else
+		n = snprintf(buf, size, "%s:%d", addr, t->port);
 	if (n < 0 || (size_t)n >= size)
 		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc address '%s' of node '%s' is too long",
 				  t->host, node);
@@ -288,6 +331,7 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	bool fallback, memo, tried_default = false;
 	size_t pw_max = p->ipmi_v15 ? IPMI_1_5_MAX_PASSWORD_LENGTH : IPMI_2_0_MAX_PASSWORD_LENGTH;
 	struct ipmi_session *s;
+	struct ipmi_handle *h;
 	double t0 = gf_monotime();
 	int rc;
 
@@ -355,30 +399,57 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	if (tried_default && !memo)
 		memo_set(t, true);
 	s->cipher = cipher;
-	s->host = t->host;
-	s->cache_dir = t->cache_dir;
+	s->host = gf_xstrdup(t->host);
+	s->cache_dir = t->cache_dir ? gf_xstrdup(t->cache_dir) : NULL;
 	s->deadline = t->deadline;
 	s->no_thresholds = t->no_thresholds;
-	*ret_session = s;
+	h = gf_xcalloc(1, sizeof(*h));
+	h->s = s;
+	h->node = gf_xstrdup(node);
+	h->deadline = t->deadline;
+	h->op_s = session_ms / 1000.0 + 1.0;
+	*ret_session = h;
 	return 0;
 fail:
+	session_free(s);
+	return rc;
+}
+
+/* Sends Close Session and waits at most one retransmission timeout. */
+static void session_free(void *vs)
+{
+	struct ipmi_session *s = vs;
+
+	if (!s)
+		return;
 	if (s->ctx)
 		ipmi_ctx_destroy(s->ctx);
 	free(s->node);
+	free(s->host);
+	free(s->cache_dir);
 	free(s);
-	return rc;
+}
+
+/* Until when an operation starting now is waited for (see the top of the file). */
+static double op_until(const struct ipmi_handle *h)
+{
+	double now = gf_monotime();
+
+	/* Past the deadline only callers that poll on purpose (power --wait) call. */
+	return now < h->deadline ? h->deadline + GRACE_S : now + h->op_s;
 }
 
 static void ipmi_close(void *session)
 {
-	struct ipmi_session *s = session;
+	struct ipmi_handle *h = session;
 
-	if (!s)
+	if (!h)
 		return;
-	/* Sends Close Session and waits at most one retransmission timeout. */
-	ipmi_ctx_destroy(s->ctx);
-	free(s->node);
-	free(s);
+	if (h->s)
+		gf_bounded_run(session_free, session_free, h->s, op_until(h), NULL, 0,
+			       "closing the session", NULL);
+	free(h->node);
+	free(h);
 }
 
 int gf_ipmi_cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, uint8_t netfn,
@@ -423,7 +494,7 @@ int gf_ipmi_cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, u
 	}
 }
 
-static int ipmi_power_get(void *session, enum gf_power *ret, struct gf_err *err)
+static int power_get(void *session, enum gf_power *ret, struct gf_err *err)
 {
 	struct ipmi_session *s = session;
 	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_get_chassis_status_rs);
@@ -448,7 +519,7 @@ out:
 	return rc;
 }
 
-static int ipmi_power_set(void *session, enum gf_power_op op, struct gf_err *err)
+static int power_set(void *session, enum gf_power_op op, struct gf_err *err)
 {
 	struct ipmi_session *s = session;
 	fiid_obj_t rs;
@@ -470,6 +541,203 @@ static int ipmi_power_set(void *session, enum gf_power_op op, struct gf_err *err
 	return rc;
 }
 
+/* ---- operations, each bounded by the deadline -------------------------- */
+
+enum op_kind {
+	OP_POWER_GET, OP_POWER_SET, OP_SENSORS, OP_SEL_LIST, OP_SEL_CLEAR, OP_FIRMWARE,
+	OP_HARDWARE, OP_BOOT_GET, OP_BOOT_SET,
+};
+
+/* One operation on its thread: the arguments and results are its own until it is done. */
+struct op {
+	enum op_kind kind;
+	struct ipmi_session *s;
+	enum gf_power_op power_op;       /* power_set */
+	struct gf_boot want;             /* boot_set */
+	union {                          /* the answer, at its start */
+		enum gf_power power;
+		struct gf_boot boot;
+		struct gf_sensor_list sensors;
+		struct gf_sel_list sel;
+		struct gf_component_list comps;
+		struct gf_hardware hw;
+	} out;
+	struct gf_err err;
+	int rc;
+};
+
+static void op_call(void *vo)
+{
+	struct op *o = vo;
+
+	switch (o->kind) {
+	case OP_POWER_GET:
+		o->rc = power_get(o->s, &o->out.power, &o->err);
+		break;
+	case OP_POWER_SET:
+		o->rc = power_set(o->s, o->power_op, &o->err);
+		break;
+	case OP_SENSORS:
+		o->rc = gf_ipmi_sensors(o->s, &o->out.sensors, &o->err);
+		break;
+	case OP_SEL_LIST:
+		o->rc = gf_ipmi_sel_list(o->s, &o->out.sel, &o->err);
+		break;
+	case OP_SEL_CLEAR:
+		o->rc = gf_ipmi_sel_clear(o->s, &o->err);
+		break;
+	case OP_FIRMWARE:
+		o->rc = gf_ipmi_firmware(o->s, &o->out.comps, &o->err);
+		break;
+	case OP_HARDWARE:
+		o->rc = gf_ipmi_hardware(o->s, &o->out.hw, &o->err);
+		break;
+	case OP_BOOT_GET:
+		o->rc = gf_ipmi_boot_get(o->s, &o->out.boot, &o->err);
+		break;
+	case OP_BOOT_SET:
+		o->rc = gf_ipmi_boot_set(o->s, &o->want, &o->err);
+		break;
+	}
+}
+
+/* Release what a finished operation returned. */
+static void op_release(struct op *o)
+{
+	if (o->rc < 0)
+		return;
+	switch (o->kind) {
+	case OP_SENSORS:
+		gf_sensor_list_release(&o->out.sensors);
+		break;
+	case OP_SEL_LIST:
+		gf_sel_list_release(&o->out.sel);
+		break;
+	case OP_FIRMWARE:
+		gf_component_list_release(&o->out.comps);
+		break;
+	case OP_HARDWARE:
+		gf_hardware_release(&o->out.hw);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The thread of an operation nobody waits for any more: it owns the session. */
+static void op_abandoned(void *vo)
+{
+	struct op *o = vo;
+
+	op_release(o);
+	session_free(o->s);
+	free(o);
+}
+
+static const char *const op_what[] = {
+	[OP_POWER_GET] = "reading the power state", [OP_POWER_SET] = "the power request",
+	[OP_SENSORS] = "reading sensors", [OP_SEL_LIST] = "reading the event log",
+	[OP_SEL_CLEAR] = "clearing the event log", [OP_FIRMWARE] = "reading firmware",
+	[OP_HARDWARE] = "reading the hardware", [OP_BOOT_GET] = "reading the boot device",
+	[OP_BOOT_SET] = "setting the boot device",
+};
+
+/*
+ * Run @o on @session's thread for it; 0 with @o's results the caller's (it
+ * frees @o), or an error: then @o is gone when it was left behind.
+ */
+static int op_run(void *session, struct op *o, struct gf_err *err)
+{
+	struct ipmi_handle *h = session;
+	struct gf_err e = {0};
+	int rc;
+
+	if (!h->s) {
+		free(o);
+		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
+				  "bmc '%s': the session was given up at the deadline", h->node);
+	}
+	o->s = h->s;
+	rc = gf_bounded_run(op_call, op_abandoned, o, op_until(h), NULL, 0, op_what[o->kind], &e);
+	if (rc < 0) {
+		h->s = NULL; /* the operation's thread closes it */
+		return gf_err_set(err, rc, e.kind, "bmc '%s': %s", h->node, e.msg);
+	}
+	if (o->rc < 0) {
+		if (err)
+			*err = o->err;
+		rc = o->rc;
+		free(o);
+		return rc;
+	}
+	return 0;
+}
+
+/* Operation @kind on @session; its result (@size bytes, nullable) into *@ret on success. */
+static int op_do(void *session, enum op_kind kind, enum gf_power_op power_op,
+		 const struct gf_boot *want, void *ret, size_t size, struct gf_err *err)
+{
+	struct op *o = gf_xcalloc(1, sizeof(*o));
+	int rc;
+
+	o->kind = kind;
+	o->power_op = power_op;
+	if (want)
+		o->want = *want;
+	rc = op_run(session, o, err);
+	if (rc == 0) {
+		if (ret)
+			memcpy(ret, &o->out, size);
+		free(o);
+	}
+	return rc;
+}
+
+static int ipmi_power_get(void *session, enum gf_power *ret, struct gf_err *err)
+{
+	return op_do(session, OP_POWER_GET, 0, NULL, ret, sizeof(*ret), err);
+}
+
+static int ipmi_power_set(void *session, enum gf_power_op op, struct gf_err *err)
+{
+	return op_do(session, OP_POWER_SET, op, NULL, NULL, 0, err);
+}
+
+static int ipmi_sensors(void *session, struct gf_sensor_list *ret, struct gf_err *err)
+{
+	return op_do(session, OP_SENSORS, 0, NULL, ret, sizeof(*ret), err);
+}
+
+static int ipmi_sel_list(void *session, struct gf_sel_list *ret, struct gf_err *err)
+{
+	return op_do(session, OP_SEL_LIST, 0, NULL, ret, sizeof(*ret), err);
+}
+
+static int ipmi_sel_clear(void *session, struct gf_err *err)
+{
+	return op_do(session, OP_SEL_CLEAR, 0, NULL, NULL, 0, err);
+}
+
+static int ipmi_firmware(void *session, struct gf_component_list *ret, struct gf_err *err)
+{
+	return op_do(session, OP_FIRMWARE, 0, NULL, ret, sizeof(*ret), err);
+}
+
+static int ipmi_hardware(void *session, struct gf_hardware *ret, struct gf_err *err)
+{
+	return op_do(session, OP_HARDWARE, 0, NULL, ret, sizeof(*ret), err);
+}
+
+static int ipmi_boot_get(void *session, struct gf_boot *ret, struct gf_err *err)
+{
+	return op_do(session, OP_BOOT_GET, 0, NULL, ret, sizeof(*ret), err);
+}
+
+static int ipmi_boot_set(void *session, const struct gf_boot *want, struct gf_err *err)
+{
+	return op_do(session, OP_BOOT_SET, 0, want, NULL, 0, err);
+}
+
 const struct gf_backend gf_ipmi_backend = {
 	.name = "ipmi",
 	.title = "IPMI",
@@ -478,11 +746,11 @@ const struct gf_backend gf_ipmi_backend = {
 	.close = ipmi_close,
 	.power_get = ipmi_power_get,
 	.power_set = ipmi_power_set,
-	.sensors = gf_ipmi_sensors,
-	.sel_list = gf_ipmi_sel_list,
-	.sel_clear = gf_ipmi_sel_clear,
-	.firmware = gf_ipmi_firmware,
-	.hardware = gf_ipmi_hardware,
-	.boot_get = gf_ipmi_boot_get,
-	.boot_set = gf_ipmi_boot_set,
+	.sensors = ipmi_sensors,
+	.sel_list = ipmi_sel_list,
+	.sel_clear = ipmi_sel_clear,
+	.firmware = ipmi_firmware,
+	.hardware = ipmi_hardware,
+	.boot_get = ipmi_boot_get,
+	.boot_set = ipmi_boot_set,
 };

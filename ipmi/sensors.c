@@ -9,7 +9,9 @@
  * most recent addition and erase timestamps are those it was made with (one
  * Get SDR Repository Info per read); otherwise it is downloaded again into a
  * temporary file and renamed over the old one, so a concurrent reader (another
- * thread or process) always opens a whole file.
+ * thread or process) always opens a whole file. A cache folder that takes no
+ * file, or a cache that cannot be read, is no failure: the repository is
+ * then read into a private temporary file, as without a cache directory.
  *
  * State: a threshold sensor is critical at or beyond a critical or
  * non-recoverable threshold, warning at or beyond a non-critical one,
@@ -31,6 +33,7 @@
 #include "ipmi/internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,21 +257,36 @@ static int sdr_error(struct ipmi_session *s, ipmi_sdr_ctx_t sdr, const char *wha
 			  gf_ipmi_lower(ipmi_sdr_ctx_errormsg(sdr), why, sizeof(why)));
 }
 
-/* Download the repository into @path: a temporary file, then rename(). */
+/*
+ * Download the repository into @path: a temporary file, then rename().
+ * GF_E_IO (nothing asked of the BMC yet) when the folder cannot be written.
+ */
 static int sdr_download(struct ipmi_session *s, const char *path, struct gf_err *err)
 {
 	ipmi_sdr_ctx_t sdr;
 	struct gf_buf tmp = GF_BUF_INIT;
 	struct gf_err e = {0};
-	int rc = 0;
+	int rc = 0, fd;
 
 	if (gf_mkdir_parents(path, &e) < 0)
-		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "%s", e.msg);
-	sdr = ipmi_sdr_ctx_create();
-	if (!sdr)
-		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
+		return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "%s", e.msg);
 	/* Unique among this process's sessions (the session's address) and processes. */
 	gf_buf_addf(&tmp, "%s.%ld.%p.tmp", path, (long)getpid(), (void *)s);
+	/* Whether the folder takes a file, before the BMC is asked for anything. */
+	fd = open(gf_buf_str(&tmp), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		rc = gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "cannot write sdr cache '%s' (%s)",
+				path, strerror(errno));
+		gf_buf_release(&tmp);
+		return rc;
+	}
+	close(fd);
+	sdr = ipmi_sdr_ctx_create();
+	if (!sdr) {
+		unlink(gf_buf_str(&tmp));
+		gf_buf_release(&tmp);
+		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
+	}
 	if (ipmi_sdr_cache_create(sdr, s->ctx, gf_buf_str(&tmp),
 				  IPMI_SDR_CACHE_CREATE_FLAGS_OVERWRITE, NULL, NULL) < 0) {
 		rc = sdr_error(s, sdr, "the sdr repository", err);
@@ -308,6 +326,8 @@ static int sdr_uncached(struct ipmi_session *s, ipmi_sdr_ctx_t *ret, struct gf_e
 	}
 	gf_buf_addf(&path, "%s/sdr", gf_buf_str(&dir));
 	rc = sdr_download(s, gf_buf_str(&path), err);
+	if (rc == GF_E_IO)
+		rc = GF_E_NODE; /* a fresh private folder that takes no file: the node's failure */
 	if (rc < 0)
 		goto out;
 	sdr = ipmi_sdr_ctx_create();
@@ -350,13 +370,14 @@ int gf_ipmi_sdr_open(struct ipmi_session *s, ipmi_sdr_ctx_t *ret, struct gf_err 
 		rc = sdr_error(s, sdr, "get sdr repository info", err);
 		goto fail;
 	}
-	if (e == IPMI_SDR_ERR_PERMISSION) {
-		rc = gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
-				"sdr cache '%s' is not readable (permission denied)", path);
-		goto fail;
+	/* Missing, out of date, not a cache or not readable: fetch it again. */
+	rc = e == IPMI_SDR_ERR_PERMISSION ? GF_E_IO : sdr_download(s, path, err);
+	if (rc == GF_E_IO) {
+		/* A cache folder that cannot be used: read without it. */
+		ipmi_sdr_ctx_destroy(sdr);
+		free(path);
+		return sdr_uncached(s, ret, err);
 	}
-	/* Missing, out of date or not a cache: fetch it again. */
-	rc = sdr_download(s, path, err);
 	if (rc < 0)
 		goto fail;
 	ipmi_sdr_ctx_destroy(sdr);
