@@ -14,8 +14,11 @@
 #include "redfish/http.h"
 #include "redfish/rf.h"
 
-/* Time granted to delete the session, even after the node's deadline. */
-#define CLEANUP_S 3.0
+/*
+ * Time granted to delete the session, even after the node's deadline: under
+ * a second, so that no worker outlives its node's deadline by more.
+ */
+#define CLEANUP_S 0.8
 #define PROBE_S 3.0
 
 struct rf_session {

@@ -139,8 +139,11 @@ OVERRIDE_KEYS = {
     'faults', 'deep_reset_values',
 } | redfish_update.OVERRIDE_KEYS
 # What a fault planted on a URI does (the `faults` override).
-FAULT_KINDS = ('hang', 'close', 'garbage')
+FAULT_KINDS = ('hang', 'close', 'garbage', 'trickle', 'endless')
 FAULT_HANG_MAX = 300.0   # a hung request is dropped after this long even if never cleared
+# 'trickle': the real answer, one byte of its body every TRICKLE_S seconds.
+# 'endless': a collection whose every page links to one more, forever.
+TRICKLE_S = 0.05
 START_ONLY_KEYS = {'vendor', 'password'}
 
 
@@ -275,6 +278,19 @@ def _iso(t):
 
 
 # ---- answers ---------------------------------------------------------------
+
+def _endless_page(raw_path):
+    """A page of the collection at @raw_path that links to one more page, forever."""
+    split = urllib.parse.urlsplit(raw_path)
+    skip = 0
+    for k, v in urllib.parse.parse_qsl(split.query):
+        if k == '$skip' and v.isdigit():
+            skip = int(v)
+    return Reply(200, {'@odata.id': split.path, 'Name': 'Endless',
+                       'Members': [{'@odata.id': '%s/Endless%d' % (split.path, skip)}],
+                       'Members@odata.count': skip + 2,
+                       'Members@odata.nextLink': '%s?$skip=%d' % (split.path, skip + 1)})
+
 
 class Reply:
     def __init__(self, status, body=None, headers=None, content_type='application/json'):
@@ -743,12 +759,12 @@ class Node:
     def _ov_faults(self, value):
         value = value or {}
         if not isinstance(value, dict):
-            raise LabError('faults must be {"uri": "hang"|"close"|"garbage"|status}')
+            raise LabError('faults must be {"uri": "hang"|"close"|"garbage"|"trickle"|"endless"|status}')
         faults = {}
         for uri, kind in value.items():
             ok_status = isinstance(kind, int) and not isinstance(kind, bool) and 400 <= kind <= 599
             if kind not in FAULT_KINDS and not ok_status:
-                raise LabError("fault '%s' of '%s': give hang, close, garbage or a status 400-599"
+                raise LabError("fault '%s' of '%s': give hang, close, garbage, trickle, endless or a status 400-599"
                                % (kind, uri))
             faults[_norm_path(uri)] = kind
         self.faults = faults
@@ -1415,7 +1431,10 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             self._send(node, method, Reply(200, b'{"@odata.id": "' + self.path.encode()
                                            + b'", "Name": '), 'none', None)
             return
-        if fault is not None:
+        if fault == 'endless':
+            self._send(node, method, _endless_page(self.path), 'none', None)
+            return
+        if fault is not None and fault != 'trickle':
             self._send(node, method, rf_error(fault, 'GeneralError',
                                               'A planted fault (HTTP %d).' % fault), 'none', None)
             return
@@ -1427,7 +1446,7 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             import traceback
             traceback.print_exc()
             reply, kind, user = rf_error(500, 'InternalError', 'emulator error: %s' % e), 'none', None
-        self._send(node, method, reply, kind, user)
+        self._send(node, method, reply, kind, user, trickle=fault == 'trickle')
 
     def _read_body(self):
         if 'chunked' in (self.headers.get('Transfer-Encoding') or '').lower():
@@ -1442,7 +1461,7 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             raise _Bad(rf_error(413, 'GeneralError', 'The request body is too large.'))
         return self.rfile.read(n)
 
-    def _send(self, node, method, reply, kind, user):
+    def _send(self, node, method, reply, kind, user, trickle=False):
         with node.lock:
             bs = node.counters['by_status']
             bs[str(reply.status)] = bs.get(str(reply.status), 0) + 1
@@ -1463,7 +1482,16 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
         if self.close_connection:
             self.send_header('Connection', 'close')
         self.end_headers()
-        if method != 'HEAD' and reply.body:
+        if method != 'HEAD' and reply.body and trickle:
+            self.wfile.flush()
+            for k in range(len(reply.body)):
+                if node.stopping or node.fault_of(self.path) != 'trickle':
+                    self.close_connection = True
+                    return
+                self.wfile.write(reply.body[k:k + 1])
+                self.wfile.flush()
+                time.sleep(TRICKLE_S)
+        elif method != 'HEAD' and reply.body:
             self.wfile.write(reply.body)
 
     def do_GET(self):

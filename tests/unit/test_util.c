@@ -5,8 +5,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "lib/bounded.h"
 #include "lib/util.h"
 
 static double parsed(const char *s)
@@ -167,6 +171,77 @@ static void hash64(void **state)
 	assert_true((gf_hash64("gpu01", 5) & 0xff) != (gf_hash64("gpu02", 5) & 0xff));
 }
 
+/* ---- lib/bounded ---- */
+
+static atomic_int slow_done, slow_abandoned;
+
+static void slow_fn(void *arg)
+{
+	usleep(300 * 1000);
+	*(int *)arg = 42;
+	atomic_store(&slow_done, 1);
+}
+
+static void slow_abandon(void *arg)
+{
+	free(arg);
+	atomic_store(&slow_abandoned, 1);
+}
+
+static void bounded_run_and_abandon(void **state)
+{
+	int *v = calloc(1, sizeof(*v));
+	struct gf_err err = {0};
+	double t0 = gf_monotime();
+
+	/* Finished in time: the result is the caller's. */
+	assert_int_equal(gf_bounded_run(slow_fn, slow_abandon, v, t0 + 5, NULL, 0, "x", &err), 0);
+	assert_int_equal(*v, 42);
+	assert_int_equal(atomic_load(&slow_abandoned), 0);
+	/* Not in time: back at the deadline; the thread frees @arg when it is done. */
+	atomic_store(&slow_done, 0);
+	t0 = gf_monotime();
+	assert_int_equal(gf_bounded_run(slow_fn, slow_abandon, v, t0 + 0.05, NULL, 0, "waiting",
+					&err), GF_E_NODE);
+	assert_true(gf_monotime() - t0 < 0.25);
+	assert_int_equal(err.kind, GF_EK_TIMEOUT);
+	assert_string_equal(err.msg, "waiting did not finish by the deadline");
+	for (double until = gf_monotime() + 5; !atomic_load(&slow_abandoned) && gf_monotime() < until;)
+		usleep(5000);
+	assert_int_equal(atomic_load(&slow_abandoned), 1);
+}
+
+static void resolve_numeric_and_names(void **state)
+{
+	char buf[64];
+	struct gf_err err = {0};
+
+	assert_int_equal(gf_resolve_numeric("127.0.0.1", 0, gf_monotime() + 1, NULL, buf,
+					    sizeof(buf), &err), 0);
+	assert_string_equal(buf, "127.0.0.1");
+	assert_int_equal(gf_resolve_numeric("::1", 0, gf_monotime() + 1, NULL, buf, sizeof(buf),
+					    &err), 0);
+	assert_string_equal(buf, "::1");
+	assert_int_equal(gf_resolve_numeric("no-such-host.invalid", 0, gf_monotime() + 5, NULL, buf,
+					    sizeof(buf), &err), GF_E_NODE);
+	assert_int_equal(err.kind, GF_EK_CONNECT);
+	/* No time left: a name is not looked up at all. */
+	assert_int_equal(gf_resolve_numeric("localhost", 0, gf_monotime() - 1, NULL, buf,
+					    sizeof(buf), &err), GF_E_NODE);
+	assert_int_equal(err.kind, GF_EK_TIMEOUT);
+}
+
+static void deadline_left(void **state)
+{
+	double now = gf_monotime();
+
+	assert_true(gf_deadline_left(now - 1) == 0);
+	assert_true(gf_deadline_left(NAN) == 0);
+	assert_int_equal(gf_deadline_ms(now - 1), 0);
+	assert_true(gf_deadline_ms(now + 2) > 1900 && gf_deadline_ms(now + 2) <= 2000);
+	assert_int_equal(gf_deadline_ms(now + 1e12), 2147483647);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +252,9 @@ int main(void)
 		cmocka_unit_test(time_format_rounds),
 		cmocka_unit_test(durations),
 		cmocka_unit_test(hash64),
+		cmocka_unit_test(bounded_run_and_abandon),
+		cmocka_unit_test(resolve_numeric_and_names),
+		cmocka_unit_test(deadline_left),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

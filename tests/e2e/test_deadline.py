@@ -1,0 +1,256 @@
+"""One deadline per node (issue 10, points 1-3 and 6): `--timeout` bounds a
+node's every attempt, retransmission and step, and no worker outlives it by
+more than a second. Real peers that misbehave on purpose, on 127.42.10.x:
+ipmi_sim BMCs (some behind a UDP relay that delays or drops packets),
+addresses where no BMC answers, a TCP port that accepts and never speaks
+SSH, and the Redfish emulator's trickle, endless-paging and off-host
+redirect modes. Each test bounds the wall time against --timeout (generous
+for a loaded CI machine, but failing where a deadline is per attempt or
+unbounded) and checks what the DB holds."""
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+
+from conftest import PASSWORD, TOP
+
+sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
+import ipmisensors as S  # noqa: E402
+from ipmilab import IpmiLab  # noqa: E402
+from redfish_emu import RedfishLab  # noqa: E402
+from udprelay import UdpRelay  # noqa: E402
+
+PREFIX = "127.42.10"
+COUNT = 4                       # ipmi_sim BMCs on .1-.4
+DEAD = [f"{PREFIX}.201", f"{PREFIX}.202"]   # nobody listens: a BMC that never answers
+RELAY = f"{PREFIX}.100"         # a UDP relay in front of BMC 1
+TARPIT = (f"{PREFIX}.210", 2222)  # accepts TCP, never sends an SSH banner
+RF_FIRST = 50                   # Redfish emulators on .50-.51
+FW_INV = "/redfish/v1/UpdateService/FirmwareInventory"
+
+
+def bound(timeout):
+    """What a node may take at most: the deadline x 1.2, plus a second of slack."""
+    return timeout * 1.2 + 1.0
+
+
+@pytest.fixture(scope="module")
+def ipmi():
+    workdir = tempfile.mkdtemp(prefix="gf-deadline-")
+    profiles = {i: {} for i in range(1, COUNT + 1)}
+    lab = IpmiLab(workdir, prefix=PREFIX, count=COUNT, user="admin", password=PASSWORD,
+                  power="on", emu_extra=S.emu_extra(profiles))
+    try:
+        lab.start()
+        yield lab
+    finally:
+        lab.stop()
+
+
+@pytest.fixture
+def nodes(gf, ipmi):
+    lines = ["name,bmc,protocol,groups"]
+    for i in range(1, COUNT + 1):
+        lines.append(f"live{i},{ipmi.addr(i)},ipmi,all")
+    for k, a in enumerate(DEAD, 1):
+        lines.append(f"dead{k},{a},ipmi,all")
+    lines.append(f"slow1,{RELAY},ipmi,relay")
+    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr
+    return gf
+
+
+def timed(gf, *args, **kw):
+    t0 = time.monotonic()
+    r, data = gf.json(*args, **kw)
+    return r, data, time.monotonic() - t0
+
+
+# ---- point 1: --timeout is the node's whole deadline ------------------------
+
+@pytest.mark.parametrize("retries", ["1", "3"])
+def test_dead_bmcs_cost_one_deadline_whatever_the_retries(nodes, retries):
+    r, data, took = timed(nodes, "power", "status", "@all", "--timeout", "2",
+                          "--retries", retries)
+    by = {o["node"]: o for o in data}
+    assert r.returncode == 1, r.stderr
+    for i in range(1, COUNT + 1):
+        assert by[f"live{i}"]["ok"] is True and by[f"live{i}"]["power"] == "on", by[f"live{i}"]
+    for k in range(1, len(DEAD) + 1):
+        assert by[f"dead{k}"]["ok"] is False and by[f"dead{k}"]["error"]["kind"] == "timeout"
+    # Before: 2 s per attempt, so 4 s (retries 1) or 8 s (retries 3).
+    assert took < bound(2), took
+
+
+def test_a_lossy_bmc_is_retransmitted_to_inside_the_deadline(nodes, ipmi):
+    """Every other datagram lost: FreeIPMI's retransmissions fit in the deadline and it answers."""
+    with UdpRelay(RELAY, 623, ipmi.addr(1), 623, delay=0.02, drop=0.5, seed=3) as relay:
+        r, data, took = timed(nodes, "power", "status", "slow1", "--timeout", "4",
+                              "--retries", "0")
+    assert r.returncode == 0 and data[0]["ok"] is True, (r.stderr, data)
+    assert relay.counts["dropped"] > 0, relay.counts   # it really was lossy
+    assert took < bound(4), took
+
+
+# ---- point 2: a sweep's BMC and SSH parts share the node's deadline ---------
+
+@pytest.fixture
+def tarpit():
+    """A TCP port that accepts connections and never says a word."""
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(TARPIT)
+    srv.listen(16)
+    held, stop = [], threading.Event()
+
+    def accept():
+        srv.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(srv.accept()[0])
+            except OSError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    yield held
+    stop.set()
+    t.join(5)
+    for c in held:
+        c.close()
+    srv.close()
+
+
+def test_sweep_of_a_dead_bmc_and_a_hung_host_takes_one_deadline(gf, tarpit, tmp_path):
+    key = tmp_path / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    (tmp_path / "known_hosts").write_text("")
+    gf.write_creds(f"[default]\nbmc_user = admin\nbmc_password = {PASSWORD}\n"
+                   f"ipmi_workarounds = opensesspriv\nssh_user = root\nssh_key = {key}\n"
+                   f"ssh_known_hosts = {tmp_path / 'known_hosts'}\n")
+    r = gf.run("nodes", "import", "-", input="name,bmc,protocol,ssh,groups\n"
+               f"both,{DEAD[0]},ipmi,root@{TARPIT[0]}:{TARPIT[1]},x\n")
+    assert r.returncode == 0, r.stderr
+    r, data, took = timed(gf, "sweep", "both", "--timeout", "2", "--retries", "2")
+    assert r.returncode == 1, (r.stderr, data)
+    assert len(tarpit) >= 1          # the SSH part really connected and then hung
+    o = data[0]
+    assert o["ok"] is False and o["status"] == "failed", o
+    assert {e["kind"] for e in o["errors"]} == {"timeout"}, o["errors"]
+    # Before: the BMC part retried with a fresh 2 s per attempt (6 s).
+    assert took < bound(2), took
+    # Stored as a failed node of one sweep.
+    assert gf.sql("SELECT nodes, ok, partial, failed FROM sweeps") == [
+        {"nodes": 1, "ok": 0, "partial": 0, "failed": 1}]
+
+
+# ---- point 3: no worker outlives the deadline by more than a second --------
+
+def test_a_slow_bmc_with_an_sdr_to_download_fails_at_the_deadline(nodes, ipmi):
+    """0.1 s each way per datagram: the session opens, but the SDR download
+    (uninterruptible inside FreeIPMI) would take tens of seconds."""
+    with UdpRelay(RELAY, 623, ipmi.addr(1), 623, delay=0.1) as relay:
+        r, data, took = timed(nodes, "sensors", "slow1", "--timeout", "3", "--retries", "0")
+        sent = relay.counts["in"]
+    assert r.returncode == 1, (r.stderr, data)
+    assert data[0]["ok"] is False and data[0]["error"]["kind"] == "timeout", data
+    assert sent > 8, sent            # it got past the session into the SDR
+    assert took < bound(3), took
+
+
+def test_a_sweep_of_a_slow_bmc_is_stored_at_the_deadline(nodes, ipmi):
+    with UdpRelay(RELAY, 623, ipmi.addr(1), 623, delay=0.1):
+        r, data, took = timed(nodes, "sweep", "slow1", "live2", "--timeout", "3",
+                              "--retries", "0")
+    by = {o["node"]: o for o in data}
+    assert by["live2"]["status"] == "ok", by["live2"]
+    assert by["slow1"]["status"] in ("partial", "failed"), by["slow1"]
+    assert "timeout" in {e["kind"] for e in by["slow1"]["errors"]}, by["slow1"]
+    assert took < bound(3), took
+    rows = {x["node"]: x for x in nodes.sql("SELECT node, status, errors FROM sweep_nodes")}
+    assert rows["live2"]["status"] == "ok", rows
+    assert rows["slow1"]["status"] == by["slow1"]["status"], rows
+    assert '"timeout"' in rows["slow1"]["errors"], rows
+
+
+def test_an_unwritable_sdr_cache_folder_reads_without_a_cache(nodes, tmp_path):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder would be\n")
+    r, data = nodes.json("sensors", "live3", env={"XDG_CACHE_HOME": str(blocked)})
+    assert r.returncode == 0, (r.stderr, data)
+    assert data[0]["ok"] is True and len(data[0]["sensors"]) > 3, data
+    assert blocked.read_text().startswith("a file")
+
+
+def test_a_name_that_does_not_resolve_fails_as_connect(gf):
+    r = gf.run("nodes", "import", "-",
+               input="name,bmc,protocol,groups\nnoname,no-such-bmc.invalid,ipmi,x\n")
+    assert r.returncode == 0, r.stderr
+    r, data, took = timed(gf, "power", "status", "noname", "--timeout", "2")
+    assert data[0]["ok"] is False and data[0]["error"]["kind"] == "connect", data
+    assert "does not resolve" in data[0]["error"]["message"], data
+    assert took < bound(2), took
+
+
+# ---- point 6: a hostile Redfish BMC fails within its deadline --------------
+
+@pytest.fixture(scope="module")
+def redfish():
+    with tempfile.TemporaryDirectory(prefix="gf-deadline-rf-") as workdir, \
+            RedfishLab(workdir, prefix=PREFIX, first=RF_FIRST, count=2,
+                       vendors=["supermicro", "dgx"], user="admin", password=PASSWORD) as lab:
+        yield lab
+
+
+@pytest.fixture
+def rf(gf, redfish):
+    gf.write_creds(f"[default]\nbmc_user = admin\nbmc_password = {PASSWORD}\n"
+                   f"redfish_cacert = {redfish.cacert}\n")
+    lines = ["name,bmc,protocol,groups"]
+    for i in redfish.indices():
+        lines.append(f"rf{i},{redfish.addr(i)}:{redfish.port},redfish,x")
+        redfish.clear(i)
+    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr
+    yield gf
+    for i in redfish.indices():
+        redfish.override(i, faults={})
+
+
+def test_a_bmc_that_trickles_its_answer_fails_at_the_deadline(rf, redfish):
+    i = redfish.indices()[0]
+    redfish.override(i, faults={FW_INV: "trickle"})
+    r, data, took = timed(rf, "firmware", f"rf{i}", "--timeout", "3", "--retries", "2")
+    assert data[0]["ok"] is False and data[0]["error"]["kind"] == "timeout", data
+    assert took < bound(3), took
+
+
+def test_a_bmc_that_pages_forever_fails_within_the_deadline(rf, redfish):
+    i = redfish.indices()[0]
+    redfish.override(i, faults={FW_INV: "endless"})
+    r, data, took = timed(rf, "firmware", f"rf{i}", "--timeout", "4", "--retries", "0")
+    assert r.returncode == 1 and data[0]["ok"] is False, data
+    assert data[0]["error"]["kind"] in ("timeout", "protocol"), data
+    assert took < bound(4), took
+    # And the sweep stores the firmware as not collected, not as an empty list.
+    r, data, took = timed(rf, "sweep", f"rf{i}", "--timeout", "4", "--retries", "0")
+    assert data[0]["status"] == "partial", data
+    assert took < bound(4), took
+    r, show = rf.json("inventory", "show", f"rf{i}")
+    assert show[0]["collected"]["firmware"] is False, show[0]["collected"]
+
+
+def test_a_redirect_to_another_host_is_refused_within_the_deadline(rf, redfish):
+    i = redfish.indices()[1]
+    # An address where nothing listens: following it would hang until the deadline.
+    redfish.redirect(i, FW_INV, f"https://{PREFIX}.199:{redfish.port}{FW_INV}")
+    r, data, took = timed(rf, "firmware", f"rf{i}", "--timeout", "3", "--retries", "0")
+    assert data[0]["ok"] is False, data
+    assert data[0]["error"]["kind"] == "protocol", data
+    assert "another host; not followed" in data[0]["error"]["message"], data
+    assert took < bound(3), took

@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""A UDP relay in front of a lab BMC that delays and drops packets: a slow or
+lossy BMC (RMCP+ on port 623) for deadline tests.
+
+    with UdpRelay('127.42.10.50', 623, lab.addr(1), 623, delay=0.1) as relay:
+        ...                        # talk to 127.42.10.50:623 as to the BMC
+        relay.drop = 1.0           # now it is dead: nothing gets through
+        relay.counts               # {'in': client datagrams, 'out': answers, 'dropped': n}
+
+Each client address gets its own upstream socket, so the BMC sees one peer
+per client as it would without the relay. @delay (seconds) is added to every
+datagram each way; @drop is the share of client datagrams thrown away (a
+seeded generator, so a run is repeatable); @drop_answers the share of the
+BMC's answers. Only the Python standard library; one thread.
+"""
+
+import heapq
+import random
+import select
+import socket
+import threading
+import time
+
+
+class UdpRelay:
+    def __init__(self, listen_addr, listen_port, target_addr, target_port, delay=0.0,
+                 drop=0.0, drop_answers=0.0, seed=1):
+        self.listen = (listen_addr, listen_port)
+        self.target = (target_addr, target_port)
+        self.delay = float(delay)
+        self.drop = float(drop)
+        self.drop_answers = float(drop_answers)
+        self.counts = {'in': 0, 'out': 0, 'dropped': 0}
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._sock = None
+        self._up = {}        # client address -> upstream socket
+        self._down = {}      # upstream socket fileno -> client address
+        self._queue = []     # (due, seq, socket, data, address)
+        self._seq = 0
+        self._thread = None
+
+    def start(self):
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(self.listen)
+        self._thread = threading.Thread(target=self._run, name='udprelay', daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread:
+            self._thread.join(5)
+        for s in self._up.values():
+            s.close()
+        if self._sock:
+            self._sock.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _later(self, sock, data, addr):
+        with self._lock:
+            self._seq += 1
+            heapq.heappush(self._queue, (time.monotonic() + self.delay, self._seq, sock, data,
+                                         addr))
+
+    def _upstream(self, client):
+        s = self._up.get(client)
+        if s is None:
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind((self.listen[0], 0))
+            self._up[client] = s
+            self._down[s.fileno()] = client
+        return s
+
+    def _run(self):
+        while not self._stop.is_set():
+            with self._lock:
+                due = self._queue[0][0] if self._queue else None
+            wait = 0.05 if due is None else max(0.0, min(0.05, due - time.monotonic()))
+            socks = [self._sock] + list(self._up.values())
+            try:
+                ready, _, _ = select.select(socks, [], [], wait)
+            except (OSError, ValueError):
+                return
+            for s in ready:
+                try:
+                    data, addr = s.recvfrom(65536)
+                except OSError:
+                    continue
+                if s is self._sock:
+                    self.counts['in'] += 1
+                    if self.drop and self._rng.random() < self.drop:
+                        self.counts['dropped'] += 1
+                        continue
+                    self._later(self._upstream(addr), data, self.target)
+                else:
+                    if self.drop_answers and self._rng.random() < self.drop_answers:
+                        self.counts['dropped'] += 1
+                        continue
+                    self._later(self._sock, data, self._down[s.fileno()])
+            now = time.monotonic()
+            while True:
+                with self._lock:
+                    if not self._queue or self._queue[0][0] > now:
+                        break
+                    _, _, s, data, addr = heapq.heappop(self._queue)
+                try:
+                    s.sendto(data, addr)
+                    if s is self._sock:
+                        self.counts['out'] += 1
+                except OSError:
+                    pass
