@@ -187,6 +187,7 @@ int main(int argc, char **argv)
 	int vargc = 0, verb_at = -1, rc;
 
 	gf_harden_process();
+	gf_creds_take_env();
 	setlocale(LC_CTYPE, "");
 	signal(SIGPIPE, SIG_IGN);
 	default_paths(&cli, dbpath, sizeof(dbpath), credpath, sizeof(credpath), cachepath,

@@ -199,5 +199,6 @@ void cli_release(struct gf_cli *cli)
 		gf_nodes_free(cli->reg, cli->nreg);
 	if (cli->creds_loaded)
 		gf_creds_release(&cli->creds);
+	gf_creds_forget_env();
 	gf_db_close(cli->db);
 }

@@ -453,10 +453,20 @@ int gf_db_open(const char *path, struct gf_db **ret, struct gf_err *err)
 	rc = create_file(path, err);
 	if (rc < 0)
 		return rc;
+	{
+		struct stat sb;
+
+		if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
+			return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+					  "database '%s' is a symbolic link; gpufleet does not follow "
+					  "it (name the file itself)", path);
+	}
 
 	db = gf_xcalloc(1, sizeof(*db));
 	db->path = gf_xstrdup(path);
-	rc = sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	/* NOFOLLOW: a link swapped in after the check is refused by SQLite itself. */
+	rc = sqlite3_open_v2(path, &db->h,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL);
 	if (rc != SQLITE_OK) {
 		const char *msg = db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc);
 

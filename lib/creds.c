@@ -3,6 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -14,12 +17,15 @@
 
 #include "lib/buf.h"
 #include "lib/proc.h"
+#include "lib/util.h"
 
 #define DEFAULT_PROFILE "default"
 /* A credentials file is a few profiles; anything bigger is a mistake. */
 #define MAX_FILE_SIZE (1024 * 1024)
 /* The password is the first line of the command's output. */
 #define MAX_PASSWORD_LINE 4096
+/* How long a password or passphrase command may take by default, in seconds. */
+#define SECRET_COMMAND_TIMEOUT 30.0
 /*
  * inih keeps section names in a 50-byte buffer and cuts longer ones; a name
  * that fills it may have been cut, so such names are refused.
@@ -161,6 +167,7 @@ enum key_kind {
 	K_ENVNAME,   /* an environment variable name */
 	K_CHECKED,   /* any text, checked by the module that reads it (gf_creds_check_fn) */
 	K_CHOICE,    /* one of two words: the first sets the bool at @off to @first_value */
+	K_DURATION,  /* a duration above 0 ("30s", "2m"): the double at @off, in seconds */
 };
 
 struct key_def {
@@ -190,6 +197,8 @@ static const struct key_def keys[] = {
 	STR_KEY(ssh_known_hosts, K_NONEMPTY),
 	STR_KEY(redfish_cacert, K_NONEMPTY),
 	CHOICE_KEY(redfish_tls_pin, redfish_tls_pin_new, "new", true, "off"),
+	{"secret_command_timeout", K_DURATION, offsetof(struct gf_profile, secret_command_timeout),
+	 {NULL, NULL}, false},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -285,6 +294,15 @@ static int handle_key(void *user, const char *section, const char *name, const c
 			    section);
 	if (k->kind == K_CHOICE)
 		return set_choice(st, p, k, value);
+	if (k->kind == K_DURATION) {
+		double *field = (double *)((char *)p + k->off);
+		double v;
+
+		if (gf_parse_duration(value, &v, NULL) < 0 || !(v > 0))
+			return fail(st, "%s '%s' is not a duration above 0 (30s, 2m)", name, value);
+		*field = v;
+		return 1;
+	}
 	return set_string(st, p, k, value);
 }
 
@@ -390,6 +408,60 @@ static int parse_text(const char *path, const char *text, gf_creds_check_fn chec
 	return rc;
 }
 
+/*
+ * Every folder above @path, resolved, from its own up to /: owned by the
+ * effective user or root, and not writable by group or others unless sticky
+ * (then nobody else can rename what lies in it, and the next level is checked).
+ */
+static int check_folders(const char *path, struct gf_err *err)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? gf_xstrndup(path, slash == path ? 1 : (size_t)(slash - path))
+			  : gf_xstrdup(".");
+	char *real = realpath(dir, NULL);
+	int rc = 0;
+
+	free(dir);
+	if (!real)
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "the folder of credentials file '%s' cannot be resolved (%s)", path,
+				  strerror(errno));
+	for (;;) {
+		struct stat sb;
+		char *cut;
+
+		if (stat(real, &sb) < 0) {
+			rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+					"folder '%s' of credentials file '%s' cannot be examined (%s)",
+					real, path, strerror(errno));
+			break;
+		}
+		if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
+			rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+					"credentials file '%s' lies in folder '%s', owned by uid %u, "
+					"not by this user or root",
+					path, real, (unsigned)sb.st_uid);
+			break;
+		}
+		if ((sb.st_mode & 022) && !(sb.st_mode & S_ISVTX)) {
+			rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+					"credentials file '%s' lies in folder '%s', which group or "
+					"others can write (mode %04o)",
+					path, real, (unsigned)(sb.st_mode & 07777));
+			break;
+		}
+		if (strcmp(real, "/") == 0)
+			break;
+		cut = strrchr(real, '/');
+		if (cut == real)
+			cut[1] = '\0';
+		else
+			*cut = '\0';
+	}
+	free(real);
+	return rc;
+}
+
 int gf_creds_load(const char *path, bool must_exist, gf_creds_check_fn check,
 		  struct gf_creds *ret, struct gf_err *err)
 {
@@ -398,10 +470,14 @@ int gf_creds_load(const char *path, bool must_exist, gf_creds_check_fn check,
 	char *text = NULL;
 	int fd, rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0) {
 		if (errno == ENOENT && !must_exist)
 			goto out_default;
+		if (errno == ELOOP)
+			return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+					  "credentials file '%s' is a symbolic link; name the file "
+					  "itself", path);
 		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
 				  "credentials file '%s' cannot be opened (%s)", path,
 				  strerror(errno));
@@ -418,6 +494,17 @@ int gf_creds_load(const char *path, bool must_exist, gf_creds_check_fn check,
 		close(fd);
 		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
 				  "credentials file '%s' is not a regular file", path);
+	}
+	if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
+		close(fd);
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "credentials file '%s' is owned by uid %u, not by this user (uid "
+				  "%u) or root",
+				  path, (unsigned)sb.st_uid, (unsigned)geteuid());
+	}
+	if ((rc = check_folders(path, err)) < 0) {
+		close(fd);
+		return rc;
 	}
 	if (sb.st_mode & 077) {
 		close(fd);
@@ -444,14 +531,43 @@ out_default:
 	return 0;
 }
 
+static struct {
+	char *password;   /* GPUFLEET_BMC_PASSWORD as it was, NULL: not set */
+} env_secret;
+
+void gf_creds_take_env(void)
+{
+	char *v = getenv("GPUFLEET_BMC_PASSWORD");
+
+	if (!v)
+		return;
+	gf_free_secret(env_secret.password);
+	env_secret.password = gf_xstrdup(v);
+	/* The memory /proc/PID/environ shows is this very string: blank it, then drop the name. */
+	explicit_bzero(v, strlen(v));
+	unsetenv("GPUFLEET_BMC_PASSWORD");
+}
+
+void gf_creds_forget_env(void)
+{
+	gf_free_secret(env_secret.password);
+	env_secret.password = NULL;
+}
+
 /*
- * Run @cmd with /bin/sh and return the first line of its standard output.
- * Standard input and error stay the caller's, so a command may prompt.
+ * Run @cmd with `/bin/sh -s`, the command on its standard input (not in
+ * argv, which /proc shows everyone), and return the first line of its
+ * standard output; killed when it takes longer than the profile allows.
+ * Standard error stays the caller's; a command that prompts reads /dev/tty.
  */
 static int run_secret_command(const struct gf_profile *p, const char *cmd, const char *what,
 			      char **ret, struct gf_err *err)
 {
-	static const struct gf_proc_opts how = {.out = GF_PROC_PIPE};
+	static const struct gf_proc_opts how = {.out = GF_PROC_PIPE, .script = true};
+	double limit = p->secret_command_timeout > 0 ? p->secret_command_timeout
+						     : SECRET_COMMAND_TIMEOUT;
+	double deadline = gf_monotime() + limit;
+	bool timed_out = false;
 	struct gf_err serr = {0};
 	struct gf_proc child;
 	char *out;
@@ -468,8 +584,20 @@ static int run_secret_command(const struct gf_profile *p, const char *cmd, const
 	/* Read to the end, so the command never dies of SIGPIPE; keep the first line. */
 	for (;;) {
 		char scratch[512];
+		struct pollfd pfd = {.fd = child.out, .events = POLLIN};
+		double left = deadline - gf_monotime();
 		ssize_t r;
+		int pr;
 
+		if (left <= 0) {
+			timed_out = true;
+			break;
+		}
+		pr = poll(&pfd, 1, left > INT_MAX / 1000 ? INT_MAX : (int)(left * 1000) + 1);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0)
+			continue; /* the deadline is checked at the top */
 		if (len < MAX_PASSWORD_LINE - 1)
 			r = read(child.out, out + len, MAX_PASSWORD_LINE - 1 - len);
 		else
@@ -486,6 +614,8 @@ static int run_secret_command(const struct gf_profile *p, const char *cmd, const
 		}
 	}
 	close(child.out);
+	if (timed_out)
+		kill(child.pid, SIGKILL);
 	while (waitpid(child.pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			rc = gf_err_set(err, GF_E_IO, GF_EK_NONE,
@@ -495,6 +625,13 @@ static int run_secret_command(const struct gf_profile *p, const char *cmd, const
 		}
 	}
 	out[len] = '\0';
+	if (timed_out) {
+		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				"%s for profile '%s' took longer than %g s (secret_command_timeout) "
+				"and was killed",
+				what, p->name, limit);
+		goto out;
+	}
 	if (WIFSIGNALED(status)) {
 		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
 				"%s for profile '%s' failed (signal %d)", what, p->name,
@@ -535,8 +672,11 @@ int gf_creds_resolve(struct gf_creds *c, const char *name, const struct gf_profi
 		     struct gf_err *err)
 {
 	const char *env_user = getenv("GPUFLEET_BMC_USER");
-	const char *env_pass = getenv("GPUFLEET_BMC_PASSWORD");
+	const char *env_pass;
 	struct gf_profile *p;
+
+	gf_creds_take_env();
+	env_pass = env_secret.password;
 
 	if (!name)
 		name = DEFAULT_PROFILE;

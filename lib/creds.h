@@ -25,6 +25,7 @@ struct gf_profile {
 	char *ssh_known_hosts;
 	char *redfish_cacert;
 	bool redfish_tls_pin_new;    /* redfish_tls_pin = new: pin certificates on first use */
+	double secret_command_timeout; /* seconds a password/passphrase command may take, 0: 30 */
 };
 
 struct gf_creds {
@@ -43,8 +44,12 @@ typedef int (*gf_creds_check_fn)(const char *key, const char *value, struct gf_e
 
 /*
  * Read @path. A missing file is not an error when @must_exist is false (the
- * profiles are then empty). The file is refused (GF_E_CONFIG) when group or
- * others have any permission on it, or on an unknown key or bad value, with
+ * profiles are then empty). As OpenSSH treats its keys, the file is refused
+ * (GF_E_CONFIG) when it is a symbolic link, when it is owned by someone other
+ * than the effective user or root, when group or others have any permission
+ * on it, when a folder above it is owned by someone else than the user or
+ * root or writable by group or others (a sticky one such as /tmp excepted),
+ * and on an unknown key or bad value, with
  * "'file' line N: " before the reason. The protocols' keys are checked by
  * @check (NULL: not at all) as they are read, in their turn with the others.
  * On success fills @ret.
@@ -54,9 +59,22 @@ int gf_creds_load(const char *path, bool must_exist, gf_creds_check_fn check,
 void gf_creds_release(struct gf_creds *c);
 
 /*
+ * Take GPUFLEET_BMC_PASSWORD out of the environment: its value is kept for
+ * gf_creds_resolve() and the variable is erased and removed, so no child
+ * (password commands, local host commands) inherits it. Called once early
+ * in main(), before any thread, and by gf_creds_resolve() (a value set
+ * again since replaces the kept one).
+ */
+void gf_creds_take_env(void);
+/* Erase and drop the kept value (at exit; tests). */
+void gf_creds_forget_env(void);
+
+/*
  * The profile @name (NULL means "default"), after the environment overrides
  * GPUFLEET_BMC_USER and GPUFLEET_BMC_PASSWORD are applied and the password
- * command, if any, has been run. "default" always exists (empty when the file
+ * command, if any, has been run: by `/bin/sh -s` with the command on its
+ * standard input (never in an argv that /proc shows), killed after the
+ * profile's secret_command_timeout (30 s). "default" always exists (empty when the file
  * has none); any other unknown name is GF_E_CONFIG. The result points into
  * @c and lives as long as it. Not thread-safe: resolve in the main thread
  * before fanning out.

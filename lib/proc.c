@@ -28,8 +28,10 @@ static void close_pair(int p[2])
 int gf_proc_spawn(const char *line, const struct gf_proc_opts *o, struct gf_proc *ret,
 		   struct gf_err *err)
 {
-	char *argv[] = {(char *)"sh", (char *)"-c", (char *)line, NULL};
-	const enum gf_proc_fd how[3] = {o->in, o->out, o->err};
+	char *argv_c[] = {(char *)"sh", (char *)"-c", (char *)line, NULL};
+	char *argv_s[] = {(char *)"sh", (char *)"-s", NULL};
+	const enum gf_proc_fd how[3] = {o->script ? GF_PROC_PIPE : o->in, o->out, o->err};
+	size_t len = strlen(line);
 	int pipes[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -38,20 +40,46 @@ int gf_proc_spawn(const char *line, const struct gf_proc_opts *o, struct gf_proc
 	pid_t pid;
 	int e;
 
-	for (int fd = 1; fd < 3; fd++) {
+	if (o->script && len > GF_PROC_SCRIPT_MAX)
+		return fail(err, E2BIG, "the command is too long");
+	for (int fd = 0; fd < 3; fd++) {
 		if (how[fd] == GF_PROC_PIPE && pipe2(pipes[fd], O_CLOEXEC) < 0) {
 			e = errno;
+			close_pair(pipes[0]);
 			close_pair(pipes[1]);
 			return fail(err, e, "cannot make a pipe");
 		}
+	}
+	/*
+	 * The script fits the pipe (64 KiB on Linux, more than the limit), so it
+	 * is written whole before the child runs and never blocks.
+	 */
+	if (o->script) {
+		size_t done = 0;
+
+		while (done < len) {
+			ssize_t w = write(pipes[0][1], line + done, len - done);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				e = w < 0 ? errno : EIO;
+				for (int fd = 0; fd < 3; fd++)
+					close_pair(pipes[fd]);
+				return fail(err, e, "cannot write the command to a pipe");
+			}
+			done += (size_t)w;
+		}
+		close(pipes[0][1]);
+		pipes[0][1] = -1;
 	}
 	posix_spawn_file_actions_init(&fa);
 	for (int fd = 0; fd < 3; fd++) {
 		if (how[fd] == GF_PROC_NULL)
 			posix_spawn_file_actions_addopen(&fa, fd, "/dev/null",
 							 fd ? O_WRONLY : O_RDONLY, 0);
-		else if (how[fd] == GF_PROC_PIPE && fd > 0)
-			posix_spawn_file_actions_adddup2(&fa, pipes[fd][1], fd);
+		else if (how[fd] == GF_PROC_PIPE)
+			posix_spawn_file_actions_adddup2(&fa, pipes[fd][fd ? 1 : 0], fd);
 	}
 	posix_spawnattr_init(&at);
 	/*
@@ -68,9 +96,11 @@ int gf_proc_spawn(const char *line, const struct gf_proc_opts *o, struct gf_proc
 		flags |= POSIX_SPAWN_SETPGROUP;
 	}
 	posix_spawnattr_setflags(&at, flags);
-	e = posix_spawn(&pid, "/bin/sh", &fa, &at, argv, environ);
+	e = posix_spawn(&pid, "/bin/sh", &fa, &at, o->script ? argv_s : argv_c, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
+	if (pipes[0][0] >= 0)
+		close(pipes[0][0]);
 	for (int fd = 1; fd < 3; fd++)
 		if (pipes[fd][1] >= 0)
 			close(pipes[fd][1]);

@@ -134,3 +134,70 @@ def test_no_intent_written_means_nothing_is_sent(rf, lab):
         assert not resets(lab, i)
         assert lab.power(i) == "On"
     assert rf.sql("SELECT count(*) AS n FROM audit") == [{"n": 0}]
+
+
+# ---- point 13: credentials as OpenSSH treats keys ---------------------------
+
+def test_password_command_text_never_in_argv(rf, lab, tmp_path):
+    seen = tmp_path / "argv.txt"
+    rf.write_creds(f"[default]\nbmc_user = admin\n"
+                   f"bmc_password_command = tr '\\0' ' ' </proc/$$/cmdline >$T; "
+                   f"env | grep -c GPUFLEET_BMC_PASSWORD >>$T; echo {PASSWORD}\n"
+                   f"redfish_cacert = {lab.cacert}\n")
+    r = rf.run("power", "status", "rf1", env={"T": str(seen)})
+    assert r.returncode == 0, r.stderr
+    argv, count = seen.read_text().rsplit(" ", 1)  # cmdline ends in NUL: no newline
+    assert argv.strip() == "sh -s", argv
+    assert PASSWORD not in argv and "cmdline" not in argv
+    assert count.strip() == "0"
+
+
+def test_env_password_is_gone_for_the_command(rf, lab, tmp_path):
+    # The env password wins and the command does not run; a host command
+    # started locally would see no GPUFLEET_BMC_PASSWORD either.
+    marker = tmp_path / "ran"
+    rf.write_creds(f"[default]\nbmc_user = admin\nbmc_password_command = touch {marker}\n"
+                   f"redfish_cacert = {lab.cacert}\n")
+    r = rf.run("power", "status", "rf1", env={"GPUFLEET_BMC_PASSWORD": PASSWORD})
+    assert r.returncode == 0, r.stderr
+    assert not marker.exists()
+
+
+def test_credentials_of_another_user_refused(rf, lab, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the file away")
+    marker = tmp_path / "ran-as-root"
+    rf.write_creds(f"[default]\nbmc_user = admin\nbmc_password_command = touch {marker}; "
+                   f"echo {PASSWORD}\nredfish_cacert = {lab.cacert}\n")
+    os.chown(rf.creds, 65534, 65534)
+    r = rf.run("power", "status", "rf1")
+    assert r.returncode == 2, r.stderr
+    assert "is owned by uid 65534, not by this user" in r.stderr, r.stderr
+    assert not marker.exists()
+    os.chown(rf.creds, 0, 0)
+
+    link = tmp_path / "creds-link"
+    link.symlink_to(rf.creds)
+    r = rf.run("power", "status", "rf1", env={"GPUFLEET_CREDENTIALS": str(link)})
+    assert r.returncode == 2 and "is a symbolic link" in r.stderr, r.stderr
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    inside = shared / "credentials"
+    inside.write_text(open(rf.creds).read())
+    os.chmod(inside, 0o600)
+    r = rf.run("power", "status", "rf1", env={"GPUFLEET_CREDENTIALS": str(inside)})
+    assert r.returncode == 2 and "which group or others can write" in r.stderr, r.stderr
+    assert not marker.exists()
+
+
+def test_database_symlink_not_followed(rf, lab, tmp_path):
+    other = tmp_path / "elsewhere.db"
+    other.write_bytes(b"")
+    link = tmp_path / "inv-link.db"
+    link.symlink_to(other)
+    r = rf.run("nodes", "list", env={"GPUFLEET_DB": str(link)})
+    assert r.returncode == 2, r.stderr
+    assert "is a symbolic link" in r.stderr, r.stderr
+    assert other.read_bytes() == b""

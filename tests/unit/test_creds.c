@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -52,6 +53,7 @@ static int setup(void **state)
 	(void)state;
 	unsetenv("GPUFLEET_BMC_USER");
 	unsetenv("GPUFLEET_BMC_PASSWORD");
+	gf_creds_forget_env();
 	return 0;
 }
 
@@ -60,6 +62,7 @@ static int teardown(void **state)
 	(void)state;
 	unsetenv("GPUFLEET_BMC_USER");
 	unsetenv("GPUFLEET_BMC_PASSWORD");
+	gf_creds_forget_env();
 	return 0;
 }
 
@@ -379,6 +382,8 @@ static void test_env_override(void **state)
 	setenv("GPUFLEET_BMC_PASSWORD", "envpass", 1);
 	p = resolve_ok(&c, "lab");
 	assert_string_equal(p->bmc_password, "envpass");
+	/* Taken out of the environment once read: no child inherits it. */
+	assert_null(getenv("GPUFLEET_BMC_PASSWORD"));
 	{
 		/* Resolving again keeps the strings an earlier caller may hold. */
 		const char *user = p->bmc_user, *pass = p->bmc_password;
@@ -460,6 +465,99 @@ static void test_ssh_passphrase_command(void **state)
 	gf_creds_release(&c);
 }
 
+/* Point 13: the command is not in any argv, has a timeout, and never sees the env password. */
+static void test_secret_command_hygiene(void **state)
+{
+	struct gf_creds c = {0};
+	const struct gf_profile *p;
+	struct gf_err err = {0};
+	struct timespec t0, t1;
+
+	(void)state;
+	load_ok("[argv]\nbmc_password_command = tr '\\0' ' ' < /proc/$$/cmdline | sed 's/ *$//'\n"
+		"[env]\nssh_key_passphrase_command = echo ${GPUFLEET_BMC_PASSWORD-absent}\n"
+		"[slow]\nsecret_command_timeout = 1s\nbmc_password_command = exec sleep 30\n",
+		&c);
+	/* What /bin/sh's argv shows (and ps, and /proc to every user): not the command. */
+	assert_string_equal(resolve_ok(&c, "argv")->bmc_password, "sh -s");
+
+	setenv("GPUFLEET_BMC_PASSWORD", "from-env", 1);
+	gf_creds_take_env();
+	assert_null(getenv("GPUFLEET_BMC_PASSWORD"));
+	assert_int_equal(gf_creds_resolve_ssh(&c, "env", &p, &err), 0);
+	assert_string_equal(p->ssh_key_passphrase, "absent");
+	gf_creds_forget_env();
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(gf_creds_resolve(&c, "slow", &p, &err), GF_E_CONFIG);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_string_equal(err.msg, "password command for profile 'slow' took longer than 1 s "
+				     "(secret_command_timeout) and was killed");
+	assert_true(t1.tv_sec - t0.tv_sec < 5);
+	gf_creds_release(&c);
+
+	{
+		char *bad = write_file("bad.ini", "[x]\nsecret_command_timeout = 0s\n", 0600);
+
+		assert_int_equal(gf_creds_load(bad, true, NULL, &c, &err), GF_E_CONFIG);
+		assert_non_null(strstr(err.msg, "is not a duration above 0"));
+		free(bad);
+	}
+}
+
+/* Point 13: a link, another owner, a folder others can write: refused, as OpenSSH does. */
+static void test_file_trust(void **state)
+{
+	struct gf_creds c = {0};
+	struct gf_err err = {0};
+	char *path = write_file("tight.ini", "[default]\nbmc_user = admin\n", 0600);
+	char *link = path_in_tmp("link.ini");
+	char *sub = path_in_tmp("open");
+	struct gf_buf b = GF_BUF_INIT;
+	char *inner;
+
+	(void)state;
+	unlink(link);
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(gf_creds_load(link, true, NULL, &c, &err), GF_E_CONFIG);
+	assert_non_null(strstr(err.msg, "is a symbolic link"));
+	unlink(link);
+
+	if (geteuid() == 0) {
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_int_equal(gf_creds_load(path, true, NULL, &c, &err), GF_E_CONFIG);
+		assert_non_null(strstr(err.msg, "is owned by uid 65534, not by this user"));
+		assert_int_equal(chown(path, 0, 0), 0);
+	}
+
+	rmdir(sub);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	gf_buf_addf(&b, "%s/c.ini", sub);
+	inner = gf_buf_detach(&b);
+	{
+		int fd = open(inner, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "[default]\n", 10), 10);
+		close(fd);
+	}
+	assert_int_equal(gf_creds_load(inner, true, NULL, &c, &err), 0);
+	gf_creds_release(&c);
+	assert_int_equal(chmod(sub, 0777), 0);
+	assert_int_equal(gf_creds_load(inner, true, NULL, &c, &err), GF_E_CONFIG);
+	assert_non_null(strstr(err.msg, "which group or others can write (mode 0777)"));
+	/* Sticky, as /tmp: nobody else can rename what is in it. */
+	assert_int_equal(chmod(sub, 01777), 0);
+	assert_int_equal(gf_creds_load(inner, true, NULL, &c, &err), 0);
+	gf_creds_release(&c);
+	unlink(inner);
+	rmdir(sub);
+	free(inner);
+	free(sub);
+	free(link);
+	free(path);
+}
+
 /*
  * gpufleet ignores SIGPIPE and its threads may block signals: a password
  * command must start with neither, or `vault read | head -1` would break.
@@ -537,6 +635,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_password_command_signals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_password_command_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ssh_passphrase_command, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_secret_command_hygiene, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_trust, setup, teardown),
 	};
 	int rc;
 
