@@ -86,26 +86,32 @@ void gf_ssh_global_cleanup(void)
 static const char b64chars[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+/* Base64 of @len bytes at @p onto @b, without padding. */
+static void b64_add(struct gf_buf *b, const unsigned char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned v = (unsigned)p[i] << 16;
+		size_t rest = len - i;
+
+		if (rest > 1)
+			v |= (unsigned)p[i + 1] << 8;
+		if (rest > 2)
+			v |= p[i + 2];
+		gf_buf_addc(b, b64chars[(v >> 18) & 63]);
+		gf_buf_addc(b, b64chars[(v >> 12) & 63]);
+		if (rest > 1)
+			gf_buf_addc(b, b64chars[(v >> 6) & 63]);
+		if (rest > 2)
+			gf_buf_addc(b, b64chars[v & 63]);
+	}
+}
+
 char *gf_ssh_fingerprint(const unsigned char *sha256, size_t len)
 {
 	struct gf_buf b = GF_BUF_INIT;
 
 	gf_buf_adds(&b, "SHA256:");
-	for (size_t i = 0; i < len; i += 3) {
-		unsigned v = (unsigned)sha256[i] << 16;
-		size_t rest = len - i;
-
-		if (rest > 1)
-			v |= (unsigned)sha256[i + 1] << 8;
-		if (rest > 2)
-			v |= sha256[i + 2];
-		gf_buf_addc(&b, b64chars[(v >> 18) & 63]);
-		gf_buf_addc(&b, b64chars[(v >> 12) & 63]);
-		if (rest > 1)
-			gf_buf_addc(&b, b64chars[(v >> 6) & 63]);
-		if (rest > 2)
-			gf_buf_addc(&b, b64chars[v & 63]);
-	}
+	b64_add(&b, sha256, len);
 	return gf_buf_detach(&b);
 }
 
@@ -340,12 +346,56 @@ static char *kh_name(const struct gf_ssh *s)
 	return gf_buf_detach(&b);
 }
 
+/* What known_hosts says beyond the entries libssh2 reads. */
+struct kh_extra {
+	char **revoked;      /* base64 key blobs (unpadded) of the @revoked lines */
+	size_t nrevoked;
+	bool other_known;    /* a line libssh2 cannot read (a key type it lacks) names the host */
+};
+
+static void kh_extra_release(struct kh_extra *x)
+{
+	for (size_t i = 0; i < x->nrevoked; i++)
+		free(x->revoked[i]);
+	free(x->revoked);
+	*x = (struct kh_extra){0};
+}
+
+/* The next blank-separated field of *@p (moved past it), or NULL; @len its length. */
+static const char *kh_field(const char **p, size_t *len)
+{
+	const char *f = *p + strspn(*p, " \t");
+
+	*len = strcspn(f, " \t\r\n");
+	*p = f + *len;
+	return *len ? f : NULL;
+}
+
+/* Does the comma list @hosts (@len bytes) name @name as it is, without a pattern? */
+static bool kh_names(const char *hosts, size_t len, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (const char *h = hosts, *end = hosts + len; h < end;) {
+		const char *c = memchr(h, ',', (size_t)(end - h));
+		size_t l = c ? (size_t)(c - h) : (size_t)(end - h);
+
+		if (l == nl && memcmp(h, name, nl) == 0)
+			return true;
+		h += l + 1;
+	}
+	return false;
+}
+
 /*
  * Read known_hosts line by line: libssh2_knownhost_readfile() stops at the
  * first line it cannot parse (a key type it does not know, a @cert-authority
- * marker), which would hide every entry after it. @revoked lines are skipped.
+ * marker), which would hide every entry after it. The keys of @revoked lines
+ * go to @x (they are refused for every host, as OpenSSH never accepts them),
+ * and a line libssh2 cannot read that names @name plainly marks it known.
  */
-static LIBSSH2_KNOWNHOSTS *kh_load(struct gf_ssh *s, const char *path)
+static LIBSSH2_KNOWNHOSTS *kh_load(struct gf_ssh *s, const char *path, const char *name,
+				   struct kh_extra *x)
 {
 	LIBSSH2_KNOWNHOSTS *kh = libssh2_knownhost_init(s->sess);
 	FILE *f;
@@ -359,17 +409,47 @@ static LIBSSH2_KNOWNHOSTS *kh_load(struct gf_ssh *s, const char *path)
 	if (!f)
 		return kh; /* no file: every host is unknown */
 	while ((len = getline(&line, &cap, f)) >= 0) {
-		const char *p = line;
+		const char *p = line, *hosts, *key;
+		size_t hl, kl;
 
 		while (*p == ' ' || *p == '\t')
 			p++;
-		if (*p == '@' || *p == '#' || *p == '\n' || !*p)
+		if (*p == '#' || *p == '\n' || !*p)
 			continue;
-		libssh2_knownhost_readline(kh, p, strlen(p), LIBSSH2_KNOWNHOST_FILE_OPENSSH);
+		if (*p == '@') {
+			if (strncmp(p, "@revoked", 8) != 0 || (p[8] != ' ' && p[8] != '\t'))
+				continue; /* @cert-authority: no certificates here */
+			p += 8;
+			if (!kh_field(&p, &hl) || !kh_field(&p, &kl) || !(key = kh_field(&p, &kl)))
+				continue;
+			while (kl && key[kl - 1] == '=')
+				kl--;
+			x->revoked = gf_xrealloc(x->revoked, (x->nrevoked + 1) * sizeof(*x->revoked));
+			x->revoked[x->nrevoked++] = gf_xstrndup(key, kl);
+			continue;
+		}
+		if (libssh2_knownhost_readline(kh, p, strlen(p), LIBSSH2_KNOWNHOST_FILE_OPENSSH) &&
+		    (hosts = kh_field(&p, &hl)) && kh_names(hosts, hl, name))
+			x->other_known = true;
 	}
 	free(line);
 	fclose(f);
 	return kh;
+}
+
+/* Is the raw key blob @key one that a @revoked line holds? */
+static bool kh_revoked(const struct kh_extra *x, const char *key, size_t keylen)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	bool hit = false;
+
+	if (!x->nrevoked)
+		return false;
+	b64_add(&b, (const unsigned char *)key, keylen);
+	for (size_t i = 0; i < x->nrevoked && !hit; i++)
+		hit = strcmp(x->revoked[i], gf_buf_str(&b)) == 0;
+	gf_buf_release(&b);
+	return hit;
 }
 
 /*
@@ -379,19 +459,22 @@ static LIBSSH2_KNOWNHOSTS *kh_load(struct gf_ssh *s, const char *path)
  * dummy key tells MISMATCH (an entry of that type exists, hashed or not)
  * from NOTFOUND.
  */
+static bool kh_holds(LIBSSH2_KNOWNHOSTS *kh, const char *name, int kt)
+{
+	static const char dummy[] = "gpufleet-probe";
+
+	return libssh2_knownhost_check(kh, name, dummy, sizeof(dummy) - 1,
+				       LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | kt,
+				       NULL) == LIBSSH2_KNOWNHOST_CHECK_MISMATCH;
+}
+
 static void kh_types(LIBSSH2_KNOWNHOSTS *kh, const char *name, bool held[NELEM(key_types)],
 		     size_t *ret_n)
 {
-	static const char dummy[] = "gpufleet-probe";
 	size_t n = 0;
 
 	for (size_t i = 0; i < NELEM(key_types); i++) {
-		int rc = libssh2_knownhost_check(kh, name, dummy, sizeof(dummy) - 1,
-						 LIBSSH2_KNOWNHOST_TYPE_PLAIN |
-							 LIBSSH2_KNOWNHOST_KEYENC_RAW | key_types[i].kh,
-						 NULL);
-
-		held[i] = rc == LIBSSH2_KNOWNHOST_CHECK_MISMATCH;
+		held[i] = kh_holds(kh, name, key_types[i].kh);
 		n += held[i];
 	}
 	*ret_n = n;
@@ -488,8 +571,14 @@ static int kh_append(struct gf_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const char *path,
 	return rc;
 }
 
-static int check_host_key(struct gf_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const char *path,
-			  const char *name, bool accept_new, struct gf_err *err)
+/*
+ * @known: known_hosts holds keys for the host (of any type). A revoked key is
+ * refused before anything else; --ssh-accept-new records a key only for a
+ * host that is not known at all, never one of another type beside its keys.
+ */
+static int check_host_key(struct gf_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const struct kh_extra *x,
+			  const char *path, const char *name, bool known, bool accept_new,
+			  struct gf_err *err)
 {
 	size_t keylen = 0;
 	int type = 0, kt, rc;
@@ -501,6 +590,13 @@ static int check_host_key(struct gf_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const char *
 		return gf_err_set(err, GF_E_NODE, GF_EK_HOSTKEY, "ssh '%s' sent no host key", s->node);
 	kt = kh_type_of(type);
 	fp = gf_ssh_fingerprint((const unsigned char *)hash, 32);
+	if (kh_revoked(x, key, keylen)) {
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_HOSTKEY,
+				"host key of '%s' (%s) is revoked: %s is marked @revoked in '%s'; "
+				"refusing it", s->node, name, fp, path);
+		free(fp);
+		return rc;
+	}
 	rc = libssh2_knownhost_check(kh, name, key, keylen,
 				     LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | kt,
 				     NULL);
@@ -514,6 +610,13 @@ static int check_host_key(struct gf_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const char *
 				"refusing it", s->node, name, fp, path);
 		break;
 	case LIBSSH2_KNOWNHOST_CHECK_NOTFOUND:
+		if (known) {
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_HOSTKEY,
+					"host key of '%s' (%s) changed: it offers %s, a key type '%s' "
+					"holds none of for it; refusing it (not recorded)",
+					s->node, name, fp, path);
+			break;
+		}
 		if (accept_new) {
 			rc = kh_append(s, kh, path, name, key, keylen, kt, err);
 			break;
@@ -715,6 +818,7 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 {
 	struct gf_ssh *s = gf_xcalloc(1, sizeof(*s));
 	LIBSSH2_KNOWNHOSTS *kh = NULL;
+	struct kh_extra x = {0};
 	char *khpath = NULL, *name = NULL;
 	bool known = false;
 	int rc;
@@ -754,12 +858,17 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 
 	khpath = gf_ssh_known_hosts_path(t->prof);
 	name = kh_name(s);
-	kh = kh_load(s, khpath);
+	kh = kh_load(s, khpath, name, &x);
 	if (!kh) {
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "ssh '%s': no memory for known hosts", s->node);
 		goto fail;
 	}
 	set_hostkey_pref(s, kh, name, &known);
+	/*
+	 * Keys of a type libssh2 keeps but cannot use (security keys) make the
+	 * host known too: a probe with no key type matches an entry of any.
+	 */
+	known = known || x.other_known || kh_holds(kh, name, 0);
 
 	while ((rc = libssh2_session_handshake(s->sess, s->sock)) == LIBSSH2_ERROR_EAGAIN) {
 		if (wait_socket(s, t->deadline, "the handshake", err) < 0) {
@@ -780,13 +889,14 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 		s->broken = true;
 		goto fail;
 	}
-	rc = check_host_key(s, kh, khpath, name, t->accept_new, err);
+	rc = check_host_key(s, kh, &x, khpath, name, known, t->accept_new, err);
 	if (rc < 0)
 		goto fail;
 	rc = authenticate(s, t->prof, t->deadline, err);
 	if (rc < 0)
 		goto fail;
 	libssh2_knownhost_free(kh);
+	kh_extra_release(&x);
 	free(khpath);
 	free(name);
 	*ret = s;
@@ -794,6 +904,7 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 fail:
 	if (kh)
 		libssh2_knownhost_free(kh);
+	kh_extra_release(&x);
 	free(khpath);
 	free(name);
 	gf_ssh_close(s);

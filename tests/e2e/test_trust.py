@@ -6,6 +6,7 @@ committed before the request leaves, so kill -9 in the middle of a fan-out
 leaves a pending row for every node that may have acted, and a database that
 cannot be written means nothing is sent."""
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -19,6 +20,7 @@ from conftest import GPUFLEET, PASSWORD, TOP, register_redfish
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import RedfishLab  # noqa: E402
+import sshlab  # noqa: E402
 
 PREFIX = "127.42.20"
 VENDORS = ["supermicro", "dgx", "lenovo", "dell", "hpe", "supermicro"]
@@ -201,3 +203,83 @@ def test_database_symlink_not_followed(rf, lab, tmp_path):
     assert r.returncode == 2, r.stderr
     assert "is a symbolic link" in r.stderr, r.stderr
     assert other.read_bytes() == b""
+
+
+# ---- point 14: known_hosts ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ssh_lab():
+    assert os.access(sshlab.SSHD, os.X_OK), "sshd is not installed (tests/install-deps.sh)"
+    workdir = tempfile.mkdtemp(prefix="gf-trust-ssh-")
+    lab = sshlab.SshLab(workdir, nodes=[dict(profile="h100"), dict(profile="h100")],
+                        prefix=PREFIX, names=["kh1", "kh2"])
+    try:
+        lab.start()
+        yield lab
+    finally:
+        lab.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def sg(gf, ssh_lab):
+    kh = os.path.join(gf.workdir, "known_hosts")
+    gf.known_hosts = kh
+    gf.write_creds(f"[default]\nssh_user = {ssh_lab.user}\nssh_key = {ssh_lab.key}\n"
+                   f"ssh_known_hosts = {kh}\n")
+    r = gf.run("nodes", "import", "-",
+               input=f"name,ssh\nkh1,{ssh_lab.spec(1)}\nkh2,{ssh_lab.spec(2)}\n")
+    assert r.returncode == 0, r.stderr
+    ssh_lab.clear_logs()
+    return gf
+
+
+def write_kh(sg, text):
+    with open(sg.known_hosts, "w") as f:
+        f.write(text)
+    os.chmod(sg.known_hosts, 0o600)
+
+
+def read_kh(sg):
+    with open(sg.known_hosts) as f:
+        return f.read()
+
+
+def test_revoked_host_key_refused(sg, ssh_lab):
+    key = ssh_lab.hostkeys[0]  # both nodes are served by one sshd, one host key
+    # kh1 is known with that very key, but the key is revoked: never accepted.
+    write_kh(sg, ssh_lab.known_hosts_line(1) + f"@revoked * {key} compromised\n")
+    for extra in ([], ["--ssh-accept-new"]):
+        r, data = sg.json("host", "kh1,kh2", "--timeout", "20", *extra)
+        assert r.returncode == 1, (r.stderr, data)
+        for o in data:
+            assert o["ok"] is False, o
+            assert o["error"]["kind"] == "hostkey" and "revoked" in o["error"]["message"], o
+    assert ssh_lab.commands(1) == [] and ssh_lab.commands(2) == []
+    assert read_kh(sg).count("\n") == 2  # nothing recorded for kh2
+
+    # Without the @revoked line the same file is fine.
+    write_kh(sg, ssh_lab.known_hosts_line(1))
+    r, data = sg.json("host", "kh1", "--timeout", "20")
+    assert r.returncode == 0 and data[0]["ok"], (r.stderr, data)
+
+
+def test_accept_new_never_adds_another_type_to_a_known_host(sg, ssh_lab):
+    # kh1 is known by a key type this client cannot use (a security key);
+    # the host now offers ed25519: that is a changed key, not a new one.
+    name = f"[{ssh_lab.addr(1)}]:{sshlab.PORT}"
+    blob = "AAAAInNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29tAAAAIA" + "A" * 43 + "="
+    before = f"{name} sk-ssh-ed25519@openssh.com {blob}\n"
+    write_kh(sg, before)
+    r, data = sg.json("host", "kh1", "--ssh-accept-new", "--timeout", "20")
+    assert r.returncode == 1, (r.stderr, data)
+    err = data[0]["error"]
+    assert err["kind"] == "hostkey" and "changed" in err["message"], err
+    assert read_kh(sg) == before
+    assert ssh_lab.commands(1) == []
+
+    # A host not known at all is still recorded by --ssh-accept-new.
+    r, data = sg.json("host", "kh2", "--ssh-accept-new", "--timeout", "20")
+    assert r.returncode == 0, (r.stderr, data)
+    added = read_kh(sg)[len(before):].splitlines()
+    assert len(added) == 1 and added[0].startswith(f"[{ssh_lab.addr(2)}]:{sshlab.PORT} "), added
