@@ -1,4 +1,5 @@
 """Fixtures for end-to-end tests: the real gpufleet binary against real peers on loopback."""
+import contextlib
 import json
 import os
 import shutil
@@ -79,9 +80,16 @@ def fleet(request):
     """20 ipmi_sim BMCs on 127.31.<module>.1-20, one lab per test module."""
     subnet = getattr(request.module, "LAB_SUBNET", 1)
     count = getattr(request.module, "LAB_COUNT", 20)
-    workdir = tempfile.mkdtemp(prefix="gf-lab-")
-    lab = IpmiLab(workdir, prefix=f"127.31.{subnet}", count=count, user="admin",
-                  password=PASSWORD)
+    with started(lambda d: IpmiLab(d, prefix=f"127.31.{subnet}", count=count, user="admin",
+                                   password=PASSWORD), "gf-lab-") as lab:
+        yield lab
+
+
+@contextlib.contextmanager
+def started(make, prefix):
+    """A lab made by @make(workdir) in a new temporary folder, started, stopped and removed."""
+    workdir = tempfile.mkdtemp(prefix=prefix)
+    lab = make(workdir)
     try:
         lab.start()
         yield lab

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import GPUFLEET, TOP
+from conftest import GPUFLEET, TOP, started
 
 import sshlab
 
@@ -29,14 +29,8 @@ SLOW = "20"
 @pytest.fixture(scope="module")
 def lab():
     assert os.access(sshlab.SSHD, os.X_OK), "sshd is not installed (tests/install-deps.sh)"
-    workdir = tempfile.mkdtemp(prefix="gf-ssh-")
-    lab = sshlab.SshLab(workdir)
-    try:
-        lab.start()
+    with started(sshlab.SshLab, "gf-ssh-") as lab:
         yield lab
-    finally:
-        lab.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def creds_text(lab, known_hosts=None, extra=""):

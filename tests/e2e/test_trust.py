@@ -6,7 +6,6 @@ committed before the request leaves, so kill -9 in the middle of a fan-out
 leaves a pending row for every node that may have acted, and a database that
 cannot be written means nothing is sent."""
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -16,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import GPUFLEET, PASSWORD, TOP, register_redfish
+from conftest import GPUFLEET, PASSWORD, TOP, register_redfish, started
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import RedfishLab  # noqa: E402
@@ -210,15 +209,10 @@ def test_database_symlink_not_followed(rf, lab, tmp_path):
 @pytest.fixture(scope="module")
 def ssh_lab():
     assert os.access(sshlab.SSHD, os.X_OK), "sshd is not installed (tests/install-deps.sh)"
-    workdir = tempfile.mkdtemp(prefix="gf-trust-ssh-")
-    lab = sshlab.SshLab(workdir, nodes=[dict(profile="h100"), dict(profile="h100")],
-                        prefix=PREFIX, names=["kh1", "kh2"])
-    try:
-        lab.start()
+    with started(lambda d: sshlab.SshLab(d, nodes=[dict(profile="h100"), dict(profile="h100")],
+                                         prefix=PREFIX, names=["kh1", "kh2"]),
+                 "gf-trust-ssh-") as lab:
         yield lab
-    finally:
-        lab.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture
