@@ -116,6 +116,7 @@ struct bmc_done {
 	struct cli_render r;
 	struct cli_audit *audit;
 	bool render;                      /* spec given: stream, else only count */
+	const struct cli_bmc_run *run;
 };
 
 static void bmc_done(void *ud, size_t i, const struct gf_result *slot)
@@ -127,6 +128,8 @@ static void bmc_done(void *ud, size_t i, const struct gf_result *slot)
 		cli_render_done(&d->r, i, slot);
 	else
 		cli_progress_done(&d->r, i, slot);
+	if (d->run->on_done)
+		d->run->on_done(d->run->done_ud, i, slot);
 }
 
 int cli_bmc_fanout(struct cli_bmc_run *run)
@@ -136,7 +139,7 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	struct bmc_done d = {
 		.r = {.cli = cli, .nodes = run->nodes, .n = run->n, .spec = run->spec,
 		      .show_bmc = true},
-		.render = run->spec != NULL,
+		.render = run->spec != NULL, .run = run,
 	};
 	struct cli_render *r = &d.r;
 	struct gf_exec_opts eo;
@@ -157,10 +160,13 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	}
 	t.bmc.log_name = run->log_name;
 	t.bmc.no_thresholds = run->no_thresholds;
+	t.bmc.request_timeout = run->request_timeout;
 	run->slots = gf_xcalloc(run->n ? run->n : 1, sizeof(*run->slots));
 	cli_exec_opts(cli, &eo);
 	eo.batch = run->batch;
 	eo.interval = run->interval;
+	if (run->timeout > 0)
+		eo.timeout = run->timeout;
 	rc = gf_exec_run(&eo, run->n, bmc_task, &t, run->slots, bmc_done, &d, &err);
 	arc = cli_audit_close(d.audit, run->slots);
 	if (rc < 0) {

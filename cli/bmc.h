@@ -29,6 +29,11 @@ struct cli_bmc_run {
 	bool no_thresholds;                 /* sensors: the output shows no thresholds */
 	unsigned batch;                     /* staggering, see gf_exec_opts */
 	double interval;
+	double request_timeout;             /* > 0: each request bounded by this, the node by timeout */
+	double timeout;                     /* > 0: the node's deadline instead of --timeout */
+	/* Called on the main thread as each node finishes, after rendering (NULL: none). */
+	void (*on_done)(void *ud, size_t i, const struct gf_result *slot);
+	void *done_ud;
 	struct gf_result *slots;            /* filled by cli_bmc_fanout(); cli_bmc_release() */
 };
 

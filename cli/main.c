@@ -100,6 +100,16 @@ static const struct cli_verb verbs[] = {
 	 "Firmware, hardware, event log and sensor summaries through each BMC, host facts over\n"
 	 "SSH; no TARGETS: every registered node. Exit 0 when every node is ok, 1 when any is\n"
 	 "partial or failed (the sweep is stored either way).\n"},
+	{"update", cmd_update, 0,
+	 "firmware rollouts from a catalog: plan, run, status, resume; verified by read-back",
+	 "usage: gpufleet update plan --catalog FILE [--component PATTERN] TARGETS\n"
+	 "       gpufleet update run --catalog FILE [--component PATTERN] [--canary N] [--batch N]\n"
+	 "                           [--max-failures K] [--reboot] [--update-timeout SECONDS]\n"
+	 "                           [--dry-run] [--yes] TARGETS\n"
+	 "       gpufleet update status [ROLLOUT]\n"
+	 "       gpufleet update resume [ROLLOUT] [--yes]\n"
+	 "A component is done only when its new version is read back. run on more than one\n"
+	 "node needs --yes. Exit 0 when every node is done or skipped, 1 otherwise.\n"},
 };
 static const size_t nverbs = sizeof(verbs) / sizeof(verbs[0]);
 

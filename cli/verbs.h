@@ -18,5 +18,6 @@ int cmd_report(struct gf_cli *cli, int argc, char **argv);
 int cmd_sel(struct gf_cli *cli, int argc, char **argv);
 int cmd_sensors(struct gf_cli *cli, int argc, char **argv);
 int cmd_sweep(struct gf_cli *cli, int argc, char **argv);
+int cmd_update(struct gf_cli *cli, int argc, char **argv);
 
 #endif

@@ -25,6 +25,7 @@ struct gf_bmc_run {
 	bool insecure;                           /* no certificate checks at all */
 	const char *log_name;                    /* sel: the event log to read (Redfish), NULL: find it */
 	bool no_thresholds;                      /* sensors: thresholds are not shown */
+	double request_timeout;                  /* > 0: each request bounded by this too (update) */
 	const volatile sig_atomic_t *cancel;     /* set on Ctrl-C: stop soon, still clean up */
 };
 

@@ -138,6 +138,44 @@ static const char *const migrations[] = {
 	"ALTER TABLE audit ADD COLUMN finished REAL;"
 	"UPDATE audit SET finished = time;"
 	"CREATE INDEX audit_pending ON audit(node) WHERE finished IS NULL;",
+	/* 4 -> 5: firmware rollouts (inventory/rollout.c): the plan and each node's state */
+	"CREATE TABLE rollouts ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  started REAL NOT NULL,"
+	"  finished REAL,"
+	"  user TEXT,"
+	"  state TEXT NOT NULL CHECK (state IN ('running', 'stopped', 'finished')),"
+	"  catalog_path TEXT NOT NULL,"
+	"  catalog TEXT NOT NULL,"        /* the catalog as read: resume plans with it */
+	"  options TEXT NOT NULL"         /* JSON */
+	");"
+	"CREATE TABLE rollout_nodes ("
+	"  rollout INTEGER NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,"
+	"  node TEXT NOT NULL,"
+	"  seq INTEGER NOT NULL,"         /* the order of the plan */
+	"  batch INTEGER NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
+	"    'failed', 'pending-activation', 'unsupported')),"
+	"  kind TEXT,"
+	"  message TEXT,"
+	"  updated REAL NOT NULL,"
+	"  PRIMARY KEY (rollout, node)"
+	") WITHOUT ROWID;"
+	"CREATE TABLE rollout_items ("
+	"  rollout INTEGER NOT NULL,"
+	"  node TEXT NOT NULL,"
+	"  component TEXT NOT NULL,"
+	"  from_version TEXT,"
+	"  to_version TEXT NOT NULL,"
+	"  action TEXT NOT NULL,"
+	"  activation TEXT NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
+	"    'failed', 'pending-activation')),"
+	"  kind TEXT,"
+	"  message TEXT,"
+	"  PRIMARY KEY (rollout, node, component),"
+	"  FOREIGN KEY (rollout, node) REFERENCES rollout_nodes(rollout, node) ON DELETE CASCADE"
+	") WITHOUT ROWID;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

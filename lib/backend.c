@@ -1,5 +1,7 @@
 #include "lib/backend.h"
 
+#include <stdlib.h>
+
 const char *gf_power_name(enum gf_power p)
 {
 	switch (p) {
@@ -19,4 +21,43 @@ const char *gf_power_op_name(enum gf_power_op op)
 	if ((unsigned)op >= sizeof(names) / sizeof(names[0]))
 		return "unknown";
 	return names[op];
+}
+
+void gf_fw_caps_release(struct gf_fw_caps *c)
+{
+	if (!c)
+		return;
+	free(c->dialect);
+	free(c->model);
+	*c = (struct gf_fw_caps){0};
+}
+
+void gf_fw_task_release(struct gf_fw_task *t)
+{
+	if (!t)
+		return;
+	free(t->state);
+	free(t->message);
+	*t = (struct gf_fw_task){0};
+}
+
+const char *gf_fw_method_name(enum gf_fw_method m)
+{
+	switch (m) {
+	case GF_FW_MULTIPART: return "multipart-push";
+	case GF_FW_PUSH: return "http-push";
+	case GF_FW_PULL: return "simple-update";
+	default: return "unsupported";
+	}
+}
+
+enum gf_fw_method gf_fw_method_for(const struct gf_fw_caps *c, bool file, bool image_uri)
+{
+	if (file && c->multipart)
+		return GF_FW_MULTIPART;
+	if (file && c->push)
+		return GF_FW_PUSH;
+	if (image_uri && c->pull)
+		return GF_FW_PULL;
+	return GF_FW_NONE;
 }

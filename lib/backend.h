@@ -43,7 +43,52 @@ struct gf_bmc_target {
 	const char *log_name;            /* sel: the log to use (Redfish LogService Id), NULL: find it */
 	const volatile sig_atomic_t *cancel;  /* set on Ctrl-C: stop soon, still clean up; NULL: none */
 	bool no_thresholds;              /* sensors: thresholds will not be shown; skip commands for them */
+	double request_timeout;          /* > 0: each request also bounded by this (update), 0: deadline only */
 };
+
+/* What a BMC offers to update its firmware (update plan and run). */
+struct gf_fw_caps {
+	char *dialect;                   /* "dell", "supermicro", ...; NULL: unknown */
+	char *model;                     /* the main system's model; NULL: unknown */
+	bool multipart;                  /* MultipartHttpPushUri */
+	bool push;                       /* HttpPushUri */
+	bool pull;                       /* SimpleUpdate (the BMC downloads an image URI) */
+	bool apply_time;                 /* @Redfish.OperationApplyTime "Immediate" advertised */
+};
+
+void gf_fw_caps_release(struct gf_fw_caps *c);
+
+/* How an image reaches a BMC. */
+enum gf_fw_method {
+	GF_FW_NONE = 0,                  /* no way: unsupported */
+	GF_FW_MULTIPART,
+	GF_FW_PUSH,
+	GF_FW_PULL,
+};
+
+/* "multipart-push", "http-push", "simple-update", "unsupported". */
+const char *gf_fw_method_name(enum gf_fw_method m);
+/* The method for an image with @file and/or @image_uri on a BMC offering @c. */
+enum gf_fw_method gf_fw_method_for(const struct gf_fw_caps *c, bool file, bool image_uri);
+
+/* One image sent to one BMC: pushed or pulled, its task followed to the end. */
+struct gf_fw_push {
+	enum gf_fw_method method;
+	const char *file;                /* image to push */
+	const char *image_uri;           /* image to pull */
+	const char *const *targets;      /* raw FirmwareInventory member ids it updates */
+	size_t ntargets;
+	bool apply_now;                  /* ask for @Redfish.OperationApplyTime Immediate */
+	double deadline;                 /* monotonic: the node's whole update */
+};
+
+struct gf_fw_task {
+	char *state;                     /* the task's last TaskState, NULL: there was no task */
+	char *message;                   /* the BMC's last message about it, NULL: none */
+	bool vanished;                   /* the task monitor went away (404) before a final state */
+};
+
+void gf_fw_task_release(struct gf_fw_task *t);
 
 /* A certificate's SHA-256 fingerprint as lower-case hex, plus the NUL. */
 #define GF_BMC_FP_SIZE 65
@@ -90,6 +135,29 @@ struct gf_backend {
 	int (*sel_clear)(void *session, struct gf_err *err);
 	int (*firmware)(void *session, struct gf_component_list *ret, struct gf_err *err);
 	int (*hardware)(void *session, struct gf_hardware *ret, struct gf_err *err);
+	/* Firmware updates (update plan/run): what the BMC offers, filled on success. */
+	int (*fw_caps)(void *session, struct gf_fw_caps *ret, struct gf_err *err);
+	/*
+	 * Send @p and follow its task until it ends (409/503 answers retried until
+	 * the deadline): 0 with *ret when the task did not fail (Completed, or its
+	 * monitor vanished: only reading the inventory back tells), GF_E_NODE
+	 * (refused, with the BMC's message) when it ended in Exception, Killed or
+	 * Cancelled, or when the BMC would not take the image.
+	 */
+	int (*fw_push)(void *session, const struct gf_fw_push *p, struct gf_fw_task *ret,
+		       struct gf_err *err);
+	/*
+	 * Wait until no update task of the BMC is still running, by @deadline
+	 * (resume: a task a killed run left behind).
+	 */
+	int (*fw_tasks_wait)(void *session, double deadline, struct gf_err *err);
+	/*
+	 * Restart the BMC (Manager.Reset), wait for it to come back (connections
+	 * refused, 503) by @deadline, and log in again: the session stays usable.
+	 */
+	int (*bmc_reset)(void *session, double deadline, struct gf_err *err);
+	/* After a host reset: wait for the BMC to answer again by @deadline (logged in again if needed). */
+	int (*bmc_wait)(void *session, double deadline, struct gf_err *err);
 };
 
 #endif

@@ -58,6 +58,8 @@ struct rf_http {
 	size_t max_body;
 	bool too_big;
 	struct rf_resp *cur;       /* the response being filled */
+	const char *raw_type;      /* rf_http_request_raw(): Content-Type of the body, else NULL */
+	size_t raw_len;            /* and its length */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -488,7 +490,12 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 
 	hdrs = curl_slist_append(hdrs, "Accept: application/json");
 	hdrs = curl_slist_append(hdrs, "OData-Version: 4.0");
-	if (body)
+	if (body && h->raw_type) {
+		gf_buf_addf(&line, "Content-Type: %s", h->raw_type);
+		hdrs = curl_slist_append(hdrs, gf_buf_str(&line));
+		hdrs = curl_slist_append(hdrs, "Expect:");
+		gf_buf_reset(&line);
+	} else if (body)
 		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	else
 		hdrs = curl_slist_append(hdrs, "Content-Type:");
@@ -522,7 +529,8 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 		curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
 		if (body) {
 			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
-			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+					 (curl_off_t)(h->raw_type ? h->raw_len : strlen(body)));
 		} else if (strcmp(method, "DELETE") == 0) {
 			curl_easy_setopt(h->curl, CURLOPT_HTTPGET, 1L);
 			curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
@@ -602,6 +610,19 @@ int rf_http_request(struct rf_http *h, const char *method, const char *path, con
 	}
 	*ret = r;
 	return 0;
+}
+
+int rf_http_request_raw(struct rf_http *h, const char *method, const char *path, const char *body,
+			size_t len, const char *type, struct rf_resp *ret, struct gf_err *err)
+{
+	int rc;
+
+	h->raw_type = type;
+	h->raw_len = len;
+	rc = rf_http_request(h, method, path, body, NULL, ret, err);
+	h->raw_type = NULL;
+	h->raw_len = 0;
+	return rc;
 }
 
 static void redfish_message(const struct rf_resp *r, struct gf_buf *out)

@@ -72,6 +72,13 @@ void rf_resp_release(struct rf_resp *r);
 int rf_http_request(struct rf_http *h, const char *method, const char *path, const char *body,
 		    const char *if_match, struct rf_resp *ret, struct gf_err *err);
 
+/*
+ * The same with a body of @len bytes (binary) of Content-Type @type: a
+ * firmware image, a multipart form.
+ */
+int rf_http_request_raw(struct rf_http *h, const char *method, const char *path, const char *body,
+			size_t len, const char *type, struct rf_resp *ret, struct gf_err *err);
+
 /* The fingerprint seen at the latest handshake, NULL before one. */
 const char *rf_http_fingerprint(const struct rf_http *h);
 

@@ -13,6 +13,7 @@
 #include "lib/util.h"
 #include "redfish/http.h"
 #include "redfish/rf.h"
+#include "redfish/update.h"
 
 /*
  * Time granted to delete the session, even after the node's deadline: under
@@ -30,16 +31,31 @@ struct rf_session {
 	const char *user;      /* borrowed from the profile */
 	const char *password;
 	bool relogged;
+	double deadline;       /* the node's, monotonic */
+	double req_timeout;    /* > 0: each request bounded by this too */
+	const volatile sig_atomic_t *cancel;
 };
 
 static int login(struct rf_session *s, struct gf_err *err);
 static void rf_close(void *vs);
 
+/* The deadline of the next request: the node's, or sooner with a request timeout. */
+static void arm(struct rf_session *s)
+{
+	double t = gf_monotime() + s->req_timeout;
+
+	if (s->req_timeout > 0)
+		rf_http_set_deadline(s->http, t < s->deadline ? t : s->deadline);
+}
+
 /* A request with credentials; a token that expired meanwhile is renewed once. */
 static int request(struct rf_session *s, const char *method, const char *path, const char *body,
 		   const char *if_match, struct rf_resp *r, struct gf_err *err)
 {
-	int rc = rf_http_request(s->http, method, path, body, if_match, r, err);
+	int rc;
+
+	arm(s);
+	rc = rf_http_request(s->http, method, path, body, if_match, r, err);
 
 	if (rc == 0 && r->status == 401 && s->session && !s->relogged) {
 		s->relogged = true;
@@ -141,6 +157,7 @@ static int login(struct rf_session *s, struct gf_err *err)
 	 */
 	cancel = rf_http_set_cancel(s->http, NULL);
 	rf_http_auth(s->http, false);
+	arm(s);
 	rc = rf_http_request(s->http, "POST", s->sessions, text, NULL, &r, err);
 	rf_http_auth(s->http, true);
 	rf_http_set_cancel(s->http, cancel);
@@ -215,9 +232,13 @@ static int rf_open(const struct gf_bmc_target *t, void **ret, struct gf_err *err
 	s->node = gf_xstrdup(t->node ? t->node : t->host);
 	s->user = t->prof->bmc_user;
 	s->password = t->prof->bmc_password;
+	s->deadline = t->deadline;
+	s->req_timeout = t->request_timeout;
+	s->cancel = t->cancel;
 	rc = rf_http_new(&o, &s->http, err);
 	if (rc < 0)
 		goto fail;
+	arm(s);
 
 	/* The service root needs no credentials: the certificate is checked before any are sent. */
 	rf_http_auth(s->http, false);
@@ -332,6 +353,85 @@ static int rf_hardware_op(void *vs, struct gf_hardware *ret, struct gf_err *err)
 	return rf_hardware(&((struct rf_session *)vs)->client, ret, err);
 }
 
+/* ---- firmware updates: update.c, over the session's raw requests ---- */
+
+static int upd_request(void *ud, const char *method, const char *path, const char *body,
+		       size_t len, const char *type, double until, struct rf_resp *ret,
+		       struct gf_err *err)
+{
+	struct rf_session *s = ud;
+	int rc;
+
+	rf_http_set_deadline(s->http, until < s->deadline ? until : s->deadline);
+	if (type)
+		rc = rf_http_request_raw(s->http, method, path, body, len, type, ret, err);
+	else
+		rc = rf_http_request(s->http, method, path, body, NULL, ret, err);
+	rf_http_set_deadline(s->http, s->deadline);
+	return rc;
+}
+
+static int upd_login(void *ud, double until, struct gf_err *err)
+{
+	struct rf_session *s = ud;
+	double keep = s->req_timeout;
+	int rc;
+
+	/* The BMC forgot the old session: nothing to delete, and a new one to make. */
+	free(s->session);
+	s->session = NULL;
+	s->relogged = false;
+	s->req_timeout = until - gf_monotime();
+	if (s->req_timeout <= 0.001)
+		s->req_timeout = 0.001;
+	rc = login(s, err);
+	s->req_timeout = keep;
+	return rc;
+}
+
+static struct rf_upd upd_of(struct rf_session *s)
+{
+	return (struct rf_upd){
+		.c = &s->client, .ud = s, .request = upd_request, .login = upd_login,
+		.request_timeout = s->req_timeout, .cancel = s->cancel,
+	};
+}
+
+static int rf_fw_caps_op(void *vs, struct gf_fw_caps *ret, struct gf_err *err)
+{
+	struct rf_upd u = upd_of(vs);
+
+	return rf_update_caps(&u, ret, err);
+}
+
+static int rf_fw_push_op(void *vs, const struct gf_fw_push *p, struct gf_fw_task *ret,
+			 struct gf_err *err)
+{
+	struct rf_upd u = upd_of(vs);
+
+	return rf_update_push(&u, p, ret, err);
+}
+
+static int rf_fw_tasks_wait_op(void *vs, double deadline, struct gf_err *err)
+{
+	struct rf_upd u = upd_of(vs);
+
+	return rf_update_tasks_wait(&u, deadline, err);
+}
+
+static int rf_bmc_reset_op(void *vs, double deadline, struct gf_err *err)
+{
+	struct rf_upd u = upd_of(vs);
+
+	return rf_update_bmc_reset(&u, deadline, err);
+}
+
+static int rf_bmc_wait_op(void *vs, double deadline, struct gf_err *err)
+{
+	struct rf_upd u = upd_of(vs);
+
+	return rf_update_bmc_wait(&u, deadline, false, err);
+}
 
 static int rf_probe_op(const struct gf_bmc_target *t, double timeout)
 {
@@ -408,4 +508,9 @@ const struct gf_backend gf_redfish_backend = {
 	.sel_clear = rf_sel_clear_op,
 	.firmware = rf_firmware_op,
 	.hardware = rf_hardware_op,
+	.fw_caps = rf_fw_caps_op,
+	.fw_push = rf_fw_push_op,
+	.fw_tasks_wait = rf_fw_tasks_wait_op,
+	.bmc_reset = rf_bmc_reset_op,
+	.bmc_wait = rf_bmc_wait_op,
 };

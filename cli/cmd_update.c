@@ -1,0 +1,494 @@
+/*
+ * gpufleet update plan|run|status|resume: firmware rollouts from a catalog,
+ * planned from a fresh read of each node's firmware inventory, pushed in
+ * batches, and `done` only once the new version is read back.
+ */
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/bmc.h"
+#include "cli/verbs.h"
+#include "inventory/catalog.h"
+#include "inventory/rollout.h"
+#include "lib/buf.h"
+#include "lib/util.h"
+
+enum {
+	U_CATALOG, U_COMPONENT, U_CANARY, U_BATCH, U_MAX_FAILURES, U_DRY_RUN, U_YES, U_REBOOT,
+	U_UPDATE_TIMEOUT, U_READBACK_WAIT,
+};
+
+static const struct cli_opt update_opts[] = {
+	[U_CATALOG] = {{"catalog", required_argument, NULL, 0}, "FILE", "the firmware catalog (JSON, see gpufleet-update(1))"},
+	[U_COMPONENT] = {{"component", required_argument, NULL, 0}, "PATTERN", "only components whose key matches"},
+	[U_CANARY] = {{"canary", required_argument, NULL, 0}, "N", "update N nodes first and alone"},
+	[U_BATCH] = {{"batch", required_argument, NULL, 0}, "N", "nodes updated at once (default: the fan-out)"},
+	[U_MAX_FAILURES] = {{"max-failures", required_argument, NULL, 0}, "K", "stop starting nodes once more than K failed (default 0)"},
+	[U_DRY_RUN] = {{"dry-run", no_argument, NULL, 'n'}, NULL, "show the plan, send nothing"},
+	[U_YES] = {{"yes", no_argument, NULL, 'y'}, NULL, "update more than one node without asking"},
+	[U_REBOOT] = {{"reboot", no_argument, NULL, 0}, NULL, "restart hosts whose firmware needs it"},
+	[U_UPDATE_TIMEOUT] = {{"update-timeout", required_argument, NULL, 0}, "SECONDS", "a node's whole update (default 1800)"},
+	[U_READBACK_WAIT] = {{"readback-wait", required_argument, NULL, 0}, "SECONDS", "how long a new version may take to show (default 60)"},
+};
+
+struct update_args {
+	const char *catalog;
+	const char *component;
+	unsigned long canary, batch, max_failures;
+	bool dry_run, yes, reboot;
+	double update_timeout, readback_wait;
+};
+
+static int on_opt(void *ud, size_t idx, const char *arg)
+{
+	struct update_args *a = ud;
+	struct gf_err err = {0};
+
+	switch (idx) {
+	case U_CATALOG: a->catalog = arg; return 0;
+	case U_COMPONENT: a->component = arg; return 0;
+	case U_CANARY:
+		return gf_parse_uint(arg, 1, 100000, &a->canary, &err, "--canary") < 0 ? cli_fail(&err) : 0;
+	case U_BATCH:
+		return gf_parse_uint(arg, 1, 100000, &a->batch, &err, "--batch") < 0 ? cli_fail(&err) : 0;
+	case U_MAX_FAILURES:
+		return gf_parse_uint(arg, 0, 1000000, &a->max_failures, &err, "--max-failures") < 0
+			? cli_fail(&err) : 0;
+	case U_DRY_RUN: a->dry_run = true; return 0;
+	case U_YES: a->yes = true; return 0;
+	case U_REBOOT: a->reboot = true; return 0;
+	case U_UPDATE_TIMEOUT:
+		return gf_parse_seconds(arg, 1, 7 * 86400, &a->update_timeout, &err, "--update-timeout") < 0
+			? cli_fail(&err) : 0;
+	case U_READBACK_WAIT:
+		return gf_parse_seconds(arg, 0, 86400, &a->readback_wait, &err, "--readback-wait") < 0
+			? cli_fail(&err) : 0;
+	default:
+		return 0;
+	}
+}
+
+/* What the workers read: the catalog and the options. Read-only while they run. */
+struct upd_ctx {
+	const struct gf_catalog *cat;
+	const struct update_args *a;
+	bool resume;                /* a node left unknown: wait for its BMC's tasks first */
+	bool dry_run;               /* plan objects say "dry_run": true */
+};
+
+/* One node's fresh read: what its BMC offers, its firmware, the plan. */
+struct node_plan {
+	struct gf_fw_caps caps;
+	struct gf_component_list comps;
+	struct gf_plan plan;
+};
+
+static void node_plan_release(struct node_plan *p)
+{
+	gf_fw_caps_release(&p->caps);
+	gf_component_list_release(&p->comps);
+	gf_plan_release(&p->plan);
+}
+
+static int read_plan(const struct gf_backend *be, void *sess, const struct gf_node *n,
+		     const struct upd_ctx *ctx, struct node_plan *ret, struct gf_err *err)
+{
+	struct node_plan p = {0};
+
+	if (!be->fw_caps || !be->fw_push || !be->firmware)
+		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
+				  "%s cannot update the firmware of node '%s'", be->title, n->name);
+	if (be->fw_caps(sess, &p.caps, err) < 0)
+		return GF_E_NODE;
+	if (be->firmware(sess, &p.comps, err) < 0) {
+		node_plan_release(&p);
+		return GF_E_NODE;
+	}
+	gf_catalog_plan(ctx->cat, p.caps.model, p.caps.dialect, &p.comps, ctx->a->component, &p.plan);
+	*ret = p;
+	return 0;
+}
+
+static enum gf_fw_method method_of(const struct upd_ctx *ctx, const struct node_plan *p,
+				   const struct gf_plan_item *it)
+{
+	const struct gf_catalog_image *im = &ctx->cat->v[it->image];
+
+	return gf_fw_method_for(&p->caps, im->file != NULL, im->image_uri != NULL);
+}
+
+/* {"component","from","to","action","activation"} of one item. */
+static json_t *item_json(const struct upd_ctx *ctx, const struct node_plan *p,
+			 const struct gf_plan_item *it)
+{
+	return json_pack("{s:s, s:s?, s:s, s:s, s:s, s:b}", "component", it->component, "from",
+			 it->from, "to", it->to, "action", gf_fw_method_name(method_of(ctx, p, it)),
+			 "activation", gf_activation_name(it->activation), "host_reboot",
+			 gf_activation_is_host(it->activation));
+}
+
+static void plan_to_json(const struct upd_ctx *ctx, const struct node_plan *p, json_t *data)
+{
+	json_t *ups = json_array(), *skipped = json_array();
+
+	for (size_t i = 0; i < p->plan.n; i++) {
+		const struct gf_plan_item *it = &p->plan.v[i];
+
+		if (it->skip)
+			json_array_append_new(skipped, json_pack("{s:s, s:s}", "component",
+								 it->component, "version", it->to));
+		else
+			json_array_append_new(ups, item_json(ctx, p, it));
+	}
+	if (p->caps.model)
+		json_object_set_new(data, "model", json_string(p->caps.model));
+	if (p->caps.dialect)
+		json_object_set_new(data, "dialect", json_string(p->caps.dialect));
+	json_object_set_new(data, "updates", ups);
+	json_object_set_new(data, "up_to_date", skipped);
+}
+
+static int plan_op(const struct gf_backend *be, void *sess, const struct gf_node *n,
+		   const void *vctx, struct gf_result *slot, struct gf_err *err)
+{
+	const struct upd_ctx *ctx = vctx;
+	struct node_plan p;
+
+	if (read_plan(be, sess, n, ctx, &p, err) < 0)
+		return GF_E_NODE;
+	plan_to_json(ctx, &p, slot->data);
+	if (ctx->dry_run)
+		json_object_set_new(slot->data, "dry_run", json_true());
+	node_plan_release(&p);
+	return 0;
+}
+
+
+/* ---- update run: one node, on its worker ------------------------------- */
+
+enum item_state { IS_NOT_STARTED = 0, IS_SKIPPED, IS_DONE, IS_FAILED, IS_PENDING };
+
+static const char *const item_state_names[] = {
+	[IS_NOT_STARTED] = "not-started", [IS_SKIPPED] = "skipped", [IS_DONE] = "done",
+	[IS_FAILED] = "failed", [IS_PENDING] = "pending-activation",
+};
+
+struct run_item {
+	const struct gf_plan_item *pi;
+	enum item_state state;
+	bool staged;               /* the BMC took the image and its task did not fail */
+	bool wait;                 /* activated: wait for the new version to show */
+	struct gf_err err;         /* failed: why */
+};
+
+static void item_fail(struct run_item *it, const struct gf_err *e)
+{
+	it->state = IS_FAILED;
+	it->err = *e;
+}
+
+/* Sleep until @t, waking early on Ctrl-C. */
+static void nap_until(double t)
+{
+	while (!gf_exec_cancelled() && gf_monotime() < t)
+		gf_sleep_until(gf_monotime() + 0.1 < t ? gf_monotime() + 0.1 : t);
+}
+
+/*
+ * Read the inventory back until every item waited for shows its new
+ * version, or @until. Items that show it are done.
+ */
+static void read_back(const struct gf_backend *be, void *sess, struct run_item *items, size_t n,
+		      double until, struct gf_err *last)
+{
+	for (;;) {
+		struct gf_component_list l = {0};
+		struct gf_err e = {0};
+		bool missing = false;
+
+		if (be->firmware(sess, &l, &e) == 0) {
+			for (size_t i = 0; i < n; i++) {
+				struct run_item *it = &items[i];
+
+				if (!it->staged || it->state == IS_DONE)
+					continue;
+				for (size_t k = 0; k < l.n; k++)
+					if (l.v[k].key && strcmp(l.v[k].key, it->pi->component) == 0 &&
+					    l.v[k].version && strcmp(l.v[k].version, it->pi->to) == 0)
+						it->state = IS_DONE;
+				if (it->state != IS_DONE && it->wait)
+					missing = true;
+			}
+			gf_err_clear(last);
+		} else {
+			*last = e;
+			missing = true;
+		}
+		gf_component_list_release(&l);
+		if (!missing || gf_monotime() + 2 > until || gf_exec_cancelled())
+			return;
+		nap_until(gf_monotime() + 2);
+	}
+}
+
+static json_t *run_items_json(const struct upd_ctx *ctx, const struct node_plan *p,
+			      const struct run_item *items, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = item_json(ctx, p, items[i].pi);
+
+		json_object_set_new(o, "state", json_string(item_state_names[items[i].state]));
+		if (items[i].state == IS_FAILED)
+			json_object_set_new(o, "error", json_pack("{s:s, s:s}", "kind",
+				gf_errkind_name(items[i].err.kind), "message", items[i].err.msg));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+/* Push the images of the plan one at a time, activate, read back. */
+static void run_items(const struct gf_backend *be, void *sess, const struct gf_node *n,
+		      const struct upd_ctx *ctx, const struct node_plan *p, struct run_item *items,
+		      size_t ni, double deadline, struct gf_result *slot)
+{
+	const struct update_args *a = ctx->a;
+	enum gf_activation host = GF_ACT_NONE;
+	struct gf_err e = {0};
+	size_t i = 0;
+
+	for (i = 0; i < ni; i++) {
+		const struct gf_plan_item *pi = items[i].pi;
+		const struct gf_catalog_image *im = &ctx->cat->v[pi->image];
+		const char **targets;
+		struct gf_fw_push push;
+		struct gf_fw_task task = {0};
+		size_t nt = 0;
+
+		if (items[i].state != IS_NOT_STARTED)
+			continue;
+		if (gf_exec_cancelled() || gf_monotime() >= deadline)
+			break;
+		/* Every component this image covers goes in one push. */
+		targets = gf_xcalloc(ni, sizeof(*targets));
+		for (size_t k = i; k < ni; k++)
+			if (items[k].state == IS_NOT_STARTED && items[k].pi->image == pi->image &&
+			    items[k].pi->raw_id)
+				targets[nt++] = items[k].pi->raw_id;
+		push = (struct gf_fw_push){
+			.method = method_of(ctx, p, pi), .file = im->file, .image_uri = im->image_uri,
+			.targets = targets, .ntargets = nt, .apply_now = p->caps.apply_time,
+			.deadline = deadline,
+		};
+		if (push.method == GF_FW_NONE) {
+			gf_err_set(&e, GF_E_NODE, GF_EK_UNSUPPORTED,
+				   "bmc of node '%s' cannot take the image of '%s' (%s)", n->name,
+				   pi->component, im->file ? "no push URI" : "no SimpleUpdate");
+		} else {
+			slot->no_retry = true; /* from here on the BMC may have acted */
+			if (be->fw_push(sess, &push, &task, &e) == 0 &&
+			    pi->activation == GF_ACT_BMC_RESET && be->bmc_reset)
+				be->bmc_reset(sess, deadline, &e);
+			else if (e.code == 0 && pi->activation == GF_ACT_BMC_RESET)
+				gf_err_set(&e, GF_E_NODE, GF_EK_UNSUPPORTED,
+					   "bmc of node '%s' cannot be reset", n->name);
+		}
+		free(targets);
+		gf_fw_task_release(&task);
+		for (size_t k = i; k < ni; k++) {
+			struct run_item *it = &items[k];
+
+			if (it->state != IS_NOT_STARTED || it->pi->image != pi->image)
+				continue;
+			if (e.code) {
+				item_fail(it, &e);
+				continue;
+			}
+			it->staged = true;
+			it->state = IS_PENDING; /* until read back */
+			if (gf_activation_is_host(it->pi->activation)) {
+				if (it->pi->activation == GF_ACT_HOST_POWER_CYCLE ||
+				    host == GF_ACT_NONE)
+					host = it->pi->activation;
+				it->wait = a->reboot;
+			} else {
+				it->wait = true;
+			}
+		}
+		if (e.code)
+			break; /* a node that failed one image gets no more */
+	}
+	/* Host firmware: one restart for all of it, and only when allowed. */
+	if (!e.code && host != GF_ACT_NONE && a->reboot && be->power_set) {
+		if (be->power_set(sess, host == GF_ACT_HOST_POWER_CYCLE ? GF_POWER_OP_CYCLE
+				  : GF_POWER_OP_RESET, &e) == 0 && be->bmc_wait)
+			be->bmc_wait(sess, deadline, &e);
+		if (e.code)
+			for (size_t k = 0; k < ni; k++)
+				if (items[k].staged && gf_activation_is_host(items[k].pi->activation))
+					item_fail(&items[k], &e);
+	}
+	{
+		struct gf_err rb = {0};
+		double until = gf_monotime() + a->readback_wait;
+
+		read_back(be, sess, items, ni, until < deadline ? until : deadline, &rb);
+		for (size_t k = 0; k < ni; k++) {
+			struct run_item *it = &items[k];
+
+			if (it->state != IS_PENDING || !it->wait)
+				continue;
+			struct gf_err fe = {0};
+
+			if (rb.code)
+				fe = rb;
+			else if (gf_monotime() >= deadline)
+				gf_err_set(&fe, GF_E_NODE, GF_EK_TIMEOUT,
+					   "node '%s': '%s' not read back at %s within --update-timeout",
+					   n->name, it->pi->component, it->pi->to);
+			else
+				gf_err_set(&fe, GF_E_NODE, GF_EK_REFUSED,
+					   "bmc of node '%s' does not report '%s' at %s after its "
+					   "update task ended without error", n->name,
+					   it->pi->component, it->pi->to);
+			item_fail(it, &fe);
+		}
+	}
+}
+
+static const char *node_state_of(const struct run_item *items, size_t n)
+{
+	bool any_done = false, pending = false, not_started = false;
+
+	for (size_t i = 0; i < n; i++) {
+		if (items[i].state == IS_FAILED)
+			return "failed";
+		pending = pending || items[i].state == IS_PENDING;
+		not_started = not_started || items[i].state == IS_NOT_STARTED;
+		any_done = any_done || items[i].state == IS_DONE;
+	}
+	if (not_started)
+		return "failed";
+	if (pending)
+		return "pending-activation";
+	return any_done ? "done" : "skipped";
+}
+
+static int run_op(const struct gf_backend *be, void *sess, const struct gf_node *n,
+		  const void *vctx, struct gf_result *slot, struct gf_err *err)
+{
+	const struct upd_ctx *ctx = vctx;
+	double deadline = gf_monotime() + ctx->a->update_timeout;
+	struct run_item *items;
+	struct node_plan p;
+	const char *state;
+	int rc = 0;
+
+	/* A run that stopped may have left a task running: let it end before looking. */
+	if (ctx->resume && be->fw_tasks_wait && be->fw_tasks_wait(sess, deadline, err) < 0)
+		return GF_E_NODE;
+	if (read_plan(be, sess, n, ctx, &p, err) < 0)
+		return GF_E_NODE;
+	items = gf_xcalloc(p.plan.n ? p.plan.n : 1, sizeof(*items));
+	for (size_t i = 0; i < p.plan.n; i++) {
+		items[i].pi = &p.plan.v[i];
+		items[i].state = p.plan.v[i].skip ? IS_SKIPPED : IS_NOT_STARTED;
+	}
+	run_items(be, sess, n, ctx, &p, items, p.plan.n, deadline, slot);
+	state = node_state_of(items, p.plan.n);
+	json_object_set_new(slot->data, "state", json_string(state));
+	json_object_set_new(slot->data, "updates", run_items_json(ctx, &p, items, p.plan.n));
+	for (size_t i = 0; i < p.plan.n; i++) {
+		if (items[i].state == IS_FAILED) {
+			*err = items[i].err;
+			rc = GF_E_NODE;
+			break;
+		}
+		if (items[i].state == IS_NOT_STARTED) {
+			rc = gf_err_set(err, GF_E_NODE, gf_exec_cancelled() ? GF_EK_INTERNAL : GF_EK_TIMEOUT,
+					"node '%s': '%s' was not started (%s)", n->name,
+					items[i].pi->component,
+					gf_exec_cancelled() ? "interrupted" : "out of time");
+			break;
+		}
+		if (items[i].state == IS_PENDING) {
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
+					"node '%s': '%s' is staged and needs %s (run with --reboot)",
+					n->name, items[i].pi->component,
+					gf_activation_name(items[i].pi->activation));
+		}
+	}
+	free(items);
+	node_plan_release(&p);
+	return rc;
+}
+
+static const struct gf_col plan_cols[] = {
+	{"component", "COMPONENT"}, {"from", "FROM"}, {"to", "TO"}, {"action", "ACTION"},
+	{"activation", "ACTIVATION"},
+};
+
+static int load_catalog(struct gf_cli *cli, const struct update_args *a, struct gf_catalog *ret)
+{
+	struct gf_err err = {0};
+
+	if (!a->catalog) {
+		cli_error("%s needs --catalog FILE", cli->verb);
+		return GF_EXIT_USAGE;
+	}
+	if (gf_catalog_load(a->catalog, ret, &err) < 0)
+		return cli_fail(&err);
+	return 0;
+}
+
+static int update_plan(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
+		       int nargs)
+{
+	const struct update_args *a = ud;
+	static const struct gf_render_spec spec = {
+		.cols = plan_cols, .ncols = sizeof(plan_cols) / sizeof(plan_cols[0]),
+		.rows_key = "updates",
+	};
+	struct gf_catalog cat = {0};
+	struct cli_bmc_run run = {0};
+	struct gf_node *nodes = NULL;
+	struct upd_ctx ctx;
+	size_t n = 0;
+	int rc;
+
+	(void)sv;
+	rc = load_catalog(cli, a, &cat);
+	if (rc)
+		return rc;
+	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
+	if (rc)
+		goto out;
+	ctx = (struct upd_ctx){.cat = &cat, .a = a};
+	run = (struct cli_bmc_run){.cli = cli, .nodes = nodes, .n = n, .op = plan_op, .ctx = &ctx,
+				   .spec = &spec};
+	rc = cli_bmc_fanout(&run);
+out:
+	cli_bmc_release(&run);
+	gf_nodes_free(nodes, n);
+	gf_catalog_release(&cat);
+	return rc;
+}
+
+static const struct cli_subverb subs[] = {
+	{"plan", update_plan, NULL},
+};
+
+int cmd_update(struct gf_cli *cli, int argc, char **argv)
+{
+	struct update_args a = {.update_timeout = 1800, .readback_wait = 60};
+	char **args;
+	int nargs, rc;
+
+	rc = cli_parse(cli, argc, argv, update_opts, sizeof(update_opts) / sizeof(update_opts[0]),
+		       on_opt, &a, &args, &nargs);
+	if (rc)
+		return rc;
+	return cli_subverb_run(cli, subs, sizeof(subs) / sizeof(subs[0]), &a, args, nargs);
+}

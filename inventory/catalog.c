@@ -1,0 +1,336 @@
+/* Firmware catalogs and the plan of one node against one. */
+#include "inventory/catalog.h"
+
+#include <fnmatch.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/buf.h"
+
+static const char *const act_names[] = {
+	[GF_ACT_DEFAULT] = "default",
+	[GF_ACT_NONE] = "none",
+	[GF_ACT_BMC_RESET] = "bmc-reset",
+	[GF_ACT_HOST_REBOOT] = "host-reboot",
+	[GF_ACT_HOST_POWER_CYCLE] = "host-power-cycle",
+};
+
+const char *gf_activation_name(enum gf_activation a)
+{
+	if ((size_t)a < sizeof(act_names) / sizeof(act_names[0]))
+		return act_names[a];
+	return "default";
+}
+
+int gf_activation_parse(const char *s)
+{
+	for (size_t i = GF_ACT_NONE; s && i < sizeof(act_names) / sizeof(act_names[0]); i++)
+		if (strcmp(act_names[i], s) == 0)
+			return (int)i;
+	return -1;
+}
+
+bool gf_activation_is_host(enum gf_activation a)
+{
+	return a == GF_ACT_HOST_REBOOT || a == GF_ACT_HOST_POWER_CYCLE;
+}
+
+/*
+ * What an image needs to take effect when the catalog does not say; first
+ * match wins, "*" matches anything (a dialect row goes before the "*" row of
+ * its kind). A BMC image waits for Manager.Reset (iDRAC and iLO restart on
+ * their own too, where a reset asked for is harmless); HGX GPU, baseboard
+ * and CPLD images need the host power cycled, host firmware a reboot.
+ */
+static const struct {
+	const char *dialect, *kind;
+	enum gf_activation act;
+} act_defaults[] = {
+	{"*", "bmc", GF_ACT_BMC_RESET},
+	{"*", "bios", GF_ACT_HOST_REBOOT},
+	{"*", "gpu", GF_ACT_HOST_POWER_CYCLE},
+	{"*", "baseboard", GF_ACT_HOST_POWER_CYCLE},
+	{"*", "cpld", GF_ACT_HOST_POWER_CYCLE},
+	{"*", "nic", GF_ACT_HOST_REBOOT},
+	{"*", "psu", GF_ACT_NONE},
+	{"*", "*", GF_ACT_HOST_REBOOT},
+};
+
+enum gf_activation gf_activation_default(const char *dialect, const char *kind)
+{
+	for (size_t i = 0; i < sizeof(act_defaults) / sizeof(act_defaults[0]); i++) {
+		bool d = strcmp(act_defaults[i].dialect, "*") == 0 ||
+			 (dialect && strcmp(act_defaults[i].dialect, dialect) == 0);
+		bool k = strcmp(act_defaults[i].kind, "*") == 0 ||
+			 (kind && strcmp(act_defaults[i].kind, kind) == 0);
+
+		if (d && k)
+			return act_defaults[i].act;
+	}
+	return GF_ACT_HOST_REBOOT;
+}
+
+static void image_release(struct gf_catalog_image *im)
+{
+	free(im->model);
+	free(im->component);
+	free(im->version);
+	free(im->file);
+	free(im->image_uri);
+}
+
+void gf_catalog_release(struct gf_catalog *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		image_release(&c->v[i]);
+	free(c->v);
+	free(c->path);
+	*c = (struct gf_catalog){0};
+}
+
+/* "images[2] (component 'bmc')" for messages. */
+static void entry_name(struct gf_buf *b, size_t i, const json_t *e)
+{
+	const char *comp = json_string_value(json_object_get(e, "component"));
+
+	gf_buf_addf(b, "images[%zu]", i);
+	if (comp)
+		gf_buf_addf(b, " (component '%.60s')", comp);
+}
+
+static int bad(struct gf_err *err, const char *path, size_t i, const json_t *e, const char *what)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	int rc;
+
+	entry_name(&b, i, e);
+	rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "catalog '%s': %s: %s", path, gf_buf_str(&b),
+			what);
+	gf_buf_release(&b);
+	return rc;
+}
+
+/* A string member that, when present, must be a non-empty string. */
+static int opt_string(const char *path, size_t i, const json_t *e, const char *field,
+		      char **ret, struct gf_err *err)
+{
+	json_t *v = json_object_get(e, field);
+
+	*ret = NULL;
+	if (!v)
+		return 0;
+	if (!json_is_string(v) || !*json_string_value(v))
+	{
+		char what[96];
+
+		snprintf(what, sizeof(what), "'%s' must be a non-empty string", field);
+		return bad(err, path, i, e, what);
+	}
+	*ret = gf_xstrdup(json_string_value(v));
+	return 0;
+}
+
+static char *resolve_file(const char *catalog, const char *file)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	const char *slash = strrchr(catalog, '/');
+
+	if (file[0] != '/' && slash) {
+		gf_buf_add(&b, catalog, (size_t)(slash - catalog) + 1);
+	}
+	gf_buf_adds(&b, file);
+	return gf_buf_detach(&b);
+}
+
+static int parse_image(const char *path, size_t i, const json_t *e, struct gf_catalog_image *ret,
+		       struct gf_err *err)
+{
+	static const char *const known[] = {"model", "component", "version", "file", "image_uri",
+					    "activation", "comment"};
+	struct gf_catalog_image im = {0};
+	char *file = NULL, *act = NULL;
+	const char *key;
+	json_t *v;
+	int rc = 0;
+
+	if (!json_is_object(e))
+		return bad(err, path, i, e, "not an object");
+	json_object_foreach((json_t *)e, key, v) {
+		bool ok = false;
+
+		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+			ok = ok || strcmp(key, known[k]) == 0;
+		if (!ok) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "unknown field '%.60s'", key);
+			return bad(err, path, i, e, what);
+		}
+	}
+	if ((rc = opt_string(path, i, e, "model", &im.model, err)) < 0 ||
+	    (rc = opt_string(path, i, e, "component", &im.component, err)) < 0 ||
+	    (rc = opt_string(path, i, e, "version", &im.version, err)) < 0 ||
+	    (rc = opt_string(path, i, e, "file", &file, err)) < 0 ||
+	    (rc = opt_string(path, i, e, "image_uri", &im.image_uri, err)) < 0 ||
+	    (rc = opt_string(path, i, e, "activation", &act, err)) < 0)
+		goto out;
+	if (!im.component) {
+		rc = bad(err, path, i, e, "'component' is missing");
+		goto out;
+	}
+	if (!im.version) {
+		rc = bad(err, path, i, e, "'version' is missing");
+		goto out;
+	}
+	if (!file && !im.image_uri) {
+		rc = bad(err, path, i, e, "'file' or 'image_uri' is missing");
+		goto out;
+	}
+	if (im.image_uri && strncmp(im.image_uri, "https://", 8) != 0 &&
+	    strncmp(im.image_uri, "http://", 7) != 0) {
+		rc = bad(err, path, i, e, "'image_uri' must be an http:// or https:// URI");
+		goto out;
+	}
+	if (file) {
+		im.file = resolve_file(path, file);
+		if (access(im.file, R_OK) != 0) {
+			struct gf_buf b = GF_BUF_INIT;
+
+			entry_name(&b, i, e);
+			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					"catalog '%s': %s: 'file' '%s' cannot be read", path,
+					gf_buf_str(&b), im.file);
+			gf_buf_release(&b);
+			goto out;
+		}
+	}
+	if (act) {
+		int a = gf_activation_parse(act);
+
+		if (a < 0) {
+			rc = bad(err, path, i, e,
+				 "'activation' must be none, bmc-reset, host-reboot or host-power-cycle");
+			goto out;
+		}
+		im.activation = (enum gf_activation)a;
+	}
+	*ret = im;
+	im = (struct gf_catalog_image){0};
+out:
+	image_release(&im);
+	free(file);
+	free(act);
+	return rc;
+}
+
+int gf_catalog_parse(const char *path, const char *text, size_t len, struct gf_catalog *ret,
+		     struct gf_err *err)
+{
+	struct gf_catalog c = {0};
+	json_error_t je;
+	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *images, *e;
+	size_t i;
+	int rc = 0;
+
+	if (!doc)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "catalog '%s' is not JSON (%s, line %d)", path, je.text, je.line);
+	images = json_object_get(doc, "images");
+	if (!json_is_object(doc) || !json_is_array(images)) {
+		json_decref(doc);
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "catalog '%s' has no \"images\" list", path);
+	}
+	c.path = gf_xstrdup(path);
+	c.v = gf_xcalloc(json_array_size(images) ? json_array_size(images) : 1, sizeof(*c.v));
+	json_array_foreach(images, i, e) {
+		rc = parse_image(path, i, e, &c.v[c.n], err);
+		if (rc < 0)
+			break;
+		c.n++;
+	}
+	json_decref(doc);
+	if (rc < 0) {
+		gf_catalog_release(&c);
+		return rc;
+	}
+	*ret = c;
+	return 0;
+}
+
+int gf_catalog_load(const char *path, struct gf_catalog *ret, struct gf_err *err)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	char chunk[8192];
+	FILE *f = fopen(path, "r");
+	size_t got;
+	int rc;
+
+	if (!f)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "catalog '%s' cannot be read", path);
+	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		gf_buf_add(&b, chunk, got);
+		if (b.len > 16u << 20) {
+			fclose(f);
+			gf_buf_release(&b);
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "catalog '%s' is larger than 16 MiB", path);
+		}
+	}
+	fclose(f);
+	rc = gf_catalog_parse(path, gf_buf_str(&b), b.len, ret, err);
+	gf_buf_release(&b);
+	return rc;
+}
+
+void gf_plan_release(struct gf_plan *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->v[i].component);
+		free(p->v[i].raw_id);
+		free(p->v[i].from);
+		free(p->v[i].to);
+	}
+	free(p->v);
+	*p = (struct gf_plan){0};
+}
+
+void gf_catalog_plan(const struct gf_catalog *c, const char *model, const char *dialect,
+		     const struct gf_component_list *comps, const char *only, struct gf_plan *ret)
+{
+	for (size_t k = 0; k < comps->n; k++) {
+		const struct gf_component *cp = &comps->v[k];
+		struct gf_plan_item *it;
+
+		if (!cp->key || (only && fnmatch(only, cp->key, 0) != 0))
+			continue;
+		for (size_t i = 0; i < c->n; i++) {
+			const struct gf_catalog_image *im = &c->v[i];
+
+			if (im->model && (!model || fnmatch(im->model, model, 0) != 0))
+				continue;
+			if (fnmatch(im->component, cp->key, 0) != 0)
+				continue;
+			ret->v = gf_xrealloc(ret->v, (ret->n + 1) * sizeof(*ret->v));
+			it = &ret->v[ret->n++];
+			*it = (struct gf_plan_item){
+				.component = gf_xstrdup(cp->key),
+				.raw_id = cp->id ? gf_xstrdup(cp->id) : NULL,
+				.from = cp->version ? gf_xstrdup(cp->version) : NULL,
+				.to = gf_xstrdup(im->version),
+				.skip = cp->version && strcmp(cp->version, im->version) == 0,
+				.image = i,
+				.activation = im->activation != GF_ACT_DEFAULT
+					? im->activation : gf_activation_default(dialect, cp->kind),
+			};
+			break;
+		}
+	}
+}

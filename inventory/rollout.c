@@ -1,0 +1,325 @@
+/* Firmware rollouts in the inventory: the plan and each node's state as it changes. */
+#include "inventory/rollout.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/buf.h"
+#include "lib/util.h"
+
+void gf_rollout_node_release(struct gf_rollout_node *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n->nitems; i++) {
+		struct gf_rollout_item *it = &n->items[i];
+
+		free(it->component);
+		free(it->from);
+		free(it->to);
+		free(it->action);
+		free(it->activation);
+		free(it->state);
+		free(it->kind);
+		free(it->message);
+	}
+	free(n->items);
+	free(n->node);
+	free(n->state);
+	free(n->kind);
+	free(n->message);
+	*n = (struct gf_rollout_node){0};
+}
+
+void gf_rollout_release(struct gf_rollout *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		gf_rollout_node_release(&r->nodes[i]);
+	free(r->nodes);
+	free(r->user);
+	free(r->state);
+	free(r->catalog_path);
+	free(r->catalog_text);
+	free(r->options);
+	*r = (struct gf_rollout){0};
+}
+
+static int bind_node(struct gf_db *db, sqlite3_stmt *st, long id, size_t seq,
+		     const struct gf_rollout_node *n, const char *what, struct gf_err *err)
+{
+	int rc;
+
+	sqlite3_bind_int64(st, 1, id);
+	if ((rc = gf_db_bind_text(db, st, 2, n->node, what, err)) < 0)
+		return rc;
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)seq);
+	sqlite3_bind_int64(st, 4, n->batch);
+	if ((rc = gf_db_bind_text(db, st, 5, n->state, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st, 6, n->kind, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st, 7, n->message, what, err)) < 0)
+		return rc;
+	sqlite3_bind_double(st, 8, n->updated > 0 ? n->updated : gf_time_ms(gf_walltime()));
+	return gf_db_step_done(db, st, what, err);
+}
+
+static int bind_items(struct gf_db *db, sqlite3_stmt *st, long id,
+		      const struct gf_rollout_node *n, const char *what, struct gf_err *err)
+{
+	for (size_t i = 0; i < n->nitems; i++) {
+		const struct gf_rollout_item *it = &n->items[i];
+		int rc;
+
+		sqlite3_bind_int64(st, 1, id);
+		if ((rc = gf_db_bind_text(db, st, 2, n->node, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st, 3, it->component, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st, 4, it->from, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st, 5, it->to, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st, 6, it->action, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st, 7, it->activation, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st, 8, it->state, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st, 9, it->kind, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st, 10, it->message, what, err)) < 0 ||
+		    (rc = gf_db_step_done(db, st, what, err)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+#define NODE_SQL "INSERT INTO rollout_nodes (rollout, node, seq, batch, state, kind, message, " \
+		 "updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+#define ITEM_SQL "INSERT OR REPLACE INTO rollout_items (rollout, node, component, from_version, " \
+		 "to_version, action, activation, state, kind, message) " \
+		 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+
+struct create_ud {
+	const struct gf_rollout *r;
+	long *id;
+};
+
+static int create_row(struct gf_db *db, struct sqlite3_stmt *const *st, const char *what,
+		      const void *vud, size_t i, struct gf_err *err)
+{
+	const struct create_ud *ud = vud;
+	const struct gf_rollout *r = ud->r;
+	int rc;
+
+	if (i == 0) {
+		if ((rc = gf_db_bind_text(db, st[0], 1, r->user, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st[0], 2, r->catalog_path, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st[0], 3, r->catalog_text, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st[0], 4, r->options, what, err)) < 0)
+			return rc;
+		sqlite3_bind_double(st[0], 5, gf_time_ms(r->started > 0 ? r->started : gf_walltime()));
+		if ((rc = gf_db_step_done(db, st[0], what, err)) < 0)
+			return rc;
+		*ud->id = (long)sqlite3_last_insert_rowid(gf_db_sqlite(db));
+	}
+	if ((rc = bind_node(db, st[1], *ud->id, i, &r->nodes[i], what, err)) < 0)
+		return rc;
+	return bind_items(db, st[2], *ud->id, &r->nodes[i], what, err);
+}
+
+int gf_rollout_create(struct gf_db *db, const struct gf_rollout *r, long *ret_id,
+		      struct gf_err *err)
+{
+	long id = 0;
+	struct create_ud ud = {r, &id};
+	const struct gf_db_write w = {
+		.what = "storing a rollout",
+		.sql = {"INSERT INTO rollouts (user, catalog_path, catalog, options, started, state) "
+			"VALUES (?1, ?2, ?3, ?4, ?5, 'running')", NODE_SQL, ITEM_SQL},
+		.row = create_row, .ud = &ud,
+	};
+	int rc;
+
+	if (r->n == 0)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a rollout needs at least one node");
+	rc = gf_db_write(db, &w, r->n, err);
+	if (rc == 0)
+		*ret_id = id;
+	return rc;
+}
+
+struct set_ud {
+	long id;
+	const struct gf_rollout_node *nodes;
+};
+
+static int set_row(struct gf_db *db, struct sqlite3_stmt *const *st, const char *what,
+		   const void *vud, size_t i, struct gf_err *err)
+{
+	const struct set_ud *ud = vud;
+	const struct gf_rollout_node *n = &ud->nodes[i];
+	int rc;
+
+	sqlite3_bind_int64(st[0], 1, ud->id);
+	if ((rc = gf_db_bind_text(db, st[0], 2, n->node, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st[0], 3, n->state, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st[0], 4, n->kind, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st[0], 5, n->message, what, err)) < 0)
+		return rc;
+	sqlite3_bind_double(st[0], 6, gf_time_ms(n->updated > 0 ? n->updated : gf_walltime()));
+	if ((rc = gf_db_step_done(db, st[0], what, err)) < 0)
+		return rc;
+	if (sqlite3_changes(gf_db_sqlite(db)) != 1)
+		return gf_err_set(err, GF_E_NOTFOUND, GF_EK_NONE, "rollout %ld has no node '%s'",
+				  ud->id, n->node);
+	return bind_items(db, st[1], ud->id, n, what, err);
+}
+
+int gf_rollout_nodes_set(struct gf_db *db, long id, const struct gf_rollout_node *nodes,
+			 size_t n, struct gf_err *err)
+{
+	struct set_ud ud = {id, nodes};
+	const struct gf_db_write w = {
+		.what = "storing the state of a rollout",
+		.sql = {"UPDATE rollout_nodes SET state = ?3, kind = ?4, message = ?5, updated = ?6 "
+			"WHERE rollout = ?1 AND node = ?2", ITEM_SQL},
+		.row = set_row, .ud = &ud,
+	};
+
+	return gf_db_write(db, &w, n, err);
+}
+
+struct state_ud {
+	long id;
+	const char *state;
+};
+
+static int state_row(struct gf_db *db, struct sqlite3_stmt *const *st, const char *what,
+		     const void *vud, size_t i, struct gf_err *err)
+{
+	const struct state_ud *ud = vud;
+	int rc;
+
+	(void)i;
+	sqlite3_bind_int64(st[0], 1, ud->id);
+	if ((rc = gf_db_bind_text(db, st[0], 2, ud->state, what, err)) < 0)
+		return rc;
+	sqlite3_bind_double(st[0], 3, gf_time_ms(gf_walltime()));
+	return gf_db_step_done(db, st[0], what, err);
+}
+
+int gf_rollout_set_state(struct gf_db *db, long id, const char *state, struct gf_err *err)
+{
+	struct state_ud ud = {id, state};
+	const struct gf_db_write w = {
+		.what = "storing the state of a rollout",
+		.sql = {"UPDATE rollouts SET state = ?2, finished = CASE WHEN ?2 = 'finished' "
+			"THEN ?3 ELSE NULL END WHERE id = ?1"},
+		.row = state_row, .ud = &ud,
+	};
+
+	return gf_db_write(db, &w, 1, err);
+}
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *s = sqlite3_column_text(st, i);
+
+	return s ? gf_xstrdup((const char *)s) : NULL;
+}
+
+static int load_items(struct gf_db *db, struct gf_rollout *r, struct gf_err *err)
+{
+	static const char what[] = "reading a rollout";
+	sqlite3_stmt *st = NULL;
+	int rc = gf_db_prepare(db, "SELECT node, component, from_version, to_version, action, "
+			       "activation, state, kind, message FROM rollout_items "
+			       "WHERE rollout = ?1 ORDER BY rowid", &st, what, err);
+
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, r->id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *node = (const char *)sqlite3_column_text(st, 0);
+		struct gf_rollout_node *n = NULL;
+		struct gf_rollout_item *it;
+
+		for (size_t k = 0; node && k < r->n && !n; k++)
+			if (strcmp(r->nodes[k].node, node) == 0)
+				n = &r->nodes[k];
+		if (!n)
+			continue;
+		n->items = gf_xrealloc(n->items, (n->nitems + 1) * sizeof(*n->items));
+		it = &n->items[n->nitems++];
+		*it = (struct gf_rollout_item){
+			.component = col_dup(st, 1), .from = col_dup(st, 2), .to = col_dup(st, 3),
+			.action = col_dup(st, 4), .activation = col_dup(st, 5),
+			.state = col_dup(st, 6), .kind = col_dup(st, 7), .message = col_dup(st, 8),
+		};
+	}
+	rc = rc == SQLITE_DONE ? 0 : gf_db_fail(db, rc, what, err);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf_err *err)
+{
+	static const char what[] = "reading a rollout";
+	struct gf_rollout r = {0};
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = gf_db_prepare(db, id > 0
+			   ? "SELECT id, started, finished, user, state, catalog_path, catalog, options "
+			     "FROM rollouts WHERE id = ?1"
+			   : "SELECT id, started, finished, user, state, catalog_path, catalog, options "
+			     "FROM rollouts ORDER BY id DESC LIMIT 1", &st, what, err);
+	if (rc < 0)
+		return rc;
+	if (id > 0)
+		sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		sqlite3_finalize(st);
+		if (id > 0)
+			return gf_err_set(err, GF_E_NOTFOUND, GF_EK_NONE, "there is no rollout %ld", id);
+		return gf_err_set(err, GF_E_NOTFOUND, GF_EK_NONE, "there is no rollout yet");
+	}
+	if (rc != SQLITE_ROW) {
+		rc = gf_db_fail(db, rc, what, err);
+		sqlite3_finalize(st);
+		return rc;
+	}
+	r.id = (long)sqlite3_column_int64(st, 0);
+	r.started = sqlite3_column_double(st, 1);
+	r.finished = sqlite3_column_double(st, 2);
+	r.user = col_dup(st, 3);
+	r.state = col_dup(st, 4);
+	r.catalog_path = col_dup(st, 5);
+	r.catalog_text = col_dup(st, 6);
+	r.options = col_dup(st, 7);
+	sqlite3_finalize(st);
+
+	rc = gf_db_prepare(db, "SELECT node, batch, state, kind, message, updated FROM rollout_nodes "
+			   "WHERE rollout = ?1 ORDER BY seq", &st, what, err);
+	if (rc < 0)
+		goto out;
+	sqlite3_bind_int64(st, 1, r.id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct gf_rollout_node *n;
+
+		r.nodes = gf_xrealloc(r.nodes, (r.n + 1) * sizeof(*r.nodes));
+		n = &r.nodes[r.n++];
+		*n = (struct gf_rollout_node){
+			.node = col_dup(st, 0), .batch = (unsigned)sqlite3_column_int64(st, 1),
+			.state = col_dup(st, 2), .kind = col_dup(st, 3), .message = col_dup(st, 4),
+			.updated = sqlite3_column_double(st, 5),
+		};
+	}
+	rc = rc == SQLITE_DONE ? 0 : gf_db_fail(db, rc, what, err);
+	sqlite3_finalize(st);
+	if (rc == 0)
+		rc = load_items(db, &r, err);
+out:
+	if (rc < 0) {
+		gf_rollout_release(&r);
+		return rc;
+	}
+	*ret = r;
+	return 0;
+}

@@ -1,0 +1,603 @@
+/*
+ * Firmware updates over Redfish, as BMCs behave: a push answered 409 or 503
+ * is tried again later; a task is New before it runs, and its monitor may be
+ * purged (404) once it ended, which is not a failure (reading the inventory
+ * back decides); a BMC that restarts refuses connections, then answers 503,
+ * and forgets every session.
+ */
+#include "redfish/update.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/buf.h"
+#include "lib/util.h"
+
+#define POLL_S 0.5          /* between looks at a task */
+#define BACK_POLL_S 1.0     /* between looks at a restarting BMC */
+#define BUSY_FIRST_S 2.0    /* first wait after a 409/503 to a push, doubled up to BUSY_MAX_S */
+#define BUSY_MAX_S 15.0
+#define DOWN_GRACE_S 20.0   /* a BMC asked to restart that is still up after this: it restarted */
+#define IMAGE_MAX (1024u * 1024 * 1024)
+
+static double min2(double a, double b)
+{
+	return a < b ? a : b;
+}
+
+static bool cancelled(const struct rf_upd *u)
+{
+	return u->cancel && *u->cancel;
+}
+
+/* Sleep until @t (monotonic), waking early on Ctrl-C. */
+static void nap(const struct rf_upd *u, double t)
+{
+	while (!cancelled(u) && gf_monotime() < t)
+		gf_sleep_until(min2(t, gf_monotime() + 0.1));
+}
+
+/* A request that logs in again once when the token was dropped meanwhile. */
+static int req(struct rf_upd *u, const char *method, const char *path, const char *body,
+	       size_t len, const char *type, double until, struct rf_resp *r, struct gf_err *err)
+{
+	int rc = u->request(u->ud, method, path, body, len, type, until, r, err);
+
+	if (rc == 0 && r->status == 401) {
+		rf_resp_release(r);
+		rc = u->login(u->ud, until, err);
+		if (rc == 0)
+			rc = u->request(u->ud, method, path, body, len, type, until, r, err);
+	}
+	return rc;
+}
+
+static double short_until(const struct rf_upd *u, double deadline)
+{
+	double t = gf_monotime() + (u->request_timeout > 0 ? u->request_timeout : 10);
+
+	return min2(t, deadline);
+}
+
+static json_t *body_json(const struct rf_resp *r)
+{
+	json_t *doc = r->body.len ? json_loadb(r->body.s, r->body.len, 0, NULL) : NULL;
+
+	if (doc && !json_is_object(doc)) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+/* The error of a non-2xx answer, with the BMC's own message. */
+static int status_err(struct rf_upd *u, const char *what, const struct rf_resp *r,
+		      struct gf_err *err)
+{
+	json_t *doc = body_json(r);
+	json_t *e = rf_obj(doc, "error");
+	const char *msg = rf_str(json_array_get(rf_arr(e, "@Message.ExtendedInfo"), 0), "Message");
+	int rc;
+
+	if (!msg)
+		msg = rf_str(e, "message");
+	rc = gf_err_set(err, GF_E_NODE, r->status == 404 || r->status == 405 || r->status == 501
+			? GF_EK_UNSUPPORTED : (r->status == 401 ? GF_EK_AUTH : GF_EK_REFUSED),
+			"bmc '%s' answered %s with HTTP %ld%s%.200s", u->c->node, what, r->status,
+			msg ? ": " : "", msg ? msg : "");
+	if (err)
+		err->detail = r->status;
+	json_decref(doc);
+	return rc;
+}
+
+static int update_service(struct rf_upd *u, json_t **ret, struct gf_err *err)
+{
+	const char *us = rf_link(u->c->root, "UpdateService");
+
+	if (!us)
+		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
+				  "bmc '%s' has no UpdateService", u->c->node);
+	return rf_fetch(u->c, us, ret, err);
+}
+
+static const char *simple_update_target(const json_t *svc)
+{
+	/* Not rf_get_str(): the action's name has dots in it. */
+	return rf_str(rf_obj(rf_obj(svc, "Actions"), "#UpdateService.SimpleUpdate"), "target");
+}
+
+static bool supports_immediate(const json_t *o)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(rf_arr(o, "SupportedValues"), i, v)
+		if (rf_eq(json_string_value(v), "Immediate"))
+			return true;
+	return false;
+}
+
+int rf_update_caps(struct rf_upd *u, struct gf_fw_caps *ret, struct gf_err *err)
+{
+	struct gf_fw_caps c = {0};
+	json_t *svc = NULL, *sys = NULL, *su;
+	int rc;
+
+	/* The main System first: its maker settles the dialect the inventory is read with. */
+	rc = rf_main_system(u->c, &sys, err);
+	if (rc < 0 && (!err || err->kind != GF_EK_UNSUPPORTED))
+		return rc;
+	gf_err_clear(err);
+	rc = update_service(u, &svc, err);
+	if (rc < 0) {
+		json_decref(sys);
+		return rc;
+	}
+	c.dialect = u->c->dialect ? gf_xstrdup(u->c->dialect->name) : NULL;
+	c.model = rf_dup(rf_str(sys, "Model"));
+	c.multipart = rf_str(svc, "MultipartHttpPushUri") != NULL;
+	c.push = rf_str(svc, "HttpPushUri") != NULL;
+	c.pull = simple_update_target(svc) != NULL;
+	su = rf_obj(rf_obj(svc, "Actions"), "#UpdateService.SimpleUpdate");
+	c.apply_time = supports_immediate(rf_obj(svc, "MultipartHttpPushUri@Redfish.OperationApplyTimeSupport")) ||
+		       supports_immediate(rf_obj(svc, "@Redfish.OperationApplyTimeSupport")) ||
+		       supports_immediate(rf_obj(su, "@Redfish.OperationApplyTimeSupport"));
+	json_decref(svc);
+	json_decref(sys);
+	*ret = c;
+	return 0;
+}
+
+void rf_update_multipart(const char *boundary, const char *params, const char *filename,
+			 const char *image, size_t len, struct gf_buf *ret)
+{
+	gf_buf_addf(ret, "--%s\r\nContent-Disposition: form-data; name=\"UpdateParameters\"\r\n"
+		    "Content-Type: application/json\r\n\r\n%s\r\n", boundary, params);
+	gf_buf_addf(ret, "--%s\r\nContent-Disposition: form-data; name=\"UpdateFile\"; "
+		    "filename=\"%s\"\r\nContent-Type: application/octet-stream\r\n\r\n",
+		    boundary, filename);
+	gf_buf_add(ret, image, len);
+	gf_buf_addf(ret, "\r\n--%s--\r\n", boundary);
+}
+
+static int read_image(const struct rf_upd *u, const char *path, struct gf_buf *ret,
+		      struct gf_err *err)
+{
+	char chunk[65536];
+	FILE *f = fopen(path, "rb");
+	size_t got;
+
+	if (!f)
+		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+				  "image '%s' for bmc '%s' cannot be read", path, u->c->node);
+	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		gf_buf_add(ret, chunk, got);
+		if (ret->len > IMAGE_MAX) {
+			fclose(f);
+			return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+					  "image '%s' is larger than 1 GiB", path);
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+/* The @odata.id of each target: the FirmwareInventory member of that id. */
+static json_t *target_uris(const json_t *svc, const struct gf_fw_push *p)
+{
+	const char *inv = rf_link(svc, "FirmwareInventory");
+	json_t *a = json_array();
+
+	for (size_t i = 0; inv && i < p->ntargets; i++) {
+		struct gf_buf b = GF_BUF_INIT;
+
+		gf_buf_adds(&b, inv);
+		if (b.len && b.s[b.len - 1] != '/')
+			gf_buf_addc(&b, '/');
+		gf_buf_adds(&b, p->targets[i]);
+		json_array_append_new(a, json_string(gf_buf_str(&b)));
+		gf_buf_release(&b);
+	}
+	return a;
+}
+
+/* The request that hands the image over: what, where, the body, its type. */
+struct push_req {
+	const char *uri;
+	struct gf_buf body;
+	const char *type;          /* NULL: JSON */
+	const char *what;          /* for messages */
+};
+
+static int build_push(struct rf_upd *u, const json_t *svc, const struct gf_fw_push *p,
+		      struct push_req *ret, struct gf_err *err)
+{
+	json_t *targets = target_uris(svc, p), *params;
+	struct gf_buf image = GF_BUF_INIT;
+	char *text;
+	int rc = 0;
+
+	switch (p->method) {
+	case GF_FW_MULTIPART: {
+		char boundary[48], type[96];
+		const char *base = strrchr(p->file, '/');
+
+		ret->uri = rf_str(svc, "MultipartHttpPushUri");
+		ret->what = "the multipart push";
+		params = json_pack("{s:O}", "Targets", targets);
+		if (p->apply_now)
+			json_object_set_new(params, "@Redfish.OperationApplyTime",
+					    json_string("Immediate"));
+		text = json_dumps(params, JSON_COMPACT);
+		json_decref(params);
+		rc = read_image(u, p->file, &image, err);
+		if (rc == 0) {
+			/* Made from the image: a boundary that is in it would be a hash collision. */
+			snprintf(boundary, sizeof(boundary), "gpufleet-%016llx",
+				 (unsigned long long)gf_hash64(image.s, image.len));
+			rf_update_multipart(boundary, text, base ? base + 1 : p->file, image.s,
+					    image.len, &ret->body);
+			snprintf(type, sizeof(type), "multipart/form-data; boundary=%s", boundary);
+			ret->type = gf_xstrdup(type);
+		}
+		free(text);
+		break;
+	}
+	case GF_FW_PUSH:
+		ret->uri = rf_str(svc, "HttpPushUri");
+		ret->what = "the image push";
+		rc = read_image(u, p->file, &ret->body, err);
+		ret->type = gf_xstrdup("application/octet-stream");
+		break;
+	case GF_FW_PULL:
+		ret->uri = simple_update_target(svc);
+		ret->what = "SimpleUpdate";
+		params = json_pack("{s:s}", "ImageURI", p->image_uri);
+		if (json_array_size(targets))
+			json_object_set(params, "Targets", targets);
+		text = json_dumps(params, JSON_COMPACT);
+		gf_buf_adds(&ret->body, text);
+		free(text);
+		json_decref(params);
+		break;
+	default:
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
+				"bmc '%s' offers no way to take this image", u->c->node);
+		break;
+	}
+	if (rc == 0 && !ret->uri)
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
+				"bmc '%s' has no %s", u->c->node, gf_fw_method_name(p->method));
+	json_decref(targets);
+	gf_buf_release(&image);
+	return rc;
+}
+
+static bool task_final(const char *state)
+{
+	return rf_eq(state, "Completed") || rf_eq(state, "Exception") || rf_eq(state, "Killed") ||
+	       rf_eq(state, "Cancelled");
+}
+
+/* The last message of a Task (its Messages), NULL when none. */
+static const char *task_message(const json_t *task)
+{
+	json_t *msgs = rf_arr(task, "Messages");
+	size_t n = json_array_size(msgs);
+
+	for (size_t i = n; i > 0; i--) {
+		const char *m = rf_str(json_array_get(msgs, i - 1), "Message");
+
+		if (m && *m)
+			return m;
+	}
+	return NULL;
+}
+
+/* Note what a task document says into @t. */
+static void task_note(struct gf_fw_task *t, const json_t *doc)
+{
+	const char *state = rf_str(doc, "TaskState"), *msg = task_message(doc);
+
+	if (state) {
+		free(t->state);
+		t->state = gf_xstrdup(state);
+	}
+	if (msg) {
+		free(t->message);
+		t->message = gf_xstrdup(msg);
+	}
+}
+
+/* Follow the task at @monitor until it ends. */
+static int follow_task(struct rf_upd *u, const char *monitor, double deadline,
+		       struct gf_fw_task *t, struct gf_err *err)
+{
+	for (;;) {
+		struct rf_resp r = {0};
+		struct gf_err e = {0};
+		json_t *doc;
+		int rc;
+
+		if (cancelled(u))
+			return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+					  "interrupted while bmc '%s' ran task '%s'", u->c->node,
+					  monitor);
+		if (gf_monotime() >= deadline)
+			return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
+					  "the task '%s' of bmc '%s' did not end within the update "
+					  "deadline (last %s)", monitor, u->c->node,
+					  t->state ? t->state : "no state");
+		rc = req(u, "GET", monitor, NULL, 0, NULL, short_until(u, deadline), &r, &e);
+		if (rc < 0) {
+			/* Some BMCs restart while they apply: keep looking until the deadline. */
+			nap(u, min2(gf_monotime() + 2 * POLL_S, deadline));
+			continue;
+		}
+		if (r.status == 404 || r.status == 410) {
+			/* Purged once it ended (or never kept): the inventory decides. */
+			rf_resp_release(&r);
+			t->vanished = true;
+			return 0;
+		}
+		if (r.status >= 200 && r.status <= 299) {
+			doc = body_json(&r);
+			if (doc && rf_str(doc, "TaskState")) {
+				task_note(t, doc);
+			} else if (r.status != 202) {
+				/* A monitor that now answers with the operation's result: it ended. */
+				free(t->state);
+				t->state = gf_xstrdup("Completed");
+			}
+			json_decref(doc);
+		} else if (r.status != 503) {
+			rc = status_err(u, "the task monitor", &r, err);
+			rf_resp_release(&r);
+			return rc;
+		}
+		rf_resp_release(&r);
+		if (task_final(t->state)) {
+			if (rf_eq(t->state, "Completed"))
+				return 0;
+			return gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
+					  "the update task of bmc '%s' ended %s%s%.200s", u->c->node,
+					  t->state, t->message ? ": " : "",
+					  t->message ? t->message : "");
+		}
+		nap(u, min2(gf_monotime() + POLL_S, deadline));
+	}
+}
+
+int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_task *ret,
+		   struct gf_err *err)
+{
+	struct push_req pr = {0};
+	struct gf_fw_task t = {0};
+	struct rf_resp r = {0};
+	json_t *svc = NULL, *doc = NULL;
+	double busy = BUSY_FIRST_S;
+	const char *monitor;
+	char *mon = NULL;
+	int rc;
+
+	rc = update_service(u, &svc, err);
+	if (rc == 0)
+		rc = build_push(u, svc, p, &pr, err);
+	if (rc < 0)
+		goto out;
+	for (;;) {
+		/* The image travels within the node's deadline, not one request's. */
+		rc = req(u, "POST", pr.uri, gf_buf_str(&pr.body), pr.body.len, pr.type, p->deadline,
+			 &r, err);
+		if (rc < 0)
+			goto out;
+		if (r.status != 409 && r.status != 503)
+			break;
+		/* Busy with another update, or short of memory: later, within the deadline. */
+		if (gf_monotime() + busy >= p->deadline) {
+			rc = status_err(u, pr.what, &r, err);
+			if (err)
+				err->kind = GF_EK_TIMEOUT;
+			goto out;
+		}
+		rf_resp_release(&r);
+		nap(u, gf_monotime() + busy);
+		if (cancelled(u)) {
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+					"interrupted before bmc '%s' took the image", u->c->node);
+			goto out;
+		}
+		busy = min2(busy * 2, BUSY_MAX_S);
+	}
+	if (r.status < 200 || r.status > 299) {
+		rc = status_err(u, pr.what, &r, err);
+		goto out;
+	}
+	doc = body_json(&r);
+	task_note(&t, doc);
+	monitor = r.location && *r.location ? r.location : NULL;
+	if (!monitor && doc && rf_str(doc, "TaskState"))
+		monitor = rf_odata_id(doc);
+	if (!monitor)
+		monitor = rf_str(doc, "TaskMonitor");
+	if (monitor) {
+		mon = gf_xstrdup(monitor);
+		rc = follow_task(u, mon, p->deadline, &t, err);
+	}
+out:
+	if (rc == 0) {
+		*ret = t;
+		t = (struct gf_fw_task){0};
+	}
+	gf_fw_task_release(&t);
+	free(mon);
+	json_decref(doc);
+	json_decref(svc);
+	rf_resp_release(&r);
+	gf_buf_release(&pr.body);
+	free((char *)pr.type);
+	return rc;
+}
+
+static bool task_running(const char *state)
+{
+	return rf_eq(state, "New") || rf_eq(state, "Starting") || rf_eq(state, "Running") ||
+	       rf_eq(state, "Pending") || rf_eq(state, "Stopping") || rf_eq(state, "Suspended");
+}
+
+int rf_update_tasks_wait(struct rf_upd *u, double deadline, struct gf_err *err)
+{
+	const char *ts = rf_link(u->c->root, "Tasks");
+
+	if (!ts)
+		return 0;
+	for (;;) {
+		json_t *svc = NULL, *tasks = NULL;
+		bool busy = false;
+		size_t i;
+		json_t *t;
+		int rc = rf_fetch_opt(u->c, ts, &svc, err);
+
+		if (rc == 0 && svc)
+			rc = rf_collection_of(u->c, svc, "Tasks", RF_WALK_FETCH, &tasks, err);
+		json_decref(svc);
+		if (rc < 0)
+			return rc;
+		json_array_foreach(tasks, i, t)
+			busy = busy || task_running(rf_str(t, "TaskState"));
+		json_decref(tasks);
+		if (!busy)
+			return 0;
+		if (gf_monotime() + BACK_POLL_S >= deadline)
+			return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
+					  "bmc '%s' still runs a task at the update deadline", u->c->node);
+		nap(u, gf_monotime() + BACK_POLL_S);
+		if (cancelled(u))
+			return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+					  "interrupted while bmc '%s' ran a task", u->c->node);
+	}
+}
+
+/* The first Manager with a Reset action: its object (new reference). */
+static int reset_manager(struct rf_upd *u, json_t **ret, struct gf_err *err)
+{
+	json_t *mgrs = NULL, *pick = NULL;
+	size_t i;
+	json_t *m;
+	int rc = rf_collection_of(u->c, u->c->root, "Managers", RF_WALK_FETCH, &mgrs, err);
+
+	if (rc < 0)
+		return rc;
+	json_array_foreach(mgrs, i, m) {
+		if (rf_str(rf_obj(rf_obj(m, "Actions"), "#Manager.Reset"), "target")) {
+			pick = json_incref(m);
+			break;
+		}
+	}
+	json_decref(mgrs);
+	if (!pick)
+		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
+				  "bmc '%s' has no Manager that can be reset", u->c->node);
+	*ret = pick;
+	return 0;
+}
+
+/* GracefulRestart where allowed (inline or in the ActionInfo), else ForceRestart. */
+static const char *manager_reset_type(struct rf_upd *u, const json_t *action)
+{
+	static const char *const prefer[] = {"GracefulRestart", "ForceRestart"};
+	json_t *allowed = rf_arr(action, "ResetType@Redfish.AllowableValues"), *info = NULL;
+	const char *info_uri = rf_str(action, "@Redfish.ActionInfo");
+	const char *pick = NULL;
+	size_t i;
+	json_t *p;
+
+	if (!allowed && info_uri && rf_fetch_opt(u->c, info_uri, &info, NULL) == 0) {
+		json_array_foreach(rf_arr(info, "Parameters"), i, p)
+			if (rf_eq(rf_str(p, "Name"), "ResetType"))
+				allowed = rf_arr(p, "AllowableValues");
+	}
+	for (size_t k = 0; !pick && k < 2; k++) {
+		if (!allowed)
+			pick = prefer[0];
+		json_array_foreach(allowed, i, p)
+			if (!pick && rf_eq(json_string_value(p), prefer[k]))
+				pick = prefer[k];
+	}
+	json_decref(info);
+	return pick ? pick : prefer[0];
+}
+
+int rf_update_bmc_reset(struct rf_upd *u, double deadline, struct gf_err *err)
+{
+	json_t *mgr = NULL, *action, *body;
+	struct rf_resp r = {0};
+	struct gf_err e = {0};
+	const char *target;
+	char *text;
+	int rc = reset_manager(u, &mgr, err);
+
+	if (rc < 0)
+		return rc;
+	action = rf_obj(rf_obj(mgr, "Actions"), "#Manager.Reset");
+	target = rf_str(action, "target");
+	body = json_pack("{s:s}", "ResetType", manager_reset_type(u, action));
+	text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	rc = req(u, "POST", target, text, 0, NULL, short_until(u, deadline), &r, &e);
+	free(text);
+	json_decref(mgr);
+	/* No answer at all: it may have gone down at once; waiting for it tells. */
+	if (rc == 0 && (r.status < 200 || r.status > 299)) {
+		rc = status_err(u, "Manager.Reset", &r, err);
+		rf_resp_release(&r);
+		return rc;
+	}
+	rf_resp_release(&r);
+	return rf_update_bmc_wait(u, deadline, true, err);
+}
+
+int rf_update_bmc_wait(struct rf_upd *u, double deadline, bool expect_down, struct gf_err *err)
+{
+	double grace = gf_monotime() + DOWN_GRACE_S;
+	const char *probe = rf_link(u->c->root, "UpdateService");
+	bool down = false;
+
+	if (!probe)
+		probe = "/redfish/v1/Managers";
+	for (;;) {
+		struct rf_resp r = {0};
+		struct gf_err e = {0};
+		double until = min2(short_until(u, deadline), gf_monotime() + 5);
+		int rc;
+
+		if (cancelled(u))
+			return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+					  "interrupted while waiting for bmc '%s' to come back",
+					  u->c->node);
+		if (gf_monotime() >= deadline)
+			return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
+					  "bmc '%s' did not come back within the update deadline",
+					  u->c->node);
+		rc = u->request(u->ud, "GET", probe, NULL, 0, NULL, until, &r, &e);
+		if (rc < 0 || r.status == 503) {
+			down = true;
+		} else if (r.status == 401) {
+			/* Its sessions are gone: it restarted. A new one, if it takes it already. */
+			down = true;
+			if (u->login(u->ud, until, &e) == 0) {
+				rf_resp_release(&r);
+				return 0;
+			}
+		} else if (r.status >= 200 && r.status <= 299) {
+			if (!expect_down || down || gf_monotime() >= grace) {
+				rf_resp_release(&r);
+				return 0;
+			}
+		}
+		rf_resp_release(&r);
+		nap(u, min2(gf_monotime() + BACK_POLL_S, deadline));
+	}
+}

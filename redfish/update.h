@@ -1,0 +1,44 @@
+/*
+ * Firmware updates over Redfish (update.c): what UpdateService offers,
+ * pushing an image (MultipartHttpPushUri, HttpPushUri) or having it pulled
+ * (SimpleUpdate), following the task, restarting the BMC and waiting for it
+ * to come back. Internal to redfish/: redfish.c hands it the session's
+ * requests, which return every status as it came (401 included).
+ */
+#ifndef GF_RF_UPDATE_H
+#define GF_RF_UPDATE_H
+
+#include "lib/backend.h"
+#include "redfish/http.h"
+#include "redfish/rf.h"
+
+struct rf_upd {
+	struct rf_client *c;
+	void *ud;
+	/*
+	 * One request with the session's credentials, bounded by @until
+	 * (monotonic); @type NULL: @body is JSON text (or NULL), else @len bytes
+	 * of that Content-Type.
+	 */
+	int (*request)(void *ud, const char *method, const char *path, const char *body,
+		       size_t len, const char *type, double until, struct rf_resp *ret,
+		       struct gf_err *err);
+	/* A new session: after a BMC restart the old one is gone. */
+	int (*login)(void *ud, double until, struct gf_err *err);
+	double request_timeout;                /* seconds per request (the node's --timeout) */
+	const volatile sig_atomic_t *cancel;   /* Ctrl-C, NULL: none */
+};
+
+int rf_update_caps(struct rf_upd *u, struct gf_fw_caps *ret, struct gf_err *err);
+int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_task *ret,
+		   struct gf_err *err);
+int rf_update_tasks_wait(struct rf_upd *u, double deadline, struct gf_err *err);
+int rf_update_bmc_reset(struct rf_upd *u, double deadline, struct gf_err *err);
+/* @expect_down: a restart was asked for; an answer before the BMC went away does not count. */
+int rf_update_bmc_wait(struct rf_upd *u, double deadline, bool expect_down, struct gf_err *err);
+
+/* The multipart/form-data body of a MultipartHttpPushUri request (pure, for the tests). */
+void rf_update_multipart(const char *boundary, const char *params, const char *filename,
+			 const char *image, size_t len, struct gf_buf *ret);
+
+#endif
