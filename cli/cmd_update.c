@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/bmc.h"
+#include "cli/inv.h"
 #include "cli/verbs.h"
 #include "inventory/catalog.h"
 #include "inventory/rollout.h"
@@ -476,8 +477,569 @@ out:
 	return rc;
 }
 
+
+/* ---- the rollout: the main thread, batches, the store ------------------ */
+
+static const struct gf_col status_cols[] = {
+	{"component", "COMPONENT"}, {"from", "FROM"}, {"to", "TO"}, {"state", "STATE"},
+};
+
+/* A stored node as the documented object: {"node","ok","rollout","batch","state","updates"}. */
+static json_t *stored_node_json(long id, const struct gf_rollout_node *n)
+{
+	bool ok = strcmp(n->state, "done") == 0 || strcmp(n->state, "skipped") == 0;
+	json_t *ups = json_array();
+	json_t *o = json_pack("{s:s, s:b, s:I, s:i, s:s}", "node", n->node, "ok", ok,
+			      "rollout", (json_int_t)id, "batch", (int)n->batch, "state", n->state);
+
+	for (size_t i = 0; i < n->nitems; i++) {
+		const struct gf_rollout_item *it = &n->items[i];
+		json_t *u = json_pack("{s:s, s:s?, s:s, s:s, s:s, s:s}", "component", it->component,
+				      "from", it->from, "to", it->to, "action", it->action,
+				      "activation", it->activation, "state", it->state);
+
+		if (it->kind)
+			json_object_set_new(u, "error", json_pack("{s:s, s:s?}", "kind", it->kind,
+								  "message", it->message));
+		json_array_append_new(ups, u);
+	}
+	json_object_set_new(o, "updates", ups);
+	if (!ok)
+		json_object_set_new(o, "error", json_pack("{s:s, s:s}", "kind",
+			n->kind ? n->kind : (strcmp(n->state, "not-started") == 0 ? "internal" : "refused"),
+			"message", n->message ? n->message : n->state));
+	return o;
+}
+
+static const char *json_str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? gf_xstrdup(s) : NULL;
+}
+
+/* A node's stored state from its object (plan or run), @state overriding it when not NULL. */
+static void node_from_json(struct gf_rollout_node *ret, const char *name, unsigned batch,
+			   const json_t *obj, const char *state, const char *item_state,
+			   const struct gf_err *err)
+{
+	json_t *ups = json_object_get(obj, "updates"), *skipped = json_object_get(obj, "up_to_date");
+	size_t i;
+	json_t *u;
+
+	*ret = (struct gf_rollout_node){.node = gf_xstrdup(name), .batch = batch,
+					.updated = gf_walltime()};
+	ret->state = gf_xstrdup(state ? state : (json_str(obj, "state") ? json_str(obj, "state")
+						 : "failed"));
+	if (err && err->code && strcmp(ret->state, "done") != 0 &&
+	    strcmp(ret->state, "skipped") != 0) {
+		ret->kind = gf_xstrdup(gf_errkind_name(err->kind));
+		ret->message = gf_xstrdup(err->msg);
+	}
+	ret->items = gf_xcalloc(json_array_size(ups) + json_array_size(skipped) + 1,
+				sizeof(*ret->items));
+	json_array_foreach(ups, i, u) {
+		struct gf_rollout_item *it = &ret->items[ret->nitems++];
+		json_t *e = json_object_get(u, "error");
+
+		*it = (struct gf_rollout_item){
+			.component = dup_or_null(json_str(u, "component")),
+			.from = dup_or_null(json_str(u, "from")), .to = dup_or_null(json_str(u, "to")),
+			.action = dup_or_null(json_str(u, "action")),
+			.activation = dup_or_null(json_str(u, "activation")),
+			.kind = dup_or_null(json_str(e, "kind")),
+			.message = dup_or_null(json_str(e, "message")),
+		};
+		it->state = gf_xstrdup(item_state ? item_state
+				       : (json_str(u, "state") ? json_str(u, "state") : "not-started"));
+		if (strcmp(it->state, "skipped") == 0 || strcmp(it->state, "done") == 0) {
+			free(it->kind);
+			free(it->message);
+			it->kind = it->message = NULL;
+		}
+	}
+	json_array_foreach(skipped, i, u) {
+		struct gf_rollout_item *it = &ret->items[ret->nitems++];
+
+		*it = (struct gf_rollout_item){
+			.component = dup_or_null(json_str(u, "component")),
+			.from = dup_or_null(json_str(u, "version")),
+			.to = dup_or_null(json_str(u, "version")), .action = gf_xstrdup("none"),
+			.activation = gf_xstrdup("none"), .state = gf_xstrdup("skipped"),
+		};
+	}
+}
+
+struct rollout_exec {
+	struct gf_cli *cli;
+	const struct update_args *a;
+	struct upd_ctx ctx;
+	struct gf_db *db;
+	long id;
+	const size_t *idx;          /* the batch: indices into nodes */
+	const struct gf_node *nodes;
+	unsigned *batch;            /* per node */
+	size_t failed;              /* nodes failed so far */
+	size_t finished;
+	int store_rc;               /* a state that could not be stored */
+};
+
+/* As a node of the batch finishes (main thread): its state stored, streamed. */
+static void rollout_done(void *ud, size_t i, const struct gf_result *slot)
+{
+	struct rollout_exec *x = ud;
+	size_t gi = x->idx[i];
+	struct gf_rollout_node rn;
+	struct gf_err err = {0};
+	const char *state = json_str(slot->data, "state");
+
+	if (!state && !slot->ok)
+		state = slot->attempts == 0 ? "not-started" : "failed";
+	node_from_json(&rn, x->nodes[gi].name, x->batch[gi], slot->data, state,
+		       json_str(slot->data, "state") ? NULL : (slot->attempts == 0 ? "not-started" : NULL),
+		       &slot->err);
+	if (!slot->ok && strcmp(rn.state, "failed") == 0)
+		x->failed++;
+	x->finished++;
+	if (gf_rollout_nodes_set(x->db, x->id, &rn, 1, &err) < 0 && !x->store_rc) {
+		cli_error("the state of node '%s' could not be stored: %s", rn.node, err.msg);
+		x->store_rc = GF_EXIT_FAILED;
+	}
+	if (x->cli->format == GF_FMT_NDJSON) {
+		json_t *o = stored_node_json(x->id, &rn);
+		char *line = json_dumps(o, JSON_COMPACT);
+
+		printf("%s\n", line ? line : "null");
+		fflush(stdout);
+		free(line);
+		json_decref(o);
+	}
+	gf_rollout_node_release(&rn);
+}
+
+/* Mark the nodes of a batch running before anything is sent to them. */
+static int mark_running(struct rollout_exec *x, const struct gf_rollout *r, const size_t *ri,
+			size_t k)
+{
+	struct gf_rollout_node *rn = gf_xcalloc(k ? k : 1, sizeof(*rn));
+	struct gf_err err = {0};
+	int rc;
+
+	for (size_t j = 0; j < k; j++) {
+		const struct gf_rollout_node *src = &r->nodes[ri[j]];
+
+		rn[j] = (struct gf_rollout_node){.node = src->node, .batch = src->batch,
+						 .state = (char *)"running", .items = src->items,
+						 .nitems = 0, .updated = gf_walltime()};
+	}
+	rc = gf_rollout_nodes_set(x->db, x->id, rn, k, &err);
+	free(rn);
+	if (rc < 0) {
+		cli_error("the rollout could not be stored: %s", err.msg);
+		return GF_EXIT_FAILED;
+	}
+	return 0;
+}
+
+static bool state_is(const char *s, const char *want)
+{
+	return s && strcmp(s, want) == 0;
+}
+
+/*
+ * Run the nodes of stored rollout @r whose state is not done, skipped or
+ * unsupported (resume), or not-started (run), batch by batch in order.
+ */
+static int run_batches(struct rollout_exec *x, const struct gf_rollout *r, struct gf_node *nodes,
+		       bool resume)
+{
+	const struct update_args *a = x->a;
+	size_t n = r->n, *idx = gf_xcalloc(n ? n : 1, sizeof(*idx));
+	unsigned maxb = 0, nb = 0;
+	int rc = 0;
+
+	x->nodes = nodes;
+	for (size_t i = 0; i < n; i++) {
+		x->batch[i] = r->nodes[i].batch;
+		if (x->batch[i] > maxb)
+			maxb = x->batch[i];
+		if (state_is(r->nodes[i].state, "failed") && !resume)
+			x->failed++;
+	}
+	for (unsigned b = 1; b <= maxb && rc == 0; b++) {
+		struct gf_node *sub;
+		struct cli_bmc_run run;
+		size_t k = 0;
+		int brc;
+
+		for (size_t i = 0; i < n; i++) {
+			const char *st = r->nodes[i].state;
+
+			if (x->batch[i] != b)
+				continue;
+			if (resume ? !(state_is(st, "done") || state_is(st, "skipped") ||
+				       state_is(st, "unsupported"))
+				   : state_is(st, "not-started"))
+				idx[k++] = i;
+		}
+		if (k == 0)
+			continue;
+		nb++;
+		if (x->failed > a->max_failures) {
+			cli_warn(x->cli, "%zu nodes failed (--max-failures %lu): no more nodes are "
+				 "started", x->failed, a->max_failures);
+			break;
+		}
+		rc = mark_running(x, r, idx, k);
+		if (rc)
+			break;
+		sub = gf_xcalloc(k, sizeof(*sub));
+		for (size_t j = 0; j < k; j++)
+			sub[j] = nodes[idx[j]]; /* shallow: nodes owns the strings */
+		x->idx = idx;
+		x->finished = 0;
+		run = (struct cli_bmc_run){
+			.cli = x->cli, .nodes = sub, .n = k, .op = run_op, .ctx = &x->ctx,
+			.audit = resume ? "update resume" : "update run",
+			.request_timeout = x->cli->timeout, .timeout = a->update_timeout + 60,
+			/* Uploads spaced: a batch does not push every image in the same second. */
+			.batch = 1, .interval = k > 1 ? 0.2 : 0,
+			.on_done = rollout_done, .done_ud = x,
+		};
+		brc = cli_bmc_fanout(&run);
+		if (x->cli->progress && !x->cli->quiet) {
+			size_t bf = 0;
+
+			for (size_t j = 0; j < k; j++)
+				bf += !run.slots || !run.slots[j].ok;
+			fprintf(stderr, "gpufleet: batch %u/%u: %zu nodes, %zu ok, %zu not ok\n", b,
+				maxb, k, k - bf, bf);
+		}
+		cli_bmc_release(&run);
+		free(sub);
+		if (brc == GF_EXIT_INTERRUPTED || (brc != GF_EXIT_OK && brc != GF_EXIT_FAILED))
+			rc = brc;
+		if (x->store_rc && !rc)
+			rc = x->store_rc;
+	}
+	(void)nb;
+	free(idx);
+	return rc;
+}
+
+/* Print rollout @id as stored, and the exit code: 0 when every node is done or skipped. */
+static int print_rollout(struct gf_cli *cli, struct gf_db *db, long id, bool quiet_ndjson)
+{
+	static const struct gf_render_spec spec = {
+		.cols = status_cols, .ncols = sizeof(status_cols) / sizeof(status_cols[0]),
+		.rows_key = "updates",
+	};
+	struct gf_rollout r = {0};
+	struct gf_err err = {0};
+	json_t **objs;
+	int rc = GF_EXIT_OK;
+
+	if (gf_rollout_load(db, id, &r, &err) < 0)
+		return err.code == GF_E_NOTFOUND ? (cli_error("%s", err.msg), GF_EXIT_USAGE)
+						 : cli_fail(&err);
+	objs = gf_xcalloc(r.n ? r.n : 1, sizeof(*objs));
+	for (size_t i = 0; i < r.n; i++) {
+		objs[i] = stored_node_json(r.id, &r.nodes[i]);
+		if (!json_is_true(json_object_get(objs[i], "ok")))
+			rc = GF_EXIT_FAILED;
+	}
+	if (!(quiet_ndjson && cli->format == GF_FMT_NDJSON)) {
+		if (cli->format == GF_FMT_TABLE && !cli->quiet)
+			fprintf(stderr, "rollout %ld (%s, started by %s, catalog %s)\n", r.id, r.state,
+				r.user ? r.user : "?", r.catalog_path);
+		inv_print(cli, objs, r.n, &spec);
+	}
+	for (size_t i = 0; i < r.n; i++)
+		json_decref(objs[i]);
+	free(objs);
+	gf_rollout_release(&r);
+	return rc;
+}
+
+static char *options_json(const struct update_args *a)
+{
+	json_t *o = json_pack("{s:s?, s:I, s:I, s:I, s:b, s:f, s:f}", "component", a->component,
+			      "canary", (json_int_t)a->canary, "batch", (json_int_t)a->batch,
+			      "max_failures", (json_int_t)a->max_failures, "reboot", a->reboot,
+			      "update_timeout", a->update_timeout, "readback_wait",
+			      a->readback_wait);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+
+	json_decref(o);
+	return s;
+}
+
+static char *read_text(const char *path)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	char chunk[8192];
+	FILE *f = fopen(path, "r");
+	size_t got;
+
+	if (!f)
+		return NULL;
+	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		gf_buf_add(&b, chunk, got);
+	fclose(f);
+	return gf_buf_detach(&b);
+}
+
+static int finish_state(struct gf_db *db, long id)
+{
+	struct gf_rollout r = {0};
+	struct gf_err err = {0};
+	bool left = false;
+
+	if (gf_rollout_load(db, id, &r, &err) < 0)
+		return cli_fail(&err);
+	for (size_t i = 0; i < r.n; i++)
+		left = left || state_is(r.nodes[i].state, "not-started") ||
+		       state_is(r.nodes[i].state, "running");
+	gf_rollout_release(&r);
+	if (gf_rollout_set_state(db, id, left ? "stopped" : "finished", &err) < 0)
+		return cli_fail(&err);
+	return 0;
+}
+
+static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
+		      int nargs)
+{
+	const struct update_args *a = ud;
+	static const struct gf_render_spec plan_spec = {
+		.cols = plan_cols, .ncols = sizeof(plan_cols) / sizeof(plan_cols[0]),
+		.rows_key = "updates",
+	};
+	struct gf_catalog cat = {0};
+	struct cli_bmc_run plan = {0};
+	struct gf_node *nodes = NULL;
+	struct gf_rollout r = {0};
+	struct rollout_exec x = {0};
+	struct gf_err err = {0};
+	struct gf_db *db = NULL;
+	unsigned long per = a->batch ? a->batch : cli->fanout;
+	size_t n = 0, work = 0;
+	int rc, prc;
+
+	(void)sv;
+	rc = load_catalog(cli, a, &cat);
+	if (rc)
+		return rc;
+	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
+	if (rc)
+		goto out;
+	if (!a->dry_run && (rc = cli_guard(cli, "update run", nodes, n, a->yes)))
+		goto out;
+	if (!a->dry_run && (rc = cli_db(cli, &db)))
+		goto out;
+	x = (struct rollout_exec){.cli = cli, .a = a, .db = db,
+				  .ctx = {.cat = &cat, .a = a, .dry_run = a->dry_run}};
+	/* The plan, from a fresh read of every node; --dry-run stops here. */
+	plan = (struct cli_bmc_run){.cli = cli, .nodes = nodes, .n = n, .op = plan_op, .ctx = &x.ctx,
+				    .spec = a->dry_run ? &plan_spec : NULL,
+				    .request_timeout = cli->timeout};
+	prc = cli_bmc_fanout(&plan);
+	if (a->dry_run || !plan.slots) {
+		rc = prc;
+		goto out;
+	}
+	if (prc == GF_EXIT_INTERRUPTED) {
+		rc = prc;
+		goto out;
+	}
+	r = (struct gf_rollout){
+		.user = gf_xstrdup(gf_invoking_user()), .catalog_path = gf_xstrdup(a->catalog),
+		.catalog_text = read_text(a->catalog), .options = options_json(a),
+		.nodes = gf_xcalloc(n ? n : 1, sizeof(*r.nodes)), .n = n,
+	};
+	for (size_t i = 0; i < n; i++) {
+		const struct gf_result *s = &plan.slots[i];
+		json_t *ups = json_object_get(s->data, "updates");
+		const char *state;
+		unsigned batch = 0;
+
+		if (!s->ok)
+			state = s->err.kind == GF_EK_UNSUPPORTED ? "unsupported" : "failed";
+		else if (json_array_size(ups) == 0)
+			state = "skipped";
+		else
+			state = "not-started";
+		if (state_is(state, "not-started")) {
+			/* The canary alone, then batches of --batch. */
+			if (work < a->canary)
+				batch = 1;
+			else
+				batch = (unsigned)((a->canary ? 2 : 1) + (work - a->canary) / per);
+			work++;
+		}
+		node_from_json(&r.nodes[i], nodes[i].name, batch, s->data, state,
+			       state_is(state, "not-started") ? "not-started" : NULL, &s->err);
+	}
+	if (!r.catalog_text)
+		r.catalog_text = gf_xstrdup("");
+	if (gf_rollout_create(db, &r, &r.id, &err) < 0) {
+		rc = cli_fail(&err);
+		goto out;
+	}
+	x.id = r.id;
+	x.batch = gf_xcalloc(n ? n : 1, sizeof(*x.batch));
+	if (!cli->quiet && cli->format == GF_FMT_TABLE)
+		fprintf(stderr, "gpufleet: rollout %ld: %zu of %zu nodes to update\n", r.id, work, n);
+	rc = run_batches(&x, &r, nodes, false);
+	prc = finish_state(db, r.id);
+	if (!rc)
+		rc = prc;
+	prc = print_rollout(cli, db, r.id, true);
+	if (!rc)
+		rc = prc;
+	rc = cli_interrupted(rc);
+out:
+	free(x.batch);
+	gf_rollout_release(&r);
+	cli_bmc_release(&plan);
+	gf_nodes_free(nodes, n);
+	gf_catalog_release(&cat);
+	return rc;
+}
+
+static int rollout_arg(struct gf_cli *cli, char **args, int nargs, long *ret)
+{
+	unsigned long v = 0;
+	struct gf_err err = {0};
+
+	*ret = 0;
+	if (nargs > 1) {
+		cli_error("%s takes one ROLLOUT at most", cli->verb);
+		return GF_EXIT_USAGE;
+	}
+	if (nargs == 1) {
+		if (gf_parse_uint(args[0], 1, 1ul << 40, &v, &err, "ROLLOUT") < 0)
+			return cli_fail(&err);
+		*ret = (long)v;
+	}
+	return 0;
+}
+
+static int update_status(struct gf_cli *cli, const struct cli_subverb *sv, void *ud,
+			 char **args, int nargs)
+{
+	struct gf_db *db;
+	long id;
+	int rc;
+
+	(void)sv;
+	(void)ud;
+	if ((rc = rollout_arg(cli, args, nargs, &id)) || (rc = cli_db(cli, &db)))
+		return rc;
+	return print_rollout(cli, db, id, false);
+}
+
+static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void *ud,
+			 char **args, int nargs)
+{
+	const struct update_args *given = ud;
+	struct update_args a = *given;
+	struct gf_catalog cat = {0};
+	struct gf_rollout r = {0};
+	struct rollout_exec x = {0};
+	struct gf_node *nodes = NULL;
+	struct gf_err err = {0};
+	struct gf_db *db;
+	json_t *opts;
+	size_t nn = 0;
+	char **names = NULL;
+	long id;
+	int rc, prc;
+
+	(void)sv;
+	if ((rc = rollout_arg(cli, args, nargs, &id)) || (rc = cli_db(cli, &db)))
+		return rc;
+	if (gf_rollout_load(db, id, &r, &err) < 0)
+		return err.code == GF_E_NOTFOUND ? (cli_error("%s", err.msg), GF_EXIT_USAGE)
+						 : cli_fail(&err);
+	/* The options and the catalog of the rollout, as they were. */
+	opts = json_loads(r.options ? r.options : "{}", 0, NULL);
+	a.component = NULL;
+	if (json_str(opts, "component"))
+		a.component = json_str(opts, "component");
+	a.reboot = json_is_true(json_object_get(opts, "reboot")) || given->reboot;
+	a.max_failures = (unsigned long)json_integer_value(json_object_get(opts, "max_failures"));
+	if (json_is_number(json_object_get(opts, "update_timeout")))
+		a.update_timeout = json_number_value(json_object_get(opts, "update_timeout"));
+	if (json_is_number(json_object_get(opts, "readback_wait")))
+		a.readback_wait = json_number_value(json_object_get(opts, "readback_wait"));
+	if (gf_catalog_parse(r.catalog_path, r.catalog_text, strlen(r.catalog_text), &cat, &err) < 0) {
+		rc = cli_fail(&err);
+		goto out;
+	}
+	names = gf_xcalloc(r.n ? r.n : 1, sizeof(*names));
+	for (size_t i = 0; i < r.n; i++)
+		names[i] = r.nodes[i].node;
+	rc = cli_targets(cli, names, (int)r.n, false, &nodes, &nn);
+	if (rc)
+		goto out;
+	if (nn != r.n) {
+		cli_error("rollout %ld names %zu nodes, the registry has %zu of them", r.id, r.n, nn);
+		rc = GF_EXIT_USAGE;
+		goto out;
+	}
+	/* In the rollout's order: node i is r.nodes[i]. */
+	for (size_t i = 0; i < r.n; i++)
+		for (size_t k = i; k < nn; k++)
+			if (strcmp(nodes[k].name, r.nodes[i].node) == 0) {
+				struct gf_node t = nodes[i];
+
+				nodes[i] = nodes[k];
+				nodes[k] = t;
+				break;
+			}
+	{
+		size_t left = 0;
+
+		for (size_t i = 0; i < r.n; i++)
+			left += !(state_is(r.nodes[i].state, "done") ||
+				  state_is(r.nodes[i].state, "skipped") ||
+				  state_is(r.nodes[i].state, "unsupported"));
+		if (left > 1 && (rc = cli_guard(cli, "update resume", nodes, left, a.yes)))
+			goto out;
+	}
+	if (gf_rollout_set_state(db, r.id, "running", &err) < 0) {
+		rc = cli_fail(&err);
+		goto out;
+	}
+	x = (struct rollout_exec){.cli = cli, .a = &a, .db = db, .id = r.id,
+				  .ctx = {.cat = &cat, .a = &a, .resume = true}};
+	x.batch = gf_xcalloc(r.n ? r.n : 1, sizeof(*x.batch));
+	rc = run_batches(&x, &r, nodes, true);
+	prc = finish_state(db, r.id);
+	if (!rc)
+		rc = prc;
+	prc = print_rollout(cli, db, r.id, true);
+	if (!rc)
+		rc = prc;
+	rc = cli_interrupted(rc);
+out:
+	free(x.batch);
+	free(names);
+	json_decref(opts);
+	gf_nodes_free(nodes, nn);
+	gf_catalog_release(&cat);
+	gf_rollout_release(&r);
+	return rc;
+}
+
 static const struct cli_subverb subs[] = {
 	{"plan", update_plan, NULL},
+	{"run", update_run, NULL},
+	{"status", update_status, NULL},
+	{"resume", update_resume, NULL},
 };
 
 int cmd_update(struct gf_cli *cli, int argc, char **argv)

@@ -229,7 +229,7 @@ static int load_items(struct gf_db *db, struct gf_rollout *r, struct gf_err *err
 	sqlite3_stmt *st = NULL;
 	int rc = gf_db_prepare(db, "SELECT node, component, from_version, to_version, action, "
 			       "activation, state, kind, message FROM rollout_items "
-			       "WHERE rollout = ?1 ORDER BY rowid", &st, what, err);
+			       "WHERE rollout = ?1 ORDER BY node, component", &st, what, err);
 
 	if (rc < 0)
 		return rc;
