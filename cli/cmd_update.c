@@ -76,7 +76,17 @@ struct upd_ctx {
 	const struct update_args *a;
 	bool resume;                /* a node left unknown: wait for its BMC's tasks first */
 	bool dry_run;               /* plan objects say "dry_run": true */
+	const char *const *unknown; /* resume: nodes a run left running (outcome unknown) */
+	size_t nunknown;
 };
+
+static bool is_unknown(const struct upd_ctx *ctx, const char *node)
+{
+	for (size_t i = 0; i < ctx->nunknown; i++)
+		if (strcmp(ctx->unknown[i], node) == 0)
+			return true;
+	return false;
+}
 
 /* One node's fresh read: what its BMC offers, its firmware, the plan. */
 struct node_plan {
@@ -392,6 +402,40 @@ static int run_op(const struct gf_backend *be, void *sess, const struct gf_node 
 		return GF_E_NODE;
 	if (read_plan(be, sess, n, ctx, &p, err) < 0)
 		return GF_E_NODE;
+	/*
+	 * A node a run left running (killed between a task and its activation)
+	 * or pending activation may hold staged images: activate first, then
+	 * the inventory tells what still needs a push. Never flash twice what an
+	 * activation would have shown.
+	 */
+	if (ctx->resume && is_unknown(ctx, n->name)) {
+		bool bmc = false;
+		enum gf_activation host = GF_ACT_NONE;
+
+		for (size_t i = 0; i < p.plan.n; i++) {
+			const struct gf_plan_item *pi = &p.plan.v[i];
+
+			if (pi->skip)
+				continue;
+			bmc = bmc || pi->activation == GF_ACT_BMC_RESET;
+			if (gf_activation_is_host(pi->activation) && ctx->a->reboot &&
+			    host != GF_ACT_HOST_POWER_CYCLE)
+				host = pi->activation;
+		}
+		if (bmc || host != GF_ACT_NONE) {
+			slot->no_retry = true;
+			node_plan_release(&p);
+			if (bmc && be->bmc_reset && be->bmc_reset(sess, deadline, err) < 0)
+				return GF_E_NODE;
+			if (host != GF_ACT_NONE && be->power_set &&
+			    (be->power_set(sess, host == GF_ACT_HOST_POWER_CYCLE ? GF_POWER_OP_CYCLE
+					   : GF_POWER_OP_RESET, err) < 0 ||
+			     (be->bmc_wait && be->bmc_wait(sess, deadline, err) < 0)))
+				return GF_E_NODE;
+			if (read_plan(be, sess, n, ctx, &p, err) < 0)
+				return GF_E_NODE;
+		}
+	}
 	items = gf_xcalloc(p.plan.n ? p.plan.n : 1, sizeof(*items));
 	for (size_t i = 0; i < p.plan.n; i++) {
 		items[i].pi = &p.plan.v[i];
@@ -585,7 +629,41 @@ struct rollout_exec {
 	size_t failed;              /* nodes failed so far */
 	size_t finished;
 	int store_rc;               /* a state that could not be stored */
+	const struct gf_rollout *stored;  /* the rollout as it was before this run of it */
 };
+
+/* At its version now, but planned for an update before: flashed by an earlier run of it. */
+static void skipped_to_done(const struct gf_rollout_node *before, struct gf_rollout_node *now)
+{
+	for (size_t i = 0; before && i < now->nitems; i++) {
+		struct gf_rollout_item *it = &now->items[i];
+
+		if (strcmp(it->state, "skipped") != 0)
+			continue;
+		for (size_t k = 0; k < before->nitems; k++) {
+			const struct gf_rollout_item *b = &before->items[k];
+
+			if (strcmp(b->component, it->component) == 0 &&
+			    strcmp(b->state, "skipped") != 0) {
+				free(it->state);
+				it->state = gf_xstrdup("done");
+				free(it->from);
+				free(it->action);
+				free(it->activation);
+				it->from = dup_or_null(b->from);
+				it->action = dup_or_null(b->action);
+				it->activation = dup_or_null(b->activation);
+			}
+		}
+	}
+	if (before && strcmp(now->state, "skipped") == 0)
+		for (size_t i = 0; i < now->nitems; i++)
+			if (strcmp(now->items[i].state, "done") == 0) {
+				free(now->state);
+				now->state = gf_xstrdup("done");
+				break;
+			}
+}
 
 /* As a node of the batch finishes (main thread): its state stored, streamed. */
 static void rollout_done(void *ud, size_t i, const struct gf_result *slot)
@@ -601,6 +679,8 @@ static void rollout_done(void *ud, size_t i, const struct gf_result *slot)
 	node_from_json(&rn, x->nodes[gi].name, x->batch[gi], slot->data, state,
 		       json_str(slot->data, "state") ? NULL : (slot->attempts == 0 ? "not-started" : NULL),
 		       &slot->err);
+	if (x->stored)
+		skipped_to_done(&x->stored->nodes[gi], &rn);
 	if (!slot->ok && strcmp(rn.state, "failed") == 0)
 		x->failed++;
 	x->finished++;
@@ -953,8 +1033,9 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 	struct gf_err err = {0};
 	struct gf_db *db;
 	json_t *opts;
-	size_t nn = 0;
+	size_t nn = 0, nunknown = 0;
 	char **names = NULL;
+	const char **unknown = NULL;
 	long id;
 	int rc, prc;
 
@@ -1014,8 +1095,14 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 		rc = cli_fail(&err);
 		goto out;
 	}
-	x = (struct rollout_exec){.cli = cli, .a = &a, .db = db, .id = r.id,
-				  .ctx = {.cat = &cat, .a = &a, .resume = true}};
+	unknown = gf_xcalloc(r.n ? r.n : 1, sizeof(*unknown));
+	for (size_t i = 0; i < r.n; i++)
+		if (state_is(r.nodes[i].state, "running") ||
+		    state_is(r.nodes[i].state, "pending-activation"))
+			unknown[nunknown++] = r.nodes[i].node;
+	x = (struct rollout_exec){.cli = cli, .a = &a, .db = db, .id = r.id, .stored = &r,
+				  .ctx = {.cat = &cat, .a = &a, .resume = true, .unknown = unknown,
+					  .nunknown = nunknown}};
 	x.batch = gf_xcalloc(r.n ? r.n : 1, sizeof(*x.batch));
 	rc = run_batches(&x, &r, nodes, true);
 	prc = finish_state(db, r.id);
@@ -1028,6 +1115,7 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 out:
 	free(x.batch);
 	free(names);
+	free(unknown);
 	json_decref(opts);
 	gf_nodes_free(nodes, nn);
 	gf_catalog_release(&cat);

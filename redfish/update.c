@@ -455,16 +455,27 @@ int rf_update_tasks_wait(struct rf_upd *u, double deadline, struct gf_err *err)
 		return 0;
 	for (;;) {
 		json_t *svc = NULL, *tasks = NULL;
+		struct gf_err e = {0};
 		bool busy = false;
 		size_t i;
 		json_t *t;
-		int rc = rf_fetch_opt(u->c, ts, &svc, err);
+		int rc = rf_fetch_opt(u->c, ts, &svc, &e);
 
 		if (rc == 0 && svc)
-			rc = rf_collection_of(u->c, svc, "Tasks", RF_WALK_FETCH, &tasks, err);
+			rc = rf_collection_of(u->c, svc, "Tasks", RF_WALK_FETCH, &tasks, &e);
 		json_decref(svc);
-		if (rc < 0)
-			return rc;
+		/* A BMC restarting as a killed run left it: busy until it answers. */
+		if (rc < 0) {
+			if (e.kind != GF_EK_CONNECT && e.kind != GF_EK_TIMEOUT &&
+			    e.kind != GF_EK_AUTH) {
+				if (err)
+					*err = e;
+				return rc;
+			}
+			if (e.kind == GF_EK_AUTH) /* its sessions went with a restart */
+				(void)u->login(u->ud, short_until(u, deadline), NULL);
+			busy = true;
+		}
 		json_array_foreach(tasks, i, t)
 			busy = busy || task_running(rf_str(t, "TaskState"));
 		json_decref(tasks);

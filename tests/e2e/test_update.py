@@ -1,0 +1,313 @@
+"""gpufleet update plan|run|status|resume through the real binary against the
+Redfish emulator's UpdateService (tests/lab/REDFISH-EMU.md): what each BMC saw
+(pushes, their targets, resets), what was printed, what the rollout store and
+the inventory hold afterwards. Loopback subnet 127.41.11.x."""
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from conftest import GPUFLEET, PASSWORD, TOP
+
+sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
+from ipmilab import IpmiLab  # noqa: E402
+from redfish_emu import RedfishLab  # noqa: E402
+
+PREFIX = "127.41.11"
+SUPERMICRO, DGX, LENOVO, DELL, HPE = 1, 2, 3, 4, 5
+COUNT = 8   # 1-5 one per dialect, 6-8 Supermicro for batches and crashes
+FAST = {"update_new": 0.1, "update_flash": 0.3, "update_result": "ok", "update_purge": "none",
+        "update_conflict": 409, "update_busy": 0, "bmc_reset_refused": 0.3,
+        "bmc_reset_busy": 0.5, "retry_after": 1}
+VENDORS = ["supermicro", "dgx", "lenovo", "dell", "hpe", "supermicro", "supermicro",
+           "supermicro"]
+
+
+@pytest.fixture(scope="module")
+def lab():
+    workdir = tempfile.mkdtemp(prefix="gf-upd-")
+    lab = RedfishLab(workdir, prefix=PREFIX, count=COUNT, vendors=VENDORS, user="admin",
+                     password=PASSWORD, overrides={i: dict(FAST) for i in range(1, COUNT + 1)})
+    try:
+        lab.start()
+        yield lab
+    finally:
+        lab.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def rf(gf, lab, tmp_path):
+    """Every lab node registered as uN, counters and updates cleared; a catalog folder."""
+    lines = ["name,bmc,protocol"]
+    for i in lab.indices():
+        lab.override(i, **FAST)
+        lab.clear_updates(i)
+        lab.clear(i)
+        lines.append(f"u{i},{lab.addr(i)}:{lab.port},redfish")
+    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr
+    gf.ca = ["--cacert", lab.cacert]
+    gf.dir = str(tmp_path)
+    return gf
+
+
+def image(gf, name, version, targets=None):
+    path = os.path.join(gf.dir, name)
+    with open(path, "wb") as f:
+        f.write(("GF-IMAGE version=%s%s\n" % (version, " targets=" + targets if targets else ""))
+                .encode() + b"\xa5" * 4096)
+    return name
+
+
+def catalog(gf, images, name="catalog.json"):
+    path = os.path.join(gf.dir, name)
+    with open(path, "w") as f:
+        json.dump({"images": images}, f)
+    return path
+
+
+def upd(gf, *args, fmt="json", timeout=180):
+    r = gf.run(*gf.ca, "--format", fmt, "update", *args, timeout=timeout)
+    data = None
+    if fmt == "json" and r.stdout.strip():
+        data = {o["node"]: o for o in json.loads(r.stdout)}
+    return r, data
+
+
+_versions = iter(range(100, 10000))
+
+
+def fresh_version():
+    """A version no earlier test of this module flashed (the lab keeps its state)."""
+    return "9.%d" % next(_versions)
+
+
+def bmc_catalog(gf, version=None):
+    version = version or fresh_version()
+    # HPE's raw push names no Targets: the image says what it is for.
+    return catalog(gf, [
+        {"model": "ProLiant*", "component": "bmc", "version": version,
+         "file": image(gf, "hpe-bmc.bin", version, "bmc")},
+        {"component": "bmc", "version": version, "file": image(gf, "bmc.bin", version)},
+    ])
+
+
+def pushes(lab, i):
+    return lab.updates(i)["pushes"]
+
+
+def manager_resets(lab, i):
+    return [r for r in lab.updates(i)["resets"] if r["kind"] == "manager"]
+
+
+# ---- the catalog ---------------------------------------------------------
+
+def test_bad_catalog_names_entry_and_field(rf):
+    cat = catalog(rf, [{"component": "bmc", "version": "1", "file": image(rf, "a.bin", "1")},
+                       {"component": "bios", "file": "a.bin"}])
+    for sub in ("plan", "run"):
+        r = rf.run(*rf.ca, "update", sub, "--yes", "--catalog", cat, "u1")
+        assert r.returncode == 2, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "images[1] (component 'bios')" in lines[0] and \
+            "'version' is missing" in lines[0], r.stderr
+    r = rf.run(*rf.ca, "update", "plan", "--catalog", os.path.join(rf.dir, "none.json"), "u1")
+    assert r.returncode == 2 and "cannot be read" in r.stderr
+
+
+# ---- plan ----------------------------------------------------------------
+
+def test_plan_reads_each_bmc_fresh_and_sends_nothing(rf, lab):
+    version = fresh_version()
+    cat = bmc_catalog(rf, version)
+    lab.override(DGX, bmc_firmware=version)  # behind the inventory's back: plan must see it
+    try:
+        r, data = upd(rf, "plan", "--catalog", cat, "u[1-5]")
+        assert r.returncode == 0, r.stderr
+        assert data["u2"]["updates"] == [] and data["u2"]["up_to_date"][0]["component"] == "bmc"
+        want = {SUPERMICRO: "multipart-push", LENOVO: "multipart-push", DELL: "multipart-push",
+                HPE: "http-push"}
+        for i, action in want.items():
+            (u,) = data[f"u{i}"]["updates"]
+            assert set(u) >= {"component", "from", "to", "action", "activation"}
+            assert u["component"] == "bmc" and u["to"] == version and u["action"] == action
+            assert u["activation"] == "bmc-reset" and u["from"] != version
+        for i in lab.indices():
+            assert pushes(lab, i) == [] and lab.updates(i)["resets"] == []
+    finally:
+        lab.override(DGX, **FAST)
+
+
+def test_plan_ipmi_node_unsupported(rf, tmp_path):
+    ipmi = IpmiLab(str(tmp_path / "ipmi"), prefix=PREFIX, first=200, count=1, user="admin",
+                   password=PASSWORD)
+    try:
+        ipmi.start()
+        r = rf.run("nodes", "add", "i1", "--bmc", ipmi.addr(200), "--protocol", "ipmi")
+        assert r.returncode == 0, r.stderr
+        r, data = upd(rf, "plan", "--catalog", bmc_catalog(rf), "u1,i1")
+        assert r.returncode == 1
+        assert data["u1"]["ok"] is True
+        assert data["i1"]["ok"] is False and data["i1"]["error"]["kind"] == "unsupported"
+    finally:
+        ipmi.stop()
+
+
+# ---- run -----------------------------------------------------------------
+
+def test_run_needs_yes_and_dry_run_sends_nothing(rf, lab):
+    cat = bmc_catalog(rf)
+    r = rf.run(*rf.ca, "update", "run", "--catalog", cat, "u[1-2]")
+    assert r.returncode == 4 and "--yes" in r.stderr
+    r, data = upd(rf, "run", "--dry-run", "--catalog", cat, "u[1-2]")
+    assert r.returncode == 0 and data["u1"]["dry_run"] is True
+    for i in (1, 2):
+        assert pushes(lab, i) == []
+    assert rf.sql("SELECT count(*) AS n FROM rollouts")[0]["n"] == 0
+
+
+def test_run_every_dialect_done_only_when_read_back(rf, lab):
+    version = fresh_version()
+    cat = bmc_catalog(rf, version)
+    lab.override(DELL, update_result="noop")     # Completed, nothing applied
+    r, data = upd(rf, "run", "--yes", "--readback-wait", "3", "--catalog", cat, "u[1-5]")
+    assert r.returncode == 1, r.stderr
+    for i in (SUPERMICRO, DGX, LENOVO, HPE):
+        node = data[f"u{i}"]
+        assert node["ok"] is True and node["state"] == "done", node
+        assert node["updates"][0]["state"] == "done"
+        (p,) = pushes(lab, i)                     # each image pushed once
+        assert p["version"] == version
+        assert len(manager_resets(lab, i)) == 1   # and activated once
+    (p,) = pushes(lab, SUPERMICRO)
+    assert p["kind"] == "multipart" and p["members"] == \
+        ["/redfish/v1/UpdateService/FirmwareInventory/BMC"]
+    assert pushes(lab, HPE)[0]["kind"] == "raw"
+    dell = data[f"u{DELL}"]
+    assert dell["ok"] is False and dell["state"] == "failed"
+    assert dell["updates"][0]["error"]["kind"] == "refused"
+    # The store says the same, and so does status.
+    rows = rf.sql("SELECT node, state FROM rollout_nodes ORDER BY node")
+    assert {x["node"]: x["state"] for x in rows} == \
+        {"u1": "done", "u2": "done", "u3": "done", "u4": "failed", "u5": "done"}
+    r2, st = upd(rf, "status")
+    assert r2.returncode == 1 and st["u4"]["state"] == "failed" and st["u1"]["state"] == "done"
+    # A sweep afterwards: drift against a done node shows only the failed one.
+    r3 = rf.run(*rf.ca, "sweep", "--no-ssh", "u[1-5]")
+    assert r3.returncode in (0, 1), r3.stderr
+    r4, drift = rf.json("drift", "--baseline-node", "u1", "--component", "bmc", "u[1-5]")
+    drifted = {o["node"] for o in drift if o.get("drift")}
+    assert drifted == {"u4"}, drift
+
+
+def test_task_exception_is_failed_with_bmc_message(rf, lab):
+    lab.override(SUPERMICRO, update_result="exception", update_message="flash chip said no")
+    r, data = upd(rf, "run", "--catalog", bmc_catalog(rf), "u1")
+    assert r.returncode == 1
+    (u,) = data["u1"]["updates"]
+    assert u["state"] == "failed" and u["error"]["kind"] == "refused"
+    assert "Exception" in u["error"]["message"] and "flash chip said no" in u["error"]["message"]
+    assert manager_resets(lab, SUPERMICRO) == []   # nothing to activate
+
+
+def test_purged_task_monitor_is_not_a_failure(rf, lab):
+    lab.override(SUPERMICRO, update_purge="task", update_flash=0.5)
+    r, data = upd(rf, "run", "--catalog", bmc_catalog(rf), "u1")
+    assert r.returncode == 0, (r.stderr, data)
+    assert data["u1"]["state"] == "done"
+
+
+def test_conflict_is_retried_within_the_deadline(rf, lab):
+    lab.override(SUPERMICRO, update_busy=2)
+    r, data = upd(rf, "run", "--catalog", bmc_catalog(rf), "u1")
+    assert r.returncode == 0, (r.stderr, data)
+    assert len(pushes(lab, SUPERMICRO)) == 1
+    assert any(x["reason"] == "busy" for x in lab.updates(SUPERMICRO)["refused"])
+
+
+def test_host_firmware_pending_without_reboot_then_resumed_with_it(rf, lab):
+    version = fresh_version()
+    cat = catalog(rf, [{"component": "bios", "version": version,
+                        "file": image(rf, "bios.bin", version)}])
+    r, data = upd(rf, "run", "--catalog", cat, "u1")
+    assert r.returncode == 1
+    assert data["u1"]["state"] == "pending-activation", data
+    assert [x for x in lab.updates(SUPERMICRO)["resets"] if x["kind"] == "system"] == []
+    r, data = upd(rf, "resume", "--reboot")
+    assert r.returncode == 0, (r.stderr, data)
+    assert data["u1"]["state"] == "done"
+    assert len(pushes(lab, SUPERMICRO)) == 1       # staged once, activated by the reset
+    assert len([x for x in lab.updates(SUPERMICRO)["resets"] if x["kind"] == "system"]) == 1
+
+
+def test_canary_batches_and_max_failures(rf, lab):
+    cat = bmc_catalog(rf)
+    lab.override(6, update_result="exception")
+    lab.override(7, update_result="exception")
+    # Canary u1 alone, then batches of 2 over u[6-8,3]: two failures stop the rest.
+    r, data = upd(rf, "run", "--yes", "--canary", "1", "--batch", "2", "--max-failures", "1",
+                  "--catalog", cat, "u1,u6,u7,u8,u3")
+    assert r.returncode == 1
+    assert data["u1"]["state"] == "done" and data["u1"]["batch"] == 1
+    assert data["u6"]["state"] == "failed" and data["u7"]["state"] == "failed"
+    assert data["u6"]["batch"] == data["u7"]["batch"] == 2
+    assert data["u8"]["state"] == "not-started" and data["u3"]["state"] == "not-started"
+    assert pushes(lab, 8) == [] and pushes(lab, LENOVO) == []
+    # The canary was pushed (and done) before the batch started.
+    t_canary = pushes(lab, 1)[0]["t"]
+    assert all(pushes(lab, i)[0]["t"] > t_canary + 0.3 for i in (6, 7))
+    assert rf.sql("SELECT state FROM rollouts")[0]["state"] == "stopped"
+    # Audited: intent rows completed per node sent to, none left pending.
+    audit = rf.sql("SELECT node, result FROM audit WHERE verb = 'update run'")
+    assert {a["node"] for a in audit} == {"u1", "u6", "u7"}
+    assert all(a["result"] != "pending" for a in audit)
+
+
+def test_ndjson_streams_nodes(rf, lab):
+    r = rf.run(*rf.ca, "--format", "ndjson", "update", "run", "--yes", "--catalog",
+               bmc_catalog(rf), "u1,u6")
+    assert r.returncode == 0, r.stderr
+    objs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert sorted(o["node"] for o in objs) == ["u1", "u6"]
+    assert all(o["state"] == "done" and o["rollout"] == 1 for o in objs)
+
+
+# ---- crash safety ----------------------------------------------------------
+
+def test_kill_9_then_resume(rf, lab):
+    nodes = [1, 6, 7, 8]
+    for i in nodes:
+        lab.override(i, update_flash=1.0)
+    rng = random.Random(os.getpid())
+    for attempt in range(2):
+        version = fresh_version()
+        cat = bmc_catalog(rf, version)
+        proc = subprocess.Popen([GPUFLEET, *rf.ca, "update", "run", "--yes", "--batch", "2",
+                                 "--catalog", cat, "u1,u6,u7,u8"], env=rf.env(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            # Some point after the first push reached a BMC, at random.
+            limit = time.monotonic() + 30
+            while time.monotonic() < limit and not any(
+                    p["version"] == version for i in nodes for p in pushes(lab, i)):
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0, 3.0))
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        assert rf.sql("PRAGMA integrity_check")[0]["integrity_check"] == "ok"
+        r, data = upd(rf, "resume", "--yes")
+        assert r.returncode == 0, (r.stderr, data)
+        assert all(data[f"u{i}"]["state"] == "done" for i in nodes), data
+        for i in nodes:
+            flashed = [p for p in pushes(lab, i) if p["version"] == version]
+            assert len(flashed) == 1, (i, flashed)      # never twice for one version
+        assert rf.sql("PRAGMA integrity_check")[0]["integrity_check"] == "ok"
