@@ -13,6 +13,7 @@ NEEDS = {
     "nodes": "nodes needs a subverb: add, import, list, remove, repin, tag",
     "power": "power needs a subverb: status, on, off, cycle, reset, soft, nmi",
     "sel": "sel needs a subverb: list or clear",
+    "update": "update needs a subverb: plan, run, status, resume",
 }
 UNKNOWN = {
     "boot": "unknown subverb 'boot frob' (status, pxe, disk, bios, cd, none)",
@@ -20,6 +21,7 @@ UNKNOWN = {
     "nodes": "unknown subverb 'nodes frob' (add, import, list, remove, repin, tag)",
     "power": "unknown subverb 'power frob' (status, on, off, cycle, reset, soft, nmi)",
     "sel": "unknown subverb 'sel frob' (list, clear)",
+    "update": "unknown subverb 'update frob' (plan, run, status, resume)",
 }
 
 
