@@ -169,7 +169,7 @@ static void bmc_task(const struct run *r, size_t i, double deadline, struct gf_r
 	slot->ok = true;
 }
 
-/* A node's SSH part: a whole deadline of its own, never tried twice. */
+/* A node's SSH part: inside the node's one deadline, shared with its BMC part; tried once. */
 static void ssh_task(const struct run *r, size_t i, double deadline, struct gf_result *slot)
 {
 	const struct gf_collect *c = r->c;

@@ -25,7 +25,7 @@ struct gf_collect {
 	const struct gf_profile *const *ssh_profs;  /* per node, NULL entries: no host facts */
 	const struct gf_sel_prev *prev;             /* per node: its previous SEL read */
 	bool accept_new;                            /* SSH: record unknown host keys */
-	struct gf_exec_opts exec;                   /* fanout (nodes), timeout (per part), retries */
+	struct gf_exec_opts exec;   /* fanout, timeout (a node's whole deadline), retries */
 	/*
 	 * Called on the calling thread as each node is done (both parts), for
 	 * progress: a summary result, its BMC part's (the times of both) when it
