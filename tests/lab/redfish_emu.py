@@ -59,6 +59,7 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from labutil import LabError, node_address, pid_alive, pid_cmdline, wait_gone, write_atomic  # noqa: E402
 import redfish_update  # noqa: E402
+import redfish_bios  # noqa: E402
 
 
 # The emulator keeps to loopback; each test module has its own prefix.
@@ -137,7 +138,7 @@ OVERRIDE_KEYS = {
     'expand', 'sessions', 'basic', 'max_sessions', 'etag_header', 'require_if_match',
     'reset_conflict', 'transition', 'slow', 'resetting', 'retry_after', 'hang',
     'faults', 'deep_reset_values',
-} | redfish_update.OVERRIDE_KEYS
+} | redfish_update.OVERRIDE_KEYS | redfish_bios.OVERRIDE_KEYS
 # What a fault planted on a URI does (the `faults` override).
 FAULT_KINDS = ('hang', 'close', 'garbage', 'trickle', 'endless')
 FAULT_HANG_MAX = 300.0   # a hung request is dropped after this long even if never cleared
@@ -389,6 +390,7 @@ class Node:
                 if isinstance(act, dict) and isinstance(act.get('target'), str):
                     self.actions[act['target']] = (name, uri)
         self.update = redfish_update.NodeUpdates(self)
+        redfish_bios.setup(self)
 
     def _zero_counters(self):
         self.counters = {'requests': 0, 'connections': 0, 'handshakes': 0,
@@ -543,6 +545,9 @@ class Node:
                 if key in START_ONLY_KEYS:
                     if not start:
                         raise LabError("override '%s' works only at start" % key)
+                    continue
+                if key in redfish_bios.OVERRIDE_KEYS:
+                    redfish_bios.override(self, key, value)
                     continue
                 getattr(self, '_ov_' + key)(value)
 
@@ -815,6 +820,7 @@ class Node:
                           'deep_reset_values': self.deep_reset_values},
                 'fingerprint': cert_fingerprint(os.path.join(self.dir, 'cert.pem')),
                 'sel': self.d['sel'],
+                'bios': redfish_bios.state(self),
             }
 
     # -- the Redfish side --
@@ -827,6 +833,7 @@ class Node:
         for k, v in urllib.parse.parse_qsl(split.query, keep_blank_values=True):
             query.setdefault(k, v)
         with self.lock:
+            path = redfish_bios.resolve(self, path)
             self.counters['requests'] += 1
             if self.resetting_until and time.monotonic() < self.resetting_until:
                 return (rf_error(503, 'ServiceTemporarilyUnavailable',
@@ -885,6 +892,8 @@ class Node:
 
     def _route(self, method, path, query, headers, body, user):
         reply = self.update.route(method, path, query, headers, body)
+        if reply is None:
+            reply = redfish_bios.route(self, method, path, headers, body)
         if reply is not None:
             return reply
         if method in ('GET', 'HEAD'):
@@ -1131,6 +1140,7 @@ class Node:
         else:
             sysobj['PowerState'] = after
         self.touch(sys_uri)
+        redfish_bios.on_reset(self, sys_uri, rt, now, after)
         return self._done()
 
     def _finish_transition(self, sys_uri, state):
@@ -2317,6 +2327,9 @@ def selftest(workdir, prefix='127.32.250'):
         checks += 26
     upd_prefix = '%s.%d' % (prefix.rsplit('.', 1)[0], int(prefix.rsplit('.', 1)[1]) + 1)
     return checks + redfish_update.selftest(os.path.join(workdir, 'update'), upd_prefix)
+
+
+redfish_bios.bind(sys.modules[__name__])
 
 
 # ---- command line ------------------------------------------------------------

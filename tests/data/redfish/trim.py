@@ -47,6 +47,7 @@ KEEP = [
     r'TaskService', r'TaskService/Tasks', r'TaskService/Tasks/{id}',
     r'AccountService', r'AccountService/Accounts', r'AccountService/Accounts/{id}',
     r'AccountService/Roles', r'AccountService/Roles/{id}',
+    r'Systems/{id}/Bios', r'Systems/{id}/Bios/(Settings|Pending|SD|settings)',
 ]
 KEEP_RE = re.compile('^(?:%s)$' % '|'.join('(?:%s)' % k.format(id=ID) for k in KEEP))
 
