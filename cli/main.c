@@ -22,6 +22,13 @@ struct cli_verb {
 
 /* Sorted by name: usage and --help come from here, and the man page test reads --help. */
 static const struct cli_verb verbs[] = {
+	{"bios", cmd_bios, 0,
+	 "BIOS settings: show the attributes and what is pending, set with a read-back",
+	 "usage: gpufleet bios show [--attribute PATTERN] [--pending] TARGETS\n"
+	 "       gpufleet bios set NAME=VALUE... [--apply-time on-reset|immediate] [--dry-run] [--yes] TARGETS\n"
+	 "       gpufleet bios set --from-baseline FILE [--apply-time ...] [--dry-run] [--yes] TARGETS\n"
+	 "Values are checked against the BMC's attribute registry before anything is sent. A node\n"
+	 "whose BMC holds another value after the set fails with kind refused.\n"},
 	{"boot", cmd_boot, 0,
 	 "boot device override: status, pxe, disk, bios, cd, none; read back after setting",
 	 "usage: gpufleet boot status TARGETS\n"

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdbool.h>
 
+#include "lib/bios.h"
 #include "lib/creds.h"
 #include "lib/err.h"
 #include "lib/model.h"
@@ -158,6 +159,15 @@ struct gf_backend {
 	int (*bmc_reset)(void *session, double deadline, struct gf_err *err);
 	/* After a host reset: wait for the BMC to answer again by @deadline (logged in again if needed). */
 	int (*bmc_wait)(void *session, double deadline, struct gf_err *err);
+	/*
+	 * BIOS settings: what the BMC holds, with the attribute registry where
+	 * @with_registry and the BMC publishes one; then stage (or apply) @values
+	 * ({name: JSON value}, checked by the caller with gf_bios_value()); the
+	 * caller reads back.
+	 */
+	int (*bios_get)(void *session, bool with_registry, struct gf_bios *ret, struct gf_err *err);
+	int (*bios_set)(void *session, const json_t *values, enum gf_bios_apply when,
+			struct gf_err *err);
 };
 
 #endif

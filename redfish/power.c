@@ -443,51 +443,25 @@ static json_t *boot_body(struct rf_client *c, const json_t *boot, const struct g
 	return json_pack("{s:o}", "Boot", b);
 }
 
+/* rf_patch_fresh(): the Boot PATCH from the System as just read. */
+static json_t *boot_patch(struct rf_client *c, const json_t *sys, void *ud, struct gf_err *err)
+{
+	if (!rf_obj(sys, "Boot")) {
+		gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
+			   "the main system of bmc '%s' has no Boot settings", c->node);
+		return NULL;
+	}
+	return boot_body(c, rf_obj(sys, "Boot"), ud, err);
+}
+
 int rf_boot_set(struct rf_client *c, const struct gf_boot *want, struct gf_err *err)
 {
-	json_t *sys = NULL, *body = NULL;
-	struct gf_err e; /* the PATCH's own: its detail is its HTTP status */
-	char *etag = NULL;
+	json_t *sys = NULL;
 	int rc;
 
 	rc = rf_main_system(c, &sys, err);
 	if (rc < 0)
 		return rc;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		const char *uri = c->main_system;
-
-		json_decref(sys);
-		sys = NULL;
-		free(etag);
-		etag = NULL;
-		/* Read it with its ETag: the header where sent, else the payload's @odata.etag. */
-		rc = c->io->get(c->ud, uri, &sys, &etag, err);
-		if (rc < 0)
-			break;
-		if (!etag && rf_str(sys, "@odata.etag"))
-			etag = gf_xstrdup(rf_str(sys, "@odata.etag"));
-		if (!rf_obj(sys, "Boot")) {
-			rc = gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
-					"the main system of bmc '%s' has no Boot settings", c->node);
-			break;
-		}
-		json_decref(body);
-		body = boot_body(c, rf_obj(sys, "Boot"), want, err);
-		if (!body) {
-			rc = GF_E_NODE;
-			break;
-		}
-		gf_err_clear(&e);
-		rc = c->io->send(c->ud, "PATCH", uri, body, etag, &e);
-		/* Someone changed it between our read and our write: read again, once. */
-		if (rc < 0 && e.detail == 412 && attempt == 0)
-			continue;
-		if (rc < 0 && err)
-			*err = e;
-		break;
-	}
-	free(etag);
-	json_decref(body);
 	json_decref(sys);
-	return rc;
+	return rf_patch_fresh(c, c->main_system, boot_patch, (void *)want, err);
 }

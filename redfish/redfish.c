@@ -433,6 +433,17 @@ static int rf_bmc_wait_op(void *vs, double deadline, struct gf_err *err)
 	return rf_update_bmc_wait(&u, deadline, false, err);
 }
 
+static int rf_bios_get_op(void *vs, bool with_registry, struct gf_bios *ret, struct gf_err *err)
+{
+	return rf_bios_get(&((struct rf_session *)vs)->client, with_registry, ret, err);
+}
+
+static int rf_bios_set_op(void *vs, const json_t *values, enum gf_bios_apply when,
+			  struct gf_err *err)
+{
+	return rf_bios_set(&((struct rf_session *)vs)->client, values, when, err);
+}
+
 static int rf_probe_op(const struct gf_bmc_target *t, double timeout)
 {
 	struct rf_http_opts o = {
@@ -513,4 +524,6 @@ const struct gf_backend gf_redfish_backend = {
 	.fw_tasks_wait = rf_fw_tasks_wait_op,
 	.bmc_reset = rf_bmc_reset_op,
 	.bmc_wait = rf_bmc_wait_op,
+	.bios_get = rf_bios_get_op,
+	.bios_set = rf_bios_set_op,
 };

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "lib/backend.h"
+#include "lib/bios.h"
 #include "lib/err.h"
 #include "lib/model.h"
 
@@ -103,6 +104,17 @@ int rf_collection_of(struct rf_client *c, const json_t *o, const char *key, unsi
 int rf_fetch(struct rf_client *c, const char *path, json_t **ret, struct gf_err *err);
 /* The same, where 404 is no error: *ret is then NULL. */
 int rf_fetch_opt(struct rf_client *c, const char *path, json_t **ret, struct gf_err *err);
+
+/*
+ * PATCH @uri with If-Match: read it with its ETag (the header where sent,
+ * else the payload's @odata.etag; none: no If-Match), ask @body for the
+ * body given what was read (NULL with @err filled: nothing is sent), send;
+ * on 412 (changed between the read and the write) once more from the read.
+ * @body gets @ud; the body it returns is freed here.
+ */
+int rf_patch_fresh(struct rf_client *c, const char *uri,
+		   json_t *(*body)(struct rf_client *c, const json_t *res, void *ud, struct gf_err *err),
+		   void *ud, struct gf_err *err);
 
 /* ---- vendor dialects (dialect.c): differences kept as data -------------- */
 
@@ -238,5 +250,15 @@ int rf_power_set(struct rf_client *c, enum gf_power_op op, struct gf_err *err);
 void rf_boot_parse(const json_t *sys, struct gf_boot *ret);
 int rf_boot_get(struct rf_client *c, struct gf_boot *ret, struct gf_err *err);
 int rf_boot_set(struct rf_client *c, const struct gf_boot *want, struct gf_err *err);
+
+/* ---- BIOS settings (bios.c) --------------------------------------------- */
+
+/* An AttributeRegistry's entries in the gf_bios "entries" shape; NULL without RegistryEntries. */
+json_t *rf_bios_registry_parse(const json_t *reg);
+/* Attributes, pending values, and with @with_registry the registry where published. */
+int rf_bios_get(struct rf_client *c, bool with_registry, struct gf_bios *ret, struct gf_err *err);
+/* PATCH the settings object with @values ({name: JSON value}), If-Match where an ETag is given. */
+int rf_bios_set(struct rf_client *c, const json_t *values, enum gf_bios_apply when,
+		struct gf_err *err);
 
 #endif

@@ -269,3 +269,43 @@ int rf_fetch_opt(struct rf_client *c, const char *path, json_t **ret, struct gf_
 	}
 	return rc;
 }
+
+int rf_patch_fresh(struct rf_client *c, const char *uri,
+		   json_t *(*body)(struct rf_client *c, const json_t *res, void *ud, struct gf_err *err),
+		   void *ud, struct gf_err *err)
+{
+	json_t *res = NULL, *b = NULL;
+	struct gf_err e; /* the PATCH's own: its detail is its HTTP status */
+	char *etag = NULL;
+	int rc = 0;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		json_decref(res);
+		res = NULL;
+		json_decref(b);
+		free(etag);
+		etag = NULL;
+		rc = c->io->get(c->ud, uri, &res, &etag, err);
+		if (rc < 0)
+			break;
+		if (!etag && rf_str(res, "@odata.etag"))
+			etag = gf_xstrdup(rf_str(res, "@odata.etag"));
+		b = body(c, res, ud, err);
+		if (!b) {
+			rc = GF_E_NODE;
+			break;
+		}
+		gf_err_clear(&e);
+		rc = c->io->send(c->ud, "PATCH", uri, b, etag, &e);
+		/* Someone changed it between our read and our write: read again, once. */
+		if (rc < 0 && e.detail == 412 && attempt == 0)
+			continue;
+		if (rc < 0 && err)
+			*err = e;
+		break;
+	}
+	free(etag);
+	json_decref(b);
+	json_decref(res);
+	return rc;
+}

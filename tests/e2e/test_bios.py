@@ -1,0 +1,228 @@
+"""gpufleet bios show|set and BIOS settings in the inventory, through the real
+binary against the Redfish emulator (tests/lab/redfish_emu.py with
+tests/lab/redfish_bios.py: the five captured dialects' Bios resources and
+settings objects, ETags, a synthesized AttributeRegistry on Dell, HPE and
+Lenovo) and one ipmi_sim BMC. Every set is checked against what the BMC
+received (the PATCH body and its If-Match) and what it holds afterwards."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import pytest
+
+from conftest import PASSWORD, TOP
+
+sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
+from redfish_emu import RedfishLab  # noqa: E402
+from ipmilab import IpmiLab  # noqa: E402
+
+PREFIX = "127.41.12"          # this file's subnet: Redfish nodes .1-.12
+VENDORS = ["supermicro-sys-821ge-tnhr", "nvidia-dgx-h100", "lenovo-sr670-v2", "dell-r750",
+           "hpe-dl385-gen10plus-v2"]
+# Nodes 1-5: one per dialect, read-only tests. Nodes 6-10: the same dialects
+# for the tests that change settings. Nodes 11-14: four Dell nodes for drift.
+COUNT = 14
+OVERRIDES = {}
+
+
+@pytest.fixture(scope="module")
+def lab():
+    workdir = tempfile.mkdtemp(prefix="gf-bioslab-")
+    vendors = [VENDORS[(i - 1) % 5] if i <= 10 else "dell-r750" for i in range(1, COUNT + 1)]
+    lab = RedfishLab(workdir, prefix=PREFIX, count=COUNT, user="admin", password=PASSWORD,
+                     vendors=vendors, overrides=OVERRIDES)
+    try:
+        lab.start()
+        yield lab
+    finally:
+        lab.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def rf(gf, lab):
+    """The lab's nodes registered as b1..b14 (protocol redfish), counters cleared."""
+    lines = ["name,bmc,protocol,groups"]
+    for i in lab.indices():
+        lines.append(f"b{i},{lab.addr(i)}:{lab.port},redfish,bios")
+        lab.clear(i)
+    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr
+    gf.ca = ["--cacert", lab.cacert]
+    return gf
+
+
+def objs(gf, *args, rc=0):
+    r, data = gf.json(*args, *gf.ca)
+    assert r.returncode == rc, (r.returncode, r.stderr, data)
+    return {o["node"]: o for o in data}
+
+
+def patches(lab, i):
+    return [e for e in lab.events(i, kind="patch")]
+
+
+def test_show_every_dialect(rf, lab):
+    got = objs(rf, "bios", "show", "b[1-5]")
+    for i in range(1, 6):
+        o = got[f"b{i}"]
+        st = lab.state(i)["bios"]
+        assert o["ok"], o
+        # every attribute, in its JSON type, exactly as the BMC holds it
+        assert o["bios"]["attributes"] == st["attributes"], lab.vendor(i)
+        assert o["bios"]["pending"] == {}
+        assert o["bios"]["registry"] == lab.resource(i, st["uri"])["AttributeRegistry"]
+    counts = sorted(len(got[f"b{i}"]["bios"]["attributes"]) for i in range(1, 6))
+    assert counts == [223, 277, 348, 379, 455]
+    dell = got["b4"]["bios"]["attributes"]
+    assert dell["AcPwrRcvryUserDelay"] == 120 and dell["AesNi"] == "Enabled"
+    dgx = got["b2"]["bios"]["attributes"]
+    assert dgx["AcpiSpcrConsoleRedirectionEnable"] is True
+    # HPE links its Bios in lower case: the path was resolved without case
+    paths = [a["path"] for a in lab.access_log(5)]
+    assert "/redfish/v1/systems/1/bios" in paths or "/redfish/v1/systems/1/bios/" in paths
+
+
+def test_show_pattern_and_table(rf, lab):
+    got = objs(rf, "bios", "show", "--attribute", "Sys*", "b4")
+    names = set(got["b4"]["bios"]["attributes"])
+    assert names and all(n.startswith("Sys") for n in names), names
+    assert "SystemServiceTag" in names
+    r = rf.run("bios", "show", "--attribute", "AesNi", "b4", "b9", *rf.ca)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["NODE", "ATTRIBUTE", "VALUE", "PENDING"], lines
+    assert len(lines) == 3, lines
+    r = rf.run("-C", "bios", "show", "--attribute", "AesNi", "b4", "b9", *rf.ca)
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2 and lines[1].split()[:3] == ["b[4,9]", "AesNi", "Enabled"], lines
+
+
+def test_set_patch_if_match_read_back_and_reset(rf, lab):
+    i = 9  # Dell: ETag header, settings object of changes only, a registry
+    before = lab.state(i)["bios"]["attributes"]["ProcVirtualization"]
+    want = "Disabled" if before == "Enabled" else "Enabled"
+    got = objs(rf, "bios", "set", f"ProcVirtualization={want}", "AcPwrRcvryUserDelay=90", "b9")
+    o = got["b9"]
+    assert o["ok"], o
+    assert o["bios"]["pending"] == {"ProcVirtualization": want, "AcPwrRcvryUserDelay": 90}
+    ev = patches(lab, i)
+    assert len(ev) == 1, ev
+    # what the BMC received: typed values, and the settings object's ETag as If-Match
+    assert ev[0]["body"] == {"Attributes": {"ProcVirtualization": want,
+                                            "AcPwrRcvryUserDelay": 90}}
+    assert ev[0]["if_match"] and ev[0]["if_match"].startswith('W/"'), ev[0]
+    st = lab.state(i)["bios"]
+    assert st["pending"] == {"ProcVirtualization": want, "AcPwrRcvryUserDelay": 90}
+    assert st["attributes"]["ProcVirtualization"] == before
+    # the audit log has the set
+    rows = rf.sql("SELECT verb, node, result FROM audit")
+    assert {"verb": "bios set ProcVirtualization=%s AcPwrRcvryUserDelay=90" % want,
+            "node": "b9", "result": "ok"} in rows, rows
+    # a restart applies it
+    r = rf.run("power", "cycle", "b9", *rf.ca)
+    assert r.returncode == 0, r.stderr
+    st = lab.state(i)["bios"]
+    assert st["pending"] == {} and st["attributes"]["ProcVirtualization"] == want
+    got = objs(rf, "bios", "show", "--attribute", "ProcVirtualization", "b9")
+    assert got["b9"]["bios"]["attributes"] == {"ProcVirtualization": want}
+
+
+def test_show_pending(rf, lab):
+    i = 9
+    attrs = lab.state(i)["bios"]["attributes"]
+    want = "Disabled" if attrs["LogicalProc"] == "Enabled" else "Enabled"
+    objs(rf, "bios", "set", f"LogicalProc={want}", "b9")
+    got = objs(rf, "bios", "show", "--pending", "b9")
+    assert got["b9"]["bios"]["pending"] == {"LogicalProc": want}
+    assert got["b9"]["bios"]["attributes"] == {"LogicalProc": attrs["LogicalProc"]}
+    r = rf.run("bios", "show", "--pending", "b9", *rf.ca)
+    lines = r.stdout.splitlines()
+    assert lines[1].split() == ["b9", "LogicalProc", attrs["LogicalProc"], want], lines
+    rf.run("power", "cycle", "b9", *rf.ca)
+    assert lab.state(i)["bios"]["pending"] == {}
+
+
+@pytest.mark.parametrize("i", [6, 7, 8, 10])
+def test_set_other_dialects(rf, lab, i):
+    attrs = lab.state(i)["bios"]["attributes"]
+    name = sorted(k for k, v in attrs.items() if v in ("Enabled", "Disabled"))[0]
+    want = "Disabled" if attrs[name] == "Enabled" else "Enabled"
+    got = objs(rf, "bios", "set", f"{name}={want}", f"b{i}")
+    assert got[f"b{i}"]["ok"], got
+    ev = patches(lab, i)
+    assert ev[-1]["body"] == {"Attributes": {name: want}}
+    # the ETag each dialect gives (payload @odata.etag or header) was sent
+    assert ev[-1]["if_match"], (lab.vendor(i), ev[-1])
+    assert lab.state(i)["bios"]["pending"] == {name: want}
+
+
+def test_registry_checks_send_nothing(rf, lab):
+    i = 4  # Dell, registry published
+    cases = [
+        ("NoSuchAttribute=1", "has no BIOS attribute 'NoSuchAttribute'"),
+        ("SystemServiceTag=ABC", "is read-only"),
+        ("AcPwrRcvryUserDelay=soon", "takes an integer"),
+        ("SysProfile=Fastest", "'Fastest' is not an allowed value"),
+        ("AcPwrRcvryUserDelay=999999", "out of range"),
+    ]
+    for arg, msg in cases:
+        got = objs(rf, "bios", "set", arg, "b4", rc=1)
+        o = got["b4"]
+        assert not o["ok"] and o["error"]["kind"] == "unsupported", o
+        assert msg in o["error"]["message"] and "\n" not in o["error"]["message"], o
+    assert patches(lab, i) == []
+    assert lab.state(i)["bios"]["pending"] == {}
+
+
+def test_refused_value(rf, lab):
+    i = 10  # HPE
+    attrs = lab.state(i)["bios"]["attributes"]
+    lab.override(i, bios_refuse={"AcpiHpet": attrs["AcpiHpet"]})
+    want = "Disabled" if attrs["AcpiHpet"] == "Enabled" else "Enabled"
+    try:
+        got = objs(rf, "bios", "set", f"AcpiHpet={want}", "b10", rc=1)
+    finally:
+        lab.override(i, bios_refuse={})
+    o = got["b10"]
+    assert o["error"]["kind"] == "refused", o
+    assert f"AcpiHpet=\"{want}\" but holds \"{attrs['AcpiHpet']}\"" in o["error"]["message"]
+    assert patches(lab, i)[-1]["body"] == {"Attributes": {"AcpiHpet": want}}
+    rows = rf.sql("SELECT result FROM audit WHERE node = 'b10'")
+    assert rows[-1]["result"] == "refused"
+
+
+def test_several_nodes_need_yes_and_dry_run_sends_nothing(rf, lab):
+    r = rf.run("bios", "set", "AesNi=Enabled", "b4", "b9", *rf.ca)
+    assert r.returncode == 4, (r.returncode, r.stderr)
+    got = objs(rf, "bios", "set", "--dry-run", "AesNi=Disabled", "b4", "b9")
+    assert all(o["ok"] and o["dry_run"] for o in got.values()), got
+    assert got["b4"]["requested"] == {"AesNi": "Disabled"}
+    assert patches(lab, 4) == [] and patches(lab, 9) == []
+    r = rf.run("bios", "set", "b4", *rf.ca)
+    assert r.returncode == 2 and "NAME=VALUE" in r.stderr
+    r = rf.run("bios", "set", "--apply-time", "later", "AesNi=Enabled", "b4", *rf.ca)
+    assert r.returncode == 2 and "on-reset or immediate" in r.stderr
+
+
+def test_immediate_apply_time(rf, lab):
+    i = 7  # DGX: no SupportedApplyTimes, Immediate accepted
+    attrs = lab.state(i)["bios"]["attributes"]
+    want = "Disable" if attrs["ARIEnable"] == "Enable" else "Enable"
+    got = objs(rf, "bios", "set", "--apply-time", "immediate", f"ARIEnable={want}", "b7")
+    assert got["b7"]["ok"], got
+    assert patches(lab, i)[-1]["body"]["@Redfish.SettingsApplyTime"] == {"ApplyTime": "Immediate"}
+    assert lab.state(i)["bios"]["attributes"]["ARIEnable"] == want
+
+
+def test_ipmi_node_unsupported(gf, tmp_path):
+    d = str(tmp_path / "ipmilab")
+    os.makedirs(d)
+    sim = IpmiLab(d, prefix="127.41.12", count=1, first=200, user="admin", password=PASSWORD)
+    with sim:
+        r = gf.run("nodes", "add", "ip1", "--bmc", sim.addr(200), "--protocol", "ipmi")
+        assert r.returncode == 0, r.stderr
+        r, data = gf.json("bios", "show", "ip1")
+        assert r.returncode == 1 and data[0]["error"]["kind"] == "unsupported", data
