@@ -446,29 +446,16 @@ static int set_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, c
 		if (rc)
 			goto out;
 	}
-	if (!a->dry_run) {
-		struct gf_db *db;
-
-		/* The audit log must be writable before anything is sent. */
-		rc = cli_db(cli, &db);
-		if (rc)
-			goto out;
-	}
+	/* Audited before anything is sent (an intent row per node), completed per node. */
+	gf_buf_adds(&audit, "bios set");
+	if (a->baseline)
+		gf_buf_addf(&audit, " --from-baseline %s", a->baseline);
+	json_object_foreach(assigns, name, t)
+		gf_buf_addf(&audit, " %s=%s", name, json_string_value(t));
 	run = (struct cli_bmc_run){.cli = cli, .nodes = nodes, .n = n, .op = set_op, .ctx = &ctx,
-				   .spec = &spec, .action = "set"};
+				   .spec = &spec, .action = "set",
+				   .audit = a->dry_run ? NULL : gf_buf_str(&audit)};
 	rc = cli_bmc_fanout(&run);
-	if (run.slots && !a->dry_run) {
-		int arc;
-
-		gf_buf_adds(&audit, "set");
-		if (a->baseline)
-			gf_buf_addf(&audit, " --from-baseline %s", a->baseline);
-		json_object_foreach(assigns, name, t)
-			gf_buf_addf(&audit, " %s=%s", name, json_string_value(t));
-		arc = cli_audit(cli, "bios", gf_buf_str(&audit), nodes, n, run.slots);
-		if (arc && !rc)
-			rc = arc;
-	}
 out:
 	free(ctx.models);
 	gf_sweep_free(sw);
