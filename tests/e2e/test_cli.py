@@ -8,6 +8,7 @@ from test_docs import ALL_VERBS, subverbs
 
 # The messages as users see them, word for word.
 NEEDS = {
+    "bios": "bios needs a subverb: show or set",
     "boot": "boot needs a subverb: status, pxe, disk, bios, cd, none",
     "inventory": "inventory needs a subverb: show, history, export, import, prune, sweeps, audit",
     "nodes": "nodes needs a subverb: add, import, list, remove, repin, tag",
@@ -16,6 +17,7 @@ NEEDS = {
     "update": "update needs a subverb: plan, run, status, resume",
 }
 UNKNOWN = {
+    "bios": "unknown subverb 'bios frob' (show, set)",
     "boot": "unknown subverb 'boot frob' (status, pxe, disk, bios, cd, none)",
     "inventory": "unknown subverb 'inventory frob' (show, history, export, import, prune, sweeps, audit)",
     "nodes": "unknown subverb 'nodes frob' (add, import, list, remove, repin, tag)",
