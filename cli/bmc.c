@@ -11,6 +11,27 @@ struct bmc_task {
 	struct gf_bmc_run bmc;            /* profiles, pins, TLS options of the nodes */
 };
 
+#define RESTART_POLL_S 1.0
+
+/*
+ * Is a failed open worth another after a pause (the pause taken)? Only for a
+ * node the verb says may be restarting, while its BMC does not take
+ * connections and time is left.
+ */
+static bool restarting(const struct cli_bmc_run *run, const struct gf_node *n, double deadline,
+		       const struct gf_err *err)
+{
+	double until = gf_monotime() + RESTART_POLL_S;
+
+	if (!run->may_be_restarting || !run->may_be_restarting(run->ctx, n) ||
+	    (err->kind != GF_EK_CONNECT && err->kind != GF_EK_TIMEOUT) ||
+	    until + RESTART_POLL_S >= deadline)
+		return false;
+	while (!gf_exec_cancelled() && gf_monotime() < until)
+		gf_sleep_until(gf_monotime() + 0.05 < until ? gf_monotime() + 0.05 : until);
+	return !gf_exec_cancelled();
+}
+
 static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *slot)
 {
 	const struct bmc_task *t = vctx;
@@ -33,8 +54,11 @@ static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *sl
 		goto fail;
 	if (n->protocol == GF_PROTO_AUTO)
 		json_object_set_new(slot->data, "protocol", json_string(be->name));
-	if (gf_bmc_open(&t->bmc, i, be, deadline, &sess, &err) < 0)
-		goto fail;
+	while (gf_bmc_open(&t->bmc, i, be, deadline, &sess, &err) < 0) {
+		if (!restarting(run, n, deadline, &err))
+			goto fail;
+		gf_err_clear(&err);
+	}
 	if (run->op(be, sess, n, run->ctx, slot, &err) < 0)
 		goto fail;
 	be->close(sess);

@@ -31,6 +31,13 @@ struct cli_bmc_run {
 	double interval;
 	double request_timeout;             /* > 0: each request bounded by this, the node by timeout */
 	double timeout;                     /* > 0: the node's deadline instead of --timeout */
+	/*
+	 * NULL, or true for a node whose BMC may be restarting when the run
+	 * starts (update resume: a killed run left it mid-activation): its
+	 * session is then opened again each second, while the connection is
+	 * refused, dropped or times out, until the node's deadline.
+	 */
+	bool (*may_be_restarting)(const void *ctx, const struct gf_node *n);
 	/* Called on the main thread as each node finishes, after rendering (NULL: none). */
 	void (*on_done)(void *ud, size_t i, const struct gf_result *slot);
 	void *done_ud;

@@ -88,6 +88,14 @@ static bool is_unknown(const struct upd_ctx *ctx, const char *node)
 	return false;
 }
 
+/* cli_bmc_run's may_be_restarting: a node a killed run left running may be mid-reset. */
+static bool left_running(const void *vctx, const struct gf_node *n)
+{
+	const struct upd_ctx *ctx = vctx;
+
+	return ctx->resume && is_unknown(ctx, n->name);
+}
+
 /* One node's fresh read: what its BMC offers, its firmware, the plan. */
 struct node_plan {
 	struct gf_fw_caps caps;
@@ -787,7 +795,7 @@ static int run_batches(struct rollout_exec *x, const struct gf_rollout *r, struc
 			.request_timeout = x->cli->timeout, .timeout = a->update_timeout + 60,
 			/* Uploads spaced: a batch does not push every image in the same second. */
 			.batch = 1, .interval = k > 1 ? 0.2 : 0,
-			.on_done = rollout_done, .done_ud = x,
+			.on_done = rollout_done, .done_ud = x, .may_be_restarting = left_running,
 		};
 		brc = cli_bmc_fanout(&run);
 		if (x->cli->progress && !x->cli->quiet) {

@@ -305,9 +305,35 @@ def test_kill_9_then_resume(rf, lab):
             proc.wait()
         assert rf.sql("PRAGMA integrity_check")[0]["integrity_check"] == "ok"
         r, data = upd(rf, "resume", "--yes")
-        assert r.returncode == 0, (r.stderr, data)
-        assert all(data[f"u{i}"]["state"] == "done" for i in nodes), data
+        assert r.returncode == 0, (r.stderr, json.dumps(data))
+        assert all(data[f"u{i}"]["state"] == "done" for i in nodes), json.dumps(data)
         for i in nodes:
             flashed = [p for p in pushes(lab, i) if p["version"] == version]
             assert len(flashed) == 1, (i, flashed)      # never twice for one version
         assert rf.sql("PRAGMA integrity_check")[0]["integrity_check"] == "ok"
+
+
+def test_kill_9_while_the_bmc_restarts_then_resume(rf, lab):
+    """Killed after its BMC reset began: resume finds the BMC refusing
+    connections, waits for it, then reads back the version it flashed."""
+    lab.override(6, bmc_reset_refused=3.0)
+    version = fresh_version()
+    cat = bmc_catalog(rf, version)
+    proc = subprocess.Popen([GPUFLEET, *rf.ca, "update", "run", "--yes", "--catalog", cat, "u6"],
+                            env=rf.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        limit = time.monotonic() + 30
+        while time.monotonic() < limit and not manager_resets(lab, 6):
+            time.sleep(0.02)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert manager_resets(lab, 6), "the run never reset the BMC"
+    t0 = time.time()
+    r, data = upd(rf, "resume", "--yes")
+    assert r.returncode == 0, (r.stderr, json.dumps(data))
+    assert data["u6"]["state"] == "done"
+    # It waited for the BMC instead of failing on the first refused connection.
+    assert time.time() - t0 >= 1.5
+    assert [p["version"] for p in pushes(lab, 6)].count(version) == 1
+    assert len(manager_resets(lab, 6)) == 1       # the reset the killed run began was enough
