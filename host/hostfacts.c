@@ -7,8 +7,7 @@
 #include <strings.h>
 
 #include "lib/buf.h"
-
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+#include "lib/util.h"
 
 /* ---- the commands ----------------------------------------------------- */
 

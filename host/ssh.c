@@ -21,8 +21,6 @@
 #include "lib/node.h"
 #include "lib/util.h"
 
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-
 /* sshd allows 10 sessions per connection by default (MaxSessions). */
 #define MAX_CHANNELS 10
 

@@ -6,6 +6,7 @@
 
 #include "ipmi/ipmi.h"
 #include "redfish/redfish.h"
+#include "lib/util.h"
 
 /* How long --protocol auto waits for a probe before it tries the next backend. */
 #define PROBE_S 3.0
@@ -15,8 +16,6 @@ static const struct gf_backend *const backends[] = {
 	&gf_redfish_backend,
 	&gf_ipmi_backend,
 };
-
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The backend registered nodes name by @p, NULL for auto (or an unknown protocol). */
 static const struct gf_backend *of_protocol(enum gf_proto p)

@@ -13,8 +13,6 @@
 #include "lib/buf.h"
 #include "lib/util.h"
 
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-
 static json_t *jstr(const char *s)
 {
 	return s ? json_string(s) : json_null();

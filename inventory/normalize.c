@@ -9,6 +9,7 @@
 
 #include "lib/buf.h"
 #include "lib/compkey.h"
+#include "lib/util.h"
 
 /* ---- host facts ---------------------------------------------------------- */
 
@@ -49,8 +50,6 @@ struct gpu_rule {
 static const struct gpu_rule gpu_rules[] = {
 	{GF_COMPKEY_GPU_VBIOS, offsetof(struct gf_host_gpu, vbios), "vbios_version", "VBIOS"},
 };
-
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A component of @set, its strings pooled in @sw and readable whatever a peer sent. */
 static void add(struct gf_sweep *sw, struct gf_inv_set *set, const char *key, const char *version,

@@ -22,8 +22,6 @@ static const char *const source_names[] = {
 	[GF_SRC_IPMI] = "ipmi", [GF_SRC_REDFISH] = "redfish", [GF_SRC_SSH] = "ssh",
 };
 
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-
 const char *gf_node_status_name(enum gf_node_status s)
 {
 	return (unsigned)s < NELEM(status_names) ? status_names[s] : "failed";

@@ -5,13 +5,12 @@
  * again when a session opens.
  */
 #include "ipmi/internal.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Cipher suite IDs FreeIPMI can use (ipmipower -I). */
 static const int cipher_suites[] = {0, 1, 2, 3, 6, 7, 8, 11, 12, 15, 16, 17};

@@ -18,8 +18,6 @@ static const char *const boot_names[] = {
 	[GF_BOOT_BIOS] = "bios", [GF_BOOT_CD] = "cd", [GF_BOOT_OTHER] = "other",
 };
 
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-
 static const char *name_of(const char *const *names, size_t n, unsigned v)
 {
 	return v < n ? names[v] : names[0];

@@ -9,6 +9,9 @@
 
 #include "lib/err.h"
 
+/* The number of elements of array @a (an array, never a pointer). */
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
 /* Monotonic seconds, for deadlines. */
 double gf_monotime(void);
 /*

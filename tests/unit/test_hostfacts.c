@@ -13,8 +13,7 @@
 
 #include "host/hostfacts.h"
 #include "lib/buf.h"
-
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+#include "lib/util.h"
 
 static char *slurp(const char *name)
 {
