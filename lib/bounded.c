@@ -170,6 +170,12 @@ int gf_resolve(const char *host, int port, int socktype, double deadline,
 		*ret = res;
 		return 0;
 	}
+	/* No time left: a name is not looked up (a fast lookup must not look in time). */
+	if (!(gf_monotime() < deadline)) {
+		lookup_free(l);
+		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
+				  "resolving '%s' did not finish by the deadline", host);
+	}
 	l->hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
 	gf_buf_addf(&what, "resolving '%s'", host);
 	rc = gf_bounded_run(lookup_run, lookup_free, l, deadline, cancel, 0, gf_buf_str(&what), err);

@@ -201,7 +201,7 @@ int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, vo
 	st.start = gf_monotime();
 
 	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, opts->stack_size ? opts->stack_size : 256 * 1024);
+	pthread_attr_setstacksize(&attr, opts->stack_size ? opts->stack_size : GF_EXEC_STACK);
 	st.attr = &attr;
 	for (; started < nthreads; started++) {
 		int e = pthread_create(&tids[started], &attr, worker, &st);

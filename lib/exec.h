@@ -8,6 +8,18 @@
 
 #include "lib/result.h"
 
+/*
+ * A worker's stack by default: what the parsers accept fits in it (deep
+ * documents on a worker: tests/unit/test_redfish.c, tests/fuzz/worker.h).
+ * ThreadSanitizer's allocator hooks take far more stack per call, so its
+ * builds give workers more.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define GF_EXEC_STACK (1024 * 1024)
+#else
+#define GF_EXEC_STACK (256 * 1024)
+#endif
+
 struct gf_exec_opts {
 	unsigned fanout;     /* concurrent nodes, >= 1 */
 	unsigned parts;      /* tasks per node, run at once (0: one); see gf_exec_run() */
@@ -15,7 +27,7 @@ struct gf_exec_opts {
 	unsigned retries;    /* extra attempts after a timeout or connect failure, by the deadline */
 	unsigned batch;      /* 0: no staggering; else start at most @batch nodes per @interval */
 	double interval;     /* seconds between batches */
-	size_t stack_size;   /* worker stack, 0: 256 KiB */
+	size_t stack_size;   /* worker stack, 0: GF_EXEC_STACK */
 };
 
 /*
