@@ -23,6 +23,8 @@
 
 /* sshd allows 10 sessions per connection by default (MaxSessions). */
 #define MAX_CHANNELS 10
+#define REOPEN_FOR_S 5.0    /* one open refused while none of ours runs: tried that long */
+#define REOPEN_PAUSE_S 0.02 /* between those */
 
 struct gf_ssh {
 	const char *node;
@@ -34,6 +36,7 @@ struct gf_ssh {
 	bool broken;              /* do not try a clean disconnect */
 	bool abandoned;           /* channels of commands still running: freed with the session */
 	unsigned long long rx;    /* bytes received: tells whether a pass read anything */
+	unsigned long ended;      /* channels closed on this session (the server may lag) */
 	const volatile sig_atomic_t *cancel;  /* Ctrl-C: stop waiting soon */
 };
 
@@ -1058,6 +1061,7 @@ static int step(struct gf_ssh *s, struct chan *k, struct gf_remote_cmd *c, bool 
 				libssh2_free(s->sess, sig);
 			}
 			libssh2_channel_free(k->ch);
+			s->ended++;
 			k->ch = NULL;
 			k->st = CH_DONE;
 			*progress = true;
@@ -1075,6 +1079,8 @@ int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double de
 {
 	struct chan *ks = gf_xcalloc(n ? n : 1, sizeof(*ks));
 	size_t next = 0, done = 0, limit = MAX_CHANNELS;
+	double refused_at = 0;      /* an open refused while none of ours ran: see below */
+	double reopen_at = 0;       /* no open before this (monotonic) */
 	int rc = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -1102,15 +1108,30 @@ int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double de
 			running++;
 			opening |= ks[i].st == CH_OPEN;
 			rc = step(s, &ks[i], &cmds[i], &progress, err);
-			if (rc == LIBSSH2_ERROR_CHANNEL_FAILURE && before == CH_OPEN && running > 1) {
-				/* The server allows fewer sessions: wait for one to end. */
+			if (rc == LIBSSH2_ERROR_CHANNEL_FAILURE && before == CH_OPEN &&
+			    (running > 1 ||
+			     (s->ended > 0 &&
+			      (!refused_at || gf_monotime() < refused_at + REOPEN_FOR_S)))) {
+				/*
+				 * The server allows fewer sessions: wait for one to end.
+				 * With none of ours left running, the server has not yet
+				 * let go of the ones that ended: try again shortly.
+				 */
+				if (running > 1) {
+					limit = running - 1;
+				} else {
+					if (!refused_at)
+						refused_at = gf_monotime();
+					reopen_at = gf_monotime() + REOPEN_PAUSE_S;
+				}
 				ks[i].st = CH_IDLE;
 				next = i;
-				limit = running - 1;
 				running--;
 				rc = 0;
 				continue;
 			}
+			if (!rc && before == CH_OPEN && ks[i].st != CH_OPEN)
+				refused_at = 0; /* opened: the next open has its own tries */
 			if (rc) {
 				rc = gf_err_set(err, GF_E_NODE,
 						rc_kind(rc),
@@ -1125,7 +1146,12 @@ int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double de
 			}
 		}
 		/* One channel open at a time: libssh2 keeps that state per session. */
-		if (!opening && next < n && running < limit) {
+		if (!opening && next < n && running < limit && running == 0 &&
+		    gf_monotime() < reopen_at) {
+			/* Nothing of ours to wait on: the pause before the next open. */
+			gf_sleep_until(reopen_at < deadline ? reopen_at : deadline);
+		}
+		if (!opening && next < n && running < limit && gf_monotime() >= reopen_at) {
 			while (next < n && ks[next].st != CH_IDLE)
 				next++;
 			if (next < n) {

@@ -394,11 +394,13 @@ def test_agent_then_default_key_file(gf, lab):
     assert r.returncode == 0 and data[0]["ok"], data
 
 
-def test_server_allowing_fewer_sessions(gf):
-    """sshd with MaxSessions 3: the channels wait for each other, all commands still run."""
+@pytest.mark.parametrize("sessions", [3, 1])
+def test_server_allowing_fewer_sessions(gf, sessions):
+    """sshd with MaxSessions 3 or 1: the channels wait for each other, and for the
+    server to let go of the ones that ended; all commands still run."""
     workdir = tempfile.mkdtemp(prefix="gf-ssh-ms-")
     small = sshlab.SshLab(workdir, nodes=[dict(profile="h100")], prefix="127.33.1",
-                          sshd_options=["MaxSessions 3"])
+                          sshd_options=[f"MaxSessions {sessions}"])
     try:
         small.start()
         gf.write_creds(creds_text(small))
