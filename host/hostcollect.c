@@ -19,7 +19,7 @@
 
 /* The SSH runner: @ud is an open struct gf_ssh. */
 static int run_ssh(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
-		   const volatile sig_atomic_t *cancel, struct gf_err *err)
+		   const gf_cancel_flag *cancel, struct gf_err *err)
 {
 	(void)cancel; /* the session watches its target's */
 	return gf_ssh_run(ud, cmds, n, deadline, err);
@@ -89,7 +89,7 @@ static int stopped(struct gf_err *err)
 }
 
 int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
-		      const volatile sig_atomic_t *cancel, struct gf_err *err)
+		      const gf_cancel_flag *cancel, struct gf_err *err)
 {
 	struct proc *ps = gf_xcalloc(n ? n : 1, sizeof(*ps));
 	struct pollfd *pfd = gf_xcalloc(2 * (n ? n : 1), sizeof(*pfd));

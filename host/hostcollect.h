@@ -7,6 +7,7 @@
 #ifndef GF_HOSTCOLLECT_H
 #define GF_HOSTCOLLECT_H
 
+#include "lib/cancel.h"
 #include "host/hostfacts.h"
 #include "host/ssh.h"
 
@@ -18,9 +19,9 @@
  */
 struct gf_host_runner {
 	int (*run)(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
-		   const volatile sig_atomic_t *cancel, struct gf_err *err);
+		   const gf_cancel_flag *cancel, struct gf_err *err);
 	void *ud;
-	const volatile sig_atomic_t *cancel;  /* set on Ctrl-C: stop soon; NULL: none */
+	const gf_cancel_flag *cancel;  /* set on Ctrl-C: stop soon; NULL: none */
 };
 
 /*
@@ -37,7 +38,7 @@ int gf_host_collect(const struct gf_host_runner *r, double deadline, struct gf_h
  * /dev/null, in its own process group, killed at the deadline or on @cancel.
  */
 int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
-		      const volatile sig_atomic_t *cancel, struct gf_err *err);
+		      const gf_cancel_flag *cancel, struct gf_err *err);
 /*
  * A node's host facts over SSH: connect to @t, collect by @t->deadline
  * (or until @t->cancel is set), disconnect. On success fills @ret (release with gf_hostfacts_release());

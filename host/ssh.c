@@ -37,7 +37,7 @@ struct gf_ssh {
 	bool abandoned;           /* channels of commands still running: freed with the session */
 	unsigned long long rx;    /* bytes received: tells whether a pass read anything */
 	unsigned long ended;      /* channels closed on this session (the server may lag) */
-	const volatile sig_atomic_t *cancel;  /* Ctrl-C: stop waiting soon */
+	const gf_cancel_flag *cancel;  /* Ctrl-C: stop waiting soon */
 };
 
 /* How long one wait on the peer lasts at most when Ctrl-C may end it. */

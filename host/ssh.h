@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lib/cancel.h"
 #include "lib/buf.h"
 #include "lib/creds.h"
 #include "lib/err.h"
@@ -37,7 +38,7 @@ struct gf_ssh_target {
 	const struct gf_profile *prof;  /* ssh_user, ssh_key, ssh_key_passphrase_env, ssh_known_hosts */
 	bool accept_new;                /* record an unknown host key (never a changed one) */
 	double deadline;                /* monotonic: every call returns by then */
-	const volatile sig_atomic_t *cancel;  /* set on Ctrl-C: every call returns soon; NULL: none */
+	const gf_cancel_flag *cancel;  /* set on Ctrl-C: every call returns soon; NULL: none */
 };
 
 struct gf_ssh;

@@ -110,7 +110,7 @@ bool gf_bmc_may_pin(const struct gf_node *n)
 }
 
 int gf_bmc_peek_fingerprint(const struct gf_node *n, double deadline,
-			    const volatile sig_atomic_t *cancel, char *ret, struct gf_err *err)
+			    const gf_cancel_flag *cancel, char *ret, struct gf_err *err)
 {
 	const struct gf_backend *be = pinnable(n);
 	struct gf_bmc_target t = {

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lib/cancel.h"
 #include "inventory/pins.h"
 #include "lib/backend.h"
 #include "lib/node.h"
@@ -26,7 +27,7 @@ struct gf_bmc_run {
 	const char *log_name;                    /* sel: the event log to read (Redfish), NULL: find it */
 	bool no_thresholds;                      /* sensors: thresholds are not shown */
 	double request_timeout;                  /* > 0: each request bounded by this too (update) */
-	const volatile sig_atomic_t *cancel;     /* set on Ctrl-C: stop soon, still clean up */
+	const gf_cancel_flag *cancel;     /* set on Ctrl-C: stop soon, still clean up */
 };
 
 /*
@@ -61,6 +62,6 @@ bool gf_bmc_may_pin(const struct gf_node *n);
  * when its protocol has no certificates. Thread-safe.
  */
 int gf_bmc_peek_fingerprint(const struct gf_node *n, double deadline,
-			    const volatile sig_atomic_t *cancel, char *ret, struct gf_err *err);
+			    const gf_cancel_flag *cancel, char *ret, struct gf_err *err);
 
 #endif

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdbool.h>
 
+#include "lib/cancel.h"
 #include "lib/bios.h"
 #include "lib/creds.h"
 #include "lib/err.h"
@@ -42,7 +43,7 @@ struct gf_bmc_target {
 	const char *tls_pin;             /* pinned SHA-256 of the BMC certificate (hex), NULL: none */
 	bool tls_pin_new;                /* no pin yet: accept and report the certificate seen */
 	const char *log_name;            /* sel: the log to use (Redfish LogService Id), NULL: find it */
-	const volatile sig_atomic_t *cancel;  /* set on Ctrl-C: stop soon, still clean up; NULL: none */
+	const gf_cancel_flag *cancel;  /* set on Ctrl-C: stop soon, still clean up; NULL: none */
 	bool no_thresholds;              /* sensors: thresholds will not be shown; skip commands for them */
 	double request_timeout;          /* > 0: each request also bounded by this (update), 0: deadline only */
 };

@@ -65,7 +65,7 @@ static struct timespec mono_ts(double t)
 }
 
 int gf_bounded_run(void (*fn)(void *arg), void (*abandon)(void *arg), void *arg, double until,
-		   const volatile sig_atomic_t *cancel, size_t stack, const char *what,
+		   const gf_cancel_flag *cancel, size_t stack, const char *what,
 		   struct gf_err *err)
 {
 	struct job *j = gf_xcalloc(1, sizeof(*j));
@@ -84,7 +84,7 @@ int gf_bounded_run(void (*fn)(void *arg), void (*abandon)(void *arg), void *arg,
 	pthread_cond_init(&j->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, stack ? stack : 256 * 1024);
+	pthread_attr_setstacksize(&attr, stack ? stack : GF_THREAD_STACK);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	e = pthread_create(&tid, &attr, job_main, j);
 	pthread_attr_destroy(&attr);
@@ -150,7 +150,7 @@ static void lookup_run(void *vl)
 }
 
 int gf_resolve(const char *host, int port, int socktype, double deadline,
-	       const volatile sig_atomic_t *cancel, struct addrinfo **ret, struct gf_err *err)
+	       const gf_cancel_flag *cancel, struct addrinfo **ret, struct gf_err *err)
 {
 	struct lookup *l;
 	struct gf_buf what = GF_BUF_INIT;
@@ -195,7 +195,7 @@ int gf_resolve(const char *host, int port, int socktype, double deadline,
 }
 
 int gf_resolve_numeric(const char *host, int socktype, double deadline,
-		       const volatile sig_atomic_t *cancel, char *buf, size_t size,
+		       const gf_cancel_flag *cancel, char *buf, size_t size,
 		       struct gf_err *err)
 {
 	struct addrinfo *res = NULL;

@@ -10,10 +10,11 @@
 #include <signal.h>
 #include <stddef.h>
 
+#include "lib/cancel.h"
 #include "lib/err.h"
 
 /*
- * Run @fn(@arg) on a new detached thread (@stack bytes, 0: 256 KiB) and wait
+ * Run @fn(@arg) on a new detached thread (@stack bytes, 0: GF_THREAD_STACK) and wait
  * until it returns, @until (monotonic) passes or *@cancel is set. Returns 0
  * when it returned: what it wrote through @arg is the caller's. Otherwise
  * GF_E_NODE (kind timeout, or internal when cancelled) with "@what did not
@@ -23,7 +24,7 @@
  * calling thread. Thread-safe.
  */
 int gf_bounded_run(void (*fn)(void *arg), void (*abandon)(void *arg), void *arg, double until,
-		   const volatile sig_atomic_t *cancel, size_t stack, const char *what,
+		   const gf_cancel_flag *cancel, size_t stack, const char *what,
 		   struct gf_err *err);
 
 /*
@@ -33,14 +34,14 @@ int gf_bounded_run(void (*fn)(void *arg), void (*abandon)(void *arg), void *arg,
  * connect "'@host' does not resolve (...)", timeout or internal (cancelled).
  */
 int gf_resolve(const char *host, int port, int socktype, double deadline,
-	       const volatile sig_atomic_t *cancel, struct addrinfo **ret, struct gf_err *err);
+	       const gf_cancel_flag *cancel, struct addrinfo **ret, struct gf_err *err);
 
 /*
  * @host by @deadline as a numeric address ("10.0.0.1", "fe80::1") in
  * @buf, for libraries that would resolve it themselves without a bound.
  */
 int gf_resolve_numeric(const char *host, int socktype, double deadline,
-		       const volatile sig_atomic_t *cancel, char *buf, size_t size,
+		       const gf_cancel_flag *cancel, char *buf, size_t size,
 		       struct gf_err *err);
 
 #endif

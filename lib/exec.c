@@ -27,14 +27,14 @@ struct exec_state {
 };
 
 /* Set by Ctrl-C while a run is in progress; a signal handler can only set a flag. */
-static volatile sig_atomic_t interrupted;
+static gf_cancel_flag interrupted;
 
 bool gf_exec_cancelled(void)
 {
 	return interrupted != 0;
 }
 
-const volatile sig_atomic_t *gf_exec_cancel_flag(void)
+const gf_cancel_flag *gf_exec_cancel_flag(void)
 {
 	return &interrupted;
 }
@@ -42,12 +42,16 @@ const volatile sig_atomic_t *gf_exec_cancel_flag(void)
 /* The first Ctrl-C stops the run; a second one ends the process at once. */
 static void on_sigint(int sig)
 {
+	int saved = errno; /* the interrupted code may be about to read it */
+
 	if (interrupted) {
 		signal(SIGINT, SIG_DFL);
 		raise(SIGINT);
+		errno = saved;
 		return;
 	}
 	interrupted = 1;
+	errno = saved;
 }
 
 /* What must be left of a node's deadline for another attempt: a tenth of it, 0.2 s at most. */
@@ -201,7 +205,7 @@ int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, vo
 	st.start = gf_monotime();
 
 	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, opts->stack_size ? opts->stack_size : GF_EXEC_STACK);
+	pthread_attr_setstacksize(&attr, opts->stack_size ? opts->stack_size : GF_THREAD_STACK);
 	st.attr = &attr;
 	for (; started < nthreads; started++) {
 		int e = pthread_create(&tids[started], &attr, worker, &st);

@@ -6,19 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lib/cancel.h"
 #include "lib/result.h"
-
-/*
- * A worker's stack by default: what the parsers accept fits in it (deep
- * documents on a worker: tests/unit/test_redfish.c, tests/fuzz/worker.h).
- * ThreadSanitizer's allocator hooks take far more stack per call, so its
- * builds give workers more.
- */
-#if defined(__SANITIZE_THREAD__)
-#define GF_EXEC_STACK (1024 * 1024)
-#else
-#define GF_EXEC_STACK (256 * 1024)
-#endif
 
 struct gf_exec_opts {
 	unsigned fanout;     /* concurrent nodes, >= 1 */
@@ -27,7 +16,7 @@ struct gf_exec_opts {
 	unsigned retries;    /* extra attempts after a timeout or connect failure, by the deadline */
 	unsigned batch;      /* 0: no staggering; else start at most @batch nodes per @interval */
 	double interval;     /* seconds between batches */
-	size_t stack_size;   /* worker stack, 0: GF_EXEC_STACK */
+	size_t stack_size;   /* worker stack, 0: GF_THREAD_STACK (lib/util.h) */
 };
 
 /*
@@ -80,6 +69,6 @@ bool gf_exec_cancelled(void);
  * The flag behind gf_exec_cancelled(), for calls that watch one while they
  * wait on a peer (struct gf_bmc_target's cancel, struct gf_ssh_target's).
  */
-const volatile sig_atomic_t *gf_exec_cancel_flag(void);
+const gf_cancel_flag *gf_exec_cancel_flag(void);
 
 #endif

@@ -9,6 +9,18 @@
 
 #include "lib/err.h"
 
+/*
+ * The stack of the threads gpufleet starts (fan-out workers, bounded calls)
+ * by default: what the parsers accept fits in it (deep documents on a
+ * worker: tests/unit/test_redfish.c, tests/fuzz/worker.h). ThreadSanitizer's
+ * allocator hooks take far more stack per call, so its builds give more.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define GF_THREAD_STACK (1024 * 1024)
+#else
+#define GF_THREAD_STACK (256 * 1024)
+#endif
+
 /* The number of elements of array @a (an array, never a pointer). */
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 

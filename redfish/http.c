@@ -54,7 +54,7 @@ struct rf_http {
 	bool pin_mismatch;
 	char seen[RF_FP_HEX + 1];  /* fingerprint at the latest handshake, "" before */
 	bool hook;                 /* the verify hook is installed */
-	const volatile sig_atomic_t *cancel;
+	const gf_cancel_flag *cancel;
 	size_t max_body;
 	bool too_big;
 	struct rf_resp *cur;       /* the response being filled */
@@ -319,10 +319,10 @@ void rf_http_set_deadline(struct rf_http *h, double deadline)
 	h->deadline = deadline;
 }
 
-const volatile sig_atomic_t *rf_http_set_cancel(struct rf_http *h,
-					       const volatile sig_atomic_t *cancel)
+const gf_cancel_flag *rf_http_set_cancel(struct rf_http *h,
+					       const gf_cancel_flag *cancel)
 {
-	const volatile sig_atomic_t *old = h->cancel;
+	const gf_cancel_flag *old = h->cancel;
 
 	h->cancel = cancel;
 	return old;

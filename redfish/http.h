@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lib/cancel.h"
 #include "lib/backend.h"
 #include "lib/buf.h"
 #include "lib/err.h"
@@ -30,7 +31,7 @@ struct rf_http_opts {
 	const char *pin;         /* expected fingerprint, NULL: none */
 	bool pin_new;            /* pinning: accept what is seen when there is no pin */
 	bool verify_none;        /* probe: nothing secret is sent, so the peer is not checked */
-	const volatile sig_atomic_t *cancel;
+	const gf_cancel_flag *cancel;
 	size_t max_body;         /* 0: the default (32 MiB) */
 };
 
@@ -46,8 +47,8 @@ void rf_http_auth(struct rf_http *h, bool on);
 /* Move the deadline. */
 void rf_http_set_deadline(struct rf_http *h, double deadline);
 /* Swap the cancel flag (NULL: not cancellable); returns the one before. */
-const volatile sig_atomic_t *rf_http_set_cancel(struct rf_http *h,
-					       const volatile sig_atomic_t *cancel);
+const gf_cancel_flag *rf_http_set_cancel(struct rf_http *h,
+					       const gf_cancel_flag *cancel);
 /* For cleaning up (deleting the session): @seconds more if the deadline is near, and no cancel. */
 void rf_http_cleanup_mode(struct rf_http *h, double seconds);
 

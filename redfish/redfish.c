@@ -33,7 +33,7 @@ struct rf_session {
 	bool relogged;
 	double deadline;       /* the node's, monotonic */
 	double req_timeout;    /* > 0: each request bounded by this too */
-	const volatile sig_atomic_t *cancel;
+	const gf_cancel_flag *cancel;
 };
 
 static int login(struct rf_session *s, struct gf_err *err);
@@ -135,7 +135,7 @@ static int login(struct rf_session *s, struct gf_err *err)
 {
 	struct rf_resp r = {0};
 	json_t *creds, *doc = NULL;
-	const volatile sig_atomic_t *cancel;
+	const gf_cancel_flag *cancel;
 	char *text;
 	int rc;
 

@@ -8,6 +8,7 @@
 #ifndef GF_RF_UPDATE_H
 #define GF_RF_UPDATE_H
 
+#include "lib/cancel.h"
 #include "lib/backend.h"
 #include "redfish/http.h"
 #include "redfish/rf.h"
@@ -26,7 +27,7 @@ struct rf_upd {
 	/* A new session: after a BMC restart the old one is gone. */
 	int (*login)(void *ud, double until, struct gf_err *err);
 	double request_timeout;                /* seconds per request (the node's --timeout) */
-	const volatile sig_atomic_t *cancel;   /* Ctrl-C, NULL: none */
+	const gf_cancel_flag *cancel;   /* Ctrl-C, NULL: none */
 };
 
 int rf_update_caps(struct rf_upd *u, struct gf_fw_caps *ret, struct gf_err *err);

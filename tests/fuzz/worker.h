@@ -1,6 +1,6 @@
 /*
  * Every fuzz target runs its inputs where gpufleet runs that code: on a
- * fan-out worker of lib/exec.c, with the worker's stack (GF_EXEC_STACK), not on the
+ * fan-out worker of lib/exec.c, with the worker's stack (GF_THREAD_STACK), not on the
  * 8 MiB main thread, so that recursion a worker cannot afford is a finding.
  * A target includes this header and defines fuzz_input(); this header
  * defines libFuzzer's entry point around it.
