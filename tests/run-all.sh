@@ -28,10 +28,54 @@ export GPUFLEET_BIN=$top/$build/cli/gpufleet
 /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$build/e2e.xml" tests/e2e
 e2e_rc=$?
 
-/usr/bin/python3 - "$build/meson-logs/testlog.junit.xml" "$build/e2e.xml" <<'PY'
-import sys, xml.etree.ElementTree as ET
+# ThreadSanitizer: the executor (unit tests) and every fan-out path (BMC over
+# IPMI and Redfish, SSH hosts, a sweep's BMC and SSH parts at once, update
+# batches, Ctrl-C) through the real binary built with -fsanitize=thread. A
+# report fails the command it came from (exit 66) and is kept in $tsan/.
+tsan=${GF_TSAN_BUILD_DIR:-build-tsan}
+results=("$build/meson-logs/testlog.junit.xml" "$build/e2e.xml")
+tsan_rc=0
+if [ "${GF_TSAN:-1}" != 0 ]; then
+	if [ ! -f "$tsan/build.ninja" ]; then
+		meson setup "$tsan" -Dwerror=true -Db_sanitize=thread -Dbuildtype=debug \
+			>/dev/null || { echo "meson setup (tsan) failed" >&2; exit 2; }
+	fi
+	ninja -C "$tsan" >/dev/null || { ninja -C "$tsan"; echo "0 passed, 1 failed"; exit 1; }
+	rm -rf "$tsan/reports"
+	mkdir -p "$tsan/reports"
+	(
+		unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+		export TSAN_OPTIONS="exitcode=66:halt_on_error=0:second_deadlock_stack=1:log_path=$top/$tsan/reports/tsan"
+		meson test -C "$tsan" --suite unit --print-errorlogs >"$tsan/unit.log" 2>&1
+		u=$?
+		tail -n 8 "$tsan/unit.log"
+		export GPUFLEET_BIN=$top/$tsan/cli/gpufleet
+		/usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$tsan/e2e.xml" \
+			tests/e2e/test_power.py tests/e2e/test_spine.py tests/e2e/test_host.py \
+			tests/e2e/test_deadline.py tests/e2e/test_update.py \
+			"tests/e2e/test_inventory.py::test_sweep_reads_every_source_and_stores_one_sweep" \
+			"tests/e2e/test_inventory.py::test_two_sweeps_at_once" \
+			"tests/e2e/test_hostile.py::test_sweep_does_not_store_a_truncated_walk_as_complete"
+		e=$?
+		[ $u -eq 0 ] && [ $e -eq 0 ]
+	)
+	tsan_rc=$?
+	results+=("$tsan/meson-logs/testlog.junit.xml" "$tsan/e2e.xml")
+	if ls "$tsan"/reports/tsan.* >/dev/null 2>&1; then
+		echo "ThreadSanitizer reports (in $tsan/reports/):" >&2
+		head -n 40 "$tsan"/reports/tsan.* >&2
+		tsan_rc=1
+		results+=("$tsan/reports")
+	fi
+fi
+
+/usr/bin/python3 - "${results[@]}" <<'PY'
+import os, sys, xml.etree.ElementTree as ET
 passed = failed = 0
 for path in sys.argv[1:]:
+    if os.path.isdir(path):     # one failure per sanitizer report file
+        failed += len(os.listdir(path))
+        continue
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
@@ -47,4 +91,4 @@ for path in sys.argv[1:]:
             passed += 1
 print(f"{passed} passed, {failed} failed")
 PY
-[ $unit_rc -eq 0 ] && [ $e2e_rc -eq 0 ]
+[ $unit_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $tsan_rc -eq 0 ]
