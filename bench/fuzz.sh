@@ -1,0 +1,59 @@
+#!/bin/bash
+# Every libFuzzer target for SECONDS each (default 600), one after another,
+# each input run on a fan-out worker's stack (tests/fuzz/worker.h), seeded
+# from tests/data (Redfish resources of the five captured BMCs, the captured
+# GPU node outputs, a few node CSVs and node sets). Prints one line per
+# target: executions, coverage, corpus, findings. Findings (crash-*, leak-*,
+# timeout-*, oom-*) are kept in $GF_FUZZ_BUILD/fuzz-findings/.
+#   bash bench/fuzz.sh [SECONDS]
+set -euo pipefail
+secs=${1:-600}
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+build=${GF_FUZZ_BUILD:-build-fuzz}
+
+if [ ! -f "$build/build.ninja" ]; then
+	CC=clang meson setup "$build" -Dfuzz=true -Db_sanitize=address,undefined \
+		-Db_lundef=false >/dev/null
+fi
+ninja -C "$build" >/dev/null
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+findings=$build/fuzz-findings
+mkdir -p "$findings" "$work"/{redfish,hostfacts,nodes_csv,nodeset}
+
+# Seeds: each Redfish resource of every captured tree as a document of its own.
+/usr/bin/python3 - "$work/redfish" tests/data/redfish/*/tree.json <<'PY'
+import json, sys
+out, n = sys.argv[1], 0
+for path in sys.argv[2:]:
+    for res in json.load(open(path))["resources"].values():
+        n += 1
+        with open(f"{out}/{n:05d}.json", "w") as f:
+            json.dump(res, f)
+PY
+cp tests/data/gpu-node-outputs/*.txt tests/data/gpu-node-outputs/*.json "$work/hostfacts/" 2>/dev/null || true
+printf 'name,bmc,protocol\nn1,127.0.0.1:623,ipmi\n' >"$work/nodes_csv/1.csv"
+printf 'name,bmc,host,protocol,profile\n"a,b",[::1]:443,h1,redfish,p\nn[1-3],10.0.0.1,,auto,\n' \
+	>"$work/nodes_csv/2.csv"
+printf 'gpu[001-100]' >"$work/nodeset/1"
+printf 'rack[1-4]-n[01-32],spare' >"$work/nodeset/2"
+
+status=0
+for t in redfish hostfacts nodes_csv nodeset; do
+	log=$work/$t.log
+	rc=0
+	"$build/tests/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+		-print_final_stats=1 -artifact_prefix="$findings/$t-" "$work/$t" >"$log" 2>&1 || rc=$?
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
+	corpus=$(ls "$work/$t" | wc -l)
+	found=$(ls "$findings" | grep -c "^$t-" || true)
+	echo "fuzz_$t: ${secs} s, ${execs:-?} executions, coverage ${cov:-?}, corpus $corpus, findings $found, exit $rc"
+	if [ "$rc" -ne 0 ] || [ "$found" -ne 0 ]; then
+		tail -n 30 "$log"
+		status=1
+	fi
+done
+exit $status
