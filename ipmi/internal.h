@@ -2,6 +2,7 @@
 #ifndef GF_IPMI_INTERNAL_H
 #define GF_IPMI_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,29 @@ int gf_ipmi_firmware(void *session, struct gf_component_list *ret, struct gf_err
 int gf_ipmi_hardware(void *session, struct gf_hardware *ret, struct gf_err *err);
 int gf_ipmi_boot_get(void *session, struct gf_boot *ret, struct gf_err *err);
 int gf_ipmi_boot_set(void *session, const struct gf_boot *want, struct gf_err *err);
+
+/*
+ * The cipher suite IDs in the record data of Get Channel Cipher Suites
+ * (@data, @len bytes: the concatenated 16-byte pieces), at most @max into
+ * @ids; returns how many, or -1 when the data is not a list of records
+ * (IPMI 2.0 22.15: 0xC0 ID algorithms..., or 0xC1 ID IANA[3] algorithms...).
+ */
+int gf_ipmi_cipher_records(const uint8_t *data, size_t len, uint8_t *ids, size_t max);
+
+/* What to make of suite 17 refused and 3 then opened (see ipmi.c's open). */
+enum gf_ipmi_fallback {
+	GF_IPMI_FALLBACK_MEMO,   /* missing: use 3, and remember it for a week */
+	GF_IPMI_FALLBACK_USE,    /* refused although listed: use 3 this once, not remembered */
+	GF_IPMI_FALLBACK_REFUSE, /* not proven: fail the node, never downgrade */
+};
+
+/*
+ * @definite: the answer to 17 was an RMCP+ status that refuses it (not a
+ * malformed answer); @listed: 1 the BMC's cipher suite list (read in the
+ * suite-3 session, so authenticated) has 17, 0 it has not, -1 it could not
+ * be read. Only a definite refusal or the list itself lets 3 be used.
+ */
+enum gf_ipmi_fallback gf_ipmi_fallback_verdict(bool definite, int listed);
 
 /* Lower-case copy of @in into @buf; returns @buf. */
 const char *gf_ipmi_lower(const char *in, char *buf, size_t size);

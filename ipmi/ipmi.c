@@ -186,8 +186,9 @@ static bool timeouts(double deadline, unsigned *session_ms, unsigned *retransmit
  * status (BAD_RMCPPLUS_STATUS_CODE). OpenIPMI's ipmi_sim answers "invalid
  * authentication algorithm" in a 2-byte Open Session Response without the
  * session id, which FreeIPMI reports as IPMI_ERR_IPMI_ERROR (a field it
- * needs is missing). All three mean the BMC answered and said no; timeouts
- * and login failures have other codes.
+ * needs is missing). These are worth trying suite 3; whether 3 then stands
+ * is decided once its session is open (gf_ipmi_fallback_verdict): the last
+ * proves nothing by itself. Timeouts and login failures have other codes.
  */
 static bool cipher_refused(int errnum)
 {
@@ -243,6 +244,43 @@ static void memo_set(const struct gf_bmc_target *t, bool fallback)
 		/* Only a hint: without it the next run tries 17 first again. */
 	}
 	close(fd);
+}
+
+/*
+ * 1 when the BMC's cipher suite list (Get Channel Cipher Suites of this
+ * channel, IPMI payload, by cipher suite) has suite @id, 0 when it has not,
+ * -1 when it could not be read by @deadline. In an open session, so the
+ * answer is authenticated as the session is.
+ */
+static int lists_suite(ipmi_ctx_t ctx, uint8_t id, double deadline)
+{
+	uint8_t data[64 * 16], ids[256];
+	size_t len = 0;
+	int n;
+
+	for (uint8_t index = 0; index < 64; index++) {
+		uint8_t rq[4] = {IPMI_CMD_GET_CHANNEL_CIPHER_SUITES, IPMI_CHANNEL_NUMBER_CURRENT_CHANNEL,
+				 IPMI_PAYLOAD_TYPE_IPMI, (uint8_t)(0x80 | index)};
+		uint8_t rs[3 + 16];
+
+		if (gf_monotime() >= deadline)
+			return -1;
+		n = ipmi_cmd_raw(ctx, IPMI_BMC_IPMB_LUN_BMC, IPMI_NET_FN_APP_RQ, rq, sizeof(rq), rs,
+				 sizeof(rs));
+		if (n < 3 || rs[0] != IPMI_CMD_GET_CHANNEL_CIPHER_SUITES || rs[1] != 0)
+			return -1;
+		memcpy(data + len, rs + 3, (size_t)n - 3);
+		len += (size_t)n - 3;
+		if (n - 3 < 16)
+			break; /* the last piece is short */
+	}
+	n = gf_ipmi_cipher_records(data, len, ids, sizeof(ids));
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (ids[i] == id)
+			return 1;
+	return 0;
 }
 
 /* @err from a failed open, in the words of ipmipower where they fit. */
@@ -329,6 +367,7 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	struct gf_ipmi_profile ip;
 	int cipher;
 	bool fallback, memo, tried_default = false;
+	int refusal = 0;            /* what suite 17 got (ipmi_ctx_errnum) */
 	size_t pw_max = p->ipmi_v15 ? IPMI_1_5_MAX_PASSWORD_LENGTH : IPMI_2_0_MAX_PASSWORD_LENGTH;
 	struct ipmi_session *s;
 	struct ipmi_handle *h;
@@ -383,6 +422,7 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 			break;
 		if (fallback && cipher == CIPHER_DEFAULT && cipher_refused(ipmi_ctx_errnum(s->ctx))) {
 			tried_default = true;
+			refusal = ipmi_ctx_errnum(s->ctx);
 			cipher = CIPHER_FALLBACK;
 			continue;
 		}
@@ -396,8 +436,33 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 		rc = open_error(t, s->ctx, cipher, tried_default, wflags, t0, err);
 		goto fail;
 	}
-	if (tried_default && !memo)
-		memo_set(t, true);
+	if (tried_default && !memo) {
+		/*
+		 * Suite 17's refusal came before any authentication: only an RMCP+
+		 * status that refuses it, or the BMC's own list read now, in the
+		 * suite-3 session, lets 3 stand. A malformed answer (ipmi_sim's)
+		 * or a spoofed one never downgrades a BMC that has 17.
+		 */
+		bool definite = refusal == IPMI_ERR_CIPHER_SUITE_ID_UNAVAILABLE ||
+				refusal == IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE;
+		int listed = lists_suite(s->ctx, CIPHER_DEFAULT, t->deadline);
+
+		switch (gf_ipmi_fallback_verdict(definite, listed)) {
+		case GF_IPMI_FALLBACK_MEMO:
+			memo_set(t, true);
+			break;
+		case GF_IPMI_FALLBACK_USE:
+			break;
+		case GF_IPMI_FALLBACK_REFUSE:
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+					"bmc '%s' answered cipher suite 17 with a malformed reply, and %s: "
+					"not falling back to suite 3 (ipmi_cipher_suite = 3 in the "
+					"profile chooses it)", node,
+					listed > 0 ? "lists suite 17"
+						   : "its cipher suite list could not be read");
+			goto fail;
+		}
+	}
 	s->cipher = cipher;
 	s->host = gf_xstrdup(t->host);
 	s->cache_dir = t->cache_dir ? gf_xstrdup(t->cache_dir) : NULL;

@@ -164,3 +164,36 @@ int gf_ipmi_profile_parse(const struct gf_profile *p, struct gf_ipmi_profile *re
 	*ret = r;
 	return 0;
 }
+
+int gf_ipmi_cipher_records(const uint8_t *data, size_t len, uint8_t *ids, size_t max)
+{
+	size_t i = 0, n = 0;
+
+	while (i < len) {
+		uint8_t tag = data[i];
+
+		if (tag != 0xC0 && tag != 0xC1)
+			return -1; /* a record must start here */
+		if (i + 1 >= len)
+			return -1;
+		if (n < max)
+			ids[n] = data[i + 1];
+		n++;
+		i += tag == 0xC1 ? 5 : 2; /* OEM records carry a 3-byte IANA number */
+		if (i > len)
+			return -1;
+		/* Algorithm bytes: 00xxxxxx, 01xxxxxx, 10xxxxxx; the next record starts at 11xxxxxx. */
+		while (i < len && (data[i] & 0xC0) != 0xC0)
+			i++;
+	}
+	return n > max ? (int)max : (int)n;
+}
+
+enum gf_ipmi_fallback gf_ipmi_fallback_verdict(bool definite, int listed)
+{
+	if (listed == 0 || (definite && listed < 0))
+		return GF_IPMI_FALLBACK_MEMO;
+	if (definite)
+		return GF_IPMI_FALLBACK_USE; /* e.g. 17 disabled for this privilege level */
+	return GF_IPMI_FALLBACK_REFUSE;
+}

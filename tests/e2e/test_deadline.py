@@ -254,3 +254,34 @@ def test_a_redirect_to_another_host_is_refused_within_the_deadline(rf, redfish):
     assert data[0]["error"]["kind"] == "protocol", data
     assert "another host; not followed" in data[0]["error"]["message"], data
     assert took < bound(3), took
+
+
+# ---- point 15: suite 3 only on a definite refusal or the BMC's own list -----
+
+def test_cipher_3_stands_only_on_the_bmcs_own_list(nodes, ipmi):
+    """ipmi_sim answers suite 17 with a malformed reply, which proves nothing:
+    once suite 3's session is open, gpufleet reads the BMC's cipher suite list
+    in it (authenticated). A BMC whose list cannot be read (here: the relay
+    lets the session's first answer through, then drops the rest) is not
+    downgraded, and nothing is remembered; with the list read, 3 is used and
+    remembered."""
+    memo = os.path.join(nodes.workdir, "cache", "gpufleet", "ipmi-cipher", f"{RELAY}_0")
+    with UdpRelay(RELAY, 623, ipmi.addr(1), 623, session_answers=1) as relay:
+        r, data, took = timed(nodes, "power", "status", "slow1", "--timeout", "3",
+                              "--retries", "0")
+        dropped = relay.counts["session_dropped"]
+    assert r.returncode == 1, (r.stderr, data)
+    err = data[0]["error"]
+    assert err["kind"] == "protocol", err
+    assert "malformed" in err["message"] and "list could not be read" in err["message"], err
+    assert dropped >= 1                     # the list was asked for, in the session
+    assert not os.path.exists(memo)
+    assert took < bound(3), took
+    # The same BMC with its answers let through: the list lacks 17, so 3 stands.
+    with UdpRelay(RELAY, 623, ipmi.addr(1), 623, session_answers=100):
+        r, data, took = timed(nodes, "power", "status", "slow1", "--timeout", "3",
+                              "--retries", "0")
+    assert r.returncode == 0, (r.stderr, data)
+    assert data[0]["power"] == "on"
+    with open(memo) as f:
+        assert f.read() == "3\n"

@@ -11,7 +11,11 @@ Each client address gets its own upstream socket, so the BMC sees one peer
 per client as it would without the relay. @delay (seconds) is added to every
 datagram each way; @drop is the share of client datagrams thrown away (a
 seeded generator, so a run is repeatable); @drop_answers the share of the
-BMC's answers. Only the Python standard library; one thread.
+BMC's answers. @session_answers, when not None, is how many in-session IPMI
+answers (RMCP+ payload type IPMI with a session ID: the commands after a
+session is open) get through; every later one is dropped (counted in
+'session_dropped'): a BMC that opens sessions, then stops answering in them.
+Only the Python standard library; one thread.
 """
 
 import heapq
@@ -22,15 +26,22 @@ import threading
 import time
 
 
+def _in_session(data):
+    """An RMCP+ (auth type 6) IPMI payload with a session ID: a command in a session."""
+    return (len(data) >= 16 and data[0] == 0x06 and data[3] == 0x07 and data[4] == 0x06
+            and data[5] & 0x3F == 0x00 and data[6:10] != b'\0\0\0\0')
+
+
 class UdpRelay:
     def __init__(self, listen_addr, listen_port, target_addr, target_port, delay=0.0,
-                 drop=0.0, drop_answers=0.0, seed=1):
+                 drop=0.0, drop_answers=0.0, seed=1, session_answers=None):
         self.listen = (listen_addr, listen_port)
         self.target = (target_addr, target_port)
         self.delay = float(delay)
         self.drop = float(drop)
         self.drop_answers = float(drop_answers)
-        self.counts = {'in': 0, 'out': 0, 'dropped': 0}
+        self.session_answers = session_answers
+        self.counts = {'in': 0, 'out': 0, 'dropped': 0, 'session': 0, 'session_dropped': 0}
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -104,6 +115,11 @@ class UdpRelay:
                     if self.drop_answers and self._rng.random() < self.drop_answers:
                         self.counts['dropped'] += 1
                         continue
+                    if self.session_answers is not None and _in_session(data):
+                        self.counts['session'] += 1
+                        if self.counts['session'] > self.session_answers:
+                            self.counts['session_dropped'] += 1
+                            continue
                     self._later(self._sock, data, self._down[s.fileno()])
             now = time.monotonic()
             while True:

@@ -214,6 +214,44 @@ static int teardown(void **state)
 	return rmdir(tmpdir);
 }
 
+/* Get Channel Cipher Suites record data, as BMCs send it (IPMI 2.0 22.15). */
+static void test_cipher_records(void **state)
+{
+	/* ipmi_sim's first suites, then an OEM record (IANA 0x000157, Intel) with suite 17. */
+	static const uint8_t sim[] = {0xC0, 0x00, 0x00, 0x40, 0x80, 0xC0, 0x01, 0x01, 0x40, 0x80,
+				      0xC0, 0x03, 0x01, 0x41, 0x81};
+	static const uint8_t oem[] = {0xC0, 0x03, 0x01, 0x41, 0x81, 0xC1, 0x11, 0x57, 0x01, 0x00,
+				      0x03, 0x44, 0x81};
+	static const uint8_t junk[] = {0x01, 0xC0, 0x11};
+	static const uint8_t cut[] = {0xC0, 0x03, 0x01, 0xC0};
+	static const uint8_t cut_oem[] = {0xC1, 0x11, 0x57};
+	uint8_t ids[8];
+
+	assert_int_equal(gf_ipmi_cipher_records(sim, sizeof(sim), ids, 8), 3);
+	assert_int_equal(ids[0], 0);
+	assert_int_equal(ids[1], 1);
+	assert_int_equal(ids[2], 3);
+	assert_int_equal(gf_ipmi_cipher_records(oem, sizeof(oem), ids, 8), 2);
+	assert_int_equal(ids[1], 17);
+	assert_int_equal(gf_ipmi_cipher_records(junk, sizeof(junk), ids, 8), -1);
+	assert_int_equal(gf_ipmi_cipher_records(cut, sizeof(cut), ids, 8), -1);
+	assert_int_equal(gf_ipmi_cipher_records(cut_oem, sizeof(cut_oem), ids, 8), -1);
+	assert_int_equal(gf_ipmi_cipher_records(sim, 0, ids, 8), 0);
+	assert_int_equal(gf_ipmi_cipher_records(sim, sizeof(sim), ids, 2), 2); /* only what fits */
+}
+
+/* Suite 3 stands only on a definite refusal or on the BMC's own list. */
+static void test_fallback_verdict(void **state)
+{
+	assert_int_equal(gf_ipmi_fallback_verdict(false, 0), GF_IPMI_FALLBACK_MEMO);
+	assert_int_equal(gf_ipmi_fallback_verdict(true, 0), GF_IPMI_FALLBACK_MEMO);
+	assert_int_equal(gf_ipmi_fallback_verdict(true, -1), GF_IPMI_FALLBACK_MEMO);
+	assert_int_equal(gf_ipmi_fallback_verdict(true, 1), GF_IPMI_FALLBACK_USE);
+	/* A malformed answer (or a forged one) and a BMC that lists 17, or says nothing. */
+	assert_int_equal(gf_ipmi_fallback_verdict(false, 1), GF_IPMI_FALLBACK_REFUSE);
+	assert_int_equal(gf_ipmi_fallback_verdict(false, -1), GF_IPMI_FALLBACK_REFUSE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +261,8 @@ int main(void)
 		cmocka_unit_test(test_privilege),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_unchecked_profile),
+		cmocka_unit_test(test_cipher_records),
+		cmocka_unit_test(test_fallback_verdict),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
