@@ -26,40 +26,8 @@ for tool in hyperfine curl openssl; do
 	command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
 done
 
-work=$(mktemp -d /tmp/gf-bench-redfish.XXXXXX)
-cleanup() {
-	/usr/bin/python3 tests/lab/redfish_emu.py stop --dir "$work/lab" || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-umask 077
-echo "bench-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/pw"
-wargs=()
-[ -n "${WORKERS:-}" ] && wargs=(--workers "$WORKERS")
-/usr/bin/python3 tests/lab/redfish_emu.py start --dir "$work/lab" --prefix "${PREFIX:-127.32.160}" \
-	--count "$n" --vendors "$vendors" --user admin --password-file "$work/pw" "${wargs[@]}"
-
-ca=$work/lab/ca.pem
-port=$(/usr/bin/python3 -c "import json; print(json.load(open('$work/lab/lab.json'))['port'])")
-pw=$(cat "$work/pw")
-printf '[default]\nbmc_user = admin\nbmc_password = %s\nredfish_cacert = %s\n' "$pw" "$ca" \
-	> "$work/cred"
-# curl reads the password from a netrc file, not argv
-printf 'default login admin password %s\n' "$pw" > "$work/netrc"
-unset pw
-
-export GPUFLEET_DB=$work/db
-export GPUFLEET_CREDENTIALS=$work/cred
-{
-	echo "name,bmc,protocol,groups"
-	i=0
-	while read -r a; do
-		i=$((i + 1))
-		printf 'r%04d,%s:%s,redfish,bench\n' "$i" "$a" "$port"
-	done < "$work/lab/addrs"
-} | "$gf" nodes import - >/dev/null
+. bench/redfish-lib.sh
+rf_lab redfish "$n" "${PREFIX:-127.32.160}" "$vendors" r
 
 # The crawl: every BMC's FirmwareInventory collection (following
 # Members@odata.nextLink), then every member, one curl per request.
