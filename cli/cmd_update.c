@@ -78,7 +78,27 @@ struct upd_ctx {
 	bool dry_run;               /* plan objects say "dry_run": true */
 	const char *const *unknown; /* resume: nodes a run left running (outcome unknown) */
 	size_t nunknown;
+	const struct gf_rollout *stored; /* resume: the rollout as stored before it */
 };
+
+/* resume: did an earlier run leave @pi of node @node staged, pending its activation? */
+static bool was_staged(const struct upd_ctx *ctx, const char *node, const struct gf_plan_item *pi)
+{
+	for (size_t i = 0; ctx->stored && i < ctx->stored->n; i++) {
+		const struct gf_rollout_node *rn = &ctx->stored->nodes[i];
+
+		if (strcmp(rn->node, node) != 0)
+			continue;
+		for (size_t k = 0; k < rn->nitems; k++) {
+			const struct gf_rollout_item *it = &rn->items[k];
+
+			if (strcmp(it->component, pi->component) == 0 && it->to &&
+			    strcmp(it->to, pi->to) == 0 && strcmp(it->state, "pending-activation") == 0)
+				return true;
+		}
+	}
+	return false;
+}
 
 static bool is_unknown(const struct upd_ctx *ctx, const char *node)
 {
@@ -448,6 +468,16 @@ static int run_op(const struct gf_backend *be, void *sess, const struct gf_node 
 	for (size_t i = 0; i < p.plan.n; i++) {
 		items[i].pi = &p.plan.v[i];
 		items[i].state = p.plan.v[i].skip ? IS_SKIPPED : IS_NOT_STARTED;
+		/*
+		 * Host firmware an earlier run staged, still not allowed to be
+		 * activated: it stays staged, never pushed again.
+		 */
+		if (!p.plan.v[i].skip && ctx->resume && !ctx->a->reboot &&
+		    gf_activation_is_host(p.plan.v[i].activation) &&
+		    was_staged(ctx, n->name, &p.plan.v[i])) {
+			items[i].state = IS_PENDING;
+			items[i].staged = true;
+		}
 	}
 	run_items(be, sess, n, ctx, &p, items, p.plan.n, deadline, slot);
 	state = node_state_of(items, p.plan.n);
@@ -496,36 +526,58 @@ static int load_catalog(struct gf_cli *cli, const struct update_args *a, struct 
 	return 0;
 }
 
+static const struct gf_render_spec plan_spec = {
+	.cols = plan_cols, .ncols = sizeof(plan_cols) / sizeof(plan_cols[0]), .rows_key = "updates",
+};
+
+/* What plan and run share: the catalog, the targets, the fan-out of the plan. */
+struct plan_run {
+	struct gf_catalog cat;
+	struct gf_node *nodes;
+	size_t n;
+	struct cli_bmc_run run;
+};
+
+static int plan_load(struct gf_cli *cli, const struct update_args *a, char **args, int nargs,
+		     struct plan_run *p)
+{
+	int rc = load_catalog(cli, a, &p->cat);
+
+	return rc ? rc : cli_targets(cli, args, nargs, false, &p->nodes, &p->n);
+}
+
+/* A fresh read of every node and its plan, rendered when @render; the exit code. */
+static int plan_fanout(struct gf_cli *cli, struct plan_run *p, const struct upd_ctx *ctx,
+		       bool render)
+{
+	p->run = (struct cli_bmc_run){.cli = cli, .nodes = p->nodes, .n = p->n, .op = plan_op,
+				      .ctx = ctx, .spec = render ? &plan_spec : NULL,
+				      .request_timeout = cli->timeout};
+	return cli_bmc_fanout(&p->run);
+}
+
+static void plan_release(struct plan_run *p)
+{
+	cli_bmc_release(&p->run);
+	gf_nodes_free(p->nodes, p->n);
+	gf_catalog_release(&p->cat);
+}
+
 static int update_plan(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
 		       int nargs)
 {
 	const struct update_args *a = ud;
-	static const struct gf_render_spec spec = {
-		.cols = plan_cols, .ncols = sizeof(plan_cols) / sizeof(plan_cols[0]),
-		.rows_key = "updates",
-	};
-	struct gf_catalog cat = {0};
-	struct cli_bmc_run run = {0};
-	struct gf_node *nodes = NULL;
+	struct plan_run p = {0};
 	struct upd_ctx ctx;
-	size_t n = 0;
 	int rc;
 
 	(void)sv;
-	rc = load_catalog(cli, a, &cat);
-	if (rc)
-		return rc;
-	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
-	if (rc)
-		goto out;
-	ctx = (struct upd_ctx){.cat = &cat, .a = a};
-	run = (struct cli_bmc_run){.cli = cli, .nodes = nodes, .n = n, .op = plan_op, .ctx = &ctx,
-				   .spec = &spec};
-	rc = cli_bmc_fanout(&run);
-out:
-	cli_bmc_release(&run);
-	gf_nodes_free(nodes, n);
-	gf_catalog_release(&cat);
+	rc = plan_load(cli, a, args, nargs, &p);
+	if (rc == 0) {
+		ctx = (struct upd_ctx){.cat = &p.cat, .a = a};
+		rc = plan_fanout(cli, &p, &ctx, true);
+	}
+	plan_release(&p);
 	return rc;
 }
 
@@ -901,40 +953,29 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		      int nargs)
 {
 	const struct update_args *a = ud;
-	static const struct gf_render_spec plan_spec = {
-		.cols = plan_cols, .ncols = sizeof(plan_cols) / sizeof(plan_cols[0]),
-		.rows_key = "updates",
-	};
-	struct gf_catalog cat = {0};
-	struct cli_bmc_run plan = {0};
-	struct gf_node *nodes = NULL;
+	struct plan_run p = {0};
 	struct gf_rollout r = {0};
 	struct rollout_exec x = {0};
 	struct gf_err err = {0};
 	struct gf_db *db = NULL;
 	unsigned long per = a->batch ? a->batch : cli->fanout;
-	size_t n = 0, work = 0;
+	size_t n, work = 0;
 	int rc, prc;
 
 	(void)sv;
-	rc = load_catalog(cli, a, &cat);
-	if (rc)
-		return rc;
-	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
+	rc = plan_load(cli, a, args, nargs, &p);
 	if (rc)
 		goto out;
-	if (!a->dry_run && (rc = cli_guard(cli, "update run", nodes, n, a->yes)))
+	n = p.n;
+	if (!a->dry_run && (rc = cli_guard(cli, "update run", p.nodes, n, a->yes)))
 		goto out;
 	if (!a->dry_run && (rc = cli_db(cli, &db)))
 		goto out;
 	x = (struct rollout_exec){.cli = cli, .a = a, .db = db,
-				  .ctx = {.cat = &cat, .a = a, .dry_run = a->dry_run}};
+				  .ctx = {.cat = &p.cat, .a = a, .dry_run = a->dry_run}};
 	/* The plan, from a fresh read of every node; --dry-run stops here. */
-	plan = (struct cli_bmc_run){.cli = cli, .nodes = nodes, .n = n, .op = plan_op, .ctx = &x.ctx,
-				    .spec = a->dry_run ? &plan_spec : NULL,
-				    .request_timeout = cli->timeout};
-	prc = cli_bmc_fanout(&plan);
-	if (a->dry_run || !plan.slots) {
+	prc = plan_fanout(cli, &p, &x.ctx, a->dry_run);
+	if (a->dry_run || !p.run.slots) {
 		rc = prc;
 		goto out;
 	}
@@ -948,7 +989,7 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		.nodes = gf_xcalloc(n ? n : 1, sizeof(*r.nodes)), .n = n,
 	};
 	for (size_t i = 0; i < n; i++) {
-		const struct gf_result *s = &plan.slots[i];
+		const struct gf_result *s = &p.run.slots[i];
 		json_t *ups = json_object_get(s->data, "updates");
 		const char *state;
 		unsigned batch = 0;
@@ -967,7 +1008,7 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 				batch = (unsigned)((a->canary ? 2 : 1) + (work - a->canary) / per);
 			work++;
 		}
-		node_from_json(&r.nodes[i], nodes[i].name, batch, s->data, state,
+		node_from_json(&r.nodes[i], p.nodes[i].name, batch, s->data, state,
 			       state_is(state, "not-started") ? "not-started" : NULL, &s->err);
 	}
 	if (!r.catalog_text)
@@ -980,7 +1021,7 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 	x.batch = gf_xcalloc(n ? n : 1, sizeof(*x.batch));
 	if (!cli->quiet && cli->format == GF_FMT_TABLE)
 		fprintf(stderr, "gpufleet: rollout %ld: %zu of %zu nodes to update\n", r.id, work, n);
-	rc = run_batches(&x, &r, nodes, false);
+	rc = run_batches(&x, &r, p.nodes, false);
 	prc = finish_state(db, r.id);
 	if (!rc)
 		rc = prc;
@@ -991,9 +1032,7 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 out:
 	free(x.batch);
 	gf_rollout_release(&r);
-	cli_bmc_release(&plan);
-	gf_nodes_free(nodes, n);
-	gf_catalog_release(&cat);
+	plan_release(&p);
 	return rc;
 }
 
@@ -1110,7 +1149,7 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 			unknown[nunknown++] = r.nodes[i].node;
 	x = (struct rollout_exec){.cli = cli, .a = &a, .db = db, .id = r.id, .stored = &r,
 				  .ctx = {.cat = &cat, .a = &a, .resume = true, .unknown = unknown,
-					  .nunknown = nunknown}};
+					  .nunknown = nunknown, .stored = &r}};
 	x.batch = gf_xcalloc(r.n ? r.n : 1, sizeof(*x.batch));
 	rc = run_batches(&x, &r, nodes, true);
 	prc = finish_state(db, r.id);

@@ -337,3 +337,30 @@ def test_kill_9_while_the_bmc_restarts_then_resume(rf, lab):
     assert time.time() - t0 >= 1.5
     assert [p["version"] for p in pushes(lab, 6)].count(version) == 1
     assert len(manager_resets(lab, 6)) == 1       # the reset the killed run began was enough
+
+
+def test_resume_without_reboot_leaves_a_staged_image_staged(rf, lab):
+    """Host firmware staged by a run without --reboot: a resume without it
+    pushes nothing again and keeps it pending; one with it activates it."""
+    version = fresh_version()
+    cat = catalog(rf, [{"component": "bios", "version": version,
+                        "file": image(rf, "bios.bin", version)}])
+    r, data = upd(rf, "run", "--catalog", cat, "u1")
+    assert r.returncode == 1 and data["u1"]["state"] == "pending-activation", data
+    assert [s["version"] for s in lab.updates(SUPERMICRO)["staged"]] == [version]
+    r, data = upd(rf, "resume")
+    assert r.returncode == 1, (r.stderr, data)
+    assert data["u1"]["state"] == "pending-activation", data
+    assert [u["state"] for u in data["u1"]["updates"]] == ["pending-activation"]
+    assert "--reboot" in data["u1"]["error"]["message"]
+    assert len(pushes(lab, SUPERMICRO)) == 1            # not pushed a second time
+    assert [x for x in lab.updates(SUPERMICRO)["resets"] if x["kind"] == "system"] == []
+    assert [s["version"] for s in lab.updates(SUPERMICRO)["staged"]] == [version]
+    rows = rf.sql("SELECT state FROM rollout_items WHERE node = 'u1'")
+    assert [x["state"] for x in rows] == ["pending-activation"]
+    r, data = upd(rf, "resume", "--reboot")
+    assert r.returncode == 0, (r.stderr, data)
+    assert data["u1"]["state"] == "done" and data["u1"]["updates"][0]["state"] == "done"
+    assert len(pushes(lab, SUPERMICRO)) == 1            # one push in all
+    assert len([x for x in lab.updates(SUPERMICRO)["resets"] if x["kind"] == "system"]) == 1
+    assert lab.updates(SUPERMICRO)["staged"] == []
