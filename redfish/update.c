@@ -7,6 +7,7 @@
  */
 #include "redfish/update.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,75 @@ static bool supports_immediate(const json_t *o)
 		if (rf_eq(json_string_value(v), "Immediate"))
 			return true;
 	return false;
+}
+
+/*
+ * The allowable values of parameter @name of @action: inline
+ * (NAME@Redfish.AllowableValues), else from the action's ActionInfo; a new
+ * reference, NULL when neither lists values. *named (may be NULL): the
+ * action names the parameter at all (values or not).
+ */
+static json_t *action_allowed(struct rf_upd *u, const json_t *action, const char *name,
+			      bool *named)
+{
+	struct gf_buf key = GF_BUF_INIT;
+	const char *info_uri = rf_str(action, "@Redfish.ActionInfo");
+	json_t *allowed, *info = NULL, *p;
+	size_t i;
+
+	gf_buf_addf(&key, "%s@Redfish.AllowableValues", name);
+	allowed = json_incref(rf_arr(action, gf_buf_str(&key)));
+	gf_buf_release(&key);
+	if (named)
+		*named = allowed != NULL;
+	if (allowed || !info_uri || rf_fetch_opt(u->c, info_uri, &info, NULL) < 0)
+		return allowed;
+	json_array_foreach(rf_arr(info, "Parameters"), i, p) {
+		if (!rf_eq(rf_str(p, "Name"), name))
+			continue;
+		if (named)
+			*named = true;
+		allowed = json_incref(rf_arr(p, "AllowableValues"));
+	}
+	json_decref(info);
+	return allowed;
+}
+
+/*
+ * SimpleUpdate's TransferProtocol for @uri, where the action names the
+ * parameter (some BMCs require it): the URI's scheme as the BMC spells it
+ * in its allowable values. *ret NULL: not named, send none.
+ */
+static int transfer_protocol(struct rf_upd *u, const json_t *action, const char *uri,
+			     char **ret, struct gf_err *err)
+{
+	const char *colon = strstr(uri, "://");
+	bool named = false;
+	json_t *allowed = action_allowed(u, action, "TransferProtocol", &named), *v;
+	char *scheme, *pick = NULL;
+	size_t i;
+	int rc = 0;
+
+	*ret = NULL;
+	if (!named)
+		return 0;
+	scheme = gf_xstrndup(uri, colon ? (size_t)(colon - uri) : 0);
+	for (char *c = scheme; *c; c++)
+		*c = (char)toupper((unsigned char)*c);
+	json_array_foreach(allowed, i, v)
+		if (!pick && rf_eq(json_string_value(v), scheme))
+			pick = gf_xstrdup(json_string_value(v));
+	if (!allowed && *scheme)
+		pick = gf_xstrdup(scheme);
+	if (!pick)
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
+				"bmc '%s' does not pull images over '%s' (its SimpleUpdate "
+				"TransferProtocol does not list it)", u->c->node,
+				*scheme ? scheme : uri);
+	free(scheme);
+	json_decref(allowed);
+	*ret = pick;
+	return rc;
 }
 
 int rf_update_caps(struct rf_upd *u, struct gf_fw_caps *ret, struct gf_err *err)
@@ -251,17 +321,25 @@ static int build_push(struct rf_upd *u, const json_t *svc, const struct gf_fw_pu
 		rc = read_image(u, p->file, &ret->body, err);
 		ret->type = gf_xstrdup("application/octet-stream");
 		break;
-	case GF_FW_PULL:
+	case GF_FW_PULL: {
+		char *proto = NULL;
+
 		ret->uri = simple_update_target(svc);
 		ret->what = "SimpleUpdate";
-		params = json_pack("{s:s}", "ImageURI", p->image_uri);
+		rc = transfer_protocol(u, rf_obj(rf_obj(svc, "Actions"), "#UpdateService.SimpleUpdate"),
+				       p->image_uri, &proto, err);
+		if (rc < 0)
+			break;
+		params = json_pack("{s:s, s:s?}", "ImageURI", p->image_uri, "TransferProtocol", proto);
 		if (json_array_size(targets))
 			json_object_set(params, "Targets", targets);
 		text = json_dumps(params, JSON_COMPACT);
 		gf_buf_adds(&ret->body, text);
 		free(text);
+		free(proto);
 		json_decref(params);
 		break;
+	}
 	default:
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
 				"bmc '%s' offers no way to take this image", u->c->node);
@@ -519,17 +597,11 @@ static int reset_manager(struct rf_upd *u, json_t **ret, struct gf_err *err)
 static const char *manager_reset_type(struct rf_upd *u, const json_t *action)
 {
 	static const char *const prefer[] = {"GracefulRestart", "ForceRestart"};
-	json_t *allowed = rf_arr(action, "ResetType@Redfish.AllowableValues"), *info = NULL;
-	const char *info_uri = rf_str(action, "@Redfish.ActionInfo");
+	json_t *allowed = action_allowed(u, action, "ResetType", NULL);
 	const char *pick = NULL;
 	size_t i;
 	json_t *p;
 
-	if (!allowed && info_uri && rf_fetch_opt(u->c, info_uri, &info, NULL) == 0) {
-		json_array_foreach(rf_arr(info, "Parameters"), i, p)
-			if (rf_eq(rf_str(p, "Name"), "ResetType"))
-				allowed = rf_arr(p, "AllowableValues");
-	}
 	for (size_t k = 0; !pick && k < 2; k++) {
 		if (!allowed)
 			pick = prefer[0];
@@ -537,7 +609,7 @@ static const char *manager_reset_type(struct rf_upd *u, const json_t *action)
 			if (!pick && rf_eq(json_string_value(p), prefer[k]))
 				pick = prefer[k];
 	}
-	json_decref(info);
+	json_decref(allowed);
 	return pick ? pick : prefer[0];
 }
 

@@ -19,8 +19,10 @@ from conftest import GPUFLEET, PASSWORD, TOP
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from ipmilab import IpmiLab  # noqa: E402
 from redfish_emu import RedfishLab  # noqa: E402
+from redfish_update import ImageServer  # noqa: E402
 
 PREFIX = "127.41.11"
+IMAGES = PREFIX + ".250"     # the HTTPS server BMCs pull images from
 SUPERMICRO, DGX, LENOVO, DELL, HPE = 1, 2, 3, 4, 5
 COUNT = 8   # 1-5 one per dialect, 6-8 Supermicro for batches and crashes
 FAST = {"update_new": 0.1, "update_flash": 0.3, "update_result": "ok", "update_purge": "none",
@@ -364,3 +366,46 @@ def test_resume_without_reboot_leaves_a_staged_image_staged(rf, lab):
     assert len(pushes(lab, SUPERMICRO)) == 1            # one push in all
     assert len([x for x in lab.updates(SUPERMICRO)["resets"] if x["kind"] == "system"]) == 1
     assert lab.updates(SUPERMICRO)["staged"] == []
+
+
+# ---- pulls (SimpleUpdate) ------------------------------------------------------
+
+def test_pull_sends_the_transfer_protocol_the_action_lists(rf, lab):
+    """DGX requires TransferProtocol (its ActionInfo), iLO lists it inline:
+    both get the image URI's scheme as they spell it, and pull the image."""
+    version = fresh_version()
+    image(rf, "pull-bmc.fwpkg", version, "bmc")
+    with ImageServer(lab, IMAGES, rf.dir) as srv:
+        cat = catalog(rf, [{"component": "bmc", "version": version,
+                            "image_uri": srv.url("pull-bmc.fwpkg")}])
+        r, data = upd(rf, "run", "--yes", "--catalog", cat, "u2,u5")
+        assert r.returncode == 0, (r.stderr, data)
+        for i in (DGX, HPE):
+            assert data[f"u{i}"]["state"] == "done", data
+            assert data[f"u{i}"]["updates"][0]["action"] == "simple-update"
+            (p,) = pushes(lab, i)
+            assert p["kind"] == "pull" and p["image_uri"] == srv.url("pull-bmc.fwpkg")
+            assert p["transfer_protocol"] == "HTTPS" and p["version"] == version
+            assert lab.updates(i)["refused"] == []
+        assert sorted(x["status"] for x in srv.requests) == [200, 200]
+
+
+def test_pull_over_a_scheme_the_bmc_does_not_list_is_not_sent(rf, lab):
+    info = "/redfish/v1/UpdateService/SimpleUpdateActionInfo"
+    captured = lab.resource(DGX, info)
+    planted = json.loads(json.dumps(captured))
+    for p in planted["Parameters"]:
+        if p["Name"] == "TransferProtocol":
+            p["AllowableValues"] = ["HTTPS"]
+    lab.put_resource(DGX, info, planted)
+    try:
+        cat = catalog(rf, [{"component": "bmc", "version": fresh_version(),
+                            "image_uri": "http://%s:9080/bmc.fwpkg" % IMAGES}])
+        r, data = upd(rf, "run", "--catalog", cat, "u2")
+        assert r.returncode == 1
+        (u,) = data["u2"]["updates"]
+        assert u["state"] == "failed" and u["error"]["kind"] == "unsupported", u
+        assert "'HTTP'" in u["error"]["message"]
+        assert pushes(lab, DGX) == [] and lab.updates(DGX)["refused"] == []
+    finally:
+        lab.put_resource(DGX, info, captured)

@@ -786,6 +786,7 @@ class NodeUpdates:
         url = params['ImageURI']
         reply, task = self._accept('pull', path, None, None, params.get('Targets'), members,
                                    at, image_uri=url)
+        task.record['transfer_protocol'] = params.get('TransferProtocol')
         th = threading.Thread(target=self._download, args=(task, url, members), daemon=True)
         th.start()
         return reply
