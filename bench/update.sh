@@ -122,26 +122,50 @@ done < "$work/lab/addrs"
 SH
 chmod +x "$work/newimage.sh" "$work/rollout.sh" "$work/loop.sh"
 
-# Sanity first: a rollout of all N, every node read back at the new version.
+# Emulator CPU seconds so far (utime + stime of its workers).
+emu_cpu() {
+	jq -r '.workers[].pid' "$work/lab/lab.json" | while read -r pid; do
+		awk '{ print $14 + $15 }' "/proc/$pid/stat"
+	done | awk -v hz="$(getconf CLK_TCK)" '{ s += $1 } END { printf "%.2f", s / hz }'
+}
+
+# Sanity first: a rollout of all N, every node read back at the new version,
+# each BMC pushed once; how long each node took from its push to its
+# read-back, and what the emulator spent.
+c0=$(emu_cpu)
 t0=$(date +%s.%N)
 "$work/rollout.sh" "$work" "$image_kb" "$gf" "$batch" @bench "$n"
 t1=$(date +%s.%N)
-echo "sanity: $n of $n nodes done in $(printf '%.1f' "$(echo "$t1 - $t0" | bc)") s," \
-	"batches $(jq '[.[].batch] | max' "$work/rollout.out")" >&2
-pushes=$(/usr/bin/python3 - "$work/lab" "$(cat "$work/img.version")" <<'PY'
-import sys
+c1=$(emu_cpu)
+wall=$(echo "$t1 - $t0" | bc)
+echo "sanity: $n of $n nodes done in $(printf '%.1f' "$wall") s," \
+	"batches $(jq '[.[].batch] | max' "$work/rollout.out"); emulator CPU" \
+	"$(printf "%.2f" "$(echo "$c1 - $c0" | bc)") s over $(jq '.workers | length' "$work/lab/lab.json") workers" >&2
+/usr/bin/python3 - "$work/lab" "$(cat "$work/img.version")" "$batch" <<'PY'
+import statistics, sys
 sys.path.insert(0, 'tests/lab')
 from redfish_emu import RedfishLab
 lab = RedfishLab.attach(sys.argv[1])
-n = 0
+version, batch = sys.argv[2], int(sys.argv[3])
+pushed, spans, starts = 0, [], []
 for i in lab.indices():
     u = lab.updates(i)
-    n += sum(1 for p in u['pushes'] if p['version'] == sys.argv[2])
+    pushed += sum(1 for p in u['pushes'] if p['version'] == version)
+    log = lab.access_log(i)
+    up = [e['t'] for e in log if e['method'] == 'POST' and e['path'].endswith('/upload')]
+    rb = [e['t'] for e in log if e['path'].startswith('/redfish/v1/UpdateService/FirmwareInventory')]
+    if up and rb:
+        spans.append(rb[-1] - up[-1])
+        starts.append(up[-1])
     lab.clear_updates(i)
-print(n)
+    lab.clear(i)
+if pushed != len(lab.indices()):
+    sys.exit(f"FAIL: the BMCs saw {pushed} pushes, not {len(lab.indices())}")
+starts.sort()
+spread = [starts[min(k + batch, len(starts)) - 1] - starts[k] for k in range(0, len(starts), batch)]
+print(f"sanity: each BMC pushed once; push to read-back per node: median {statistics.median(spans):.2f} s,"
+      f" max {max(spans):.2f} s; uploads of a batch spread over {max(spread):.1f} s", file=sys.stderr)
 PY
-)
-[ "$pushes" -eq "$n" ] || { echo "FAIL: the BMCs saw $pushes pushes, not $n" >&2; exit 1; }
 
 h() {
 	hyperfine -r "$1" --export-json "$2" --style basic --command-name "$3" "$4" >&2
