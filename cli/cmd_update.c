@@ -4,8 +4,13 @@
  * batches, and `done` only once the new version is read back.
  */
 #include <fnmatch.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/bmc.h"
 #include "cli/inv.h"
@@ -70,6 +75,8 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	}
 }
 
+struct upload_meter;
+
 /* What the workers read: the catalog and the options. Read-only while they run. */
 struct upd_ctx {
 	const struct gf_catalog *cat;
@@ -79,6 +86,7 @@ struct upd_ctx {
 	const char *const *unknown; /* resume: nodes a run left running (outcome unknown) */
 	size_t nunknown;
 	const struct gf_rollout *stored; /* resume: the rollout as stored before it */
+	struct upload_meter *meter; /* the batch's upload bar (its counters are the workers'), or NULL */
 };
 
 /* resume: did an earlier run leave @pi of node @node staged, pending its activation? */
@@ -204,6 +212,110 @@ static int plan_op(const struct gf_backend *be, void *sess, const struct gf_node
 }
 
 
+/*
+ * The upload bar of a batch, on a terminal: bytes of the images handed to
+ * the BMCs so far against the bytes the batch's nodes push, redrawn on
+ * stderr by a thread of its own. The workers add to their node's counters
+ * (atomics), the main thread counts finished nodes; nothing else is shared.
+ */
+struct upload_meter {
+	const struct gf_node *nodes;  /* the batch, as handed to the fan-out */
+	size_t k;
+	unsigned batch, batches;
+	atomic_ullong *sent, *total;  /* per node of the batch */
+	atomic_size_t finished;
+	atomic_bool stop;
+	pthread_t thread;
+};
+
+#define METER_WIDTH 30
+#define METER_EVERY_S 0.25
+
+static void meter_draw(struct upload_meter *m)
+{
+	unsigned long long sent = 0, total = 0;
+	char bar[METER_WIDTH + 1];
+	size_t fill;
+
+	for (size_t j = 0; j < m->k; j++) {
+		sent += atomic_load(&m->sent[j]);
+		total += atomic_load(&m->total[j]);
+	}
+	fill = total ? (size_t)(METER_WIDTH * (sent < total ? sent : total) / total) : 0;
+	memset(bar, '#', fill);
+	memset(bar + fill, '.', METER_WIDTH - fill);
+	bar[METER_WIDTH] = '\0';
+	fprintf(stderr, "\r\033[Kbatch %u/%u: uploads [%s] %3u%% %.1f/%.1f MiB, %zu/%zu nodes done",
+		m->batch, m->batches, bar, total ? (unsigned)(100 * (sent < total ? sent : total) / total)
+		: 0, (double)sent / 1048576, (double)total / 1048576, atomic_load(&m->finished), m->k);
+	fflush(stderr);
+}
+
+static void *meter_main(void *ud)
+{
+	struct upload_meter *m = ud;
+
+	while (!atomic_load(&m->stop)) {
+		double next = gf_monotime() + METER_EVERY_S;
+
+		meter_draw(m);
+		while (!atomic_load(&m->stop) && gf_monotime() < next)
+			gf_sleep_until(gf_monotime() + 0.05 < next ? gf_monotime() + 0.05 : next);
+	}
+	return NULL;
+}
+
+/* A meter drawing for the @k nodes of batch @b of @nb, or NULL (not a terminal, -q, no thread). */
+static struct upload_meter *meter_start(const struct gf_cli *cli, const struct gf_node *nodes,
+					size_t k, unsigned b, unsigned nb)
+{
+	struct upload_meter *m;
+
+	if (!cli->progress || cli->quiet)
+		return NULL;
+	m = gf_xcalloc(1, sizeof(*m));
+	*m = (struct upload_meter){.nodes = nodes, .k = k, .batch = b, .batches = nb};
+	m->sent = gf_xcalloc(k ? k : 1, sizeof(*m->sent));
+	m->total = gf_xcalloc(k ? k : 1, sizeof(*m->total));
+	for (size_t j = 0; j < k; j++) {
+		atomic_init(&m->sent[j], 0);
+		atomic_init(&m->total[j], 0);
+	}
+	atomic_init(&m->finished, 0);
+	atomic_init(&m->stop, false);
+	if (pthread_create(&m->thread, NULL, meter_main, m) != 0) {
+		free(m->sent);
+		free(m->total);
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* The last state drawn, the line cleared, the meter freed (NULL: nothing). */
+static void meter_stop(struct upload_meter *m)
+{
+	if (!m)
+		return;
+	atomic_store(&m->stop, true);
+	pthread_join(m->thread, NULL);
+	meter_draw(m);
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	free(m->sent);
+	free(m->total);
+	free(m);
+}
+
+/* Node @n's slot in @m (a worker's own), or -1 when there is no meter. */
+static ptrdiff_t meter_slot(const struct upload_meter *m, const struct gf_node *n)
+{
+	if (!m || n < m->nodes || n >= m->nodes + m->k)
+		return -1;
+	return n - m->nodes;
+}
+
+
 /* ---- update run: one node, on its worker ------------------------------- */
 
 enum item_state { IS_NOT_STARTED = 0, IS_SKIPPED, IS_DONE, IS_FAILED, IS_PENDING };
@@ -295,9 +407,22 @@ static void run_items(const struct gf_backend *be, void *sess, const struct gf_n
 {
 	const struct update_args *a = ctx->a;
 	enum gf_activation host = GF_ACT_NONE;
+	ptrdiff_t ms = meter_slot(ctx->meter, n);
 	struct gf_err e = {0};
 	size_t i = 0;
 
+	/* The bytes this node will push, once per image, for the upload bar. */
+	for (size_t k = 0; ms >= 0 && k < ni; k++) {
+		const struct gf_catalog_image *im = &ctx->cat->v[items[k].pi->image];
+		bool first = items[k].state == IS_NOT_STARTED;
+		struct stat st;
+
+		for (size_t j = 0; first && j < k; j++)
+			first = !(items[j].state == IS_NOT_STARTED &&
+				  items[j].pi->image == items[k].pi->image);
+		if (first && im->file && stat(im->file, &st) == 0)
+			atomic_fetch_add(&ctx->meter->total[ms], (unsigned long long)st.st_size);
+	}
 	for (i = 0; i < ni; i++) {
 		const struct gf_plan_item *pi = items[i].pi;
 		const struct gf_catalog_image *im = &ctx->cat->v[pi->image];
@@ -319,7 +444,7 @@ static void run_items(const struct gf_backend *be, void *sess, const struct gf_n
 		push = (struct gf_fw_push){
 			.method = method_of(ctx, p, pi), .file = im->file, .image_uri = im->image_uri,
 			.targets = targets, .ntargets = nt, .apply_now = p->caps.apply_time,
-			.deadline = deadline,
+			.deadline = deadline, .sent = ms >= 0 ? &ctx->meter->sent[ms] : NULL,
 		};
 		if (push.method == GF_FW_NONE) {
 			gf_err_set(&e, GF_E_NODE, GF_EK_UNSUPPORTED,
@@ -744,6 +869,8 @@ static void rollout_done(void *ud, size_t i, const struct gf_result *slot)
 	if (!slot->ok && strcmp(rn.state, "failed") == 0)
 		x->failed++;
 	x->finished++;
+	if (x->ctx.meter)
+		atomic_fetch_add(&x->ctx.meter->finished, 1);
 	if (gf_rollout_nodes_set(x->db, x->id, &rn, 1, &err) < 0 && !x->store_rc) {
 		cli_error("the state of node '%s' could not be stored: %s", rn.node, err.msg);
 		x->store_rc = GF_EXIT_FAILED;
@@ -813,6 +940,7 @@ static int run_batches(struct rollout_exec *x, const struct gf_rollout *r, struc
 		struct gf_node *sub;
 		struct cli_bmc_run run;
 		size_t k = 0;
+		bool progress;
 		int brc;
 
 		for (size_t i = 0; i < n; i++) {
@@ -849,7 +977,14 @@ static int run_batches(struct rollout_exec *x, const struct gf_rollout *r, struc
 			.batch = 1, .interval = k > 1 ? 0.2 : 0,
 			.on_done = rollout_done, .done_ud = x, .may_be_restarting = left_running,
 		};
+		/* The upload bar instead of the fan-out's count of nodes done. */
+		x->ctx.meter = meter_start(x->cli, sub, k, b, maxb);
+		progress = x->cli->progress;
+		x->cli->progress = progress && !x->ctx.meter;
 		brc = cli_bmc_fanout(&run);
+		x->cli->progress = progress;
+		meter_stop(x->ctx.meter);
+		x->ctx.meter = NULL;
 		if (x->cli->progress && !x->cli->quiet) {
 			size_t bf = 0;
 

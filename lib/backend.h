@@ -3,6 +3,7 @@
 #define GF_BACKEND_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "lib/cancel.h"
@@ -82,6 +83,8 @@ struct gf_fw_push {
 	size_t ntargets;
 	bool apply_now;                  /* ask for @Redfish.OperationApplyTime Immediate */
 	double deadline;                 /* monotonic: the node's whole update */
+	atomic_ullong *sent;             /* NULL, or bytes of the image handed over so far are
+					  * added to it as they go (taken off again on a resend) */
 };
 
 struct gf_fw_task {

@@ -58,8 +58,8 @@ struct rf_http {
 	size_t max_body;
 	bool too_big;
 	struct rf_resp *cur;       /* the response being filled */
-	const char *raw_type;      /* rf_http_request_raw(): Content-Type of the body, else NULL */
-	size_t raw_len;            /* and its length */
+	const struct rf_body *stream; /* rf_http_request_body(): the body, read as it is sent */
+	bool stream_failed;        /* and its source failed */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -190,6 +190,29 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
 		h->cur->retry_after = v;
 	}
 	return n;
+}
+
+/* The body of rf_http_request_body(), as libcurl sends it. */
+static size_t on_read(char *buf, size_t size, size_t nitems, void *ud)
+{
+	struct rf_http *h = ud;
+	size_t got = h->stream->read(h->stream->ud, buf, size * nitems);
+
+	if (got == (size_t)-1) {
+		h->stream_failed = true;
+		return CURL_READFUNC_ABORT;
+	}
+	return got;
+}
+
+/* libcurl rewinds a body only to its start (a resend). */
+static int on_seek(void *ud, curl_off_t offset, int origin)
+{
+	struct rf_http *h = ud;
+
+	if (offset != 0 || origin != SEEK_SET)
+		return CURL_SEEKFUNC_CANTSEEK;
+	return h->stream->rewind(h->stream->ud) == 0 ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_FAIL;
 }
 
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
@@ -480,6 +503,11 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 	if (left <= 0.001)
 		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
 				  "bmc '%s' ran out of time before '%s'", h->node, url);
+	/* A body read as it is sent starts again on every exchange (retries, redirects). */
+	h->stream_failed = false;
+	if (body && h->stream && h->stream->rewind(h->stream->ud) < 0)
+		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+				  "the body for '%s' of bmc '%s' could not be read again", url, h->node);
 	ms = (long)ceil(left * 1000);
 	cms = (long)ceil((left < CONNECT_MAX_S ? left : CONNECT_MAX_S) * 1000);
 	rf_resp_release(r);
@@ -490,8 +518,8 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 
 	hdrs = curl_slist_append(hdrs, "Accept: application/json");
 	hdrs = curl_slist_append(hdrs, "OData-Version: 4.0");
-	if (body && h->raw_type) {
-		gf_buf_addf(&line, "Content-Type: %s", h->raw_type);
+	if (body && h->stream) {
+		gf_buf_addf(&line, "Content-Type: %s", h->stream->type);
 		hdrs = curl_slist_append(hdrs, gf_buf_str(&line));
 		hdrs = curl_slist_append(hdrs, "Expect:");
 		gf_buf_reset(&line);
@@ -527,10 +555,19 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 		curl_easy_setopt(h->curl, CURLOPT_HTTPGET, 1L);
 	} else {
 		curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
-		if (body) {
+		if (body && h->stream) {
+			/* Read as it goes (from its start: see above). */
+			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, NULL);
+			curl_easy_setopt(h->curl, CURLOPT_POST, 1L);
+			curl_easy_setopt(h->curl, CURLOPT_READFUNCTION, on_read);
+			curl_easy_setopt(h->curl, CURLOPT_READDATA, h);
+			curl_easy_setopt(h->curl, CURLOPT_SEEKFUNCTION, on_seek);
+			curl_easy_setopt(h->curl, CURLOPT_SEEKDATA, h);
+			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)h->stream->len);
+			curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
+		} else if (body) {
 			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
-			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE,
-					 (curl_off_t)(h->raw_type ? h->raw_len : strlen(body)));
+			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
 		} else if (strcmp(method, "DELETE") == 0) {
 			curl_easy_setopt(h->curl, CURLOPT_HTTPGET, 1L);
 			curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
@@ -543,8 +580,14 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 	/* Nothing of the request may outlive it: not the body (a password), not the headers. */
 	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, NULL);
 	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h->curl, CURLOPT_READFUNCTION, NULL);
+	curl_easy_setopt(h->curl, CURLOPT_SEEKFUNCTION, NULL);
 	curl_slist_free_all(hdrs);
 	h->cur = NULL;
+	if (cc == CURLE_ABORTED_BY_CALLBACK && h->stream_failed)
+		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+				  "the body for '%s' of bmc '%s' could not be read while it was sent",
+				  url, h->node);
 	if (cc != CURLE_OK)
 		return curl_fail(h, cc, url, err);
 	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &r->status);
@@ -612,16 +655,14 @@ int rf_http_request(struct rf_http *h, const char *method, const char *path, con
 	return 0;
 }
 
-int rf_http_request_raw(struct rf_http *h, const char *method, const char *path, const char *body,
-			size_t len, const char *type, struct rf_resp *ret, struct gf_err *err)
+int rf_http_request_body(struct rf_http *h, const char *method, const char *path,
+			 const struct rf_body *b, struct rf_resp *ret, struct gf_err *err)
 {
 	int rc;
 
-	h->raw_type = type;
-	h->raw_len = len;
-	rc = rf_http_request(h, method, path, body, NULL, ret, err);
-	h->raw_type = NULL;
-	h->raw_len = 0;
+	h->stream = b;
+	rc = rf_http_request(h, method, path, "", NULL, ret, err);
+	h->stream = NULL;
 	return rc;
 }
 

@@ -74,11 +74,23 @@ int rf_http_request(struct rf_http *h, const char *method, const char *path, con
 		    const char *if_match, struct rf_resp *ret, struct gf_err *err);
 
 /*
- * The same with a body of @len bytes (binary) of Content-Type @type: a
- * firmware image, a multipart form.
+ * A request body of @len bytes of Content-Type @type read as it is sent (a
+ * firmware image: memory stays flat whatever its size). @read fills up to
+ * @n bytes and returns how many (0: the end), or (size_t)-1 when the source
+ * failed; @rewind starts it again from its first byte (0, or -1), before
+ * every exchange and when libcurl resends.
  */
-int rf_http_request_raw(struct rf_http *h, const char *method, const char *path, const char *body,
-			size_t len, const char *type, struct rf_resp *ret, struct gf_err *err);
+struct rf_body {
+	const char *type;
+	unsigned long long len;
+	size_t (*read)(void *ud, char *buf, size_t n);
+	int (*rewind)(void *ud);
+	void *ud;
+};
+
+/* rf_http_request() with the body @b (Content-Type its type, no Expect: 100-continue). */
+int rf_http_request_body(struct rf_http *h, const char *method, const char *path,
+			 const struct rf_body *b, struct rf_resp *ret, struct gf_err *err);
 
 /* The fingerprint seen at the latest handshake, NULL before one. */
 const char *rf_http_fingerprint(const struct rf_http *h);

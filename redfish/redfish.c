@@ -356,15 +356,15 @@ static int rf_hardware_op(void *vs, struct gf_hardware *ret, struct gf_err *err)
 /* ---- firmware updates: update.c, over the session's raw requests ---- */
 
 static int upd_request(void *ud, const char *method, const char *path, const char *body,
-		       size_t len, const char *type, double until, struct rf_resp *ret,
+		       const struct rf_body *image, double until, struct rf_resp *ret,
 		       struct gf_err *err)
 {
 	struct rf_session *s = ud;
 	int rc;
 
 	rf_http_set_deadline(s->http, until < s->deadline ? until : s->deadline);
-	if (type)
-		rc = rf_http_request_raw(s->http, method, path, body, len, type, ret, err);
+	if (image)
+		rc = rf_http_request_body(s->http, method, path, image, ret, err);
 	else
 		rc = rf_http_request(s->http, method, path, body, NULL, ret, err);
 	rf_http_set_deadline(s->http, s->deadline);

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "lib/buf.h"
 #include "lib/util.h"
@@ -41,15 +44,15 @@ static void nap(const struct rf_upd *u, double t)
 
 /* A request that logs in again once when the token was dropped meanwhile. */
 static int req(struct rf_upd *u, const char *method, const char *path, const char *body,
-	       size_t len, const char *type, double until, struct rf_resp *r, struct gf_err *err)
+	       const struct rf_body *image, double until, struct rf_resp *r, struct gf_err *err)
 {
-	int rc = u->request(u->ud, method, path, body, len, type, until, r, err);
+	int rc = u->request(u->ud, method, path, body, image, until, r, err);
 
 	if (rc == 0 && r->status == 401) {
 		rf_resp_release(r);
 		rc = u->login(u->ud, until, err);
 		if (rc == 0)
-			rc = u->request(u->ud, method, path, body, len, type, until, r, err);
+			rc = u->request(u->ud, method, path, body, image, until, r, err);
 	}
 	return rc;
 }
@@ -221,37 +224,125 @@ int rf_update_caps(struct rf_upd *u, struct gf_fw_caps *ret, struct gf_err *err)
 }
 
 void rf_update_multipart(const char *boundary, const char *params, const char *filename,
-			 const char *image, size_t len, struct gf_buf *ret)
+			 struct gf_buf *head, struct gf_buf *tail)
 {
-	gf_buf_addf(ret, "--%s\r\nContent-Disposition: form-data; name=\"UpdateParameters\"\r\n"
+	gf_buf_addf(head, "--%s\r\nContent-Disposition: form-data; name=\"UpdateParameters\"\r\n"
 		    "Content-Type: application/json\r\n\r\n%s\r\n", boundary, params);
-	gf_buf_addf(ret, "--%s\r\nContent-Disposition: form-data; name=\"UpdateFile\"; "
+	gf_buf_addf(head, "--%s\r\nContent-Disposition: form-data; name=\"UpdateFile\"; "
 		    "filename=\"%s\"\r\nContent-Type: application/octet-stream\r\n\r\n",
 		    boundary, filename);
-	gf_buf_add(ret, image, len);
-	gf_buf_addf(ret, "\r\n--%s--\r\n", boundary);
+	gf_buf_addf(tail, "\r\n--%s--\r\n", boundary);
 }
 
-static int read_image(const struct rf_upd *u, const char *path, struct gf_buf *ret,
-		      struct gf_err *err)
+/*
+ * An image read from its file as it is sent, with the multipart framing
+ * around it where it has one: memory stays flat whatever the image's size.
+ */
+struct img_src {
+	FILE *f;
+	unsigned long long size;    /* of the file, when opened */
+	struct gf_buf head, tail;   /* before and after the file (multipart), else empty */
+	unsigned long long pos;     /* in the whole body */
+	atomic_ullong *sent;        /* progress, NULL: none */
+	unsigned long long counted; /* what this body added to *sent */
+	struct rf_body body;
+};
+
+static size_t piece(const struct gf_buf *b, unsigned long long off, char *buf, size_t n)
 {
-	char chunk[65536];
-	FILE *f = fopen(path, "rb");
+	size_t left = b->len - (size_t)off;
+
+	memcpy(buf, b->s + off, left < n ? left : n);
+	return left < n ? left : n;
+}
+
+static size_t img_read(void *ud, char *buf, size_t n)
+{
+	struct img_src *s = ud;
+	unsigned long long end = s->head.len + s->size;
 	size_t got;
 
-	if (!f)
+	if (s->pos < s->head.len) {
+		got = piece(&s->head, s->pos, buf, n);
+	} else if (s->pos < end) {
+		got = fread(buf, 1, end - s->pos < n ? (size_t)(end - s->pos) : n, s->f);
+		if (got == 0)
+			return (size_t)-1; /* shorter than it was, or unreadable */
+		if (s->sent)
+			atomic_fetch_add(s->sent, got);
+		s->counted += got;
+	} else if (s->pos < end + s->tail.len) {
+		got = piece(&s->tail, s->pos - end, buf, n);
+	} else {
+		return 0;
+	}
+	s->pos += got;
+	return got;
+}
+
+static int img_rewind(void *ud)
+{
+	struct img_src *s = ud;
+
+	if (s->sent)
+		atomic_fetch_sub(s->sent, s->counted);
+	s->counted = 0;
+	s->pos = 0;
+	return fseek(s->f, 0, SEEK_SET) == 0 ? 0 : -1;
+}
+
+static void img_close(struct img_src *s)
+{
+	if (s->f)
+		fclose(s->f);
+	gf_buf_release(&s->head);
+	gf_buf_release(&s->tail);
+	*s = (struct img_src){0};
+}
+
+/* Open the image @path to be streamed; IMAGE_MAX is a sanity limit, not a buffer. */
+static int img_open(const struct rf_upd *u, const char *path, struct img_src *ret,
+		    struct gf_err *err)
+{
+	struct img_src s = {0};
+	struct stat st;
+
+	s.f = fopen(path, "rb");
+	if (!s.f || fstat(fileno(s.f), &st) < 0 || !S_ISREG(st.st_mode)) {
+		img_close(&s);
 		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
 				  "image '%s' for bmc '%s' cannot be read", path, u->c->node);
-	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		gf_buf_add(ret, chunk, got);
-		if (ret->len > IMAGE_MAX) {
-			fclose(f);
-			return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
-					  "image '%s' is larger than 1 GiB", path);
-		}
 	}
-	fclose(f);
+	if ((unsigned long long)st.st_size > IMAGE_MAX) {
+		img_close(&s);
+		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+				  "image '%s' is larger than 1 GiB", path);
+	}
+	s.size = (unsigned long long)st.st_size;
+	*ret = s;
 	return 0;
+}
+
+/* The body of @s once its framing is set, of Content-Type @type (kept by the caller). */
+static void img_body(struct img_src *s, const char *type, atomic_ullong *sent)
+{
+	s->sent = sent;
+	s->body = (struct rf_body){.type = type, .len = s->head.len + s->size + s->tail.len,
+				   .read = img_read, .rewind = img_rewind, .ud = s};
+}
+
+/* A multipart boundary: random, so no image holds it but by a 2^-128 chance. */
+static void make_boundary(char *buf, size_t size)
+{
+	unsigned char r[16];
+	uint64_t fallback[2] = {(uint64_t)(gf_walltime() * 1e6), (uint64_t)getpid()};
+	size_t at;
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		memcpy(r, fallback, sizeof(r));
+	at = (size_t)snprintf(buf, size, "gpufleet-");
+	for (size_t i = 0; i < sizeof(r) && at + 3 <= size; i++)
+		at += (size_t)snprintf(buf + at, size - at, "%02x", r[i]);
 }
 
 /* The @odata.id of each target: the FirmwareInventory member of that id. */
@@ -273,11 +364,13 @@ static json_t *target_uris(const json_t *svc, const struct gf_fw_push *p)
 	return a;
 }
 
-/* The request that hands the image over: what, where, the body, its type. */
+/* The request that hands the image over: what, where, the body. */
 struct push_req {
 	const char *uri;
-	struct gf_buf body;
-	const char *type;          /* NULL: JSON */
+	struct gf_buf json;        /* SimpleUpdate's parameters */
+	struct img_src img;        /* a push: the image, read as it is sent */
+	bool has_img;
+	char type[96];             /* the image's Content-Type */
 	const char *what;          /* for messages */
 };
 
@@ -285,41 +378,43 @@ static int build_push(struct rf_upd *u, const json_t *svc, const struct gf_fw_pu
 		      struct push_req *ret, struct gf_err *err)
 {
 	json_t *targets = target_uris(svc, p), *params;
-	struct gf_buf image = GF_BUF_INIT;
 	char *text;
 	int rc = 0;
 
 	switch (p->method) {
 	case GF_FW_MULTIPART: {
-		char boundary[48], type[96];
+		char boundary[48];
 		const char *base = strrchr(p->file, '/');
 
 		ret->uri = rf_str(svc, "MultipartHttpPushUri");
 		ret->what = "the multipart push";
+		rc = img_open(u, p->file, &ret->img, err);
+		if (rc < 0)
+			break;
+		ret->has_img = true;
 		params = json_pack("{s:O}", "Targets", targets);
 		if (p->apply_now)
 			json_object_set_new(params, "@Redfish.OperationApplyTime",
 					    json_string("Immediate"));
 		text = json_dumps(params, JSON_COMPACT);
 		json_decref(params);
-		rc = read_image(u, p->file, &image, err);
-		if (rc == 0) {
-			/* Made from the image: a boundary that is in it would be a hash collision. */
-			snprintf(boundary, sizeof(boundary), "gpufleet-%016llx",
-				 (unsigned long long)gf_hash64(image.s, image.len));
-			rf_update_multipart(boundary, text, base ? base + 1 : p->file, image.s,
-					    image.len, &ret->body);
-			snprintf(type, sizeof(type), "multipart/form-data; boundary=%s", boundary);
-			ret->type = gf_xstrdup(type);
-		}
+		make_boundary(boundary, sizeof(boundary));
+		rf_update_multipart(boundary, text, base ? base + 1 : p->file, &ret->img.head,
+				    &ret->img.tail);
 		free(text);
+		snprintf(ret->type, sizeof(ret->type), "multipart/form-data; boundary=%s", boundary);
+		img_body(&ret->img, ret->type, p->sent);
 		break;
 	}
 	case GF_FW_PUSH:
 		ret->uri = rf_str(svc, "HttpPushUri");
 		ret->what = "the image push";
-		rc = read_image(u, p->file, &ret->body, err);
-		ret->type = gf_xstrdup("application/octet-stream");
+		rc = img_open(u, p->file, &ret->img, err);
+		if (rc < 0)
+			break;
+		ret->has_img = true;
+		snprintf(ret->type, sizeof(ret->type), "application/octet-stream");
+		img_body(&ret->img, ret->type, p->sent);
 		break;
 	case GF_FW_PULL: {
 		char *proto = NULL;
@@ -334,7 +429,7 @@ static int build_push(struct rf_upd *u, const json_t *svc, const struct gf_fw_pu
 		if (json_array_size(targets))
 			json_object_set(params, "Targets", targets);
 		text = json_dumps(params, JSON_COMPACT);
-		gf_buf_adds(&ret->body, text);
+		gf_buf_adds(&ret->json, text);
 		free(text);
 		free(proto);
 		json_decref(params);
@@ -349,7 +444,6 @@ static int build_push(struct rf_upd *u, const json_t *svc, const struct gf_fw_pu
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
 				"bmc '%s' has no %s", u->c->node, gf_fw_method_name(p->method));
 	json_decref(targets);
-	gf_buf_release(&image);
 	return rc;
 }
 
@@ -408,7 +502,7 @@ static int follow_task(struct rf_upd *u, const char *monitor, double deadline,
 					  "the task '%s' of bmc '%s' did not end within the update "
 					  "deadline (last %s)", monitor, u->c->node,
 					  t->state ? t->state : "no state");
-		rc = req(u, "GET", monitor, NULL, 0, NULL, short_until(u, deadline), &r, &e);
+		rc = req(u, "GET", monitor, NULL, NULL, short_until(u, deadline), &r, &e);
 		if (rc < 0) {
 			/* Some BMCs restart while they apply: keep looking until the deadline. */
 			nap(u, min2(gf_monotime() + 2 * POLL_S, deadline));
@@ -448,13 +542,83 @@ static int follow_task(struct rf_upd *u, const char *monitor, double deadline,
 	}
 }
 
+/* Wait @*busy s before trying again (doubled up to BUSY_MAX_S); false: no time left, or Ctrl-C. */
+static bool busy_nap(struct rf_upd *u, double *busy, double deadline)
+{
+	if (gf_monotime() + *busy >= deadline)
+		return false;
+	nap(u, gf_monotime() + *busy);
+	*busy = min2(*busy * 2, BUSY_MAX_S);
+	return !cancelled(u);
+}
+
+/* PATCH the service's HttpPushUriTargets to @targets (and HttpPushUriTargetsBusy, where it has it). */
+static int patch_push_targets(struct rf_upd *u, const json_t *svc, json_t *targets, bool busy,
+			      double deadline, struct gf_err *err)
+{
+	json_t *body = json_pack("{s:O}", "HttpPushUriTargets", targets);
+	struct rf_resp r = {0};
+	char *text;
+	int rc;
+
+	if (json_object_get(svc, "HttpPushUriTargetsBusy"))
+		json_object_set_new(body, "HttpPushUriTargetsBusy", json_boolean(busy));
+	text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	rc = req(u, "PATCH", rf_link(u->c->root, "UpdateService"), text, NULL,
+		 short_until(u, deadline), &r, err);
+	free(text);
+	if (rc == 0 && (r.status < 200 || r.status > 299))
+		rc = status_err(u, "the PATCH of HttpPushUriTargets", &r, err);
+	rf_resp_release(&r);
+	return rc;
+}
+
+/*
+ * Before a raw push where the service has HttpPushUriTargets (what such a
+ * push updates): wait while another client holds it
+ * (HttpPushUriTargetsBusy), then set it to the component's members. *svc
+ * may be read again meanwhile. *ret_was: the value before (a new
+ * reference), to put back after the push; NULL when nothing was set.
+ */
+static int push_targets_take(struct rf_upd *u, json_t **svc, const struct gf_fw_push *p,
+			     json_t **ret_was, struct gf_err *err)
+{
+	double busy = BUSY_FIRST_S;
+	json_t *targets;
+	int rc = 0;
+
+	*ret_was = NULL;
+	if (p->method != GF_FW_PUSH || !json_is_array(json_object_get(*svc, "HttpPushUriTargets")))
+		return 0;
+	targets = target_uris(*svc, p);
+	while (json_array_size(targets) &&
+	       json_is_true(json_object_get(*svc, "HttpPushUriTargetsBusy"))) {
+		if (!busy_nap(u, &busy, p->deadline)) {
+			rc = gf_err_set(err, GF_E_NODE, cancelled(u) ? GF_EK_INTERNAL : GF_EK_TIMEOUT,
+					"bmc '%s' kept HttpPushUriTargets busy (another client's "
+					"update) past the update deadline", u->c->node);
+			break;
+		}
+		json_decref(*svc);
+		*svc = NULL;
+		if ((rc = update_service(u, svc, err)) < 0)
+			break;
+	}
+	if (rc == 0 && json_array_size(targets) &&
+	    (rc = patch_push_targets(u, *svc, targets, true, p->deadline, err)) == 0)
+		*ret_was = json_deep_copy(json_object_get(*svc, "HttpPushUriTargets"));
+	json_decref(targets);
+	return rc;
+}
+
 int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_task *ret,
 		   struct gf_err *err)
 {
 	struct push_req pr = {0};
 	struct gf_fw_task t = {0};
 	struct rf_resp r = {0};
-	json_t *svc = NULL, *doc = NULL;
+	json_t *svc = NULL, *doc = NULL, *was = NULL;
 	double busy = BUSY_FIRST_S;
 	const char *monitor;
 	char *mon = NULL;
@@ -462,32 +626,32 @@ int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_ta
 
 	rc = update_service(u, &svc, err);
 	if (rc == 0)
+		rc = push_targets_take(u, &svc, p, &was, err);
+	if (rc == 0)
 		rc = build_push(u, svc, p, &pr, err);
 	if (rc < 0)
 		goto out;
 	for (;;) {
 		/* The image travels within the node's deadline, not one request's. */
-		rc = req(u, "POST", pr.uri, gf_buf_str(&pr.body), pr.body.len, pr.type, p->deadline,
-			 &r, err);
+		rc = req(u, "POST", pr.uri, gf_buf_str(&pr.json), pr.has_img ? &pr.img.body : NULL,
+			 p->deadline, &r, err);
 		if (rc < 0)
 			goto out;
 		if (r.status != 409 && r.status != 503)
 			break;
 		/* Busy with another update, or short of memory: later, within the deadline. */
-		if (gf_monotime() + busy >= p->deadline) {
+		if (!busy_nap(u, &busy, p->deadline)) {
+			if (cancelled(u)) {
+				rc = gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+						"interrupted before bmc '%s' took the image", u->c->node);
+				goto out;
+			}
 			rc = status_err(u, pr.what, &r, err);
 			if (err)
 				err->kind = GF_EK_TIMEOUT;
 			goto out;
 		}
 		rf_resp_release(&r);
-		nap(u, gf_monotime() + busy);
-		if (cancelled(u)) {
-			rc = gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
-					"interrupted before bmc '%s' took the image", u->c->node);
-			goto out;
-		}
-		busy = min2(busy * 2, BUSY_MAX_S);
 	}
 	if (r.status < 200 || r.status > 299) {
 		rc = status_err(u, pr.what, &r, err);
@@ -505,6 +669,10 @@ int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_ta
 		rc = follow_task(u, mon, p->deadline, &t, err);
 	}
 out:
+	/* Put HttpPushUriTargets back as it was, once the task ended (best effort). */
+	if (was)
+		(void)patch_push_targets(u, svc, was, false, p->deadline, NULL);
+	json_decref(was);
 	if (rc == 0) {
 		*ret = t;
 		t = (struct gf_fw_task){0};
@@ -514,8 +682,8 @@ out:
 	json_decref(doc);
 	json_decref(svc);
 	rf_resp_release(&r);
-	gf_buf_release(&pr.body);
-	free((char *)pr.type);
+	gf_buf_release(&pr.json);
+	img_close(&pr.img);
 	return rc;
 }
 
@@ -629,7 +797,7 @@ int rf_update_bmc_reset(struct rf_upd *u, double deadline, struct gf_err *err)
 	body = json_pack("{s:s}", "ResetType", manager_reset_type(u, action));
 	text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
-	rc = req(u, "POST", target, text, 0, NULL, short_until(u, deadline), &r, &e);
+	rc = req(u, "POST", target, text, NULL, short_until(u, deadline), &r, &e);
 	free(text);
 	json_decref(mgr);
 	/* No answer at all: it may have gone down at once; waiting for it tells. */
@@ -664,7 +832,7 @@ int rf_update_bmc_wait(struct rf_upd *u, double deadline, bool expect_down, stru
 			return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
 					  "bmc '%s' did not come back within the update deadline",
 					  u->c->node);
-		rc = u->request(u->ud, "GET", probe, NULL, 0, NULL, until, &r, &e);
+		rc = u->request(u->ud, "GET", probe, NULL, NULL, until, &r, &e);
 		if (rc < 0 || r.status == 503) {
 			down = true;
 		} else if (r.status == 401) {

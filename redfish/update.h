@@ -18,11 +18,11 @@ struct rf_upd {
 	void *ud;
 	/*
 	 * One request with the session's credentials, bounded by @until
-	 * (monotonic); @type NULL: @body is JSON text (or NULL), else @len bytes
-	 * of that Content-Type.
+	 * (monotonic): @body JSON text (or NULL), or the @image read as it is
+	 * sent when not NULL.
 	 */
 	int (*request)(void *ud, const char *method, const char *path, const char *body,
-		       size_t len, const char *type, double until, struct rf_resp *ret,
+		       const struct rf_body *image, double until, struct rf_resp *ret,
 		       struct gf_err *err);
 	/* A new session: after a BMC restart the old one is gone. */
 	int (*login)(void *ud, double until, struct gf_err *err);
@@ -38,8 +38,12 @@ int rf_update_bmc_reset(struct rf_upd *u, double deadline, struct gf_err *err);
 /* @expect_down: a restart was asked for; an answer before the BMC went away does not count. */
 int rf_update_bmc_wait(struct rf_upd *u, double deadline, bool expect_down, struct gf_err *err);
 
-/* The multipart/form-data body of a MultipartHttpPushUri request (pure, for the tests). */
+/*
+ * The multipart/form-data framing of a MultipartHttpPushUri request (pure):
+ * what goes before the image (the UpdateParameters part, the UpdateFile
+ * part's headers) into @head, what goes after it into @tail.
+ */
 void rf_update_multipart(const char *boundary, const char *params, const char *filename,
-			 const char *image, size_t len, struct gf_buf *ret);
+			 struct gf_buf *head, struct gf_buf *tail);
 
 #endif

@@ -2,9 +2,12 @@
 Redfish emulator's UpdateService (tests/lab/REDFISH-EMU.md): what each BMC saw
 (pushes, their targets, resets), what was printed, what the rollout store and
 the inventory hold afterwards. Loopback subnet 127.41.11.x."""
+import hashlib
 import json
 import os
 import random
+import re
+import select
 import shutil
 import signal
 import subprocess
@@ -409,3 +412,204 @@ def test_pull_over_a_scheme_the_bmc_does_not_list_is_not_sent(rf, lab):
         assert pushes(lab, DGX) == [] and lab.updates(DGX)["refused"] == []
     finally:
         lab.put_resource(DGX, info, captured)
+
+
+# ---- images are streamed, not read whole ----------------------------------------
+
+def big_image(gf, name, version, size, targets=None):
+    """A sparse image of @size bytes: its GF-IMAGE line, then zeros."""
+    path = os.path.join(gf.dir, name)
+    with open(path, "wb") as f:
+        f.write(("GF-IMAGE version=%s%s\n" % (version, " targets=" + targets if targets else ""))
+                .encode())
+        f.truncate(size)
+    return name
+
+
+def run_measured(gf, *args):
+    """update ARGS through the real binary: (exit code, JSON by node, peak RSS in KiB)."""
+    out = os.path.join(gf.dir, "measured.out")
+    with open(out, "w") as fo, open(os.path.join(gf.dir, "measured.err"), "w") as fe:
+        proc = subprocess.Popen([GPUFLEET, *gf.ca, "--format", "json", "update", *args],
+                                env=gf.env(), stdout=fo, stderr=fe)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    with open(out) as f:
+        data = {o["node"]: o for o in json.load(f)}
+    return proc.returncode, data, usage.ru_maxrss
+
+
+def test_images_are_streamed_memory_stays_flat(rf, lab):
+    big = 48 << 20
+    small_v, big_v, raw_v = fresh_version(), fresh_version(), fresh_version()
+    rc, data, rss_small = run_measured(rf, "run", "--catalog", catalog(rf, [
+        {"component": "bmc", "version": small_v, "file": image(rf, "small.bin", small_v)}]), "u1")
+    assert rc == 0 and data["u1"]["state"] == "done", data
+    rc, data, rss_big = run_measured(rf, "run", "--catalog", catalog(rf, [
+        {"component": "bmc", "version": big_v,
+         "file": big_image(rf, "big.bin", big_v, big)}]), "u1")
+    assert rc == 0 and data["u1"]["state"] == "done", data
+    # the raw push (iLO's HttpPushUri) streams too
+    rc, data, rss_raw = run_measured(rf, "run", "--catalog", catalog(rf, [
+        {"component": "bmc", "version": raw_v,
+         "file": big_image(rf, "big-raw.bin", raw_v, big, "bmc")}]), "u5")
+    assert rc == 0 and data["u5"]["state"] == "done", data
+    with open(os.path.join(rf.dir, "big.bin"), "rb") as f:
+        want = hashlib.sha256(f.read()).hexdigest()
+    p = pushes(lab, SUPERMICRO)[-1]
+    assert p["version"] == big_v and p["size"] == big and p["sha256"] == want
+    assert p["kind"] == "multipart" and p["filename"] == "big.bin"
+    p = pushes(lab, HPE)[-1]
+    assert p["version"] == raw_v and p["kind"] == "raw" and p["size"] == big
+    # a 48 MiB image costs the client far less than its size in memory
+    assert rss_big - rss_small < 12 * 1024, (rss_small, rss_big)
+    assert rss_raw - rss_small < 12 * 1024, (rss_small, rss_raw)
+
+
+def test_an_image_over_the_1_gib_sanity_limit_is_not_sent(rf, lab):
+    v = fresh_version()
+    cat = catalog(rf, [{"component": "bmc", "version": v,
+                        "file": big_image(rf, "huge.bin", v, (1 << 30) + 1)}])
+    r, data = upd(rf, "run", "--catalog", cat, "u1")
+    assert r.returncode == 1
+    (u,) = data["u1"]["updates"]
+    assert u["state"] == "failed" and "larger than 1 GiB" in u["error"]["message"], u
+    assert pushes(lab, SUPERMICRO) == [] and lab.updates(SUPERMICRO)["refused"] == []
+
+
+# ---- HttpPushUriTargets -----------------------------------------------------------
+
+UPDATE_SERVICE = "/redfish/v1/UpdateService"
+
+
+def test_raw_push_sets_http_push_uri_targets_and_puts_them_back(rf, lab):
+    """An XCC without MultipartHttpPushUri: a raw push flashes what
+    HttpPushUriTargets lists, so it is set to the component's members first
+    (busy while it runs) and put back afterwards; the image names nothing."""
+    lab.override(LENOVO, update_multipart=False)
+    try:
+        assert "MultipartHttpPushUri" not in lab.resource(LENOVO, UPDATE_SERVICE)
+        version = fresh_version()
+        cat = catalog(rf, [{"component": "bmc", "version": version,
+                            "file": image(rf, "xcc.bin", version)}])
+        r, data = upd(rf, "run", "--catalog", cat, "u3")
+        assert r.returncode == 0, (r.stderr, data)
+        (u,) = data["u3"]["updates"]
+        assert u["action"] == "http-push" and u["state"] == "done", u
+        (p,) = pushes(lab, LENOVO)
+        member = "/redfish/v1/UpdateService/FirmwareInventory/BMC-Primary"
+        assert p["kind"] == "raw" and p["targets"] == [member] and p["members"] == [member]
+        seen = lab.updates(LENOVO)["push_targets"]
+        assert [(x["targets"], x["busy"]) for x in seen] == [([member], True), ([], False)]
+        assert seen[0]["t"] < p["t"] < seen[1]["t"]
+        us = lab.resource(LENOVO, UPDATE_SERVICE)
+        assert us["HttpPushUriTargets"] == [] and us["HttpPushUriTargetsBusy"] is False
+        # iLO has no HttpPushUriTargets: its raw push PATCHes nothing
+        r, data = upd(rf, "run", "--catalog", bmc_catalog(rf), "u5")
+        assert r.returncode == 0 and data["u5"]["state"] == "done", data
+        assert lab.updates(HPE)["push_targets"] == []
+        assert not [e for e in lab.events(HPE, kind="patch")]
+    finally:
+        lab.override(LENOVO, update_multipart=True)
+
+
+def test_http_push_uri_targets_held_by_another_client_is_waited_for(rf, lab):
+    lab.override(LENOVO, update_multipart=False)
+    other = ["/redfish/v1/UpdateService/FirmwareInventory/UEFI"]
+    try:
+        st = lab_patch(lab, LENOVO, {"HttpPushUriTargets": other, "HttpPushUriTargetsBusy": True})
+        assert st in (200, 204)
+        version = fresh_version()
+        cat = catalog(rf, [{"component": "bmc", "version": version,
+                            "file": image(rf, "xcc.bin", version)}])
+        proc = subprocess.Popen([GPUFLEET, *rf.ca, "--format", "json", "update", "run",
+                                 "--catalog", cat, "u3"], env=rf.env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            # It waits: no push while the other client holds the targets.
+            limit = time.monotonic() + 4
+            while time.monotonic() < limit and proc.poll() is None:
+                assert pushes(lab, LENOVO) == []
+                time.sleep(0.2)
+            assert proc.poll() is None, proc.communicate()
+            st = lab_patch(lab, LENOVO, {"HttpPushUriTargets": [],
+                                         "HttpPushUriTargetsBusy": False})
+            assert st in (200, 204)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0, err
+        assert json.loads(out)[0]["state"] == "done"
+        (p,) = pushes(lab, LENOVO)
+        assert p["members"] == ["/redfish/v1/UpdateService/FirmwareInventory/BMC-Primary"]
+    finally:
+        lab.override(LENOVO, update_multipart=True)
+
+
+def lab_patch(lab, i, body):
+    """PATCH the UpdateService of node @i as another client would."""
+    from redfish_update import request
+    return request(lab, i, "PATCH", UPDATE_SERVICE, body)[0]
+
+
+# ---- progress on a terminal --------------------------------------------------------
+
+def run_on_terminal(gf, *args):
+    """gpufleet ARGS with stderr on a terminal (a pty) and stdout a pipe:
+    (exit code, stdout, all the terminal got)."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen([GPUFLEET, *gf.ca, *args], env=gf.env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    got = []
+    try:
+        limit = time.monotonic() + 120
+        while time.monotonic() < limit:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if not ready:
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError:       # EIO: every writer of the terminal has gone
+                break
+            if not data:
+                break
+            got.append(data)
+        out = proc.stdout.read()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        os.close(master)
+    return proc.returncode, out.decode(), b"".join(got).decode(errors="replace")
+
+
+def test_upload_bar_on_a_terminal_only(rf, lab):
+    v = fresh_version()
+    cat = catalog(rf, [{"component": "bmc", "version": v,
+                        "file": big_image(rf, "bar.bin", v, 2 << 20)}])
+    rc, out, tty = run_on_terminal(rf, "update", "run", "--format", "json", "--yes",
+                                   "--catalog", cat, "u1,u6")
+    assert rc == 0, tty
+    assert all(o["state"] == "done" for o in json.loads(out))
+    assert re.search(r"batch 1/1: uploads \[#{30}\] 100% 4\.0/4\.0 MiB, 2/2 nodes done", tty), tty
+    assert "\r\033[K" in tty and "batch 1/1: 2 nodes, 2 ok, 0 not ok" in tty
+    # Not on a pipe, and not with -q on a terminal.
+    v = fresh_version()
+    cat = catalog(rf, [{"component": "bmc", "version": v,
+                        "file": big_image(rf, "bar.bin", v, 2 << 20)}])
+    r = rf.run(*rf.ca, "update", "run", "--yes", "--catalog", cat, "u1,u6")
+    assert r.returncode == 0, r.stderr
+    assert "uploads [" not in r.stderr and "\r" not in r.stderr
+    v = fresh_version()
+    cat = catalog(rf, [{"component": "bmc", "version": v,
+                        "file": big_image(rf, "bar.bin", v, 2 << 20)}])
+    rc, out, tty = run_on_terminal(rf, "-q", "update", "run", "--yes", "--catalog", cat, "u1,u6")
+    assert rc == 0, tty
+    assert "uploads [" not in tty
+    for i in (1, 6):
+        assert [p["version"] for p in pushes(lab, i)][-1] == v

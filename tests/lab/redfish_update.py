@@ -61,7 +61,7 @@ STYLE = {
 
 OVERRIDE_KEYS = {'update_new', 'update_flash', 'update_result', 'update_message',
                  'update_purge', 'update_conflict', 'update_busy', 'update_activation',
-                 'bmc_reset_refused', 'bmc_reset_busy', 'update_tasks_lost'}
+                 'bmc_reset_refused', 'bmc_reset_busy', 'update_tasks_lost', 'update_multipart'}
 
 IMAGE_RE = re.compile(r'GF-IMAGE((?:[ \t]+[A-Za-z_]+=\S*)*)[ \t]*\r?')
 
@@ -237,9 +237,27 @@ class NodeUpdates:
             self.busy_s = _seconds(key, value)
         elif key == 'update_tasks_lost':
             self.tasks_lost = bool(value)
+        elif key == 'update_multipart':
+            self._set_multipart(bool(value))
+
+    def _set_multipart(self, on):
+        """Hide MultipartHttpPushUri (firmware that predates it: raw pushes only), or show
+        it again as captured."""
+        captured = _norm((self.node.base.get(UPDATE_SERVICE) or {}).get('MultipartHttpPushUri'))
+        if not captured or on == (self.multipart_uri is not None):
+            return
+        us = self.node.own(UPDATE_SERVICE)
+        if on:
+            us['MultipartHttpPushUri'] = self.node.base[UPDATE_SERVICE]['MultipartHttpPushUri']
+            self.multipart_uri = captured
+        else:
+            us.pop('MultipartHttpPushUri', None)
+            self.multipart_uri = None
+        self.node.touch(UPDATE_SERVICE)
 
     def clear(self):
         self.pushes, self.refused, self.staged, self.applied, self.resets = [], [], [], [], []
+        self.push_targets = []
 
     # -- time --
 
@@ -428,6 +446,7 @@ class NodeUpdates:
         return {'pushes': [dict(p) for p in self.pushes], 'refused': list(self.refused),
                 'tasks': tasks, 'staged': [dict(s) for s in self.staged],
                 'applied': list(self.applied), 'resets': list(self.resets),
+                'push_targets': [dict(x) for x in self.push_targets],
                 'active': active.uri if active else None}
 
     def _active(self):
@@ -646,6 +665,7 @@ class NodeUpdates:
         res['HttpPushUriTargets'] = list(targets)
         res['HttpPushUriTargetsBusy'] = busy
         self.node.touch(UPDATE_SERVICE)
+        self.push_targets.append({'t': time.time(), 'targets': list(targets), 'busy': busy})
         self.node.event('patch', uri=UPDATE_SERVICE, body=doc)
         return self.node._done()
 
