@@ -18,15 +18,9 @@ n=${1:-100}
 runs=${RUNS:-3}
 par=${PARALLEL:-20}
 vendors=${VENDORS:-dgx}
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
-[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
-for tool in hyperfine curl openssl; do
-	command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
-done
+. "$(dirname "$0")/redfish-lib.sh"
+rf_setup hyperfine curl openssl
 
-. bench/redfish-lib.sh
 rf_lab redfish "$n" "${PREFIX:-127.32.160}" "$vendors" r
 
 # The crawl: every BMC's FirmwareInventory collection (following

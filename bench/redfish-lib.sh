@@ -1,6 +1,20 @@
 # Sourced by bench/redfish-firmware.sh and bench/update.sh: a lab of emulated
 # Redfish BMCs (tests/lab/redfish_emu.py) registered in a scratch inventory.
 
+# rf_setup TOOL...: $top (the source tree, then the current folder) and $gf
+# (the binary: $GPUFLEET_BIN or build/cli/gpufleet); exits 2 without it or
+# without one of the TOOLs.
+rf_setup() {
+	top=$(cd "$(dirname "$0")/.." && pwd)
+	cd "$top"
+	gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
+	[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
+	local tool
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
+	done
+}
+
 # rf_lab TAG N PREFIX VENDORS NAME [start options...]: starts N BMCs of
 # VENDORS on PREFIX (WORKERS emulator processes when set) in $work (a new
 # folder; the lab stopped and the folder removed at exit), and sets $ca,

@@ -27,16 +27,10 @@ refused=${REFUSED:-1}
 busy=${BUSY:-1}
 image_kb=${IMAGE_KB:-1024}
 vendors=${VENDORS:-dgx}
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
-[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
-for tool in hyperfine curl jq openssl; do
-	command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
-done
+. "$(dirname "$0")/redfish-lib.sh"
+rf_setup hyperfine curl jq openssl
 [ "$vendors" = dgx ] || { echo "the curl loop knows the dgx dialect's URIs only" >&2; exit 2; }
 
-. bench/redfish-lib.sh
 rf_lab update "$n" "${PREFIX:-127.43.0}" "$vendors" u --every update_new=0.2 \
 	--every update_flash="$flash" --every bmc_reset_refused="$refused" \
 	--every bmc_reset_busy="$busy" --every retry_after=1
