@@ -68,14 +68,21 @@ static void host_task(void *vctx, size_t i, double deadline, struct gf_result *s
 
 		rc = gf_host_facts_ssh(&target, &facts, &err);
 	}
+	slot->data = json_object();
 	if (rc < 0) {
+		json_object_set_new(slot->data, "status", json_string("failed"));
 		gf_result_fail(slot, &err);
 		return;
 	}
-	slot->data = json_object();
+	/* A host that answered in part: what it answered is kept, the node fails as partial. */
+	rc = gf_hostfacts_partial_err(&facts, &err);
+	json_object_set_new(slot->data, "status", json_string(rc < 0 ? "partial" : "ok"));
 	json_object_set_new(slot->data, "host", gf_hostfacts_to_json(&facts));
 	gf_hostfacts_release(&facts);
-	slot->ok = true;
+	if (rc < 0)
+		gf_result_fail(slot, &err);
+	else
+		slot->ok = true;
 }
 
 /* The summary columns of the table: "8x NVIDIA H100 80GB HBM3", "ok, xid 79x2". */
@@ -105,6 +112,12 @@ static void add_summaries(json_t *data)
 	json_object_set_new(data, "gpus", json_string(gf_buf_str(&b)));
 	gf_buf_reset(&b);
 	gf_buf_adds(&b, json_string_value(json_object_get(health, "state")));
+	if (json_string_value(json_object_get(host, "driver_library"))) {
+		const char *module = json_string_value(json_object_get(host, "driver"));
+
+		gf_buf_addf(&b, " (module %s, library %s)", module ? module : "?",
+			    json_string_value(json_object_get(host, "driver_library")));
+	}
 	json_object_foreach(xid, key, v)
 		gf_buf_addf(&b, "%s xid %s x%lld", b.len ? "," : "", key,
 			    (long long)json_integer_value(v));
@@ -189,7 +202,7 @@ int cmd_host(struct gf_cli *cli, int argc, char **argv)
 	} else {
 		if (cli->format == GF_FMT_TABLE || cli->format == GF_FMT_CSV)
 			for (size_t i = 0; i < n; i++)
-				if (slots[i].ok && slots[i].data)
+				if (json_object_get(slots[i].data, "host"))
 					add_summaries(slots[i].data);
 		rc = cli_interrupted(cli_render_finish(&r, slots));
 	}

@@ -220,6 +220,8 @@ enum gf_host_health gf_hostfacts_smi_error(const char *text, char **ret_line)
 		{"GPU is lost", GF_HEALTH_GPU_LOST},
 		{"fallen off the bus", GF_HEALTH_GPU_LOST},
 		{"No devices were found", GF_HEALTH_GPU_LOST},
+		/* After a driver install without a reboot: the old module is still loaded. */
+		{"Driver/library version mismatch", GF_HEALTH_DRIVER_MISMATCH},
 	};
 
 	for (size_t i = 0; text && i < NELEM(msgs); i++) {
@@ -734,6 +736,8 @@ static const char *const health_names[] = {
 	[GF_HEALTH_NO_DRIVER] = "no-driver",
 	[GF_HEALTH_GPU_LOST] = "gpu-lost",
 	[GF_HEALTH_TIMEOUT] = "timeout",
+	[GF_HEALTH_DRIVER_MISMATCH] = "driver-mismatch",
+	[GF_HEALTH_UNKNOWN] = "unknown",
 };
 
 const char *gf_host_health_name(enum gf_host_health h)
@@ -770,6 +774,7 @@ int gf_driver_module_parse(const char *s)
 void gf_hostfacts_release(struct gf_hostfacts *f)
 {
 	free(f->driver);
+	free(f->driver_library);
 	free(f->cuda_driver);
 	free(f->cuda_toolkit);
 	free(f->kernel);
@@ -784,7 +789,34 @@ void gf_hostfacts_release(struct gf_hostfacts *f)
 	for (size_t i = 0; i < f->nnotes; i++)
 		free(f->notes[i]);
 	free(f->notes);
+	for (size_t i = 0; i < f->nfailed; i++) {
+		free(f->failed[i].command);
+		free(f->failed[i].message);
+	}
+	free(f->failed);
 	memset(f, 0, sizeof(*f));
+}
+
+void gf_hostfacts_add_failure(struct gf_hostfacts *f, const char *command, const char *message)
+{
+	f->failed = gf_xrealloc(f->failed, (f->nfailed + 1) * sizeof(*f->failed));
+	f->failed[f->nfailed].command = gf_xstrdup(command ? command : "?");
+	f->failed[f->nfailed++].message = gf_xstrdup(message ? message : "failed");
+}
+
+int gf_hostfacts_partial_err(const struct gf_hostfacts *f, struct gf_err *err)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	int rc;
+
+	if (!f->nfailed)
+		return 0;
+	for (size_t i = 0; i < f->nfailed; i++)
+		gf_buf_addf(&b, "%s%s", i ? "; " : "", f->failed[i].message);
+	rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL, "answered in part: %s (the other facts are kept)",
+			gf_buf_str(&b));
+	gf_buf_release(&b);
+	return rc;
 }
 
 static void add_note(struct gf_hostfacts *f, char *note)
@@ -925,34 +957,47 @@ static void build_xids(const struct gf_cmd_out outs[GF_HC_COUNT], struct gf_host
 		f->xid_note = gf_xstrdup("the kernel log could not be read");
 }
 
+/* Why nvidia-smi --query-gpu exited non-zero without a known health message, into @e. */
+static void query_failed(const struct gf_cmd_out *q, struct gf_err *e)
+{
+	char *line = first_line_of(q);
+	char *bad = gf_hostfacts_invalid_field(q->out);
+
+	if (bad)
+		gf_err_set(e, GF_E_NODE, GF_EK_PROTOCOL, "nvidia-smi refused the query field '%s'", bad);
+	else
+		gf_err_set(e, GF_E_NODE, GF_EK_PROTOCOL, "nvidia-smi --query-gpu failed (exit %d)%s%s",
+			   q->status, line ? ": " : "", line ? line : "");
+	free(line);
+	free(bad);
+}
+
 int gf_hostfacts_build(const struct gf_cmd_out outs[GF_HC_COUNT], const char *const *fields,
 		       size_t nfields, struct gf_hostfacts *ret, struct gf_err *err)
 {
 	struct gf_hostfacts f = {0};
 	const struct gf_cmd_out *q = &outs[GF_HC_SMI_QUERY];
 	char *pdrv = NULL;
-	int rc = 0;
 
+	(void)err;
 	build_health(outs, &f);
 	if (f.health == GF_HEALTH_OK && q->ran && !q->timed_out) {
-		if (q->status != 0) {
-			char *line = first_line_of(q);
-			char *bad = gf_hostfacts_invalid_field(q->out);
+		struct gf_err qe = {0};
 
-			if (bad)
-				rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-						"nvidia-smi refused the query field '%s'", bad);
-			else
-				rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-						"nvidia-smi --query-gpu failed (exit %d)%s%s", q->status,
-						line ? ": " : "", line ? line : "");
-			free(line);
-			free(bad);
-			goto fail;
+		/* A reason no health state names costs the GPUs, never the node's other facts. */
+		if (q->status != 0)
+			query_failed(q, &qe);
+		else
+			gf_hostfacts_parse_query_csv(q->out, fields, nfields, &f.gpus, &f.ngpus, &qe);
+		if (qe.msg[0]) {
+			gf_hostfacts_add_failure(&f, gf_hostcmd_name(GF_HC_SMI_QUERY), qe.msg);
+			f.health = GF_HEALTH_UNKNOWN;
+			f.health_detail = gf_xstrdup(qe.msg);
 		}
-		rc = gf_hostfacts_parse_query_csv(q->out, fields, nfields, &f.gpus, &f.ngpus, err);
-		if (rc < 0)
-			goto fail;
+	} else if (f.health == GF_HEALTH_DRIVER_MISMATCH) {
+		/* nvidia-smi names the library it loaded: "NVML library version: 570.124". */
+		if (version_after(q->out, "NVML library version", &f.driver_library) < 0)
+			version_after(outs[GF_HC_SMI].out, "NVML library version", &f.driver_library);
 	} else if (f.health == GF_HEALTH_GPU_LOST && q->ran && !q->timed_out) {
 		/* The GPUs still on the bus answer; the lost one is in health. */
 		if (gf_hostfacts_parse_query_csv(q->out, fields, nfields, &f.gpus, &f.ngpus, NULL) < 0) {
@@ -995,9 +1040,6 @@ int gf_hostfacts_build(const struct gf_cmd_out outs[GF_HC_COUNT], const char *co
 	}
 	*ret = f;
 	return 0;
-fail:
-	gf_hostfacts_release(&f);
-	return rc;
 }
 
 /* ---- JSON ------------------------------------------------------------- */
@@ -1050,6 +1092,7 @@ static json_t *gpu_json(const struct gf_host_gpu *g)
 json_t *gf_hostfacts_to_json(const struct gf_hostfacts *f)
 {
 	json_t *o = json_object(), *gpus = json_array(), *health = json_object(), *notes = json_array();
+	json_t *failed = json_array();
 	const char *module = gf_driver_module_name(f->driver_module);
 
 	json_object_set_new(o, "driver", jstr(f->driver));
@@ -1060,6 +1103,7 @@ json_t *gf_hostfacts_to_json(const struct gf_hostfacts *f)
 	json_object_set_new(o, "os", jstr(f->os));
 	json_object_set_new(o, "fabricmanager", jstr(f->fabricmanager));
 	json_object_set_new(o, "ofed", jstr(f->ofed));
+	json_object_set_new(o, "driver_library", jstr(f->driver_library));
 	for (size_t i = 0; i < f->ngpus; i++)
 		json_array_append_new(gpus, gpu_json(&f->gpus[i]));
 	json_object_set_new(o, "gpus", gpus);
@@ -1087,5 +1131,9 @@ json_t *gf_hostfacts_to_json(const struct gf_hostfacts *f)
 	for (size_t i = 0; i < f->nnotes; i++)
 		json_array_append_new(notes, json_string(f->notes[i]));
 	json_object_set_new(o, "notes", notes);
+	for (size_t i = 0; i < f->nfailed; i++)
+		json_array_append_new(failed, json_pack("{s:s,s:s}", "command", f->failed[i].command,
+							"message", f->failed[i].message));
+	json_object_set_new(o, "failed", failed);
 	return o;
 }

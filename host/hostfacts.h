@@ -21,6 +21,8 @@ enum gf_host_health {
 	GF_HEALTH_NO_DRIVER,      /* "couldn't communicate with the NVIDIA driver" */
 	GF_HEALTH_GPU_LOST,       /* "Unable to determine the device handle": fell off the bus */
 	GF_HEALTH_TIMEOUT,        /* nvidia-smi did not answer before the deadline */
+	GF_HEALTH_DRIVER_MISMATCH, /* "Driver/library version mismatch": a driver installed, not loaded */
+	GF_HEALTH_UNKNOWN,        /* nvidia-smi failed for a reason it did not name: see failed[] */
 };
 
 /* A yes/no fact that a driver may not report. */
@@ -58,6 +60,12 @@ struct gf_xid_count {
 	unsigned count;
 };
 
+/* A command that failed for a reason no health state names: the node answered in part. */
+struct gf_host_failure {
+	char *command;                /* gf_hostcmd_name(): "nvidia-smi --query-gpu" */
+	char *message;                /* "nvidia-smi --query-gpu failed (exit 4): ..." */
+};
+
 enum gf_driver_module {
 	GF_MODULE_UNKNOWN = 0,
 	GF_MODULE_OPEN,               /* "Open Kernel Module" */
@@ -65,7 +73,9 @@ enum gf_driver_module {
 };
 
 struct gf_hostfacts {
-	char *driver;                 /* "590.48.01" (KMD version from 610 on) */
+	char *driver;                 /* the loaded kernel module: "590.48.01" (KMD version from 610 on) */
+	char *driver_library;         /* the user-space NVML library, set only when it is not the
+	                                 loaded module's (driver-mismatch): "570.124" */
 	enum gf_driver_module driver_module;
 	char *cuda_driver;            /* the CUDA version the driver supports: "13.1" */
 	char *cuda_toolkit;           /* the toolkit installed: "12.8.93" */
@@ -84,9 +94,19 @@ struct gf_hostfacts {
 	size_t nxids;
 	char **notes;                 /* other things worth flagging (toolkit newer than driver) */
 	size_t nnotes;
+	struct gf_host_failure *failed;  /* commands that failed unexplained: the facts are partial */
+	size_t nfailed;
 };
 
 void gf_hostfacts_release(struct gf_hostfacts *f);
+/* Append a failure (both strings copied). */
+void gf_hostfacts_add_failure(struct gf_hostfacts *f, const char *command, const char *message);
+/*
+ * When @f is partial (a command failed unexplained): GF_E_NODE, kind
+ * protocol, every failure's message in @err; else 0. For the node's result,
+ * which keeps the facts.
+ */
+int gf_hostfacts_partial_err(const struct gf_hostfacts *f, struct gf_err *err);
 const char *gf_host_health_name(enum gf_host_health h);  /* "ok", "no-nvidia-smi", ... */
 int gf_host_health_parse(const char *s);                  /* -1 when unknown */
 /* "open", "proprietary", NULL when unknown; and back (-1 when not one of them). */
@@ -157,9 +177,13 @@ char *gf_hostfacts_invalid_field(const char *out);
  * Assemble the facts from every command's outcome. @fields are the
  * --query-gpu fields that @outs[GF_HC_SMI_QUERY] was asked for. Missing
  * tools and unreadable files leave their facts unset; a broken nvidia-smi is
- * a health state, not an error. Fails (GF_E_NODE, kind protocol) only when
- * nvidia-smi answered with output that cannot be read. On success fills @ret
- * (release with gf_hostfacts_release()).
+ * a health state, not an error. An nvidia-smi --query-gpu that fails for a
+ * reason no health state names, or answers with output that cannot be read,
+ * costs its GPUs only: health unknown, the failure in ret->failed, every
+ * other fact kept. Driver/library version mismatch: the loaded module's
+ * version (from /proc) in driver, the library's (nvidia-smi's "NVML library
+ * version" line) in driver_library. Fills @ret (release with
+ * gf_hostfacts_release()); returns 0.
  */
 int gf_hostfacts_build(const struct gf_cmd_out outs[GF_HC_COUNT], const char *const *fields,
 		       size_t nfields, struct gf_hostfacts *ret, struct gf_err *err);
@@ -224,8 +248,9 @@ int gf_cuda_version_cmp(const char *a, const char *b);
 
 /*
  * The documented object: {"driver","driver_module","cuda_driver",
- * "cuda_toolkit","kernel","os","fabricmanager","ofed","gpus":[...],
- * "health":{"state","xid":{...}}}. New reference.
+ * "cuda_toolkit","kernel","os","fabricmanager","ofed","driver_library","gpus":[...],
+ * "health":{"state","xid":{...}},"notes":[..],"failed":[{"command","message"}]}.
+ * New reference.
  */
 json_t *gf_hostfacts_to_json(const struct gf_hostfacts *f);
 

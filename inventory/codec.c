@@ -332,8 +332,29 @@ static int host_health(const struct doc_at *at, json_t *o, struct gf_hostfacts *
 static const struct doc_field host_fields[] = {
 	HF("driver", driver), HF("cuda_driver", cuda_driver), HF("cuda_toolkit", cuda_toolkit),
 	HF("kernel", kernel), HF("os", os), HF("fabricmanager", fabricmanager), HF("ofed", ofed),
+	HF("driver_library", driver_library),
 };
 #undef HF
+
+/* "failed": the commands that failed unexplained (absent in documents older than it). */
+static int host_failed(const struct doc_at *at, json_t *o, struct gf_hostfacts *f)
+{
+	json_t *failed, *v;
+	size_t i;
+	int rc;
+
+	if ((rc = doc_arr(at, o, "failed", &failed)) < 0)
+		return rc;
+	json_array_foreach(failed, i, v) {
+		const char *c = json_string_value(json_object_get(v, "command"));
+		const char *m = json_string_value(json_object_get(v, "message"));
+
+		if (!c || !m)
+			return doc_bad(at, NULL, "failed", "an array of {\"command\",\"message\"}");
+		gf_hostfacts_add_failure(f, c, m);
+	}
+	return 0;
+}
 
 static int host_doc(const struct doc_at *at, json_t *o, struct gf_hostfacts *f)
 {
@@ -366,6 +387,8 @@ static int host_doc(const struct doc_at *at, json_t *o, struct gf_hostfacts *f)
 			return doc_bad(at, NULL, "notes", "an array of strings");
 		f->notes[f->nnotes++] = gf_xstrdup(json_string_value(v));
 	}
+	if ((rc = host_failed(at, o, f)) < 0)
+		return rc;
 	return host_health(at, o, f);
 }
 

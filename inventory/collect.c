@@ -302,6 +302,11 @@ static void add_node(struct gf_sweep *sw, const struct gf_collect *c, const stru
 	if (c->ssh_profs[i] && !ss->ok) {
 		node_error(sw, sn, GF_OP_SSH, &ss->err);
 	} else if (r->ssh[i].read) {
+		/* A host that answered in part: its facts kept, the node partial. */
+		if (gf_hostfacts_partial_err(&r->ssh[i].facts, &err) < 0) {
+			node_error(sw, sn, GF_OP_SSH, &err);
+			gf_err_clear(&err);
+		}
 		gf_norm_host_components(sw, &r->ssh[i].facts, sn->set);
 		gf_sweep_node_take_host(sn, &r->ssh[i].facts);
 		sn->host_read = true;

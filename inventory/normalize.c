@@ -34,6 +34,9 @@ static const struct host_rule host_rules[] = {
 	{GF_COMPKEY_FABRICMANAGER, offsetof(struct gf_hostfacts, fabricmanager), "nv-fabricmanager",
 	 "NVIDIA Fabric Manager"},
 	{GF_COMPKEY_OFED, offsetof(struct gf_hostfacts, ofed), "ofed_info", "MLNX OFED"},
+	/* Only on a node whose library and loaded module differ: a half-done driver upgrade. */
+	{GF_COMPKEY_DRIVER_LIBRARY, offsetof(struct gf_hostfacts, driver_library),
+	 "nvidia-smi:nvml_library_version", "NVIDIA driver library (user space)"},
 };
 
 /*

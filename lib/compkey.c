@@ -25,6 +25,7 @@ const struct gf_compkey_rule gf_compkey_rules[GF_COMPKEY_NROWS] = {
 	[GF_COMPKEY_OS] = {"os", "os", GF_COMPKEY_FROM_HOST, {NULL}},
 	[GF_COMPKEY_FABRICMANAGER] = {"driver", "fabricmanager", GF_COMPKEY_FROM_HOST, {NULL}},
 	[GF_COMPKEY_OFED] = {"driver", "ofed", GF_COMPKEY_FROM_HOST, {NULL}},
+	[GF_COMPKEY_DRIVER_LIBRARY] = {"driver", "driver.library", GF_COMPKEY_FROM_HOST, {NULL}},
 	[GF_COMPKEY_GPU_VBIOS] = {"gpu", "gpu#.vbios", GF_COMPKEY_FROM_HOST, {NULL}},
 };
 

@@ -29,6 +29,7 @@ enum gf_compkey {
 	GF_COMPKEY_OS,
 	GF_COMPKEY_FABRICMANAGER,
 	GF_COMPKEY_OFED,
+	GF_COMPKEY_DRIVER_LIBRARY,  /* the NVML library, when it is not the loaded module's */
 	GF_COMPKEY_GPU_VBIOS,
 	GF_COMPKEY_NROWS
 };

@@ -86,7 +86,7 @@ def test_facts_equal_the_captures(hg, lab):
     for obj in data:
         i = lab.names.index(obj["node"]) + 1
         assert obj["ok"] is True, obj
-        assert set(obj) == {"node", "ok", "host"}
+        assert set(obj) == {"node", "ok", "status", "host"} and obj["status"] == "ok"
         compare(obj, lab.expected(i))
     by = by_node(data)
     # what the issue shows: an H100 on 590.48.01 with CUDA 13.1

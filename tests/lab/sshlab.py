@@ -270,6 +270,15 @@ PROFILES = {
     'no-driver': dict(smi='error', error='nvidia-smi_error_no-driver.txt', exit=9),
     'gpu-lost': dict(smi='error', error='nvidia-smi_error_gpu-fallen-off-bus.txt', exit=15),
     'hang': dict(smi='hang'),
+    # nvidia-smi fails for a reason it does not name (a container that lost its device
+    # cgroup): the host answers in part, its driver read from /proc
+    'nvml-unknown': dict(smi='error', error='nvidia-smi_error_nvml-unknown-error.txt', exit=255,
+                         health='unknown',
+                         proc='proc-driver-nvidia-version_535.161.08_proprietary.txt'),
+    # a driver installed without a reboot: module 535.161.08 loaded, library 570.124 installed
+    'driver-mismatch': dict(smi='error', error='nvidia-smi_error_driver-library-mismatch.txt',
+                            exit=18, health='driver-mismatch', library='570.124',
+                            proc='proc-driver-nvidia-version_535.161.08_proprietary.txt'),
 }
 
 
@@ -488,10 +497,12 @@ class SshLab:
         gpus = edit_gpus(node, gpus)
         health = {'missing': 'no-nvidia-smi', 'hang': 'timeout'}.get(prof.get('smi'), 'ok')
         if prof.get('smi') == 'error':
-            health = 'no-driver' if prof['exit'] == 9 else 'gpu-lost'
+            health = prof.get('health') or ('no-driver' if prof['exit'] == 9 else 'gpu-lost')
         if prof.get('smi') in ('missing', 'error', 'hang'):
             driver = cuda = None
             gpus = []
+            if prof.get('proc'):  # the loaded module, from /proc
+                driver = re.search(r'Kernel Module +([\d.]+)', read(prof['proc'])).group(1)
         toolkit = None
         if node.get('toolkit'):
             kind, name = node['toolkit']
@@ -517,6 +528,7 @@ class SshLab:
             'fabricmanager': fm, 'ofed': ofed,
             'gpus': [expected_gpu(g) for g in gpus],
             'health': health,
+            'driver_library': prof.get('library'),
             'xid': None if denied else xids,
             'xid_source': None if denied else ('dmesg-boot' if since_boot else
                                                'dmesg' if node.get('journal') == 'missing'

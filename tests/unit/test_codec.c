@@ -106,6 +106,7 @@ static const char host_doc[] =
 	"{\"driver\":\"550.54\",\"driver_module\":\"open\",\"cuda_driver\":\"12.4\","
 	"\"cuda_toolkit\":\"12.4.1\",\"kernel\":\"6.1\",\"os\":\"Debian\","
 	"\"fabricmanager\":\"550.54\",\"ofed\":\"MLNX_OFED_LINUX-23.10\","
+	"\"driver_library\":\"570.124\","
 	"\"gpus\":[{\"index\":0,\"name\":\"H100\",\"serial\":\"G0\",\"uuid\":\"GPU-1\","
 	"\"pci\":\"00000000:19:00.0\",\"vbios\":\"96.00.61\",\"memory_total_mib\":81559,"
 	"\"mig_mode\":\"enabled\",\"persistence_mode\":\"disabled\",\"ecc\":{\"volatile\":"
@@ -113,7 +114,8 @@ static const char host_doc[] =
 	"\"retired_pages_pending\":false,\"remapped_rows_pending\":true,\"inforom\":\"G520\"}],"
 	"\"health\":{\"state\":\"gpu-lost\",\"detail\":\"Unable to determine the device handle\","
 	"\"xid\":{\"79\":2,\"119\":5},\"xid_source\":\"journal\"},"
-	"\"notes\":[\"cuda toolkit is newer\"]}";
+	"\"notes\":[\"cuda toolkit is newer\"],"
+	"\"failed\":[{\"command\":\"nvidia-smi --query-gpu\",\"message\":\"exit 4\"}]}";
 
 static void test_facts_documents_both_ways(void **state)
 {
@@ -136,6 +138,9 @@ static void test_facts_documents_both_ways(void **state)
 	assert_int_equal(f.health, GF_HEALTH_GPU_LOST);
 	assert_int_equal(f.nxids, 2);
 	assert_int_equal(f.xids[0].code, 79); /* by code, not as text */
+	assert_string_equal(f.driver_library, "570.124");
+	assert_int_equal(f.nfailed, 1);
+	assert_string_equal(f.failed[0].command, "nvidia-smi --query-gpu");
 	assert_true(f.gpus[0].ecc_aggregate_corrected.set && !f.gpus[0].ecc_aggregate_uncorrected.set);
 	back = gf_hostfacts_to_json(&f);
 	assert_true(json_equal(fj, back));

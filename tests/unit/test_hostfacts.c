@@ -545,7 +545,8 @@ static void build_ok(void **state)
 	assert_non_null(strstr(s, "{\"driver\":\"590.48.01\",\"driver_module\":null,\"cuda_driver\":\"13.1\","
 				  "\"cuda_toolkit\":\"12.8.93\",\"kernel\":\"5.15.0-112-generic\","
 				  "\"os\":\"Ubuntu 22.04.4 LTS\",\"fabricmanager\":null,"
-				  "\"ofed\":\"MLNX_OFED_LINUX-23.10-3.2.2.0\",\"gpus\":[{\"index\":0,"
+				  "\"ofed\":\"MLNX_OFED_LINUX-23.10-3.2.2.0\",\"driver_library\":null,"
+			    "\"gpus\":[{\"index\":0,"
 				  "\"name\":\"NVIDIA H100 80GB HBM3\",\"serial\":\"0000000000000\","
 				  "\"uuid\":\"GPU-00000000-0000-0000-0000-000000000000\","
 				  "\"pci\":\"00000000:00:09.0\",\"vbios\":\"96.00.A5.00.01\","
@@ -555,7 +556,7 @@ static void build_ok(void **state)
 				  "\"retired_pages_pending\":null,\"remapped_rows_pending\":false,"
 				  "\"inforom\":\"G520.0200.00.05\"}],"
 				  "\"health\":{\"state\":\"ok\",\"xid\":{\"79\":1},\"xid_source\":\"journal\"},"
-				  "\"notes\":[]}"));
+				  "\"notes\":[],\"failed\":[]}"));
 	free(s);
 	json_decref(j);
 	gf_hostfacts_release(&f);
@@ -700,19 +701,101 @@ static void build_health_states(void **state)
 	assert_string_equal(gf_host_health_name(f.health), "timeout");
 	gf_hostfacts_release(&f);
 
-	/* an error nvidia-smi does not explain: a protocol error, nothing half-built */
+	/* an error nvidia-smi does not explain: the GPUs are not known, every other fact is kept */
 	no.o[GF_HC_SMI_QUERY].timed_out = false;
 	no.o[GF_HC_SMI].timed_out = false;
 	set_out(&no, GF_HC_SMI_QUERY, 4, gf_xstrdup("Insufficient Permissions\n"), "");
 	set_out(&no, GF_HC_SMI, 0, slurp("h100-80gb-hbm3_590.48.01_nvidia-smi.txt"), "");
-	memset(&f, 0x5a, sizeof(f));
-	assert_int_equal(gf_hostfacts_build(no.o, NULL, 0, &f, &err), GF_E_NODE);
+	set_out(&no, GF_HC_OFED, 0, slurp("ofed_info-s_23.10-3.2.2.0.txt"), "");
+	assert_int_equal(gf_hostfacts_build(no.o, NULL, 0, &f, &err), 0);
+	assert_int_equal(f.health, GF_HEALTH_UNKNOWN);
+	assert_string_equal(gf_host_health_name(f.health), "unknown");
+	assert_int_equal(f.ngpus, 0);
+	assert_int_equal(f.nfailed, 1);
+	assert_string_equal(f.failed[0].command, "nvidia-smi --query-gpu");
+	assert_string_equal(f.failed[0].message,
+			    "nvidia-smi --query-gpu failed (exit 4): Insufficient Permissions");
+	assert_string_equal(f.driver, "590.48.01");
+	assert_string_equal(f.cuda_driver, "13.1");
+	assert_string_equal(f.cuda_toolkit, "12.8.93");
+	assert_string_equal(f.kernel, "5.15.0-112-generic");
+	assert_string_equal(f.ofed, "MLNX_OFED_LINUX-23.10-3.2.2.0");
+	assert_null(f.driver_library);
+	assert_int_equal(gf_hostfacts_partial_err(&f, &err), GF_E_NODE);
 	assert_int_equal(err.kind, GF_EK_PROTOCOL);
-	assert_string_equal(err.msg, "nvidia-smi --query-gpu failed (exit 4): Insufficient Permissions");
+	assert_string_equal(err.msg, "answered in part: nvidia-smi --query-gpu failed (exit 4): "
+				     "Insufficient Permissions (the other facts are kept)");
+	gf_hostfacts_release(&f);
 	set_out(&no, GF_HC_SMI_QUERY, 2,
 		gf_xstrdup("Field \"inforom.img\" is not a valid field to query.\n\n"), "");
-	assert_int_equal(gf_hostfacts_build(no.o, NULL, 0, &f, &err), GF_E_NODE);
-	assert_string_equal(err.msg, "nvidia-smi refused the query field 'inforom.img'");
+	assert_int_equal(gf_hostfacts_build(no.o, NULL, 0, &f, &err), 0);
+	assert_int_equal(f.nfailed, 1);
+	assert_string_equal(f.failed[0].message, "nvidia-smi refused the query field 'inforom.img'");
+	gf_hostfacts_release(&f);
+	/* output that cannot be read: the same */
+	{
+		static const char *const two[] = {"index", "name"};
+
+		set_out(&no, GF_HC_SMI_QUERY, 0, gf_xstrdup("0, NVIDIA H100, 80GB\n"), "");
+		assert_int_equal(gf_hostfacts_build(no.o, two, 2, &f, &err), 0);
+		assert_int_equal(f.health, GF_HEALTH_UNKNOWN);
+		assert_int_equal(f.nfailed, 1);
+		assert_string_equal(f.failed[0].message,
+				    "nvidia-smi --query-gpu line 1 has 3 columns, not 2");
+		assert_string_equal(f.kernel, "5.15.0-112-generic");
+		gf_hostfacts_release(&f);
+	}
+	/* a complete answer is not partial */
+	h100_node(&no);
+	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields,
+					    gf_hostfacts_nquery_fields, &f, &err), 0);
+	assert_int_equal(f.nfailed, 0);
+	assert_int_equal(gf_hostfacts_partial_err(&f, &err), 0);
+	gf_hostfacts_release(&f);
+	node_out_free(&no);
+}
+
+static void build_driver_mismatch(void **state)
+{
+	struct node_out no;
+	struct gf_hostfacts f;
+	json_t *j;
+
+	(void)state;
+	/* a driver installed without a reboot: the library is 570.124, the module 535.161.08 */
+	h100_node(&no);
+	set_out(&no, GF_HC_SMI_QUERY, 18, slurp("nvidia-smi_error_driver-library-mismatch.txt"), "");
+	set_out(&no, GF_HC_SMI, 18, slurp("nvidia-smi_error_driver-library-mismatch.txt"), "");
+	set_out(&no, GF_HC_PROC_VERSION, 0,
+		slurp("proc-driver-nvidia-version_535.161.08_proprietary.txt"), "");
+	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields,
+					    gf_hostfacts_nquery_fields, &f, NULL), 0);
+	assert_int_equal(f.health, GF_HEALTH_DRIVER_MISMATCH);
+	assert_string_equal(gf_host_health_name(f.health), "driver-mismatch");
+	assert_string_equal(f.health_detail, "Failed to initialize NVML: Driver/library version mismatch");
+	assert_string_equal(f.driver, "535.161.08");     /* the loaded kernel module */
+	assert_string_equal(f.driver_library, "570.124"); /* what nvidia-smi loaded */
+	assert_null(f.cuda_driver);
+	assert_int_equal(f.ngpus, 0);
+	assert_int_equal(f.nfailed, 0);                  /* a health state, not a failure */
+	assert_string_equal(f.kernel, "5.15.0-112-generic");
+	j = gf_hostfacts_to_json(&f);
+	assert_string_equal(json_string_value(json_object_get(j, "driver_library")), "570.124");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "health"), "state")),
+			    "driver-mismatch");
+	json_decref(j);
+	gf_hostfacts_release(&f);
+	/* older drivers do not name the library: its version is not known */
+	set_out(&no, GF_HC_SMI_QUERY, 18,
+		slurp("nvidia-smi_error_driver-library-mismatch_no-library-line.txt"), "");
+	set_out(&no, GF_HC_SMI, 18,
+		slurp("nvidia-smi_error_driver-library-mismatch_no-library-line.txt"), "");
+	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields,
+					    gf_hostfacts_nquery_fields, &f, NULL), 0);
+	assert_int_equal(f.health, GF_HEALTH_DRIVER_MISMATCH);
+	assert_string_equal(f.driver, "535.161.08");
+	assert_null(f.driver_library);
+	gf_hostfacts_release(&f);
 	node_out_free(&no);
 }
 
@@ -746,6 +829,7 @@ int main(void)
 		cmocka_unit_test(build_toolkit_newer_and_fallbacks),
 		cmocka_unit_test(build_kernel_log),
 		cmocka_unit_test(build_health_states),
+		cmocka_unit_test(build_driver_mismatch),
 		cmocka_unit_test(health_names),
 	};
 
