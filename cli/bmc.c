@@ -101,19 +101,14 @@ int cli_bmc_prepare(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
 
 int cli_bmc_store_pins(struct gf_cli *cli, const struct gf_bmc_run *b)
 {
-	const struct gf_pins *p = b->pins;
+	struct gf_pins *p = b->pins;
 	struct gf_err err = {0};
 	struct gf_db *db = NULL;
 	bool any = false;
 	int rc;
 
-	for (size_t i = 0; p && i < p->n; i++) {
-		if (!gf_pins_first_use(p, i))
-			continue;
-		any = true;
-		cli_warn(cli, "pinned the certificate of '%s' (sha256 %s)", b->nodes[i].name,
-			 p->seen[i]);
-	}
+	for (size_t i = 0; p && i < p->n; i++)
+		any = any || gf_pins_first_use(p, i);
 	if (!any)
 		return 0;
 	rc = cli_db(cli, &db);
@@ -123,7 +118,22 @@ int cli_bmc_store_pins(struct gf_cli *cli, const struct gf_bmc_run *b)
 		cli_error("the certificate pins could not be stored: %s", err.msg);
 		return GF_EXIT_FAILED;
 	}
-	return 0;
+	for (size_t i = 0; i < p->n; i++) {
+		if (!gf_pins_first_use(p, i))
+			continue;
+		if (!p->other[i]) {
+			cli_warn(cli, "pinned the certificate of '%s' (sha256 %s)", b->nodes[i].name,
+				 p->seen[i]);
+			continue;
+		}
+		/* Another run pinned it first: its pin stays, and this run's certificate is suspect. */
+		cli_error("the certificate of '%s' was pinned by another run meanwhile (sha256 %s); "
+			  "this run saw sha256 %s and kept the other pin (if this one is right, run "
+			  "'gpufleet nodes repin %s --expect %s')", b->nodes[i].name, p->other[i],
+			  p->seen[i], b->nodes[i].name, p->seen[i]);
+		rc = GF_EXIT_FAILED;
+	}
+	return rc;
 }
 
 void cli_bmc_prepared_release(struct gf_bmc_run *b)

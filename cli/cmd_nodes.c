@@ -1,7 +1,9 @@
 /* gpufleet nodes: the registry. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli/inv.h"
@@ -9,7 +11,7 @@
 #include "inventory/bmc.h"
 #include "lib/buf.h"
 
-enum { N_BMC, N_SSH, N_GROUP, N_REPLACE, N_ADD_GROUP, N_REMOVE_GROUP };
+enum { N_BMC, N_SSH, N_GROUP, N_REPLACE, N_ADD_GROUP, N_REMOVE_GROUP, N_EXPECT };
 
 static const struct cli_opt nodes_opts[] = {
 	[N_BMC] = {{"bmc", required_argument, NULL, 0}, "HOST[:PORT]", "the node's BMC (add)"},
@@ -18,6 +20,7 @@ static const struct cli_opt nodes_opts[] = {
 	[N_REPLACE] = {{"replace", no_argument, NULL, 0}, NULL, "update a node that exists (add, import)"},
 	[N_ADD_GROUP] = {{"add-group", required_argument, NULL, 0}, "G", "add group G (tag; same as +G)"},
 	[N_REMOVE_GROUP] = {{"remove-group", required_argument, NULL, 0}, "G", "remove group G (tag; same as -G)"},
+	[N_EXPECT] = {{"expect", required_argument, NULL, 0}, "SHA256", "pin only a certificate with this fingerprint (repin)"},
 };
 
 struct nodes_args {
@@ -28,6 +31,7 @@ struct nodes_args {
 	size_t nadd;
 	const char **del;    /* groups to remove (tag) */
 	size_t ndel;
+	const char *expect;  /* repin: the fingerprint the BMC must show */
 };
 
 static void push(const char ***v, size_t *n, const char *s)
@@ -47,6 +51,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	case N_ADD_GROUP: push(&a->add, &a->nadd, arg); break;
 	case N_REMOVE_GROUP: push(&a->del, &a->ndel, arg); break;
 	case N_REPLACE: a->replace = true; break;
+	case N_EXPECT: a->expect = arg; break;
 	default: break;
 	}
 	return 0;
@@ -280,7 +285,30 @@ static int nodes_tag(struct gf_cli *cli, const struct cli_subverb *sub, void *ud
 struct repin_task {
 	const struct gf_node *nodes;
 	struct gf_pins *pins;               /* per node: the pin before, the certificate seen */
+	const char *expect;                 /* lower-case hex: the only certificate to pin, or NULL */
 };
+
+/*
+ * A SHA-256 fingerprint as given ("SHA256:" or "sha256 " before it, colons
+ * between the bytes, either case) into @out as 64 lower-case hex digits;
+ * false when it is not one.
+ */
+static bool parse_fingerprint(const char *s, char out[GF_BMC_FP_SIZE])
+{
+	size_t n = 0;
+
+	if (strncasecmp(s, "sha256", 6) == 0 && (s[6] == ':' || s[6] == ' ' || s[6] == '='))
+		s += 7;
+	for (; *s; s++) {
+		if (*s == ':' && n && n % 2 == 0)
+			continue;
+		if (!isxdigit((unsigned char)*s) || n + 1 >= GF_BMC_FP_SIZE)
+			return false;
+		out[n++] = (char)tolower((unsigned char)*s);
+	}
+	out[n] = '\0';
+	return n == GF_BMC_FP_SIZE - 1;
+}
 
 static void repin_one(void *vctx, size_t i, double deadline, struct gf_result *slot)
 {
@@ -295,6 +323,15 @@ static void repin_one(void *vctx, size_t i, double deadline, struct gf_result *s
 		gf_result_fail(slot, &err);
 		return;
 	}
+	if (t->expect && strcmp(t->expect, t->pins->seen[i]) != 0) {
+		/* Not the certificate the operator was told of: the old pin stays. */
+		gf_err_set(&err, GF_E_NODE, GF_EK_TLS,
+			   "bmc '%s' shows sha256 %s, not the expected %s; the pin was not changed",
+			   n->name, t->pins->seen[i], t->expect);
+		json_object_set_new(slot->data, "seen", json_string(t->pins->seen[i]));
+		gf_result_fail(slot, &err);
+		return;
+	}
 	json_object_set_new(slot->data, "pin", json_string(t->pins->seen[i]));
 	slot->ok = true;
 }
@@ -302,9 +339,10 @@ static void repin_one(void *vctx, size_t i, double deadline, struct gf_result *s
 static const struct gf_col repin_cols[] = {{"pin", "PIN"}, {"previous", "PREVIOUS"}};
 
 /*
- * Forget the pinned certificates of TARGETS and record the ones they show
- * now (no credentials are sent for that). A node that cannot be reached is
- * left unpinned: '--tls-pin new' pins it at its next contact.
+ * Replace the pinned certificates of TARGETS by the ones they show now (no
+ * credentials are sent for that), with --expect only by that one. A node
+ * that cannot be reached, or shows another certificate than expected,
+ * keeps the pin it had.
  */
 static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
 			int nargs)
@@ -313,15 +351,24 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 	struct cli_render r = {.cli = cli, .spec = &spec, .show_bmc = true};
 	struct gf_pins pins = {0};
 	struct repin_task t = {.pins = &pins};
+	char expect[GF_BMC_FP_SIZE];
 	struct gf_result *slots = NULL;
 	struct gf_exec_opts eo;
 	struct gf_err err = {0};
 	struct gf_node *nodes;
 	struct gf_db *db;
 	bool *which = NULL;
+	const struct nodes_args *a = ud;
 	size_t n;
 	int rc;
 
+	(void)sub;
+	if (a->expect && !parse_fingerprint(a->expect, expect)) {
+		cli_error("bad --expect '%s': give the certificate's SHA-256 as 64 hex digits "
+			  "(colons and a 'SHA256:' prefix allowed)", a->expect);
+		return GF_EXIT_USAGE;
+	}
+	t.expect = a->expect ? expect : NULL;
 	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
 	if (rc)
 		return rc;
@@ -341,10 +388,10 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 		rc = cli_fail(&err);
 		goto out;
 	}
-	/* After Ctrl-C only what was read is written: the others keep the pin they had. */
+	/* Only what was read (and expected) is written: the others keep the pin they had. */
 	which = gf_xcalloc(n ? n : 1, sizeof(*which));
 	for (size_t i = 0; i < n; i++)
-		which[i] = slots[i].ok || !gf_exec_cancelled();
+		which[i] = slots[i].ok;
 	if (gf_pins_replace(db, nodes, &pins, which, &err) < 0) {
 		rc = cli_fail(&err);
 		goto out;

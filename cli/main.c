@@ -79,7 +79,7 @@ static const struct cli_verb verbs[] = {
 	 "       gpufleet nodes import FILE|-\n"
 	 "       gpufleet nodes list [TARGETS]\n"
 	 "       gpufleet nodes remove TARGETS\n"
-	 "       gpufleet nodes repin TARGETS\n"
+	 "       gpufleet nodes repin TARGETS [--expect SHA256]\n"
 	 "       gpufleet nodes tag TARGETS [+GROUP | -GROUP | --add-group G | --remove-group G]...\n"},
 	{"power", cmd_power, 0,
 	 "power status|on|off|cycle|reset|soft|nmi through the BMC",

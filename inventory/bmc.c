@@ -36,7 +36,7 @@ static void target_of(const struct gf_bmc_run *r, size_t i, double deadline,
 	*ret = (struct gf_bmc_target){
 		.node = n->name, .host = n->bmc, .port = n->bmc_port, .prof = r->profs[i],
 		.deadline = deadline, .cache_dir = r->cache_dir, .cacert = r->cacert,
-		.insecure = r->insecure, .tls_pin = r->pins->pin[i],
+		.insecure = r->insecure, .tls_pin = gf_pins_expected(r->pins, i),
 		.tls_pin_new = r->pins->pin_new[i], .log_name = r->log_name, .cancel = r->cancel,
 		.no_thresholds = r->no_thresholds, .request_timeout = r->request_timeout,
 	};

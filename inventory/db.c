@@ -1114,17 +1114,14 @@ static int pin_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what, 
 	return gf_db_step_done(db, st[PIN_PUT], what, err);
 }
 
-int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *const *fps,
-		      size_t n, struct gf_err *err)
+/* The pins of @nodes in one transaction; @put is the INSERT for a node that has a fingerprint. */
+static int pins_write(struct gf_db *db, const char *const *nodes, const char *const *fps, size_t n,
+		      const char *put, struct gf_err *err)
 {
 	const struct pins_set p = {nodes, fps, gf_walltime()};
 	const struct gf_db_write w = {
 		.what = "writing TLS pins",
-		.sql = {[PIN_PUT] = "INSERT INTO tls_pins (node, fingerprint, first_seen)"
-				    " VALUES (?1, ?2, ?3) ON CONFLICT (node) DO UPDATE SET"
-				    " fingerprint = excluded.fingerprint,"
-				    " first_seen = excluded.first_seen",
-			[PIN_DEL] = "DELETE FROM tls_pins WHERE node = ?1"},
+		.sql = {[PIN_PUT] = put, [PIN_DEL] = "DELETE FROM tls_pins WHERE node = ?1"},
 		.row = pin_row,
 		.ud = &p,
 	};
@@ -1134,4 +1131,24 @@ int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *co
 		if ((rc = check_name("node", nodes[i], err)) < 0)
 			return rc;
 	return gf_db_write(db, &w, n, err);
+}
+
+int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *const *fps,
+		      size_t n, struct gf_err *err)
+{
+	return pins_write(db, nodes, fps, n,
+			  "INSERT INTO tls_pins (node, fingerprint, first_seen)"
+			  " VALUES (?1, ?2, ?3) ON CONFLICT (node) DO UPDATE SET"
+			  " fingerprint = excluded.fingerprint, first_seen = excluded.first_seen",
+			  err);
+}
+
+int gf_db_tls_pin_add(struct gf_db *db, const char *const *nodes, const char *const *fps,
+		      size_t n, struct gf_err *err)
+{
+	/* Another run may have pinned the node since this one read its pins: that pin stays. */
+	return pins_write(db, nodes, fps, n,
+			  "INSERT INTO tls_pins (node, fingerprint, first_seen)"
+			  " VALUES (?1, ?2, ?3) ON CONFLICT (node) DO NOTHING",
+			  err);
 }

@@ -1,6 +1,7 @@
 #include "inventory/pins.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "inventory/bmc.h"
 #include "lib/buf.h"
@@ -17,6 +18,9 @@ void gf_pins_release(struct gf_pins *p)
 {
 	for (size_t i = 0; p->pin && i < p->n; i++)
 		free(p->pin[i]);
+	for (size_t i = 0; p->other && i < p->n; i++)
+		free(p->other[i]);
+	free(p->other);
 	free(p->pin);
 	free(p->pin_new);
 	free(p->seen);
@@ -54,10 +58,20 @@ bool gf_pins_first_use(const struct gf_pins *p, size_t i)
 	return p->pin_new[i] && !p->pin[i] && p->seen[i][0];
 }
 
+const char *gf_pins_expected(const struct gf_pins *p, size_t i)
+{
+	if (p->pin[i])
+		return p->pin[i];
+	return p->pin_new[i] && p->seen[i][0] ? p->seen[i] : NULL;
+}
+
 /* Write the pins of the nodes @pick says: seen[i], or none when it is "". */
 static int store(struct gf_db *db, const struct gf_node *nodes, const struct gf_pins *p,
 		 bool (*pick)(const struct gf_pins *p, size_t i, const bool *which),
-		 const bool *which, struct gf_err *err)
+		 const bool *which,
+		 int (*put)(struct gf_db *db, const char *const *nodes, const char *const *fps,
+			    size_t n, struct gf_err *err),
+		 struct gf_err *err)
 {
 	const char **names = gf_xcalloc(p->n ? p->n : 1, sizeof(*names));
 	const char **fps = gf_xcalloc(p->n ? p->n : 1, sizeof(*fps));
@@ -71,7 +85,7 @@ static int store(struct gf_db *db, const struct gf_node *nodes, const struct gf_
 		fps[k++] = p->seen[i][0] ? p->seen[i] : NULL;
 	}
 	if (k)
-		rc = gf_db_tls_pin_set(db, names, fps, k, err);
+		rc = put(db, names, fps, k, err);
 	free(names);
 	free(fps);
 	return rc;
@@ -89,14 +103,30 @@ static bool pick_which(const struct gf_pins *p, size_t i, const bool *which)
 	return which[i];
 }
 
-int gf_pins_store_first_use(struct gf_db *db, const struct gf_node *nodes,
-			    const struct gf_pins *p, struct gf_err *err)
+int gf_pins_store_first_use(struct gf_db *db, const struct gf_node *nodes, struct gf_pins *p,
+			    struct gf_err *err)
 {
-	return store(db, nodes, p, pick_first_use, NULL, err);
+	int rc = store(db, nodes, p, pick_first_use, NULL, gf_db_tls_pin_add, err);
+
+	/* Read back: a concurrent first use may have pinned another certificate first. */
+	if (rc == 0 && !p->other)
+		p->other = gf_xcalloc(p->n ? p->n : 1, sizeof(*p->other));
+	for (size_t i = 0; rc == 0 && i < p->n; i++) {
+		char *now = NULL;
+
+		if (!gf_pins_first_use(p, i))
+			continue;
+		rc = gf_db_tls_pin_get(db, nodes[i].name, &now, err);
+		if (rc == 0 && now && strcmp(now, p->seen[i]) != 0)
+			p->other[i] = now;
+		else
+			free(now);
+	}
+	return rc;
 }
 
 int gf_pins_replace(struct gf_db *db, const struct gf_node *nodes, const struct gf_pins *p,
 		    const bool *which, struct gf_err *err)
 {
-	return store(db, nodes, p, pick_which, which, err);
+	return store(db, nodes, p, pick_which, which, gf_db_tls_pin_set, err);
 }

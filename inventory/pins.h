@@ -20,6 +20,8 @@ struct gf_pins {
 	char **pin;                    /* per node: the pinned fingerprint (hex), NULL: none */
 	bool *pin_new;                 /* per node: pin the certificate seen when none is pinned */
 	char (*seen)[GF_BMC_FP_SIZE];  /* per node: what its BMC showed, "": nothing (its worker's) */
+	char **other;                  /* per node, after gf_pins_store_first_use(): the pin another
+	                                  run stored first, which was kept; NULL: this run's */
 };
 
 /* Does one of @nodes have a BMC whose pin must be read (gf_bmc_may_pin())? */
@@ -40,11 +42,19 @@ int gf_pins_load(struct gf_db *db, const struct gf_node *nodes,
 bool gf_pins_first_use(const struct gf_pins *p, size_t i);
 
 /*
- * Write, in one transaction, the pins of the nodes gf_pins_first_use() says
- * (@db may be NULL when there are none).
+ * The pin node @i's next session must show: its stored pin, or on first use
+ * the certificate it showed earlier in this run (every connection of a run
+ * is checked against the first); NULL: none. Node @i's worker only.
  */
-int gf_pins_store_first_use(struct gf_db *db, const struct gf_node *nodes,
-			    const struct gf_pins *p, struct gf_err *err);
+const char *gf_pins_expected(const struct gf_pins *p, size_t i);
+
+/*
+ * Write, in one transaction, the pins of the nodes gf_pins_first_use() says
+ * (@db may be NULL when there are none). A node that another run pinned
+ * meanwhile keeps that pin: p->other[i] is set to it.
+ */
+int gf_pins_store_first_use(struct gf_db *db, const struct gf_node *nodes, struct gf_pins *p,
+			    struct gf_err *err);
 
 /*
  * Re-pinning: the pin of each node with @which[i] becomes what it showed

@@ -8,8 +8,10 @@
  *  - by default lets OpenSSL verify the chain as usual (curl checks the
  *    result and the host name);
  *  - when pinning, accepts the certificate only if its fingerprint is the
- *    pinned one (or, with no pin yet, accepts it so it can be recorded), and
- *    fails the handshake otherwise, before a byte of HTTP, credentials
+ *    pinned one (or, with no pin yet, accepts it so it can be recorded, and
+ *    from then on it is the pin: a reconnection later in the run, after the
+ *    BMC closed a keep-alive connection, must show the same certificate),
+ *    and fails the handshake otherwise, before a byte of HTTP, credentials
  *    included, is sent. The TLS session cache is off, so every new
  *    connection is a full handshake that the hook sees.
  * The hook was preferred over CURLOPT_PINNEDPUBLICKEY (which pins the key,
@@ -51,6 +53,7 @@ struct rf_http {
 	/* TLS */
 	bool pinning;
 	char *pin;
+	bool pin_taken;            /* pin is the first certificate of this handle (first use) */
 	bool pin_mismatch;
 	char seen[RF_FP_HEX + 1];  /* fingerprint at the latest handshake, "" before */
 	bool hook;                 /* the verify hook is installed */
@@ -106,7 +109,13 @@ static int verify_hook(X509_STORE_CTX *xs, void *arg)
 		X509_STORE_CTX_set_error(xs, X509_V_ERR_UNSPECIFIED);
 		return 0;
 	}
-	if (h->pin && strcmp(h->pin, h->seen) != 0) {
+	if (!h->pin) {
+		/* First use: this certificate is the pin for every later connection. */
+		h->pin = gf_xstrdup(h->seen);
+		h->pin_taken = true;
+		return 1;
+	}
+	if (strcmp(h->pin, h->seen) != 0) {
 		h->pin_mismatch = true;
 		X509_STORE_CTX_set_error(xs, X509_V_ERR_CERT_REJECTED);
 		return 0;
@@ -362,6 +371,9 @@ void rf_http_cleanup_mode(struct rf_http *h, double seconds)
 
 const char *rf_http_fingerprint(const struct rf_http *h)
 {
+	/* Pinned on first use: the certificate accepted, not one refused later. */
+	if (h->pin_taken)
+		return h->pin;
 	return h->seen[0] ? h->seen : NULL;
 }
 
@@ -427,6 +439,11 @@ static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_
 	const char *why = h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc);
 	enum gf_errkind kind;
 
+	if (h->pin_mismatch && h->pin_taken)
+		return gf_err_set(err, GF_E_NODE, GF_EK_TLS,
+				  "certificate of bmc '%s' changed during the run: first sha256 %s, "
+				  "now %s on a new connection (nothing was sent on it)",
+				  h->node, h->pin, h->seen[0] ? h->seen : "?");
 	if (h->pin_mismatch)
 		return gf_err_set(err, GF_E_NODE, GF_EK_TLS,
 				  "certificate of bmc '%s' changed: pinned sha256 %s, now %s "

@@ -92,7 +92,11 @@ struct rf_body {
 int rf_http_request_body(struct rf_http *h, const char *method, const char *path,
 			 const struct rf_body *b, struct rf_resp *ret, struct gf_err *err);
 
-/* The fingerprint seen at the latest handshake, NULL before one. */
+/*
+ * The fingerprint seen at the latest handshake, NULL before one; when it
+ * pinned on first use, the certificate it accepted and pinned (a later one
+ * that was refused is only in the error).
+ */
 const char *rf_http_fingerprint(const struct rf_http *h);
 
 /* An error for a non-2xx answer, with the Redfish error message when the body has one. */

@@ -137,7 +137,7 @@ OVERRIDE_KEYS = {
     'gpu_firmware', 'firmware', 'sensors', 'sel_entries', 'page_size', 'page_overlap',
     'expand', 'sessions', 'basic', 'max_sessions', 'etag_header', 'require_if_match',
     'reset_conflict', 'transition', 'slow', 'resetting', 'retry_after', 'hang',
-    'faults', 'deep_reset_values',
+    'faults', 'deep_reset_values', 'keepalive_max', 'cert_change_after',
 } | redfish_update.OVERRIDE_KEYS | redfish_bios.OVERRIDE_KEYS
 # What a fault planted on a URI does (the `faults` override).
 FAULT_KINDS = ('hang', 'close', 'garbage', 'trickle', 'endless')
@@ -372,6 +372,10 @@ class Node:
         self.hang = False
         self.faults = {}
         self.deep_reset_values = 0
+        self.keepalive_max = 0      # requests a connection serves before the BMC closes it; 0: no limit
+        self.cert_after = None      # connections numbered above this get the second certificate
+        self.alt_ctx = None
+        self.alt_fingerprint = None
         self.stopping = False
         self.timers = {}
         self._zero_counters()
@@ -751,6 +755,25 @@ class Node:
     def _ov_slow(self, value):
         self.slow = max(0.0, float(value or 0))
 
+    def _ov_keepalive_max(self, value):
+        self.keepalive_max = max(0, int(value or 0))
+
+    def _ov_cert_change_after(self, value):
+        # The next N connections still get the node's certificate, every later one a
+        # second certificate of the same CA: a peer whose certificate changes mid-run.
+        n = int(value or 0)
+        if n <= 0:
+            self.cert_after = self.alt_ctx = self.alt_fingerprint = None
+            return
+        key, cert = os.path.join(self.dir, 'alt-key.pem'), os.path.join(self.dir, 'alt-cert.pem')
+        make_node_cert(key, cert, self.addr, os.path.join(self.workdir, 'ca.pem'),
+                       os.path.join(self.workdir, 'ca.key'))
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(cert, key)
+        self.alt_ctx, self.alt_fingerprint = ctx, cert_fingerprint(cert)
+        self.cert_after = self.conn_seq + n
+
     def _ov_resetting(self, value):
         value = float(value or 0)
         self.resetting_until = time.monotonic() + value if value > 0 else 0.0
@@ -817,8 +840,11 @@ class Node:
                           'hang': self.hang, 'page_size': self.page_size,
                           'page_overlap': self.page_overlap, 'basic': self.basic,
                           'sessions': self.sessions_enabled, 'faults': dict(self.faults),
-                          'deep_reset_values': self.deep_reset_values},
+                          'deep_reset_values': self.deep_reset_values,
+                          'keepalive_max': self.keepalive_max,
+                          'cert_change_after': self.cert_after},
                 'fingerprint': cert_fingerprint(os.path.join(self.dir, 'cert.pem')),
+                'alt_fingerprint': self.alt_fingerprint,
                 'sel': self.d['sel'],
                 'bios': redfish_bios.state(self),
             }
@@ -1375,9 +1401,11 @@ class RedfishServer(_Server):
             node.conn_seq += 1
             conn = node.conn_seq
             node.counters['connections'] += 1
+            ctx = node.alt_ctx if node.cert_after is not None and conn > node.cert_after \
+                else node.ssl_ctx
         try:
             request.settimeout(15)
-            tls = node.ssl_ctx.wrap_socket(request, server_side=True)
+            tls = ctx.wrap_socket(request, server_side=True)
         except (ssl.SSLError, OSError):
             with node.lock:
                 node.counters['tls_failures'] += 1
@@ -1402,6 +1430,7 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
 
     def __init__(self, request, client_address, server, conn):
         self.conn = conn
+        self.served = 0  # requests on this connection (keepalive_max)
         super().__init__(request, client_address, server)
 
     def version_string(self):
@@ -1412,6 +1441,9 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
 
     def _serve(self, method):
         node = self.server.node
+        self.served += 1
+        if node.keepalive_max and self.served >= node.keepalive_max:
+            self.close_connection = True  # the answer says Connection: close, then it closes
         try:
             body = self._read_body()
         except _Bad as e:

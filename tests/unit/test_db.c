@@ -794,6 +794,19 @@ static void test_tls_pins(void **state)
 	assert_null(pin);
 	assert_int_equal(gf_db_tls_pin_set(db, empty, fps, 1, &err), GF_E_USAGE);
 	assert_string_equal(err.msg, "node name is empty");
+	/* first use: a node pinned meanwhile keeps its pin, one without gets it */
+	{
+		const char *both[] = {"a", "b"};
+		const char *mine[] = {"dd", "ee"};
+
+		assert_int_equal(gf_db_tls_pin_add(db, both, mine, 2, &err), 0);
+		assert_int_equal(gf_db_tls_pin_get(db, "a", &pin, &err), 0);
+		assert_string_equal(pin, "cc");
+		free(pin);
+		assert_int_equal(gf_db_tls_pin_get(db, "b", &pin, &err), 0);
+		assert_string_equal(pin, "ee");
+		free(pin);
+	}
 	gf_db_close(db);
 }
 
