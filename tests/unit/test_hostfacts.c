@@ -746,6 +746,7 @@ static void build_health_states(void **state)
 		gf_hostfacts_release(&f);
 	}
 	/* a complete answer is not partial */
+	node_out_free(&no);
 	h100_node(&no);
 	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields,
 					    gf_hostfacts_nquery_fields, &f, &err), 0);
