@@ -203,11 +203,17 @@ static int by_prio(const void *a, const void *b)
 	return x < y ? -1 : (x > y ? 1 : 0);
 }
 
-/* Give every item a key nobody else has: rule order decides who keeps the plain one. */
+/*
+ * Give every item a key nobody else has: rule order decides who keeps the
+ * plain one. A key still taken gets the member's id, then "~2", "~3" ...:
+ * the first free count, looked for from where the last search for the same
+ * name stopped (every count below it is taken, and taken keys stay taken),
+ * so that members sharing one key cost linear time, not quadratic.
+ */
 static void unique_keys(struct fw_item *items, size_t n)
 {
 	struct fw_item **order = gf_xcalloc(n ? n : 1, sizeof(*order));
-	json_t *taken = json_object();
+	json_t *taken = json_object(), *next = json_object();
 
 	for (size_t i = 0; i < n; i++)
 		order[i] = &items[i];
@@ -215,6 +221,8 @@ static void unique_keys(struct fw_item *items, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		struct fw_item *it = order[i];
 		struct gf_buf b = GF_BUF_INIT;
+		json_int_t k;
+		size_t len;
 
 		if (!json_object_get(taken, it->key))
 			goto take;
@@ -228,18 +236,25 @@ static void unique_keys(struct fw_item *items, size_t n)
 		gf_buf_adds(&b, it->key);
 		gf_buf_addc(&b, '.');
 		gf_compkey_add_slug(&b, it->id);
-		for (unsigned k = 2; json_object_get(taken, gf_buf_str(&b)); k++) {
-			gf_buf_reset(&b);
-			gf_buf_adds(&b, it->key);
-			gf_buf_addc(&b, '.');
-			gf_compkey_add_slug(&b, it->id);
-			gf_buf_addf(&b, "~%u", k);
+		if (json_object_get(taken, gf_buf_str(&b))) {
+			len = b.len;
+			k = json_integer_value(json_object_get(next, gf_buf_str(&b)));
+			for (k = k > 2 ? k : 2;; k++) {
+				b.len = len;
+				gf_buf_addf(&b, "~%" JSON_INTEGER_FORMAT, k);
+				if (!json_object_get(taken, gf_buf_str(&b)))
+					break;
+			}
+			b.s[len] = '\0';
+			json_object_set_new(next, b.s, json_integer(k + 1));
+			b.s[len] = '~';
 		}
 		free(it->key);
 		it->key = gf_buf_detach(&b);
 take:
 		json_object_set_new(taken, it->key, json_true());
 	}
+	json_decref(next);
 	json_decref(taken);
 	free(order);
 }

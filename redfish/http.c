@@ -37,6 +37,12 @@
 #include "redfish/rf.h"
 
 #define MAX_BODY_DEFAULT (32u * 1024 * 1024)
+/*
+ * What all the answers of one session (one node, one run of a verb) may
+ * bring together: what a walk holds is made of them, so this bounds it too
+ * (1,000 pages of expanded members could otherwise take gigabytes).
+ */
+#define BUDGET_DEFAULT ((size_t)GF_RF_BUDGET_MIB << 20)
 #define MAX_REDIRECTS 5
 #define CONNECT_MAX_S 10.0
 #define HEADER_MAX 4096
@@ -60,6 +66,10 @@ struct rf_http {
 	const gf_cancel_flag *cancel;
 	size_t max_body;
 	bool too_big;
+	size_t budget;             /* bytes all answers may bring */
+	size_t received;           /* bytes the answers brought so far */
+	bool spent;                /* an answer went past the budget: no more requests */
+	bool cleanup;              /* rf_http_cleanup_mode(): the budget no longer stops us */
 	struct rf_resp *cur;       /* the response being filled */
 	const struct rf_body *stream; /* rf_http_request_body(): the body, read as it is sent */
 	bool stream_failed;        /* and its source failed */
@@ -147,6 +157,11 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
 		h->too_big = true;
 		return 0; /* curl stops with CURLE_WRITE_ERROR */
 	}
+	if (!h->cleanup && n > h->budget - h->received) {
+		h->spent = true;
+		return 0;
+	}
+	h->received += n;
 	gf_buf_add(&h->cur->body, data, n);
 	return n;
 }
@@ -264,6 +279,7 @@ int rf_http_new(const struct rf_http_opts *o, struct rf_http **ret, struct gf_er
 	h->auth = true;
 	h->cancel = o->cancel;
 	h->max_body = o->max_body ? o->max_body : MAX_BODY_DEFAULT;
+	h->budget = o->budget ? o->budget : BUDGET_DEFAULT;
 	h->pinning = !o->insecure && !o->verify_none && (o->pin || o->pin_new);
 	h->pin = o->pin ? gf_xstrdup(o->pin) : NULL;
 	/* An IPv6 literal needs brackets in a URL. */
@@ -367,6 +383,7 @@ void rf_http_cleanup_mode(struct rf_http *h, double seconds)
 	if (t > h->deadline)
 		h->deadline = t;
 	h->cancel = NULL;
+	h->cleanup = true;
 }
 
 const char *rf_http_fingerprint(const struct rf_http *h)
@@ -434,6 +451,13 @@ static double retry_after(const char *v)
 	return difftime(t, time(NULL)) > 0 ? difftime(t, time(NULL)) : 0;
 }
 
+static int over_budget(const struct rf_http *h, const char *url, struct gf_err *err)
+{
+	return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+			  "bmc '%s' sent more than %zu MiB in this run, the budget of one node "
+			  "(stopped at '%s')", h->node, h->budget >> 20, url);
+}
+
 static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_err *err)
 {
 	const char *why = h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc);
@@ -453,6 +477,8 @@ static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_
 		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 				  "bmc '%s' sent more than %zu MiB for '%s'", h->node,
 				  h->max_body >> 20, url);
+	if (h->spent && !h->cleanup)
+		return over_budget(h, url, err);
 	switch (cc) {
 	case CURLE_OPERATION_TIMEDOUT:
 		kind = GF_EK_TIMEOUT;
@@ -520,6 +546,8 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 	if (left <= 0.001)
 		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
 				  "bmc '%s' ran out of time before '%s'", h->node, url);
+	if (h->spent && !h->cleanup)
+		return over_budget(h, url, err);
 	/* A body read as it is sent starts again on every exchange (retries, redirects). */
 	h->stream_failed = false;
 	if (body && h->stream && h->stream->rewind(h->stream->ud) < 0)

@@ -33,7 +33,11 @@ struct rf_http_opts {
 	bool verify_none;        /* probe: nothing secret is sent, so the peer is not checked */
 	const gf_cancel_flag *cancel;
 	size_t max_body;         /* 0: the default (32 MiB) */
+	size_t budget;           /* bytes all answers of the session may bring, 0: GF_RF_BUDGET_MIB */
 };
+
+/* The default budget of one session, in MiB (README, gpufleet(1)). */
+#define GF_RF_BUDGET_MIB 256u
 
 /* A new connection context (nothing is sent yet). Free with rf_http_free(). */
 int rf_http_new(const struct rf_http_opts *o, struct rf_http **ret, struct gf_err *err);

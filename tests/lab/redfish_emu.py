@@ -140,11 +140,15 @@ OVERRIDE_KEYS = {
     'faults', 'deep_reset_values', 'keepalive_max', 'cert_change_after',
 } | redfish_update.OVERRIDE_KEYS | redfish_bios.OVERRIDE_KEYS
 # What a fault planted on a URI does (the `faults` override).
-FAULT_KINDS = ('hang', 'close', 'garbage', 'trickle', 'endless')
+FAULT_KINDS = ('hang', 'close', 'garbage', 'trickle', 'endless', 'bloat')
 FAULT_HANG_MAX = 300.0   # a hung request is dropped after this long even if never cleared
 # 'trickle': the real answer, one byte of its body every TRICKLE_S seconds.
 # 'endless': a collection whose every page links to one more, forever.
 TRICKLE_S = 0.05
+# 'bloat': endless pages of BLOAT_MEMBERS expanded members, each with BLOAT_PAD bytes of
+# Description: 8 MiB a page, under the client's cap on one answer, without end.
+BLOAT_MEMBERS = 32
+BLOAT_PAD = 256 * 1024
 START_ONLY_KEYS = {'vendor', 'password'}
 
 
@@ -280,17 +284,35 @@ def _iso(t):
 
 # ---- answers ---------------------------------------------------------------
 
-def _endless_page(raw_path):
-    """A page of the collection at @raw_path that links to one more page, forever."""
+def _path_skip(raw_path):
+    """The path of @raw_path and its $skip (0 when none)."""
     split = urllib.parse.urlsplit(raw_path)
     skip = 0
     for k, v in urllib.parse.parse_qsl(split.query):
         if k == '$skip' and v.isdigit():
             skip = int(v)
+    return split, skip
+
+
+def _endless_page(raw_path):
+    """A page of the collection at @raw_path that links to one more page, forever."""
+    split, skip = _path_skip(raw_path)
     return Reply(200, {'@odata.id': split.path, 'Name': 'Endless',
                        'Members': [{'@odata.id': '%s/Endless%d' % (split.path, skip)}],
                        'Members@odata.count': skip + 2,
                        'Members@odata.nextLink': '%s?$skip=%d' % (split.path, skip + 1)})
+
+
+def _bloat_page(raw_path):
+    """Like _endless_page, but each page holds BLOAT_MEMBERS big expanded members."""
+    split, skip = _path_skip(raw_path)
+    pad = 'x' * BLOAT_PAD
+    members = [{'@odata.id': '%s/Bloat%d' % (split.path, skip + k), 'Id': 'Bloat%d' % (skip + k),
+                'Name': 'Bloat', 'Version': '1.0', 'Description': pad}
+               for k in range(BLOAT_MEMBERS)]
+    return Reply(200, {'@odata.id': split.path, 'Name': 'Bloat', 'Members': members,
+                       'Members@odata.count': skip + 2 * BLOAT_MEMBERS,
+                       'Members@odata.nextLink': '%s?$skip=%d' % (split.path, skip + BLOAT_MEMBERS)})
 
 
 class Reply:
@@ -787,12 +809,12 @@ class Node:
     def _ov_faults(self, value):
         value = value or {}
         if not isinstance(value, dict):
-            raise LabError('faults must be {"uri": "hang"|"close"|"garbage"|"trickle"|"endless"|status}')
+            raise LabError('faults must be {"uri": "hang"|"close"|"garbage"|"trickle"|"endless"|"bloat"|status}')
         faults = {}
         for uri, kind in value.items():
             ok_status = isinstance(kind, int) and not isinstance(kind, bool) and 400 <= kind <= 599
             if kind not in FAULT_KINDS and not ok_status:
-                raise LabError("fault '%s' of '%s': give hang, close, garbage, trickle, endless or a status 400-599"
+                raise LabError("fault '%s' of '%s': give hang, close, garbage, trickle, endless, bloat or a status 400-599"
                                % (kind, uri))
             faults[_norm_path(uri)] = kind
         self.faults = faults
@@ -1473,8 +1495,9 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             self._send(node, method, Reply(200, b'{"@odata.id": "' + self.path.encode()
                                            + b'", "Name": '), 'none', None)
             return
-        if fault == 'endless':
-            self._send(node, method, _endless_page(self.path), 'none', None)
+        if fault in ('endless', 'bloat'):
+            page = _endless_page if fault == 'endless' else _bloat_page
+            self._send(node, method, page(self.path), 'none', None)
             return
         if fault is not None and fault != 'trickle':
             self._send(node, method, rf_error(fault, 'GeneralError',

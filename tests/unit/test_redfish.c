@@ -19,6 +19,7 @@
 #include "inventory/db.h"
 #include "lib/buf.h"
 #include "lib/exec.h"
+#include "lib/util.h"
 #include "redfish/rf.h"
 
 /* ---- an in-memory BMC over a captured tree ------------------------------ */
@@ -490,6 +491,50 @@ static void test_firmware_hostile(void **state)
 	members = json_object();
 	rf_firmware_normalize(hpe, members, &l);
 	assert_int_equal(l.n, 0);
+	json_decref(members);
+}
+
+/*
+ * Many members sharing keys: rule keys, alternates, ids and counts in the
+ * same order as the quadratic search of before (its output's digest, taken
+ * before the change, is the reference), and in linear time.
+ */
+static void test_firmware_shared_keys(void **state)
+{
+	static const char *const ids[] = {"GPU1", "HGX_FW_GPU_SXM_1", "Firmware", "GPU1",
+					  "BMC", "Firmware", "HGX_FW_GPU_SXM_1", "CPLD_2"};
+	static const char *const names[] = {"Firmware", "GPU", "Firmware", "CPLD", "BMC"};
+	const struct rf_dialect *sm = rf_dialect_by_name("supermicro");
+	struct gf_component_list l = {0};
+	struct gf_buf all = GF_BUF_INIT;
+	json_t *members = json_array();
+	char num[32];
+
+	for (size_t k = 0; k < 3000; k++) {
+		snprintf(num, sizeof(num), "%zu", k);
+		json_array_append_new(members, json_pack("{s:s,s:s,s:s}", "Id", ids[k % 8], "Name",
+							 names[k % 5], "Version", num));
+	}
+	rf_firmware_normalize(sm, members, &l);
+	assert_int_equal(l.n, 3000);
+	for (size_t i = 0; i < l.n; i++) {
+		gf_buf_adds(&all, l.v[i].key);
+		gf_buf_addc(&all, '\n');
+	}
+	assert_string_equal(l.v[0].key, "gpu1.firmware");
+	assert_string_equal(l.v[1].key, "hgx.gpu1.firmware");
+	assert_string_equal(l.v[2].key, "other.firmware");
+	assert_string_equal(l.v[3].key, "gpu1.firmware.gpu1");
+	assert_string_equal(l.v[6].key, "gpu1.firmware.hgx-fw-gpu-sxm-1");
+	assert_string_equal(l.v[8].key, "gpu1.firmware.gpu1~2");
+	assert_string_equal(l.v[15].key, "cpld.cpld-2.cpld-2");
+	assert_string_equal(l.v[19].key, "gpu1.firmware.gpu1~5");
+	assert_string_equal(l.v[2999].key, "cpld.cpld-2.cpld-2~374");
+	/* Every key, in order, as the search of before gave them. */
+	assert_int_equal(all.len, 75898);
+	assert_true(gf_hash64(all.s, all.len) == 0xa7c9447aef8cfe05ULL);
+	gf_buf_release(&all);
+	gf_component_list_release(&l);
 	json_decref(members);
 }
 
@@ -1331,6 +1376,7 @@ int main(void)
 		cmocka_unit_test(test_firmware_dell_rename),
 		cmocka_unit_test(test_firmware_collisions),
 		cmocka_unit_test(test_firmware_hostile),
+		cmocka_unit_test(test_firmware_shared_keys),
 		cmocka_unit_test(test_collection_loops),
 		cmocka_unit_test(test_expand_query),
 		PER_VENDOR(test_sensors),
