@@ -99,6 +99,7 @@ int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double dea
 	for (size_t i = 0; i < n; i++) {
 		cmds[i].ran = false;
 		cmds[i].timed_out = false;
+		cmds[i].cut = false;
 		cmds[i].status = -1;
 		ps[i].fd[0] = ps[i].fd[1] = -1;
 		ps[i].pid = -1;
@@ -140,11 +141,17 @@ int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double dea
 
 				if (ps[i].fd[k] < 0)
 					continue;
-				while ((got = read(ps[i].fd[k], buf, sizeof(buf))) > 0) {
-					struct gf_buf *b = k ? &cmds[i].err : &cmds[i].out;
-
-					if (b->len < GF_REMOTE_MAX_OUTPUT)
-						gf_buf_add(b, buf, (size_t)got);
+				while ((got = read(ps[i].fd[k], buf, sizeof(buf))) > 0 &&
+				       gf_remote_keep(&cmds[i], k ? &cmds[i].err : &cmds[i].out, buf,
+						      (size_t)got))
+					;
+				if (cmds[i].cut) {
+					/* Printed past the bound: no more of it (reaped below). */
+					kill(-ps[i].pid, SIGKILL);
+					close(ps[i].fd[0]);
+					close(ps[i].fd[1]);
+					ps[i].fd[0] = ps[i].fd[1] = -1;
+					break;
 				}
 				if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
 					close(ps[i].fd[k]);
@@ -285,6 +292,11 @@ int gf_host_collect(const struct gf_host_runner *r, double deadline, struct gf_h
 			break;
 		rc = round_run(r, rd, cdl, res, err);
 	}
+	for (int c = 0; rc == 0 && c < GF_HC_COUNT; c++)
+		if (res[c].cut)
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+					"'%s' printed more than %u MiB; stopped there", res[c].line,
+					GF_REMOTE_MAX_OUTPUT >> 20);
 	if (rc == 0) {
 		for (int c = 0; c < GF_HC_COUNT; c++) {
 			outs[c] = (struct gf_cmd_out){

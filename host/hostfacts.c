@@ -446,6 +446,12 @@ int gf_hostfacts_parse_query_csv(const char *text, const char *const *fields, si
 					  "nvidia-smi --query-gpu line %zu has %zu columns, not %zu",
 					  lineno, col, nfields);
 		}
+		if (n == GF_HOST_MAX_GPUS) {
+			gpu_release(&g);
+			gf_host_gpus_free(gpus, n);
+			return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+					  "nvidia-smi --query-gpu lists more than %d GPUs", GF_HOST_MAX_GPUS);
+		}
 		if (!has_index)
 			g.index = (int)n;
 		if (n == cap) {

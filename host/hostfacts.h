@@ -206,6 +206,8 @@ int gf_hostfacts_parse_smi_versions(const char *text, char **ret_driver, char **
  */
 int gf_hostfacts_parse_query_csv(const char *text, const char *const *fields, size_t nfields,
 				 struct gf_host_gpu **ret, size_t *ret_n, struct gf_err *err);
+/* GPU rows read at most: more is no host (GF_E_NODE, protocol), whatever nvidia-smi says. */
+#define GF_HOST_MAX_GPUS 256
 void gf_host_gpus_free(struct gf_host_gpu *gpus, size_t n);
 
 /*

@@ -963,10 +963,14 @@ struct chan {
 	enum ch_state st;
 };
 
-static void keep(struct gf_buf *b, const char *data, size_t n)
+bool gf_remote_keep(struct gf_remote_cmd *c, struct gf_buf *b, const char *data, size_t n)
 {
-	if (b->len < GF_REMOTE_MAX_OUTPUT)
-		gf_buf_add(b, data, n < GF_REMOTE_MAX_OUTPUT - b->len ? n : GF_REMOTE_MAX_OUTPUT - b->len);
+	size_t room = b->len < GF_REMOTE_MAX_OUTPUT ? GF_REMOTE_MAX_OUTPUT - b->len : 0;
+
+	gf_buf_add(b, data, n < room ? n : room);
+	if (n > room)
+		c->cut = true;
+	return !c->cut;
 }
 
 /* Read what is there on both streams; returns >0 progress, 0 nothing, <0 error. */
@@ -984,8 +988,9 @@ static int drain(LIBSSH2_CHANNEL *ch, struct gf_remote_cmd *c)
 				break;
 			if (n < 0)
 				return (int)n;
-			keep(stream ? &c->err : &c->out, buf, (size_t)n);
 			progress = 1;
+			if (!gf_remote_keep(c, stream ? &c->err : &c->out, buf, (size_t)n))
+				return progress; /* cut: the caller closes the channel */
 		}
 	}
 	return progress;
@@ -1034,7 +1039,7 @@ static int step(struct gf_ssh *s, struct chan *k, struct gf_remote_cmd *c, bool 
 				return rc;
 			if (rc > 0)
 				*progress = true;
-			if (!libssh2_channel_eof(k->ch))
+			if (!c->cut && !libssh2_channel_eof(k->ch))
 				return 0;
 			k->st = CH_CLOSE;
 			*progress = true;
@@ -1086,6 +1091,7 @@ int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double de
 	for (size_t i = 0; i < n; i++) {
 		cmds[i].ran = false;
 		cmds[i].timed_out = false;
+		cmds[i].cut = false;
 		cmds[i].status = -1;
 	}
 	while (done < n) {

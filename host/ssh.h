@@ -23,12 +23,20 @@ struct gf_remote_cmd {
 	bool ran;              /* out: it was started */
 	bool timed_out;        /* out: it had not finished by the deadline */
 	int status;            /* out: exit status; -1 when killed by a signal or unknown */
-	struct gf_buf out;     /* out: stdout (at most GF_REMOTE_MAX_OUTPUT bytes kept) */
-	struct gf_buf err;     /* out: stderr */
+	struct gf_buf out;     /* out: stdout (at most GF_REMOTE_MAX_OUTPUT bytes) */
+	struct gf_buf err;     /* out: stderr (the same) */
+	bool cut;              /* out: it printed more than that on a stream: stopped there */
 };
 
-/* Output beyond this many bytes per stream is read and dropped. */
+/*
+ * What a command may print on each stream. A command that prints more is
+ * stopped there (its channel closed, or its process killed) and marked cut:
+ * a host that floods costs neither memory nor the rest of its deadline.
+ */
 #define GF_REMOTE_MAX_OUTPUT (8u << 20)
+
+/* Keep @n bytes of @c's output in @b (its out or err); false when that went past the bound. */
+bool gf_remote_keep(struct gf_remote_cmd *c, struct gf_buf *b, const char *data, size_t n);
 
 void gf_remote_cmd_release(struct gf_remote_cmd *c);
 

@@ -352,6 +352,75 @@ struct gf_inv_comp *gf_inv_set_add(struct gf_inv_set *s)
 	return c;
 }
 
+/*
+ * Groups of equal keys for gf_inv_set_finish(): a key to the indices of the
+ * components holding it, in the order they were added.
+ */
+struct key_group {
+	const char *key;
+	uint64_t hash;
+	size_t *at;     /* indices into the set being finished, ascending */
+	size_t n, cap;
+	bool queued;    /* in the list of groups the next round renames */
+};
+
+struct key_groups {
+	struct key_group *v;
+	size_t n, cap;
+	size_t *slot;   /* open addressing: 1 + index into v, 0: empty */
+	size_t nslot;   /* a power of two */
+};
+
+static size_t *group_slot(struct key_groups *g, const char *key, uint64_t hash)
+{
+	size_t at = (size_t)hash & (g->nslot - 1);
+
+	while (g->slot[at] && (g->v[g->slot[at] - 1].hash != hash ||
+			       strcmp(g->v[g->slot[at] - 1].key, key) != 0))
+		at = (at + 1) & (g->nslot - 1);
+	return &g->slot[at];
+}
+
+/* The group of @key, made when there is none. */
+static struct key_group *group_of(struct key_groups *g, const char *key)
+{
+	uint64_t hash = gf_hash64(key, strlen(key));
+	size_t *slot;
+
+	if ((g->n + 1) * 2 > g->nslot) {
+		free(g->slot);
+		g->nslot = g->nslot ? g->nslot * 2 : 64;
+		g->slot = gf_xcalloc(g->nslot, sizeof(*g->slot));
+		for (size_t i = 0; i < g->n; i++)
+			*group_slot(g, g->v[i].key, g->v[i].hash) = i + 1;
+	}
+	slot = group_slot(g, key, hash);
+	if (!*slot) {
+		if (g->n == g->cap) {
+			g->cap = g->cap ? g->cap * 2 : 64;
+			g->v = gf_xrealloc(g->v, g->cap * sizeof(*g->v));
+		}
+		g->v[g->n] = (struct key_group){.key = key, .hash = hash};
+		*slot = ++g->n;
+	}
+	return &g->v[*slot - 1];
+}
+
+/* Add component @at to @grp, keeping the order of addition. */
+static void group_add(struct key_group *grp, size_t at)
+{
+	size_t i;
+
+	if (grp->n == grp->cap) {
+		grp->cap = grp->cap ? grp->cap * 2 : 2;
+		grp->at = gf_xrealloc(grp->at, grp->cap * sizeof(*grp->at));
+	}
+	for (i = grp->n; i > 0 && grp->at[i - 1] > at; i--)
+		grp->at[i] = grp->at[i - 1];
+	grp->at[i] = at;
+	grp->n++;
+}
+
 /* Stable order for equal keys: the order of addition, kept in a side array. */
 struct keyed {
 	struct gf_inv_comp c;
@@ -370,43 +439,85 @@ static int keyed_cmp(const void *a, const void *b)
 
 void gf_inv_set_finish(struct gf_sweep *sw, struct gf_inv_set *s)
 {
+	struct key_groups g = {0};
 	struct keyed *k;
-	bool again = true;
+	size_t *queue = NULL, nqueue = 0, capqueue = 0;
+	struct {
+		size_t at;        /* the component renamed */
+		const char *key;  /* its new key */
+	} *ren = NULL;
+	size_t capren = 0;
 
 	if (s->n < 2)
 		return;
+	/*
+	 * Renaming "bmc" to "bmc#2" can meet a key that already is "bmc#2",
+	 * which then is renamed in turn, and so on: in rounds, each renaming,
+	 * in every group of equal keys as the round found them, all but the
+	 * first added ("#2", "#3" ... in the order of addition). Only the
+	 * groups that a round made to repeat are looked at in the next one, so
+	 * a chain of renames costs its length, not a sort of the set per link.
+	 */
+	for (size_t i = 0; i < s->n; i++)
+		group_add(group_of(&g, s->v[i].key), i);
+	for (size_t i = 0; i < g.n; i++) {
+		if (g.v[i].n < 2)
+			continue;
+		if (nqueue == capqueue)
+			queue = gf_xrealloc(queue, (capqueue = capqueue * 2 + 16) * sizeof(*queue));
+		queue[nqueue++] = i;
+		g.v[i].queued = true;
+	}
+	while (nqueue) {
+		size_t nren = 0;
+
+		for (size_t q = 0; q < nqueue; q++) {
+			struct key_group *grp = &g.v[queue[q]];
+
+			for (size_t j = 1; j < grp->n; j++) {
+				struct gf_buf b = GF_BUF_INIT;
+
+				if (nren == capren)
+					ren = gf_xrealloc(ren, (capren = capren * 2 + 16) * sizeof(*ren));
+				gf_buf_addf(&b, "%s#%zu", grp->key, j + 1);
+				ren[nren].at = grp->at[j];
+				ren[nren++].key = gf_sweep_str(sw, gf_buf_str(&b));
+				gf_buf_release(&b);
+			}
+			grp->n = 1;
+			grp->queued = false;
+		}
+		/* The names a round gives are new to one another (key and count differ). */
+		nqueue = 0;
+		for (size_t r = 0; r < nren; r++) {
+			struct key_group *grp = group_of(&g, ren[r].key);
+
+			s->v[ren[r].at].key = ren[r].key;
+			group_add(grp, ren[r].at);
+			if (grp->n >= 2 && !grp->queued) {
+				if (nqueue == capqueue)
+					queue = gf_xrealloc(queue,
+							    (capqueue = capqueue * 2 + 16) * sizeof(*queue));
+				queue[nqueue++] = (size_t)(grp - g.v);
+				grp->queued = true;
+			}
+		}
+	}
 	k = gf_xcalloc(s->n, sizeof(*k));
 	for (size_t i = 0; i < s->n; i++) {
 		k[i].c = s->v[i];
 		k[i].at = i;
 	}
-	/*
-	 * Renaming "bmc" to "bmc#2" can collide with a key that already is
-	 * "bmc#2": repeat until no key repeats (each round only appends).
-	 */
-	while (again) {
-		again = false;
-		qsort(k, s->n, sizeof(*k), keyed_cmp);
-		const char *base = k[0].c.key;  /* the key of the current run, before renaming */
-
-		for (size_t i = 1, run = 1; i < s->n; i++) {
-			if (strcmp(k[i].c.key, base) == 0) {
-				struct gf_buf b = GF_BUF_INIT;
-
-				run++;
-				gf_buf_addf(&b, "%s#%zu", base, run);
-				k[i].c.key = gf_sweep_str(sw, gf_buf_str(&b));
-				gf_buf_release(&b);
-				again = true;
-			} else {
-				base = k[i].c.key;
-				run = 1;
-			}
-		}
-	}
+	qsort(k, s->n, sizeof(*k), keyed_cmp);
 	for (size_t i = 0; i < s->n; i++)
 		s->v[i] = k[i].c;
 	free(k);
+	for (size_t i = 0; i < g.n; i++)
+		free(g.v[i].at);
+	free(g.v);
+	free(g.slot);
+	free(queue);
+	free(ren);
 }
 
 const struct gf_inv_comp *gf_inv_set_find(const struct gf_inv_set *s, const char *key)

@@ -532,24 +532,14 @@ static void prom_sensor_labels(struct gf_buf *out, const char *node, const char 
 	gf_buf_addc(out, '}');
 }
 
-/* The sensor label of element @k of @arr: its name, made unique within the node. */
-static char *prom_sensor_name(json_t *arr, size_t k)
+/* The sensor label of a sensor named @name after @before others of that name in its node. */
+static char *prom_sensor_name(const char *name, json_int_t before)
 {
-	const char *name = json_string_value(json_object_get(json_array_get(arr, k), "name"));
 	struct gf_buf b = GF_BUF_INIT;
-	size_t before = 0;
 
-	if (!name)
-		name = "";
-	for (size_t j = 0; j < k; j++) {
-		const char *other = json_string_value(json_object_get(json_array_get(arr, j), "name"));
-
-		if (other && strcmp(other, name) == 0)
-			before++;
-	}
-	gf_buf_adds(&b, name);
+	gf_buf_adds(&b, name ? name : "");
 	if (before)
-		gf_buf_addf(&b, " #%zu", before + 1);
+		gf_buf_addf(&b, " #%" JSON_INTEGER_FORMAT, before + 1);
 	return gf_buf_detach(&b);
 }
 
@@ -576,19 +566,25 @@ static void prom_samples(json_t *const *objs, size_t n, struct gf_buf *out, bool
 {
 	for (size_t i = 0; i < n; i++) {
 		const char *node = json_string_value(json_object_get(objs[i], "node"));
-		json_t *arr = json_object_get(objs[i], "sensors");
+		json_t *arr = json_object_get(objs[i], "sensors"), *seen;
 		size_t k;
 		json_t *s;
 
 		if (!json_is_true(json_object_get(objs[i], "ok")) || !json_is_array(arr))
 			continue;
+		/* How many sensors of each name came before: names made unique in one pass. */
+		seen = json_object();
 		json_array_foreach(arr, k, s) {
 			json_t *reading = json_object_get(s, "reading");
+			const char *sname = json_string_value(json_object_get(s, "name"));
+			json_int_t before = json_integer_value(json_object_get(seen, sname ? sname : ""));
 			char *name;
 
+			if (sname)
+				json_object_set_new(seen, sname, json_integer(before + 1));
 			if (values && !json_is_number(reading))
 				continue;
-			name = prom_sensor_name(arr, k);
+			name = prom_sensor_name(sname, before);
 			gf_buf_adds(out, values ? "gpufleet_sensor_value" : "gpufleet_sensor_state");
 			prom_sensor_labels(out, node ? node : "", name, s);
 			gf_buf_addc(out, ' ');
@@ -600,6 +596,7 @@ static void prom_samples(json_t *const *objs, size_t n, struct gf_buf *out, bool
 			gf_buf_addc(out, '\n');
 			free(name);
 		}
+		json_decref(seen);
 	}
 }
 

@@ -12,17 +12,21 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import GPUFLEET, PASSWORD, TOP, register_redfish
+from conftest import GPUFLEET, PASSWORD, TOP, register_redfish, started_lab
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
+import sshlab  # noqa: E402
 from redfish_emu import RedfishLab  # noqa: E402
 
 PREFIX = "127.42.30"
-# 1, 2: good BMCs. 3: pages 8 MiB of expanded members forever when told to.
-# 4: a FirmwareInventory of 20,000 members sharing one Id and Name.
+# BMCs on .201-.204. 201, 202: good ones. 203: pages 8 MiB of expanded members
+# forever when told to. 204: a FirmwareInventory of 20,000 members sharing one Id
+# and Name. Hosts (SSH) on .1-.3.
 VENDORS = ["supermicro", "dgx", "hpe", "hpe"]
-BLOAT = 3
-SAME = 4
+FIRST = 201
+GOOD = (201, 202)
+BLOAT = 203
+SAME = 204
 FW_INV = "/redfish/v1/UpdateService/FirmwareInventory"
 BUDGET_MIB = 256        # the documented budget of one node's Redfish session in one run
 # Peak RSS allowed to the whole process: the budget held, one answer being read, and
@@ -98,7 +102,7 @@ def json_of(m):
 @pytest.fixture(scope="module")
 def lab():
     with tempfile.TemporaryDirectory(prefix="gf-bounds-") as workdir, \
-            RedfishLab(workdir, prefix=PREFIX, count=len(VENDORS), vendors=VENDORS,
+            RedfishLab(workdir, prefix=PREFIX, count=len(VENDORS), first=FIRST, vendors=VENDORS,
                        user="admin", password=PASSWORD,
                        overrides={SAME: {"page_size": SAME_COUNT + 1}}) as lab:
         coll = lab.resource(SAME, FW_INV)
@@ -126,7 +130,7 @@ def bloat_pages(lab):
 
 def test_endless_big_pages_meet_the_node_budget(rf, lab):
     lab.override(BLOAT, faults={FW_INV: "bloat"})
-    m = measured(rf, "--format", "json", "firmware", "rf1", "rf2", f"rf{BLOAT}",
+    m = measured(rf, "--format", "json", "firmware", "rf201", "rf202", f"rf{BLOAT}",
                  "--timeout", "60", "--retries", "0", rss_limit_mib=RSS_LIMIT_MIB)
     assert not m.killed, (f"peak RSS passed {RSS_LIMIT_MIB} MiB after {len(bloat_pages(lab))} "
                           f"pages of 8 MiB", m.stderr[-400:])
@@ -134,7 +138,7 @@ def test_endless_big_pages_meet_the_node_budget(rf, lab):
     assert m.wall < 60, m.wall
     data = {o["node"]: o for o in json_of(m)}
     assert m.rc == 1, (m.rc, m.stderr[-400:])
-    assert data["rf1"]["ok"] is True and data["rf2"]["ok"] is True, (data["rf1"], data["rf2"])
+    assert data["rf201"]["ok"] is True and data["rf202"]["ok"] is True, (data["rf201"], data["rf202"])
     bad = data[f"rf{BLOAT}"]
     assert bad["ok"] is False and bad["error"]["kind"] == "protocol", bad
     assert f"more than {BUDGET_MIB} MiB" in bad["error"]["message"], bad["error"]
@@ -145,12 +149,12 @@ def test_endless_big_pages_meet_the_node_budget(rf, lab):
 
 def test_sweep_stores_the_budget_error_and_goes_on(rf, lab):
     lab.override(BLOAT, faults={FW_INV: "bloat"})
-    m = measured(rf, "--format", "json", "sweep", "rf1", f"rf{BLOAT}", "--timeout", "60",
+    m = measured(rf, "--format", "json", "sweep", "rf201", f"rf{BLOAT}", "--timeout", "60",
                  "--retries", "0", rss_limit_mib=RSS_LIMIT_MIB)
     assert not m.killed and m.maxrss_mib < RSS_LIMIT_MIB, (m.maxrss_mib, m.stderr[-400:])
     assert m.rc == 1, (m.rc, m.stderr[-400:])
     nodes = {o["node"]: o for o in json_of(m)}
-    assert nodes["rf1"]["status"] == "ok", nodes["rf1"]
+    assert nodes["rf201"]["status"] == "ok", nodes["rf201"]
     bad = nodes[f"rf{BLOAT}"]
     assert bad["status"] in ("partial", "failed"), bad
     errs = {e["op"]: e for e in bad["errors"]}
@@ -176,3 +180,107 @@ def test_twenty_thousand_members_sharing_one_key(rf, lab):
     assert keys[-1] == f"other.firmware.firmware~{SAME_COUNT - 1}", keys[-1]
     assert [c["version"] for c in comps[:8]] == [f"1.{k % 7}" for k in range(8)]
     assert m.cpu < SAME_CPU_S, f"{m.cpu:.2f} CPU seconds for {SAME_COUNT} members"
+
+
+# ---- c: inventory import, rename chains -----------------------------------------
+
+CHAIN = 5000
+CHAIN_CPU_S = 10.0   # today's: about 1 s, 3 s under ASan; the rounds of sorting took hours
+
+
+def test_import_of_a_long_rename_chain(gf, tmp_path):
+    """Keys "x", "x", "x#2", "x#2#2", ...: renaming the second "x" to "x#2" meets the
+    next key, which becomes "x#2#2", and so on down the chain, 5,000 links."""
+    import json
+    comps = [{"key": "x" + "#2" * max(0, j - 1), "version": str(j), "source": "redfish",
+              "id": f"c{j}", "name": None, "kind": "other"} for j in range(CHAIN)]
+    path = tmp_path / "chain.ndjson"
+    path.write_text(json.dumps({"sweep": 1, "sweep_uid": "chain-1", "time": "2026-01-01T00:00:00.000Z",
+                                "node": "n1", "status": "ok", "errors": [], "protocol": "redfish",
+                                "model": "M", "components": comps, "host": None}) + "\n")
+    m = measured(gf, "inventory", "import", str(path), timeout=300)
+    assert m.rc == 0, m.stderr[-400:]
+    assert m.cpu < CHAIN_CPU_S, f"{m.cpu:.2f} CPU seconds for a chain of {CHAIN}"
+    r = gf.run("--format", "json", "inventory", "export")
+    assert r.returncode == 0, r.stderr
+    got = {c["id"]: c["key"] for c in json.loads(r.stdout)[0]["components"]}
+    # Each link one "#2" longer than it came: what the rounds of renaming always gave.
+    assert got == {f"c{j}": "x" + "#2" * j for j in range(CHAIN)}
+
+
+# ---- d: SSH, a command's output and the GPU rows -------------------------------
+
+# 1: a good host. 2: nvidia-smi --query-gpu prints its row without end.
+# 3: nvidia-smi lists 20,000 GPUs (3 MiB, under the bound on output).
+HOSTS = [dict(profile="h100"), dict(profile="h100", smi_flood=True),
+         dict(profile="h100", gpu_rows=20000)]
+GOOD_HOST, FLOOD, MANY = 1, 2, 3
+HOST_RSS_LIMIT_MIB = 400
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    assert os.access(sshlab.SSHD, os.X_OK), "sshd is not installed (tests/install-deps.sh)"
+    yield from started_lab("gf-bounds-ssh-", lambda d: sshlab.SshLab(d, nodes=HOSTS, prefix=PREFIX))
+
+
+@pytest.fixture
+def hg(gf, hosts):
+    gf.write_creds(f"[default]\nssh_user = {hosts.user}\nssh_key = {hosts.key}\n"
+                   f"ssh_known_hosts = {hosts.known_hosts}\n")
+    lines = ["name,ssh"] + [f"h{i},{hosts.spec(i)}" for i in range(1, len(HOSTS) + 1)]
+    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr
+    hosts.clear_logs()
+    return gf
+
+
+def flood_pids(hosts):
+    with open(os.path.join(hosts.node_dir(FLOOD), "flood.pids")) as f:
+        return [int(x) for x in f.read().split()]
+
+
+def gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_flooding_hosts_are_stopped_at_the_bounds(hg, hosts):
+    m = measured(hg, "--format", "json", "host", "h[1-3]", "--timeout", "30",
+                 rss_limit_mib=HOST_RSS_LIMIT_MIB)
+    assert not m.killed and m.maxrss_mib < HOST_RSS_LIMIT_MIB, (m.maxrss_mib, m.stderr[-400:])
+    data = {o["node"]: o for o in json_of(m)}
+    assert m.rc == 1, (m.rc, m.stderr[-400:])
+    good = data[f"h{GOOD_HOST}"]
+    assert good["ok"] is True and len(good["host"]["gpus"]) == 1, good
+    flood = data[f"h{FLOOD}"]
+    assert flood["ok"] is False and flood["error"]["kind"] == "protocol", flood
+    assert "printed more than 8 MiB" in flood["error"]["message"], flood["error"]
+    assert "--query-gpu" in flood["error"]["message"], flood["error"]
+    many = data[f"h{MANY}"]
+    assert many["ok"] is False and many["error"]["kind"] == "protocol", many
+    assert "more than 256 GPUs" in many["error"]["message"], many["error"]
+    # Stopped at the bound, not at the deadline: and the flooding command was ended.
+    assert m.wall < 15, m.wall
+    pids = flood_pids(hosts)
+    assert pids
+    t0 = time.monotonic()
+    while not all(gone(p) for p in pids) and time.monotonic() - t0 < 5:
+        time.sleep(0.05)
+    assert all(gone(p) for p in pids), pids
+
+
+def test_local_flood_is_stopped_too(gf, hosts):
+    env = gf.env(hosts.local_env(FLOOD))
+    t0 = time.monotonic()
+    r = subprocess.run([GPUFLEET, "--format", "json", "host", "--local", "--timeout", "30"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert time.monotonic() - t0 < 15
+    import json
+    data = json.loads(r.stdout)
+    assert r.returncode == 1 and data[0]["ok"] is False, (r.stderr, data)
+    assert "printed more than 8 MiB" in data[0]["error"]["message"], data[0]["error"]
+    assert all(gone(p) for p in flood_pids(hosts))

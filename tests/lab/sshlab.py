@@ -628,6 +628,17 @@ exec /bin/uname "$@"
             for k in range(len(QUERY_FIELDS)):
                 args = ['--query-gpu=' + ','.join(fields), QUERY_FORMAT]
                 text, rc = query_answer(gpus, known, args)
+                if node.get('smi_flood'):
+                    # prints its first row without end, like a tool stuck in a loop
+                    # (flood.pids: its PID, to tell that it was stopped)
+                    _write(os.path.join(out, 'row.txt'), text.splitlines()[0])
+                    arms.append("'%s') echo $$ >> '%s/flood.pids'; exec /usr/bin/yes \"$(/bin/cat '%s/row.txt')\" ;;"
+                                % (' '.join(args), d, out))
+                    break
+                if node.get('gpu_rows'):
+                    # that many GPUs: the first row again with other indices
+                    first = text.splitlines()[0].split(', ', 1)[1]
+                    text = ''.join('%d, %s\n' % (g, first) for g in range(node['gpu_rows']))
                 _write(os.path.join(out, 'query%d.txt' % k), text)
                 arms.append("'%s') /bin/cat '%s/query%d.txt'; exit %d ;;" % (' '.join(args), out, k, rc))
                 bad = re.match(r'Field "([^"]+)"', text)
@@ -693,7 +704,7 @@ exec /bin/uname "$@"
                        "exit 1\n")
 
         # the logs are written by the login user
-        for name in ('commands.log', 'calls.log', 'hang.pids', 'hang.conns'):
+        for name in ('commands.log', 'calls.log', 'hang.pids', 'hang.conns', 'flood.pids'):
             _write(os.path.join(d, name), '', 0o666)
         # the ForceCommand: log the command, run it with only this node's tools on PATH
         _write(os.path.join(d, 'enter'), """#!/bin/sh
@@ -856,7 +867,8 @@ def kill_hung(workdir):
                 try:
                     pid = int(line)
                     with open('/proc/%d/cmdline' % pid, 'rb') as c:
-                        if b'sleep' not in c.read():
+                        cmd = c.read()
+                        if b'sleep' not in cmd and b'yes' not in cmd:
                             continue
                     os.kill(pid, signal.SIGKILL)
                 except (ValueError, OSError):
@@ -868,9 +880,10 @@ def _glob_hang(workdir):
     hosts = os.path.join(workdir, 'hosts')
     if not os.path.isdir(hosts):
         return []
-    return [os.path.join(hosts, h, 'hang.pids') for h in os.listdir(hosts)
-            if os.path.exists(os.path.join(hosts, h, 'hang.pids'))
-            and os.path.getsize(os.path.join(hosts, h, 'hang.pids')) > 0]
+    return [os.path.join(hosts, h, f) for h in os.listdir(hosts)
+            for f in ('hang.pids', 'flood.pids')
+            if os.path.exists(os.path.join(hosts, h, f))
+            and os.path.getsize(os.path.join(hosts, h, f)) > 0]
 
 
 def fake_query(node_dir, args):

@@ -614,12 +614,109 @@ static void test_baseline_file_messages(void **state)
 	}
 }
 
+/*
+ * The rounds of renaming as gf_inv_set_finish() documents them, done the
+ * slow and obvious way: in each round, a component gets "#N" when N-1
+ * components added before it hold its key. @keys are replaced in place.
+ */
+static void renamed_by_rounds(char **keys, size_t n)
+{
+	char **next = calloc(n, sizeof(*next));
+	bool again = true;
+
+	assert_non_null(next);
+	while (again) {
+		again = false;
+		for (size_t i = 0; i < n; i++) {
+			size_t before = 0;
+			struct gf_buf b = GF_BUF_INIT;
+
+			for (size_t j = 0; j < i; j++)
+				before += strcmp(keys[j], keys[i]) == 0;
+			if (!before) {
+				next[i] = strdup(keys[i]);
+				continue;
+			}
+			gf_buf_addf(&b, "%s#%zu", keys[i], before + 1);
+			next[i] = gf_buf_detach(&b);
+			again = true;
+		}
+		for (size_t i = 0; i < n; i++) {
+			free(keys[i]);
+			keys[i] = next[i];
+		}
+	}
+	free(next);
+}
+
+/* @keys through gf_inv_set_finish() and through the rounds: the same key for each component. */
+static void check_finish_as_rounds(const char *const *keys, size_t n)
+{
+	struct gf_sweep *sw = gf_sweep_new();
+	struct gf_sweep_node *node = gf_sweep_add_node(sw, "gpu1");
+	char **want = calloc(n, sizeof(*want));
+	char num[32];
+
+	assert_non_null(want);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(num, sizeof(num), "%zu", i);
+		comp(sw, node, keys[i], num, GF_SRC_REDFISH, NULL, NULL, "other");
+		want[i] = strdup(keys[i]);
+	}
+	renamed_by_rounds(want, n);
+	gf_inv_set_finish(sw, node->set);
+	assert_int_equal(node->set->n, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct gf_inv_comp *c = &node->set->v[i];
+		size_t at = strtoul(c->version, NULL, 10);
+
+		assert_string_equal(c->key, want[at]);
+		if (i > 0)
+			assert_true(strcmp(node->set->v[i - 1].key, c->key) < 0);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(want[i]);
+	free(want);
+	gf_sweep_free(sw);
+}
+
+static void test_finish_renames_as_the_rounds_do(void **state)
+{
+	static const char *const words[] = {"bmc", "bmc#2", "bmc#3", "bmc#2#2", "bmc#2#3", "bios",
+					    "bmc#3#2", "bmc#10", "bmc#2#2#2", "nic0"};
+	const char *mixed[600], *chain[160], *back[160];
+	unsigned long x = 12345;
+
+	/* Random mixtures of keys that meet each other's new names. */
+	for (size_t i = 0; i < 600; i++) {
+		x = x * 1103515245 + 12345;
+		mixed[i] = words[(x >> 16) % 10];
+	}
+	check_finish_as_rounds(mixed, 600);
+	/* A chain: "x", "x", "x#2", "x#2#2", ... each renaming meets the next key; and backwards. */
+	for (size_t i = 0; i < 160; i++) {
+		struct gf_buf b = GF_BUF_INIT;
+
+		gf_buf_adds(&b, "x");
+		for (size_t k = 1; k < i; k++)
+			gf_buf_adds(&b, "#2");
+		chain[i] = gf_buf_detach(&b);
+		back[159 - i] = chain[i];
+	}
+	check_finish_as_rounds(chain, 160);
+	check_finish_as_rounds(back, 160);
+	for (size_t i = 0; i < 160; i++)
+		free((char *)chain[i]);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_facts_documents_both_ways),
 		cmocka_unit_test(test_facts_bad_members_are_named),
 		cmocka_unit_test(test_node_round_trip_every_member),
+		cmocka_unit_test(test_finish_renames_as_the_rounds_do),
 		cmocka_unit_test(test_node_without_the_optional_parts),
 		cmocka_unit_test(test_node_collected_is_derived_when_missing),
 		cmocka_unit_test(test_node_bad_records_are_refused_whole),

@@ -145,6 +145,30 @@ static void duplicate_names_made_unique(void **state)
 	free(out);
 }
 
+/* 20,000 sensors of one name (and one without a reading among them): numbered in one pass. */
+static void many_duplicate_names(void **state)
+{
+	enum { N = 20000 };
+	struct tsensor *s = calloc(N, sizeof(*s));
+	json_t *o[1];
+	char *out;
+
+	assert_non_null(s);
+	for (size_t i = 0; i < N; i++)
+		s[i] = (struct tsensor){.name = "Fan", .type = "fan", .reading = {i != 1, 100},
+					.unit = "RPM", .state = GF_SENSOR_NOMINAL};
+	o[0] = node_with("gpu04", s, N);
+	out = render(o, 1);
+	assert_non_null(strstr(out, "gpufleet_sensor_value{node=\"gpu04\",sensor=\"Fan\",type"));
+	assert_null(strstr(out, "gpufleet_sensor_value{node=\"gpu04\",sensor=\"Fan #2\","));
+	assert_non_null(strstr(out, "gpufleet_sensor_state{node=\"gpu04\",sensor=\"Fan #2\","));
+	assert_non_null(strstr(out, "gpufleet_sensor_value{node=\"gpu04\",sensor=\"Fan #3\","));
+	assert_non_null(strstr(out, "sensor=\"Fan #20000\","));
+	free(out);
+	free(s);
+	(void)state;
+}
+
 static void failed_node_is_down_with_a_comment(void **state)
 {
 	struct tsensor s[] = {
@@ -176,6 +200,7 @@ int main(void)
 		cmocka_unit_test(families_and_values),
 		cmocka_unit_test(label_escaping),
 		cmocka_unit_test(duplicate_names_made_unique),
+		cmocka_unit_test(many_duplicate_names),
 		cmocka_unit_test(failed_node_is_down_with_a_comment),
 		cmocka_unit_test(no_nodes),
 	};
