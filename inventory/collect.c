@@ -20,12 +20,13 @@ struct op_error {
 /* What a node's BMC part read; written by its worker only. */
 struct bmc_part {
 	const struct gf_backend *be;   /* the backend of the session, once one was opened */
-	bool hw_read, fw_read;
+	bool hw_read, fw_read, bios_read;
 	struct gf_hardware hw;
 	struct gf_component_list fw;
+	struct gf_bios bios;
 	struct gf_sel_summary sel;
 	struct gf_sensor_summary sensors;
-	struct op_error errs[4];       /* hardware, firmware, sel, sensors */
+	struct op_error errs[5];       /* hardware, firmware, sel, sensors, bios */
 	size_t nerrs;
 };
 
@@ -45,6 +46,7 @@ static void bmc_part_release(struct bmc_part *p)
 {
 	gf_hardware_release(&p->hw);
 	gf_component_list_release(&p->fw);
+	gf_bios_release(&p->bios);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -139,6 +141,14 @@ static void read_bmc(const struct gf_backend *be, void *sess, const struct gf_no
 		op_failed(p, GF_OP_SENSORS, &e);
 	else
 		sensor_summary(&sens, &p->sensors);
+	gf_err_clear(&e);
+	/* BIOS settings where the backend reads them; a BMC without them is no error. */
+	if (be->bios_get && be->bios_get(sess, false, &p->bios, &e) < 0) {
+		if (e.kind != GF_EK_UNSUPPORTED)
+			op_failed(p, GF_OP_BIOS, &e);
+	} else if (be->bios_get) {
+		p->bios_read = true;
+	}
 	gf_sel_list_release(&sel);
 	gf_sensor_list_release(&sens);
 }
@@ -268,6 +278,8 @@ static int add_bmc(struct gf_sweep *sw, struct gf_sweep_node *sn, const struct g
 		if (rc < 0)
 			return rc;
 	}
+	if (p->bios_read)
+		gf_norm_bios_components(sw, &p->bios, p->be->name, sn->set);
 	if (p->hw_read)
 		gf_sweep_node_take_hardware(sn, &p->hw);
 	sn->fw_read = p->fw_read;

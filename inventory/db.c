@@ -176,6 +176,13 @@ static const char *const migrations[] = {
 	"  PRIMARY KEY (rollout, node, component),"
 	"  FOREIGN KEY (rollout, node) REFERENCES rollout_nodes(rollout, node) ON DELETE CASCADE"
 	") WITHOUT ROWID;",
+	/*
+	 * 5 -> 6: a node's BIOS settings (components bios.* of kind "setting")
+	 * in a list of their own, shared by every node whose settings agree
+	 * whatever its firmware and host facts: 400 settings are not copied
+	 * each time a driver changes. NULL: none.
+	 */
+	"ALTER TABLE sweep_nodes ADD COLUMN bios_cset INTEGER;",   /* a csets id; no FOREIGN KEY: ALTER TABLE cannot add one */
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

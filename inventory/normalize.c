@@ -224,3 +224,23 @@ const char *gf_norm_model(const struct gf_hardware *hw)
 		return hw->product.name;
 	return NULL;
 }
+
+void gf_norm_bios_components(struct gf_sweep *sw, const struct gf_bios *b, const char *source,
+			     struct gf_inv_set *set)
+{
+	int src = gf_source_parse(source);
+	const char *name;
+	json_t *v;
+
+	if (src < 0)
+		return;
+	json_object_foreach(b->attributes, name, v) {
+		char *key = gf_bios_component_key(name);
+		char *text = gf_bios_value_text(v);
+
+		if (text && !gf_bios_ignored(key))
+			add(sw, set, key, text, (enum gf_source)src, name, name, "setting");
+		free(key);
+		free(text);
+	}
+}

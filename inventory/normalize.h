@@ -14,6 +14,7 @@
 
 #include "host/hostfacts.h"
 #include "inventory/sweep.h"
+#include "lib/bios.h"
 #include "lib/err.h"
 #include "lib/model.h"
 
@@ -37,6 +38,18 @@ void gf_norm_host_components(struct gf_sweep *sw, const struct gf_hostfacts *f,
 int gf_norm_bmc_components(struct gf_sweep *sw, const char *node,
 			   const struct gf_component_list *l, const struct gf_hardware *hw,
 			   const char *source, struct gf_inv_set *set, struct gf_err *err);
+
+/*
+ * Append one component per BIOS attribute of @b: key bios.<name> (lower
+ * case, gf_bios_component_key()), the value as its version
+ * (gf_bios_value_text()), raw id and name the attribute's own name, kind
+ * "setting", read with @source. Attributes with a null value and those the
+ * default ignore list names (serial-like, per node: gf_bios_ignored()) are
+ * not kept: the store then shares one component set between every node
+ * whose settings agree.
+ */
+void gf_norm_bios_components(struct gf_sweep *sw, const struct gf_bios *b, const char *source,
+			     struct gf_inv_set *set);
 
 /* The hardware model used to group nodes: the system model, else the FRU product name. */
 const char *gf_norm_model(const struct gf_hardware *hw);

@@ -47,9 +47,9 @@ static const char *const tx_sql[S_COUNT] = {
 	[S_NODE_INSERT] =
 		"INSERT INTO sweep_nodes (sweep, node, status, errors, protocol, model, fw_read,"
 		" host_read, cset, hardware, host, sel_total, sel_info, sel_warning, sel_critical,"
-		" sel_mark, sens_nominal, sens_warning, sens_critical, sens_unknown)"
+		" sel_mark, sens_nominal, sens_warning, sens_critical, sens_unknown, bios_cset)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
-		" ?17, ?18, ?19, ?20)",
+		" ?17, ?18, ?19, ?20, ?21)",
 	[S_CSET_FIND] = "SELECT id, body FROM csets WHERE hash = ?1",
 	[S_CSET_INSERT] = "INSERT INTO csets (hash, body) VALUES (?1, ?2) RETURNING id",
 	[S_COMP_INSERT] = "INSERT INTO components (cset, key, version, source, raw_id, name, kind)"
@@ -325,6 +325,33 @@ out:
 	return rc;
 }
 
+/* Is @c a BIOS setting (kept in the node's second list)? */
+static bool is_setting(const struct gf_inv_comp *c)
+{
+	return c->kind && strcmp(c->kind, "setting") == 0 && strncmp(c->key, "bios.", 5) == 0;
+}
+
+/*
+ * The node's components as two lists: everything else (*ret_cset) and its
+ * BIOS settings (*ret_bios, 0 when it has none). Both stay sorted.
+ */
+static int put_sets(struct gf_store_tx *tx, const struct gf_inv_set *s, long long *ret_cset,
+		    long long *ret_bios, struct gf_err *err)
+{
+	struct gf_inv_set rest = {0}, bios = {0};
+	int rc;
+
+	for (size_t i = 0; i < s->n; i++)
+		*gf_inv_set_add(is_setting(&s->v[i]) ? &bios : &rest) = s->v[i];
+	*ret_bios = 0;
+	rc = put_set(tx, &rest, ret_cset, err);
+	if (rc == 0 && bios.n)
+		rc = put_set(tx, &bios, ret_bios, err);
+	free(rest.v);
+	free(bios.v);
+	return rc;
+}
+
 /* A JSON document as a shared blob; *ret_id 0 for NULL. */
 /* A facts document (codec text, NULL: none) into the blobs; *ret_id 0 for none. */
 static int put_doc(struct gf_store_tx *tx, char *text, long long *ret_id, struct gf_err *err)
@@ -370,7 +397,7 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 {
 	static const char what[] = "writing a sweep";
 	sqlite3_stmt *st;
-	long long cset = 0, hw = 0, host = 0;
+	long long cset = 0, bios = 0, hw = 0, host = 0;
 	char *errs = NULL;
 	int rc;
 
@@ -392,7 +419,7 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 			return 0;
 		}
 	}
-	if ((rc = put_set(tx, n->set, &cset, err)) < 0 ||
+	if ((rc = put_sets(tx, n->set, &cset, &bios, err)) < 0 ||
 	    (rc = put_doc(tx, gf_codec_hardware_text(n->hardware), &hw, err)) < 0 ||
 	    (rc = put_doc(tx, gf_codec_host_text(n->host), &host, err)) < 0)
 		return rc;
@@ -426,6 +453,7 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 	bind_opt(st, 18, n->sensors.read, n->sensors.warning);
 	bind_opt(st, 19, n->sensors.read, n->sensors.critical);
 	bind_opt(st, 20, n->sensors.read, n->sensors.unknown);
+	bind_opt(st, 21, bios != 0, bios);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -574,15 +602,16 @@ int gf_store_sweeps(struct gf_db *db, struct gf_sweep_info **ret, size_t *ret_n,
 	"sn.node, sn.status, sn.errors, sn.protocol, sn.model, sn.fw_read, sn.host_read, sn.cset," \
 	" sn.hardware, sn.host, sn.sel_total, sn.sel_info, sn.sel_warning, sn.sel_critical,"     \
 	" sn.sel_mark, sn.sens_nominal, sn.sens_warning, sn.sens_critical, sn.sens_unknown,"     \
-	" sn.sweep"
+	" sn.bios_cset, sn.sweep"
 
 enum { C_NODE, C_STATUS, C_ERRORS, C_PROTOCOL, C_MODEL, C_FW, C_HOST_READ, C_CSET, C_HW, C_HOST,
        C_SEL_TOTAL, C_SEL_INFO, C_SEL_WARN, C_SEL_CRIT, C_SEL_MARK, C_S_NOM, C_S_WARN, C_S_CRIT,
-       C_S_UNK, C_SWEEP, C_TIME };
+       C_S_UNK, C_BIOS_CSET, C_SWEEP, C_TIME };
 
 /* Per loaded node: where its set and documents are, until they are read. */
 struct pending {
-	long long cset, hw, host;
+	long long cset, bios, hw, host;  /* bios: the BIOS settings' list, 0: none */
+	size_t at;                       /* join_sets(): the node's index */
 };
 
 struct loader {
@@ -647,6 +676,7 @@ static int row_to_node(struct loader *ld, sqlite3_stmt *st, struct gf_err *err)
 	}
 	ld->pend = gf_xrealloc(ld->pend, (ld->npend + 1) * sizeof(*ld->pend));
 	ld->pend[ld->npend].cset = sqlite3_column_int64(st, C_CSET);
+	ld->pend[ld->npend].bios = sqlite3_column_int64(st, C_BIOS_CSET);
 	ld->pend[ld->npend].hw = sqlite3_column_int64(st, C_HW);
 	ld->pend[ld->npend].host = sqlite3_column_int64(st, C_HOST);
 	ld->npend++;
@@ -660,22 +690,78 @@ static int ll_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int pair_cmp(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+
+	if (x->cset != y->cset)
+		return x->cset < y->cset ? -1 : 1;
+	return x->bios < y->bios ? -1 : x->bios > y->bios;
+}
+
+static struct gf_inv_set *set_of(long long id, const long long *ids, size_t nids,
+				 struct gf_inv_set **sets)
+{
+	const long long *at = id ? bsearch(&id, ids, nids, sizeof(*ids), ll_cmp) : NULL;
+
+	return at ? sets[at - ids] : NULL;
+}
+
+/*
+ * Point each node at its set: the stored list itself, or, with BIOS
+ * settings, one set made of both lists per distinct pair (shared by the
+ * nodes that have that pair).
+ */
+static void join_sets(struct loader *ld, const long long *ids, size_t nids,
+		      struct gf_inv_set **sets)
+{
+	struct gf_sweep *sw = ld->sw;
+	struct pending *by = gf_xcalloc(ld->npend ? ld->npend : 1, sizeof(*by));
+	struct gf_inv_set *cur = NULL;
+
+	memcpy(by, ld->pend, ld->npend * sizeof(*by));
+	for (size_t i = 0; i < ld->npend; i++)
+		by[i].at = i; /* pend[i] is the row of node i (both may have been reordered) */
+	qsort(by, ld->npend, sizeof(*by), pair_cmp);
+	for (size_t i = 0; i < ld->npend; i++) {
+		struct gf_inv_set *a = set_of(by[i].cset, ids, nids, sets);
+		struct gf_inv_set *b = set_of(by[i].bios, ids, nids, sets);
+
+		if (i == 0 || pair_cmp(&by[i - 1], &by[i]) != 0) {
+			if (!b) {
+				cur = a ? a : gf_sweep_new_set(sw);
+			} else {
+				cur = gf_sweep_new_set(sw);
+				for (size_t k = 0; a && k < a->n; k++)
+					*gf_inv_set_add(cur) = a->v[k];
+				for (size_t k = 0; k < b->n; k++)
+					*gf_inv_set_add(cur) = b->v[k];
+				gf_inv_set_finish(sw, cur);
+			}
+		}
+		sw->nodes[by[i].at].set = cur;
+	}
+	free(by);
+}
+
 /* Read every distinct set once and point the nodes at them. */
 static int load_sets(struct loader *ld, struct gf_err *err)
 {
 	static const char what[] = "reading components";
 	struct gf_sweep *sw = ld->sw;
-	long long *ids = gf_xcalloc(ld->npend ? ld->npend : 1, sizeof(*ids));
+	long long *ids = gf_xcalloc(2 * ld->npend + 1, sizeof(*ids));
 	struct gf_inv_set **sets;
 	sqlite3_stmt *st = NULL;
 	size_t nids = 0;
 	int rc;
 
-	for (size_t i = 0; i < ld->npend; i++)
-		ids[i] = ld->pend[i].cset;
-	qsort(ids, ld->npend, sizeof(*ids), ll_cmp);
-	for (size_t i = 0; i < ld->npend; i++)
-		if (nids == 0 || ids[nids - 1] != ids[i])
+	for (size_t i = 0; i < ld->npend; i++) {
+		ids[2 * i] = ld->pend[i].cset;
+		ids[2 * i + 1] = ld->pend[i].bios;
+	}
+	qsort(ids, 2 * ld->npend, sizeof(*ids), ll_cmp);
+	for (size_t i = 0; i < 2 * ld->npend; i++)
+		if (ids[i] && (nids == 0 || ids[nids - 1] != ids[i]))
 			ids[nids++] = ids[i];
 	sets = gf_xcalloc(nids ? nids : 1, sizeof(*sets));
 	/*
@@ -709,11 +795,7 @@ static int load_sets(struct loader *ld, struct gf_err *err)
 		if (rc < 0)
 			goto out;
 	}
-	for (size_t i = 0; i < ld->npend; i++) {
-		long long *at = bsearch(&ld->pend[i].cset, ids, nids, sizeof(*ids), ll_cmp);
-
-		sw->nodes[i].set = at ? sets[at - ids] : gf_sweep_new_set(sw);
-	}
+	join_sets(ld, ids, nids, sets);
 out:
 	sqlite3_finalize(st);
 	free(sets);
@@ -990,7 +1072,8 @@ int gf_store_prune(struct gf_db *db, long keep, double older_than, size_t *ret_p
 	if (pruned) {
 		rc = gf_db_exec(db,
 				"DELETE FROM csets WHERE id NOT IN"
-				" (SELECT cset FROM sweep_nodes);"
+				" (SELECT cset FROM sweep_nodes UNION SELECT bios_cset FROM"
+				" sweep_nodes WHERE bios_cset IS NOT NULL);"
 				"DELETE FROM blobs WHERE id NOT IN"
 				" (SELECT hardware FROM sweep_nodes"
 				" WHERE hardware IS NOT NULL UNION SELECT host FROM sweep_nodes"

@@ -46,6 +46,7 @@ int gf_source_parse(const char *s);                       /* -1 when unknown */
 #define GF_OP_HARDWARE "hardware"
 #define GF_OP_SEL "sel"
 #define GF_OP_SENSORS "sensors"
+#define GF_OP_BIOS "bios"          /* BIOS settings (Redfish) */
 #define GF_OP_SSH "ssh"            /* host facts */
 
 struct gf_inv_comp {

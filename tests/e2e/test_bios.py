@@ -226,3 +226,49 @@ def test_ipmi_node_unsupported(gf, tmp_path):
         assert r.returncode == 0, r.stderr
         r, data = gf.json("bios", "show", "ip1")
         assert r.returncode == 1 and data[0]["error"]["kind"] == "unsupported", data
+
+
+def test_sweep_drift_finds_one_planted_setting_and_baseline_fixes_it(rf, lab, tmp_path):
+    """Four Dell nodes (455 attributes each): one setting changed behind the
+    tool's back on one of them is the one thing drift reports; a baseline made
+    from a good node puts exactly that setting right."""
+    nodes = "b[11-14]"
+    attrs = lab.state(12)["bios"]["attributes"]
+    planted = "SriovGlobalEnable"
+    good = attrs[planted]
+    bad = "Disabled" if good == "Enabled" else "Enabled"
+    lab.override(12, bios={planted: bad})
+    r = rf.run("sweep", nodes, *rf.ca)
+    assert r.returncode == 0, r.stderr
+    # every attribute with a value is a component, per-node ones are not kept
+    rows = rf.sql("SELECT DISTINCT c.key, c.source, c.name FROM components c"
+                  " WHERE c.kind = 'setting'")
+    keys = {row["key"] for row in rows}
+    want = {"bios." + k.lower() for k, v in attrs.items() if v is not None} - {
+        "bios.systemservicetag", "bios.assettag", "bios.systembiosversion",
+        "bios.systemcpldversion", "bios.systemmeversion", "bios.sha256setuppassword",
+        "bios.sha256setuppasswordsalt", "bios.sha256systempassword",
+        "bios.sha256systempasswordsalt"} - {"bios.sataport%smodel" % c for c in "abcdefgh"}
+    assert keys == want, (sorted(keys ^ want))[:10]
+    assert all(row["source"] == "redfish" for row in rows)
+    assert "bios.systemservicetag" not in keys
+    # the settings of the four nodes are two lists, shared
+    assert rf.sql("SELECT count(DISTINCT bios_cset) AS n FROM sweep_nodes")[0]["n"] == 2
+    r, data = rf.json("drift", "--component", "bios.*")
+    assert r.returncode == 0, r.stderr
+    found = [(o["node"], d["component"]) for o in data for d in o.get("drift", [])]
+    assert found == [("b12", "bios." + planted.lower())], data
+    # the fix: a baseline from a good node, applied where nodes differ
+    r = rf.run("inventory", "export", "--baseline", "b11")
+    assert r.returncode == 0, r.stderr
+    base = tmp_path / "golden.json"
+    base.write_text(r.stdout)
+    for i in (11, 12, 13, 14):
+        lab.clear(i)
+    got = objs(rf, "bios", "set", "--from-baseline", str(base), "--yes", nodes)
+    assert all(o["ok"] for o in got.values()), got
+    assert got["b12"]["requested"] == {planted: good}
+    assert [e["body"] for e in patches(lab, 12)] == [{"Attributes": {planted: good}}]
+    for i in (11, 13, 14):
+        assert patches(lab, i) == [] and got[f"b{i}"]["requested"] == {}
+    assert lab.state(12)["bios"]["pending"] == {planted: good}

@@ -310,6 +310,47 @@ static void test_sets_are_shared(void **state)
 	}
 }
 
+/*
+ * BIOS settings (bios.* of kind "setting") are a list of their own: nodes
+ * that differ in firmware share one stored list of settings, and a load
+ * gives each node all of its components again.
+ */
+static void test_bios_settings_shared_apart(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_db *db = open_db(f);
+	struct gf_store_query q = {0};
+	struct gf_sweep *sw = gf_sweep_new(), *back;
+
+	for (int i = 0; i < 6; i++) {
+		char name[16];
+		struct gf_sweep_node *n;
+
+		snprintf(name, sizeof(name), "n%d", i);
+		n = add(sw, name, i % 3 == 0 ? "bmc=1,bios=2,bios.sriov=on,bios.numa=2"
+			: i % 3 == 1 ? "bmc=2,bios=2,bios.sriov=on,bios.numa=2"
+				     : "bmc=3,bios=2,bios.sriov=off,bios.numa=2");
+		for (size_t k = 0; k < n->set->n; k++)
+			if (strncmp(n->set->v[k].key, "bios.", 5) == 0)
+				n->set->v[k].kind = gf_sweep_str(sw, "setting");
+	}
+	store(db, sw, 100.0);
+	gf_sweep_free(sw);
+	/* 3 firmware lists, 2 settings lists */
+	assert_int_equal(count(f, "SELECT count(*) FROM csets"), 5);
+	assert_int_equal(count(f, "SELECT count(DISTINCT bios_cset) FROM sweep_nodes"), 2);
+	assert_int_equal(count(f, "SELECT count(*) FROM components"), 3 * 2 + 2 * 2);
+	back = load(db, &q);
+	assert_int_equal(back->n, 6);
+	assert_string_equal(version(back, "n4", "bmc"), "2");
+	assert_string_equal(version(back, "n4", "bios.sriov"), "on");
+	assert_string_equal(version(back, "n5", "bios.sriov"), "off");
+	assert_string_equal(version(back, "n5", "bmc"), "3");
+	assert_string_equal(version(back, "n3", "bios.numa"), "2");
+	assert_int_equal(node(back, "n0")->set->n, 4);
+	gf_sweep_free(back);
+}
+
 static void test_latest_bounded_history(void **state)
 {
 	struct fixture *f = *state;
@@ -644,6 +685,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_store_and_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sets_are_shared, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bios_settings_shared_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_latest_bounded_history, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import_is_idempotent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_store_leaves_nothing, setup, teardown),
