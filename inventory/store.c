@@ -716,9 +716,12 @@ static void join_sets(struct loader *ld, const long long *ids, size_t nids,
 		      struct gf_inv_set **sets)
 {
 	struct gf_sweep *sw = ld->sw;
-	struct pending *by = gf_xcalloc(ld->npend ? ld->npend : 1, sizeof(*by));
+	struct pending *by;
 	struct gf_inv_set *cur = NULL;
 
+	if (ld->npend == 0)
+		return; /* an empty sweep: pend is NULL, and memcpy() must not see it */
+	by = gf_xcalloc(ld->npend, sizeof(*by));
 	memcpy(by, ld->pend, ld->npend * sizeof(*by));
 	for (size_t i = 0; i < ld->npend; i++)
 		by[i].at = i; /* pend[i] is the row of node i (both may have been reordered) */
