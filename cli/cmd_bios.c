@@ -181,8 +181,9 @@ static int values_for(const struct gf_bios *b, const struct gf_node *n, const js
  * --from-baseline: for each attribute of the node whose key bios.<name>
  * (lower case, as the inventory keys it) the baseline has a rule for, and
  * whose value (as the inventory writes it) is not among the accepted ones,
- * the first accepted value. Read-only attributes and those the inventory
- * ignores by default (serial-like, per node) are left alone.
+ * the first accepted value. Read-only attributes, those the inventory
+ * ignores by default on the node's dialect (serial-like, per node) and those
+ * the baseline's "ignore" names are left alone.
  */
 static int values_from_baseline(const struct gf_bios *b, const struct gf_node *n,
 				const struct gf_baseline *bl, const char *model, bool immediate,
@@ -198,7 +199,8 @@ static int values_from_baseline(const struct gf_bios *b, const struct gf_node *n
 		json_t *entry = b->entries ? json_object_get(b->entries, name) : NULL;
 		bool same = false;
 
-		if (gf_bios_ignored(key) || json_is_true(json_object_get(entry, "read_only")) ||
+		if (gf_bios_ignored(b->dialect, NULL, key) || gf_baseline_ignores(bl, key) ||
+		    json_is_true(json_object_get(entry, "read_only")) ||
 		    !gf_baseline_expect(bl, model, key, &versions, &nv) || nv == 0) {
 			free(key);
 			continue;

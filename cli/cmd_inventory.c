@@ -235,7 +235,7 @@ static int sub_history(struct inv_ctx *c)
 		const struct gf_sweep_node *prev = NULL;
 
 		for (size_t k = i; k-- > 0 && !prev;)
-			if (sw->nodes[k].fw_read || sw->nodes[k].host_read)
+			if (sw->nodes[k].fw_read || sw->nodes[k].host_read || sw->nodes[k].bios_read)
 				prev = &sw->nodes[k];
 		gf_diff_rows(prev, n, &f, &dn);
 		for (size_t k = 0; k < dn.n; k++)

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "inventory/drift.h"
+#include "inventory/normalize.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -467,8 +468,8 @@ json_t *gf_codec_node_to_json(const struct gf_sweep *sw, const struct gf_sweep_n
 	json_object_set_new(o, "errors", gf_codec_errors_to_json(n));
 	json_object_set_new(o, "protocol", jstr(n->protocol));
 	json_object_set_new(o, "model", jstr(n->model));
-	json_object_set_new(o, "collected", json_pack("{s:b,s:b}", "firmware", n->fw_read, "host",
-						      n->host_read));
+	json_object_set_new(o, "collected", json_pack("{s:b,s:b,s:b}", "firmware", n->fw_read,
+						      "bios", n->bios_read, "host", n->host_read));
 	for (size_t i = 0; i < n->set->n; i++)
 		json_array_append_new(comps, gf_codec_comp_to_json(&n->set->v[i]));
 	json_object_set_new(o, GF_CODEC_COMPONENTS, comps);
@@ -633,6 +634,15 @@ static bool has_error(const struct gf_sweep_node *n, const char *op)
 	return false;
 }
 
+/* Does the node hold BIOS settings? */
+static bool has_setting(const struct gf_sweep_node *n)
+{
+	for (size_t i = 0; i < n->set->n; i++)
+		if (gf_norm_comp_is_setting(&n->set->v[i]))
+			return true;
+	return false;
+}
+
 static int summaries_from_json(struct gf_sweep_node *n, json_t *o, struct gf_err *err)
 {
 	json_t *sel = json_object_get(o, "sel"), *sens = json_object_get(o, "sensors");
@@ -733,6 +743,11 @@ int gf_codec_node_from_json(struct gf_sweep *sw, json_t *o, struct gf_err *err)
 		n->fw_read = n->protocol && !has_error(n, GF_OP_BMC) && !has_error(n, GF_OP_FIRMWARE);
 		n->host_read = n->host != NULL;
 	}
+	/* Records written before the settings were collected say nothing: they were read if kept. */
+	if (coll && json_object_get(coll, "bios"))
+		n->bios_read = json_is_true(json_object_get(coll, "bios"));
+	else
+		n->bios_read = has_setting(n);
 	return 0;
 fail:
 	/* Take the half-built node back out; its strings stay in the pool, harmlessly. */
@@ -924,7 +939,7 @@ static int parse_rules(json_t *obj, struct gf_baseline_scope *scope, bool flat, 
 		size_t n = 0, i;
 		json_t *e;
 
-		if (flat && baseline_note(key))
+		if (flat && (baseline_note(key) || strcmp(key, "ignore") == 0))
 			continue;
 		if (!*key)
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
@@ -959,6 +974,28 @@ static int parse_rules(json_t *obj, struct gf_baseline_scope *scope, bool flat, 
 	return 0;
 }
 
+/* "ignore": [KEY-GLOB, ...], the keys the baseline does not judge. */
+static int parse_ignore(json_t *a, const char *name, struct gf_baseline *b, struct gf_err *err)
+{
+	size_t i;
+	json_t *e;
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a))
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "baseline '%s': 'ignore' is not a list of component key patterns",
+				  name);
+	json_array_foreach(a, i, e) {
+		if (!json_is_string(e) || !*json_string_value(e))
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "baseline '%s': 'ignore' item %zu is not a component key"
+					  " pattern", name, i + 1);
+		gf_baseline_add_ignore(b, json_string_value(e));
+	}
+	return 0;
+}
+
 static int parse_baseline(json_t *root, const char *name, struct gf_baseline *b,
 			  struct gf_err *err)
 {
@@ -967,12 +1004,16 @@ static int parse_baseline(json_t *root, const char *name, struct gf_baseline *b,
 	json_t *v;
 	int rc;
 
+	if ((rc = parse_ignore(json_object_get(root, "ignore"), name, b, err)) < 0)
+		return rc;
 	if (!comps && !models)
 		return parse_rules(root, &b->scopes[0], true, name, "the file", err);
 	json_object_foreach(root, key, v) {
-		if (strcmp(key, "components") && strcmp(key, "models") && !baseline_note(key))
+		if (strcmp(key, "components") && strcmp(key, "models") && strcmp(key, "ignore") &&
+		    !baseline_note(key))
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-					  "baseline '%s' has an unknown member '%s' (components, models)",
+					  "baseline '%s' has an unknown member '%s' (components,"
+					  " models, ignore)",
 					  name, key);
 	}
 	if (comps && (rc = parse_rules(comps, &b->scopes[0], false, name, "'components'", err)) < 0)
@@ -1054,6 +1095,13 @@ json_t *gf_codec_baseline_to_json(const struct gf_baseline *b, const struct gf_s
 							 when, "model", jstr(from->model)));
 	}
 	json_object_set_new(o, "components", rules_to_json(&b->scopes[0]));
+	if (b->nignore) {
+		json_t *ign = json_array();
+
+		for (size_t i = 0; i < b->nignore; i++)
+			json_array_append_new(ign, json_string(b->ignore[i]));
+		json_object_set_new(o, "ignore", ign);
+	}
 	if (b->n > 1) {
 		json_t *models = json_object();
 

@@ -254,14 +254,15 @@ static void node_clear(struct gf_sweep_node *sn)
 	gf_sweep_node_take_host(sn, NULL);
 	sn->set->n = 0;
 	sn->protocol = sn->model = NULL;
-	sn->fw_read = sn->host_read = false;
+	sn->fw_read = sn->host_read = sn->bios_read = false;
 	memset(&sn->sel, 0, sizeof(sn->sel));
 	memset(&sn->sensors, 0, sizeof(sn->sensors));
 }
 
 /* The BMC part into @sn; GF_E_NODE when its components cannot be kept. */
 static int add_bmc(struct gf_sweep *sw, struct gf_sweep_node *sn, const struct gf_node *n,
-		   struct bmc_part *p, const struct gf_result *slot, struct gf_err *err)
+		   const struct gf_profile *prof, struct bmc_part *p, const struct gf_result *slot,
+		   struct gf_err *err)
 {
 	int rc;
 
@@ -279,10 +280,12 @@ static int add_bmc(struct gf_sweep *sw, struct gf_sweep_node *sn, const struct g
 			return rc;
 	}
 	if (p->bios_read)
-		gf_norm_bios_components(sw, &p->bios, p->be->name, sn->set);
+		gf_norm_bios_components(sw, &p->bios, p->be->name, prof ? prof->bios_ignore : NULL,
+					sn->set);
 	if (p->hw_read)
 		gf_sweep_node_take_hardware(sn, &p->hw);
 	sn->fw_read = p->fw_read;
+	sn->bios_read = p->bios_read;
 	for (size_t k = 0; k < p->nerrs; k++)
 		node_error(sw, sn, p->errs[k].op, &p->errs[k].err);
 	sn->sel = p->sel;
@@ -304,7 +307,8 @@ static void add_node(struct gf_sweep *sw, const struct gf_collect *c, const stru
 		node_error(sw, sn, GF_OP_BMC, &err);
 		gf_err_clear(&err);
 	}
-	if (n->bmc && add_bmc(sw, sn, n, &r->bmc[i], &slots[NPARTS * i + PART_BMC], &err) < 0) {
+	if (n->bmc && add_bmc(sw, sn, n, c->bmc.profs ? c->bmc.profs[i] : NULL, &r->bmc[i],
+			      &slots[NPARTS * i + PART_BMC], &err) < 0) {
 		/* A peer sent something the inventory cannot keep: that is the node's result. */
 		node_clear(sn);
 		gf_sweep_node_error(sw, sn, GF_OP_BMC, GF_EK_PROTOCOL, gf_sweep_text(sw, err.msg));

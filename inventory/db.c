@@ -182,7 +182,10 @@ static const char *const migrations[] = {
 	 * whatever its firmware and host facts: 400 settings are not copied
 	 * each time a driver changes. NULL: none.
 	 */
-	"ALTER TABLE sweep_nodes ADD COLUMN bios_cset INTEGER;",   /* a csets id; no FOREIGN KEY: ALTER TABLE cannot add one */
+	"ALTER TABLE sweep_nodes ADD COLUMN bios_cset INTEGER;"   /* a csets id; no FOREIGN KEY: ALTER TABLE cannot add one */
+	/* were the settings read (what drift compares them on, as fw_read for firmware) */
+	"ALTER TABLE sweep_nodes ADD COLUMN bios_read INTEGER NOT NULL DEFAULT 0;"
+	/* rows of version 5 read none */,
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -28,20 +28,39 @@ bool gf_keyfilter_match(const struct gf_keyfilter *f, const char *key)
 	return in;
 }
 
-static bool is_host_source(enum gf_source s)
+/*
+ * What read a component: the host facts, the BIOS settings or the firmware
+ * inventory. A key alone (a baseline's rule) that starts with "bios." may be
+ * either (a setting, or Dell's "bios.previous"): both reads must have been made.
+ */
+enum part { PART_FW, PART_BIOS, PART_HOST, PART_BIOS_OR_FW };
+
+static enum part part_of(const struct gf_inv_comp *c)
 {
-	return s == GF_SRC_SSH;
+	return c->source == GF_SRC_SSH ? PART_HOST : gf_norm_comp_is_setting(c) ? PART_BIOS : PART_FW;
 }
 
-/* Did the node's sweep read the source that gives components of @host kind? */
-static bool reads(const struct gf_sweep_node *n, bool host)
+static enum part part_of_key(const char *key)
 {
-	return host ? n->host_read : n->fw_read;
+	return gf_norm_key_is_host(key)		 ? PART_HOST
+	       : strncmp(key, "bios.", 5) == 0 ? PART_BIOS_OR_FW
+					       : PART_FW;
+}
+
+/* Did the node's sweep read the part that gives components of @p? */
+static bool reads(const struct gf_sweep_node *n, enum part p)
+{
+	switch (p) {
+	case PART_HOST: return n->host_read;
+	case PART_BIOS: return n->bios_read;
+	case PART_BIOS_OR_FW: return n->bios_read && n->fw_read;
+	default: return n->fw_read;
+	}
 }
 
 static bool compared(const struct gf_sweep_node *n)
 {
-	return n->fw_read || n->host_read;
+	return n->fw_read || n->host_read || n->bios_read;
 }
 
 static bool same_version(const char *a, const char *b)
@@ -80,7 +99,24 @@ void gf_baseline_free(struct gf_baseline *b)
 		free(b->scopes[s].model);
 	}
 	free(b->scopes);
+	for (size_t i = 0; i < b->nignore; i++)
+		free(b->ignore[i]);
+	free(b->ignore);
 	free(b);
+}
+
+void gf_baseline_add_ignore(struct gf_baseline *b, const char *glob)
+{
+	b->ignore = gf_xrealloc(b->ignore, (b->nignore + 1) * sizeof(*b->ignore));
+	b->ignore[b->nignore++] = gf_xstrdup(glob);
+}
+
+bool gf_baseline_ignores(const struct gf_baseline *b, const char *key)
+{
+	for (size_t i = 0; b && i < b->nignore; i++)
+		if (fnmatch(b->ignore[i], key, FNM_CASEFOLD) == 0)
+			return true;
+	return false;
 }
 
 struct gf_baseline_scope *gf_baseline_add_model(struct gf_baseline *b, const char *model)
@@ -378,15 +414,16 @@ static void majority_key(struct class_ctx *c, size_t col)
 	const struct gf_inv_comp *any = c->any[col];
 	const char *key = c->keys[col];
 	size_t nvals = 0, ntally = 0;
-	bool host, tie;
+	enum part part;
+	bool tie;
 	const char *expected;
 
-	/* Which source gives this key here: a host key is compared among nodes that read hosts. */
-	host = is_host_source(any->source);
+	/* Which part gives this key here: a host key is compared among nodes that read hosts. */
+	part = part_of(any);
 	for (size_t m = 0; m < c->nmembers; m++) {
 		const struct gf_sweep_node *n = &cur->nodes[c->members[m]];
 
-		if (reads(n, host))
+		if (reads(n, part))
 			c->vals[nvals++] = value_of(c->rows[c->row_of[m] * c->nkeys + col]);
 	}
 	if (nvals == 0)
@@ -435,7 +472,7 @@ static void majority_key(struct class_ctx *c, size_t col)
 		const char *v;
 		struct gf_drift_item *it;
 
-		if (!reads(n, host))
+		if (!reads(n, part))
 			continue;
 		comp = c->rows[c->row_of[m] * c->nkeys + col];
 		v = value_of(comp);
@@ -546,10 +583,11 @@ static void baseline_missing(const struct gf_sweep_node *n, const struct gf_base
 {
 	for (size_t r = 0; r < s->n; r++) {
 		const struct gf_baseline_rule *rule = &s->rules[r];
-		bool host = gf_norm_key_is_host(rule->pattern);
+		enum part part = part_of_key(rule->pattern);
 		struct gf_drift_item *it;
 
-		if (rule->glob || !gf_keyfilter_match(f, rule->pattern) || !reads(n, host) ||
+		if (rule->glob || !gf_keyfilter_match(f, rule->pattern) || !reads(n, part) ||
+		    gf_baseline_ignores(b, rule->pattern) ||
 		    gf_inv_set_find(n->set, rule->pattern))
 			continue;
 		/* A model's own rule for the key wins over the general one: report it once. */
@@ -558,7 +596,7 @@ static void baseline_missing(const struct gf_sweep_node *n, const struct gf_base
 		it = add_item(dn);
 		it->component = rule->pattern;
 		it->expected = rule->display;
-		it->source = host ? GF_SRC_SSH : (n->protocol && strcmp(n->protocol, "redfish") == 0
+		it->source = part == PART_HOST ? GF_SRC_SSH : (n->protocol && strcmp(n->protocol, "redfish") == 0
 							  ? GF_SRC_REDFISH : GF_SRC_IPMI);
 		it->flags = GF_DRIFT_MISSING;
 	}
@@ -580,8 +618,8 @@ static void drift_baseline(const struct gf_sweep *cur, const struct gf_drift_opt
 			const struct gf_baseline_rule *rule;
 			struct gf_drift_item *it;
 
-			if (!gf_keyfilter_match(&o->filter, c->key) ||
-			    !reads(n, is_host_source(c->source)))
+			if (!gf_keyfilter_match(&o->filter, c->key) || !reads(n, part_of(c)) ||
+			    gf_baseline_ignores(b, c->key))
 				continue;
 			rule = bl_find(b, n->model, c->key);
 			if (!rule || accepted(c->version, (const char *const *)rule->versions,
@@ -632,7 +670,7 @@ static void compare_rows(const struct gf_sweep_node *a, const struct gf_sweep_no
 		if (!gf_keyfilter_match(f, any->key))
 			continue;
 		/* Only what both rows read can be told apart from what one failed to read. */
-		if (!reads(a, is_host_source(any->source)) || !reads(b, is_host_source(any->source)))
+		if (!reads(a, part_of(any)) || !reads(b, part_of(any)))
 			continue;
 		if (x && y && same_version(x->version, y->version))
 			continue;
@@ -854,7 +892,7 @@ void gf_diff_rows(const struct gf_sweep_node *a, const struct gf_sweep_node *b,
 	for (size_t k = 0; k < b->set->n; k++) {
 		const struct gf_inv_comp *c = &b->set->v[k];
 
-		if (gf_keyfilter_match(f, c->key) && reads(b, is_host_source(c->source)))
+		if (gf_keyfilter_match(f, c->key) && reads(b, part_of(c)))
 			diff_change(out, c->key, NULL, c);
 	}
 }

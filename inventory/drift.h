@@ -38,6 +38,8 @@ struct gf_baseline_scope {
 struct gf_baseline {
 	struct gf_baseline_scope *scopes;  /* [0]: every model, then one per model */
 	size_t n;
+	char **ignore;                     /* key globs it does not judge (its "ignore"), any case */
+	size_t nignore;
 };
 
 /* A baseline without rules (scope 0 only); gf_baseline_free() accepts NULL. */
@@ -48,6 +50,11 @@ struct gf_baseline_scope *gf_baseline_add_model(struct gf_baseline *b, const cha
 /* Append a rule: @pattern (lower-cased) accepts the @n (>= 1) @versions (copied). */
 void gf_baseline_add_rule(struct gf_baseline_scope *s, const char *pattern,
 			  const char *const *versions, size_t n);
+
+/* Append a key glob to @b's ignore list (copied). */
+void gf_baseline_add_ignore(struct gf_baseline *b, const char *glob);
+/* Does @b's ignore list name @key? */
+bool gf_baseline_ignores(const struct gf_baseline *b, const char *key);
 
 /*
  * The baseline that says "like node @n": every component it has with a

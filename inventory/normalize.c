@@ -225,8 +225,13 @@ const char *gf_norm_model(const struct gf_hardware *hw)
 	return NULL;
 }
 
+bool gf_norm_comp_is_setting(const struct gf_inv_comp *c)
+{
+	return c->kind && strcmp(c->kind, "setting") == 0 && strncmp(c->key, "bios.", 5) == 0;
+}
+
 void gf_norm_bios_components(struct gf_sweep *sw, const struct gf_bios *b, const char *source,
-			     struct gf_inv_set *set)
+			     const char *ignore, struct gf_inv_set *set)
 {
 	int src = gf_source_parse(source);
 	const char *name;
@@ -238,7 +243,7 @@ void gf_norm_bios_components(struct gf_sweep *sw, const struct gf_bios *b, const
 		char *key = gf_bios_component_key(name);
 		char *text = gf_bios_value_text(v);
 
-		if (text && !gf_bios_ignored(key))
+		if (text && !gf_bios_ignored(b->dialect, ignore, key))
 			add(sw, set, key, text, (enum gf_source)src, name, name, "setting");
 		free(key);
 		free(text);

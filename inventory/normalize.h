@@ -43,13 +43,20 @@ int gf_norm_bmc_components(struct gf_sweep *sw, const char *node,
  * Append one component per BIOS attribute of @b: key bios.<name> (lower
  * case, gf_bios_component_key()), the value as its version
  * (gf_bios_value_text()), raw id and name the attribute's own name, kind
- * "setting", read with @source. Attributes with a null value and those the
- * default ignore list names (serial-like, per node: gf_bios_ignored()) are
- * not kept: the store then shares one component set between every node
- * whose settings agree.
+ * "setting", read with @source. Attributes with a null value, those the
+ * default ignore list of @b's dialect names (serial-like, per node) and
+ * those of @ignore (the node's profile's bios_ignore, nullable) are not
+ * kept (gf_bios_ignored()): the store then shares one component set between
+ * every node whose settings agree.
  */
 void gf_norm_bios_components(struct gf_sweep *sw, const struct gf_bios *b, const char *source,
-			     struct gf_inv_set *set);
+			     const char *ignore, struct gf_inv_set *set);
+
+/*
+ * Is @c one of those: a BIOS setting, not a BIOS firmware component (whose
+ * keys may also start with "bios.": Dell's "bios.previous")?
+ */
+bool gf_norm_comp_is_setting(const struct gf_inv_comp *c);
 
 /* The hardware model used to group nodes: the system model, else the FRU product name. */
 const char *gf_norm_model(const struct gf_hardware *hw);

@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include "inventory/codec.h"
+#include "inventory/normalize.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -47,9 +48,10 @@ static const char *const tx_sql[S_COUNT] = {
 	[S_NODE_INSERT] =
 		"INSERT INTO sweep_nodes (sweep, node, status, errors, protocol, model, fw_read,"
 		" host_read, cset, hardware, host, sel_total, sel_info, sel_warning, sel_critical,"
-		" sel_mark, sens_nominal, sens_warning, sens_critical, sens_unknown, bios_cset)"
+		" sel_mark, sens_nominal, sens_warning, sens_critical, sens_unknown, bios_cset,"
+		" bios_read)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
-		" ?17, ?18, ?19, ?20, ?21)",
+		" ?17, ?18, ?19, ?20, ?21, ?22)",
 	[S_CSET_FIND] = "SELECT id, body FROM csets WHERE hash = ?1",
 	[S_CSET_INSERT] = "INSERT INTO csets (hash, body) VALUES (?1, ?2) RETURNING id",
 	[S_COMP_INSERT] = "INSERT INTO components (cset, key, version, source, raw_id, name, kind)"
@@ -325,12 +327,6 @@ out:
 	return rc;
 }
 
-/* Is @c a BIOS setting (kept in the node's second list)? */
-static bool is_setting(const struct gf_inv_comp *c)
-{
-	return c->kind && strcmp(c->kind, "setting") == 0 && strncmp(c->key, "bios.", 5) == 0;
-}
-
 /*
  * The node's components as two lists: everything else (*ret_cset) and its
  * BIOS settings (*ret_bios, 0 when it has none). Both stay sorted.
@@ -342,7 +338,7 @@ static int put_sets(struct gf_store_tx *tx, const struct gf_inv_set *s, long lon
 	int rc;
 
 	for (size_t i = 0; i < s->n; i++)
-		*gf_inv_set_add(is_setting(&s->v[i]) ? &bios : &rest) = s->v[i];
+		*gf_inv_set_add(gf_norm_comp_is_setting(&s->v[i]) ? &bios : &rest) = s->v[i];
 	*ret_bios = 0;
 	rc = put_set(tx, &rest, ret_cset, err);
 	if (rc == 0 && bios.n)
@@ -454,6 +450,7 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 	bind_opt(st, 19, n->sensors.read, n->sensors.critical);
 	bind_opt(st, 20, n->sensors.read, n->sensors.unknown);
 	bind_opt(st, 21, bios != 0, bios);
+	sqlite3_bind_int(st, 22, n->bios_read);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -602,11 +599,11 @@ int gf_store_sweeps(struct gf_db *db, struct gf_sweep_info **ret, size_t *ret_n,
 	"sn.node, sn.status, sn.errors, sn.protocol, sn.model, sn.fw_read, sn.host_read, sn.cset," \
 	" sn.hardware, sn.host, sn.sel_total, sn.sel_info, sn.sel_warning, sn.sel_critical,"     \
 	" sn.sel_mark, sn.sens_nominal, sn.sens_warning, sn.sens_critical, sn.sens_unknown,"     \
-	" sn.bios_cset, sn.sweep"
+	" sn.bios_cset, sn.bios_read, sn.sweep"
 
 enum { C_NODE, C_STATUS, C_ERRORS, C_PROTOCOL, C_MODEL, C_FW, C_HOST_READ, C_CSET, C_HW, C_HOST,
        C_SEL_TOTAL, C_SEL_INFO, C_SEL_WARN, C_SEL_CRIT, C_SEL_MARK, C_S_NOM, C_S_WARN, C_S_CRIT,
-       C_S_UNK, C_BIOS_CSET, C_SWEEP, C_TIME };
+       C_S_UNK, C_BIOS_CSET, C_BIOS_READ, C_SWEEP, C_TIME };
 
 /* Per loaded node: where its set and documents are, until they are read. */
 struct pending {
@@ -646,6 +643,7 @@ static int row_to_node(struct loader *ld, sqlite3_stmt *st, struct gf_err *err)
 	n->model = gf_sweep_str(sw, col_str(st, C_MODEL));
 	n->fw_read = sqlite3_column_int(st, C_FW);
 	n->host_read = sqlite3_column_int(st, C_HOST_READ);
+	n->bios_read = sqlite3_column_int(st, C_BIOS_READ);
 	if (errs) {
 		json_t *a = json_loads(errs, 0, NULL);
 		int erc = a ? gf_codec_errors_from_json(sw, n, a, NULL) : GF_E_DB;

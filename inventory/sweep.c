@@ -690,7 +690,8 @@ int gf_sweep_make_uid(struct gf_sweep *sw, struct gf_err *err)
 
 enum gf_node_status gf_sweep_node_judge(const struct gf_sweep_node *n)
 {
-	bool any = n->fw_read || n->host_read || n->hardware || n->sel.read || n->sensors.read;
+	bool any = n->fw_read || n->host_read || n->bios_read || n->hardware || n->sel.read ||
+		   n->sensors.read;
 
 	if (n->nerrors == 0)
 		return GF_NODE_OK;

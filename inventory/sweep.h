@@ -92,6 +92,7 @@ struct gf_sweep_node {
 	const char *model;           /* hardware model, NULL: unknown */
 	bool fw_read;                /* the BMC's firmware inventory was read */
 	bool host_read;              /* host facts were read over SSH */
+	bool bios_read;              /* the BIOS settings (bios.* of kind setting) were read */
 	struct gf_sweep_error *errors;
 	size_t nerrors;
 	struct gf_inv_set *set;      /* never NULL; owned by the sweep, maybe shared */

@@ -19,6 +19,7 @@ void gf_bios_release(struct gf_bios *b)
 	json_decref(b->pending);
 	json_decref(b->entries);
 	free(b->registry);
+	free(b->dialect);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -180,35 +181,73 @@ char *gf_bios_value_text(const json_t *v)
 	return NULL;
 }
 
-/* Seen in the five captured dialects; globs on component keys (lower case). */
-const struct gf_bios_ignore gf_bios_ignore_default[] = {
-	{"dell", "bios.systemservicetag"},
-	{"dell", "bios.assettag"},
-	{"dell", "bios.systembiosversion"},
-	{"dell", "bios.systemcpldversion"},
-	{"dell", "bios.systemmeversion"},
-	{"dell", "bios.sha256*password*"},
-	{"dell", "bios.sataport?model"},
-	{"hpe", "bios.serialnumber"},
-	{"hpe", "bios.serverassettag"},
-	{"hpe", "bios.servername"},
-	{"hpe", "bios.productid"},
-	{"lenovo", "bios.*macaddress"},
-	{"lenovo", "bios.*familyfirmwareversion"},
-	{"lenovo", "bios.*efiversion"},
-	{"lenovo", "bios.*_mba"},
-	{"lenovo", "bios.*pciaddress"},
-	{"nvidia", "bios.routermac?"},
-	{"nvidia", "bios.rfserviceipaddress"},
-	{"supermicro", "bios.*password_*"},
-};
-const size_t gf_bios_ignore_ndefault = sizeof(gf_bios_ignore_default) /
-				       sizeof(gf_bios_ignore_default[0]);
-
-bool gf_bios_ignored(const char *key)
+/* Does @glob match @key, case ignored? */
+static bool glob_match(const char *glob, const char *key)
 {
-	for (size_t i = 0; i < gf_bios_ignore_ndefault; i++)
-		if (fnmatch(gf_bios_ignore_default[i].glob, key, 0) == 0)
+	return fnmatch(glob, key, FNM_CASEFOLD) == 0;
+}
+
+/*
+ * Each glob of the list @list (commas or white space between them) to @fn,
+ * NUL-terminated in @buf; stops at the first @fn that returns nonzero and
+ * returns that. An item longer than the buffer is given cut to GF_BIOS_GLOB_MAX + 1
+ * bytes: gf_bios_ignore_check() refuses it.
+ */
+static int each_glob(const char *list, int (*fn)(const char *glob, const void *ud), const void *ud)
+{
+	char buf[GF_BIOS_GLOB_MAX + 2];
+
+	for (const char *p = list; p && *p;) {
+		size_t n = strcspn(p, ", \t");
+		int rc;
+
+		if (n) {
+			size_t k = n < sizeof(buf) - 1 ? n : sizeof(buf) - 1;
+
+			memcpy(buf, p, k);
+			buf[k] = '\0';
+			if ((rc = fn(buf, ud)) != 0)
+				return rc;
+		}
+		p += n;
+		p += strspn(p, ", \t");
+	}
+	return 0;
+}
+
+static int glob_hits(const char *glob, const void *key)
+{
+	return glob_match(glob, key);
+}
+
+bool gf_bios_ignored(const char *dialect, const char *extra, const char *key)
+{
+	for (size_t i = 0; i < gf_bios_ignore_ndefault; i++) {
+		const struct gf_bios_ignore *r = &gf_bios_ignore_default[i];
+
+		if ((strcmp(r->dialect, "*") == 0 || (dialect && strcmp(r->dialect, dialect) == 0)) &&
+		    glob_match(r->glob, key))
 			return true;
-	return false;
+	}
+	return extra && each_glob(extra, glob_hits, key) != 0;
+}
+
+static int glob_bad(const char *glob, const void *ud)
+{
+	(void)ud;
+	return strlen(glob) > GF_BIOS_GLOB_MAX || strncasecmp(glob, "bios.", 5) != 0 ||
+	       !glob[5];
+}
+
+int gf_bios_ignore_check(const char *list, struct gf_err *err)
+{
+	if (!list || !list[strspn(list, ", \t")])
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "bios_ignore names no pattern (bios.NAME globs, comma separated)");
+	if (each_glob(list, glob_bad, NULL))
+		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+				  "bios_ignore '%s': each pattern is a glob of bios.NAME keys (at most %d"
+				  " bytes), comma separated",
+				  list, GF_BIOS_GLOB_MAX);
+	return 0;
 }

@@ -23,6 +23,7 @@ struct gf_bios {
 	json_t *attributes;  /* {name: value} in their JSON types (string, number, boolean, null); owned */
 	json_t *pending;     /* {name: value} staged and different from the attributes; owned */
 	char *registry;      /* the attribute registry id the BMC names, NULL: none */
+	char *dialect;       /* the backend's dialect ("dell", ...: gf_bios_ignored()), NULL: unknown */
 	/*
 	 * What the registry says, NULL when the BMC publishes none (or it was not
 	 * asked for): {name: {"type": "string"|"enumeration"|"integer"|"boolean"|
@@ -61,17 +62,29 @@ char *gf_bios_value_text(const json_t *v);
 
 /*
  * The attributes that differ from node to node by nature (serial numbers,
- * asset tags, MAC addresses, per-device versions, password hashes), per
- * dialect, as component-key globs ("bios.systemservicetag"). drift and
- * diff leave them out unless asked for by name; --ignore adds to them.
+ * asset tags, MAC addresses, per-node addresses, password hashes), per
+ * dialect, as component-key globs ("bios.systemservicetag"): the data of
+ * data/bios-ignore.conf, compiled in (lib/bios_ignore_gen.py). A sweep does
+ * not keep them, nor those of the node's profile (bios_ignore); a baseline
+ * file's "ignore" and drift's --ignore leave out more when comparing.
  */
 struct gf_bios_ignore {
-	const char *dialect;   /* whose attributes these are ("dell", "hpe", ...) */
+	const char *dialect;   /* whose attributes these are ("dell", "hpe", ...), "*": every dialect */
 	const char *glob;
 };
 extern const struct gf_bios_ignore gf_bios_ignore_default[];
 extern const size_t gf_bios_ignore_ndefault;
-/* Does a default ignore glob match component key @key? */
-bool gf_bios_ignored(const char *key);
+
+#define GF_BIOS_GLOB_MAX 200   /* bytes of one pattern of a profile's bios_ignore */
+
+/*
+ * Is component key @key left out on a node of @dialect (NULL: one unknown,
+ * the rules for every dialect only): by the default list, or by one of the
+ * globs of @extra (a profile's bios_ignore: comma separated, nullable)?
+ * Case is ignored. Thread-safe.
+ */
+bool gf_bios_ignored(const char *dialect, const char *extra, const char *key);
+/* Is @list a valid bios_ignore value (bios.NAME globs, comma separated)? GF_E_CONFIG if not. */
+int gf_bios_ignore_check(const char *list, struct gf_err *err);
 
 #endif

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/bios.h"
 #include "lib/buf.h"
 #include "lib/proc.h"
 #include "lib/util.h"
@@ -49,6 +50,7 @@ static void profile_release(struct gf_profile *p)
 	gf_free_secret(p->ssh_key_passphrase);
 	free(p->ssh_known_hosts);
 	free(p->redfish_cacert);
+	free(p->bios_ignore);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -168,6 +170,7 @@ enum key_kind {
 	K_CHECKED,   /* any text, checked by the module that reads it (gf_creds_check_fn) */
 	K_CHOICE,    /* one of two words: the first sets the bool at @off to @first_value */
 	K_DURATION,  /* a duration above 0 ("30s", "2m"): the double at @off, in seconds */
+	K_BIOSGLOBS, /* bios.NAME globs, comma separated (gf_bios_ignore_check()) */
 };
 
 struct key_def {
@@ -196,6 +199,7 @@ static const struct key_def keys[] = {
 	STR_KEY(ssh_key_passphrase_command, K_NONEMPTY),
 	STR_KEY(ssh_known_hosts, K_NONEMPTY),
 	STR_KEY(redfish_cacert, K_NONEMPTY),
+	STR_KEY(bios_ignore, K_BIOSGLOBS),
 	CHOICE_KEY(redfish_tls_pin, redfish_tls_pin_new, "new", true, "off"),
 	{"secret_command_timeout", K_DURATION, offsetof(struct gf_profile, secret_command_timeout),
 	 {NULL, NULL}, false},
@@ -244,6 +248,12 @@ static int set_string(struct parse_state *st, struct gf_profile *p, const struct
 		return fail(st, "%s is empty", k->name);
 	if (k->kind == K_ENVNAME && !env_name_ok(v))
 		return fail(st, "%s '%s' is not an environment variable name", k->name, v);
+	if (k->kind == K_BIOSGLOBS) {
+		struct gf_err e = {0};
+
+		if (gf_bios_ignore_check(v, &e) < 0)
+			return fail(st, "%s", e.msg);
+	}
 	if (k->kind == K_CHECKED && st->check) {
 		struct gf_err e = {0};
 

@@ -26,6 +26,7 @@ struct gf_profile {
 	char *redfish_cacert;
 	bool redfish_tls_pin_new;    /* redfish_tls_pin = new: pin certificates on first use */
 	double secret_command_timeout; /* seconds a password/passphrase command may take, 0: 30 */
+	char *bios_ignore;           /* BIOS settings a sweep does not keep: bios.NAME globs, comma separated */
 };
 
 struct gf_creds {

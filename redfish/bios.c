@@ -171,6 +171,7 @@ int rf_bios_get(struct rf_client *c, bool with_registry, struct gf_bios *ret, st
 	}
 	b.attributes = json_incref(rf_obj(bios, "Attributes"));
 	b.registry = rf_dup(rf_str(bios, "AttributeRegistry"));
+	b.dialect = c->dialect ? gf_xstrdup(c->dialect->name) : NULL;
 	suri = settings_uri(bios);
 	if (suri) {
 		rc = rf_fetch_opt(c, suri, &settings, err);

@@ -4,6 +4,7 @@ tests/lab/redfish_bios.py: the five captured dialects' Bios resources and
 settings objects, ETags, a synthesized AttributeRegistry on Dell, HPE and
 Lenovo) and one ipmi_sim BMC. Every set is checked against what the BMC
 received (the PATCH body and its If-Match) and what it holds afterwards."""
+import fnmatch
 import json
 import os
 import shutil
@@ -12,7 +13,7 @@ import tempfile
 
 import pytest
 
-from conftest import PASSWORD, TOP
+from conftest import DEFAULT_CREDS, PASSWORD, TOP
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import RedfishLab  # noqa: E402
@@ -25,6 +26,35 @@ VENDORS = ["supermicro-sys-821ge-tnhr", "nvidia-dgx-h100", "lenovo-sr670-v2", "d
 # for the tests that change settings. Nodes 11-14: four Dell nodes for drift.
 COUNT = 14
 OVERRIDES = {}
+# The dialect gpufleet detects for each captured vendor.
+DIALECT = {"supermicro-sys-821ge-tnhr": "supermicro", "nvidia-dgx-h100": "nvidia",
+           "lenovo-sr670-v2": "lenovo", "dell-r750": "dell", "hpe-dl385-gen10plus-v2": "hpe"}
+
+
+def default_ignore():
+    """The rules of data/bios-ignore.conf: (dialect, key glob)."""
+    rules = []
+    with open(os.path.join(TOP, "data", "bios-ignore.conf"), encoding="utf-8") as f:
+        for line in f:
+            words = line.split("#", 1)[0].split()
+            if words:
+                rules.append((words[0], words[1]))
+    assert len(rules) > 20
+    return rules
+
+
+def ignored(rules, dialect, key):
+    return any(d in ("*", dialect) and fnmatch.fnmatchcase(key, g) for d, g in rules)
+
+
+def setting_key(name):
+    """The component key of attribute @name, as gf_bios_component_key() makes it."""
+    return "bios." + "".join(c.lower() if c.isascii() and c.isalnum() else
+                             c if c in ".-_" else "_" for c in name)
+
+
+def setting_text(v):
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
 @pytest.fixture(scope="module")
@@ -272,3 +302,148 @@ def test_sweep_drift_finds_one_planted_setting_and_baseline_fixes_it(rf, lab, tm
     for i in (11, 13, 14):
         assert patches(lab, i) == [] and got[f"b{i}"]["requested"] == {}
     assert lab.state(12)["bios"]["pending"] == {planted: good}
+
+
+def test_a_failed_bios_read_is_not_every_setting_missing(rf, lab):
+    """Node 13's Bios resource answers 500: the sweep keeps the node partial
+    with a bios error and its firmware, says its settings were not read, and
+    drift finds no setting missing on it (the other three read theirs)."""
+    uri = lab.state(13)["bios"]["uri"]
+    lab.override(13, faults={uri: 500})
+    try:
+        r, data = rf.json("sweep", "b[11-14]", *rf.ca)
+    finally:
+        lab.override(13, faults={})
+    assert r.returncode == 1, (r.stderr, data)
+    nodes = {o["node"]: o for o in data}
+    assert nodes["b13"]["status"] == "partial", nodes["b13"]
+    assert [e["op"] for e in nodes["b13"]["errors"]] == ["bios"], nodes["b13"]["errors"]
+    r, show = rf.json("inventory", "show", "b13")
+    assert r.returncode == 0, r.stderr
+    stored = show[0]
+    assert stored["collected"] == {"firmware": True, "bios": False, "host": False}, stored
+    assert not [c for c in stored["components"] if c["key"].startswith("bios.")]
+    assert [c for c in stored["components"] if c["source"] == "redfish"]
+    r, show = rf.json("inventory", "show", "b14")
+    assert show[0]["collected"]["bios"] is True
+    assert len([c for c in show[0]["components"] if c["key"].startswith("bios.")]) > 400
+    r, drift = rf.json("drift", "--component", "bios.*")
+    assert r.returncode == 0, r.stderr
+    by = {o["node"]: o for o in drift}
+    assert by["b13"]["drift"] == [], by["b13"]
+
+
+def test_sweep_stores_the_settings_of_every_dialect(rf, lab):
+    """One node per dialect: every attribute with a value is a component
+    bios.<name> (source redfish, kind setting, its name and id the attribute's),
+    its value the version, except those the default list of that node's
+    dialect names, and each dialect's list leaves out something it serves."""
+    r, data = rf.json("sweep", "b[1-5]", *rf.ca)
+    assert r.returncode == 0, (r.stderr, data)
+    rules = default_ignore()
+    for i in range(1, 6):
+        dialect = DIALECT[lab.vendor(i)]
+        attrs = {setting_key(k): (k, v) for k, v in lab.state(i)["bios"]["attributes"].items()
+                 if v is not None}
+        r, show = rf.json("inventory", "show", f"b{i}")
+        assert r.returncode == 0, r.stderr
+        assert show[0]["collected"]["bios"] is True, show[0]["collected"]
+        stored = {c["key"]: c for c in show[0]["components"] if c["kind"] == "setting"}
+        want = {k: setting_text(v) for k, (_, v) in attrs.items()
+                if not ignored(rules, dialect, k)}
+        assert {k: c["version"] for k, c in stored.items()} == want, dialect
+        assert all(c["source"] == "redfish" and c["name"] == c["id"] == attrs[k][0]
+                   for k, c in stored.items()), dialect
+        left_out = set(attrs) - set(want)
+        assert left_out, f"{dialect}: the default list leaves out nothing it serves"
+        # a rule of another dialect only would not have left these out
+        own = {k for k in left_out if not ignored(rules, "generic", k)}
+        assert own, f"{dialect}: nothing left out by its own rules"
+
+
+def test_ignore_lists_per_node_settings_and_the_fix_holds(rf, lab, tmp_path):
+    """Four Dell nodes (455 attributes). Three attributes differ on every node:
+    the service tag (the default list of the dell dialect), HttpDev1Ip (added
+    by the profile's bios_ignore) and IscsiDev1Con1TargetName (added by the
+    baseline's "ignore"); one real setting is planted on b14. Drift reports
+    the planted one only; --from-baseline sends only it; after the node's reset
+    a second sweep and drift find nothing; history and export show it."""
+    nodes = "b[11-14]"
+    planted = "ProcVirtualization"
+    good = lab.state(11)["bios"]["attributes"][planted]
+    bad = "Disabled" if good == "Enabled" else "Enabled"
+    base_attrs = lab.state(11)["bios"]["attributes"]
+    for i in (11, 12, 13, 14):
+        lab.override(i, bios={"SystemServiceTag": f"SVC{i:04d}", "HttpDev1Ip": f"10.1.0.{i}",
+                              "IscsiDev1Con1TargetName": f"iqn.2026-12.com.example:t{i}",
+                              "SriovGlobalEnable": base_attrs["SriovGlobalEnable"],
+                              planted: bad if i == 14 else good})
+        lab.clear(i)
+    rf.write_creds(DEFAULT_CREDS + "bios_ignore = bios.httpdev?ip\n")
+    r = rf.run("sweep", nodes, *rf.ca)
+    assert r.returncode == 0, r.stderr
+    r, show = rf.json("inventory", "show", "b12")
+    keys = {c["key"] for c in show[0]["components"]}
+    assert "bios.systemservicetag" not in keys and "bios.httpdev1ip" not in keys
+    assert "bios.iscsidev1con1targetname" in keys and "bios.httpdev1vlanid" in keys
+
+    def found(*args):
+        r, data = rf.json("drift", "--component", "bios.*", *args)
+        assert r.returncode == 0, (r.stderr, data)
+        return sorted((o["node"], d["component"]) for o in data for d in o.get("drift", []))
+
+    iscsi = "bios.iscsidev1con1targetname"
+    majority = found()
+    assert ("b14", "bios." + planted.lower()) in majority
+    assert {k for _, k in majority} == {"bios." + planted.lower(), iscsi}, majority
+    assert found("--ignore", "bios.iscsidev1con1*") == [("b14", "bios." + planted.lower())]
+    # a baseline from b11, with and without its own ignore list
+    r = rf.run("inventory", "export", "--baseline", "b11")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["components"][iscsi] == "iqn.2026-12.com.example:t11"
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(doc))
+    assert found("--baseline", str(plain)) == sorted(
+        [("b12", iscsi), ("b13", iscsi), ("b14", iscsi), ("b14", "bios." + planted.lower())])
+    doc["ignore"] = ["bios.IscsiDev1Con1TargetName"]
+    golden = tmp_path / "golden.json"
+    golden.write_text(json.dumps(doc))
+    assert found("--baseline", str(golden)) == [("b14", "bios." + planted.lower())]
+    # the fix sends the planted setting only: not the per-node names the baseline ignores
+    got = objs(rf, "bios", "set", "--from-baseline", str(golden), "--yes", nodes)
+    assert all(o["ok"] for o in got.values()), got
+    assert got["b14"]["requested"] == {planted: good}, got["b14"]
+    assert [e["body"] for e in patches(lab, 14)] == [{"Attributes": {planted: good}}]
+    for i in (11, 12, 13):
+        assert patches(lab, i) == [] and got[f"b{i}"]["requested"] == {}, got[f"b{i}"]
+    r = rf.run("power", "reset", "b14", *rf.ca)
+    assert r.returncode == 0, r.stderr
+    assert lab.state(14)["bios"]["attributes"][planted] == good
+    assert lab.state(14)["bios"]["pending"] == {}
+    r = rf.run("sweep", nodes, *rf.ca)
+    assert r.returncode == 0, r.stderr
+    assert found("--baseline", str(golden)) == []
+    assert found("--ignore", "bios.iscsidev1con1*") == []
+    # history and export carry the settings
+    r, hist = rf.json("inventory", "history", "b14")
+    assert r.returncode == 0, r.stderr
+    changes = [c for o in hist for c in o["changes"] if c["component"] == "bios." + planted.lower()]
+    assert changes and changes[-1]["before"] == bad and changes[-1]["after"] == good, hist
+    r = rf.run("inventory", "export")
+    assert r.returncode == 0, r.stderr
+    recs = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+    b14 = [rec for rec in recs if rec["node"] == "b14"]
+    vals = [next(c["version"] for c in rec["components"] if c["key"] == "bios." + planted.lower())
+            for rec in b14]
+    assert vals[-2:] == [bad, good], vals
+    assert all(rec["collected"]["bios"] for rec in b14[-2:])
+    assert all(c["source"] == "redfish" for rec in b14 for c in rec["components"]
+               if c["kind"] == "setting")
+
+
+def test_a_bad_bios_ignore_is_a_usage_error(rf, lab):
+    rf.write_creds(DEFAULT_CREDS + "bios_ignore = SystemServiceTag\n")
+    r = rf.run("sweep", "b1", *rf.ca)
+    assert r.returncode == 2, r.stderr
+    assert "bios_ignore 'SystemServiceTag'" in r.stderr and len(r.stderr.splitlines()) == 1

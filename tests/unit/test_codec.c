@@ -49,6 +49,7 @@ static void assert_same_node(const struct gf_sweep_node *a, const struct gf_swee
 	assert_str_or_null(a->model, b->model);
 	assert_int_equal(a->fw_read, b->fw_read);
 	assert_int_equal(a->host_read, b->host_read);
+	assert_int_equal(a->bios_read, b->bios_read);
 	assert_int_equal(a->nerrors, b->nerrors);
 	for (size_t i = 0; i < a->nerrors; i++) {
 		assert_string_equal(a->errors[i].op, b->errors[i].op);
@@ -576,6 +577,40 @@ static void test_baseline_file_round_trip(void **state)
 	gf_baseline_free(back);
 }
 
+/* A baseline's "ignore": read in both forms, written back, and what drift leaves out. */
+static void test_baseline_ignore(void **state)
+{
+	static const char *const texts[] = {
+		"{\"bmc\": \"1\", \"ignore\": [\"bios.httpdev?ip\", \"BIOS.Serial*\"]}",
+		"{\"components\": {\"bmc\": \"1\"}, \"ignore\": [\"bios.httpdev?ip\","
+		" \"BIOS.Serial*\"]}",
+	};
+	struct gf_err err = {0};
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		struct gf_baseline *b = NULL, *back = NULL;
+		json_t *j;
+		char *text;
+
+		assert_int_equal(gf_codec_baseline_parse(texts[i], "f.json", &b, &err), 0);
+		assert_int_equal(b->nignore, 2);
+		assert_int_equal(b->scopes[0].n, 1); /* "ignore" is no component */
+		assert_true(gf_baseline_ignores(b, "bios.httpdev1ip"));
+		assert_true(gf_baseline_ignores(b, "bios.serialnumber"));
+		assert_false(gf_baseline_ignores(b, "bios.httpdev1vlanid"));
+		j = gf_codec_baseline_to_json(b, NULL);
+		text = json_dumps(j, 0);
+		assert_int_equal(gf_codec_baseline_parse(text, "g.json", &back, &err), 0);
+		assert_int_equal(back->nignore, 2);
+		assert_string_equal(back->ignore[1], "BIOS.Serial*");
+		free(text);
+		json_decref(j);
+		gf_baseline_free(b);
+		gf_baseline_free(back);
+	}
+}
+
 static void test_baseline_file_messages(void **state)
 {
 	static const struct {
@@ -585,7 +620,8 @@ static void test_baseline_file_messages(void **state)
 		{"{\"components\": {\"bmc\": 1}}", "baseline 'f.json': the version of 'bmc' in"
 		 " 'components' is not a string or a list of strings"},
 		{"{\"components\": [], \"x\": 1}",
-		 "baseline 'f.json' has an unknown member 'x' (components, models)"},
+		 "baseline 'f.json' has an unknown member 'x' (components,"
+		 " models, ignore)"},
 		{"{\"components\": []}",
 		 "baseline 'f.json': 'components' is not an object of component: version"},
 		{"{\"models\": {\"A\": {\"bmc\": []}}}",
@@ -594,6 +630,10 @@ static void test_baseline_file_messages(void **state)
 		 "baseline 'f.json': a version of 'bmc' in model 'A' is not a string"},
 		{"{\"models\": []}", "baseline 'f.json': 'models' is not an object of model: rules"},
 		{"{\"\": \"1\"}", "baseline 'f.json': the file has an empty component key"},
+		{"{\"ignore\": \"bios.x\"}",
+		 "baseline 'f.json': 'ignore' is not a list of component key patterns"},
+		{"{\"components\": {}, \"ignore\": [\"bios.x\", 3]}",
+		 "baseline 'f.json': 'ignore' item 2 is not a component key pattern"},
 	};
 	struct gf_err err = {0};
 
@@ -723,6 +763,7 @@ int main(void)
 		cmocka_unit_test(test_read_array_and_ndjson),
 		cmocka_unit_test(test_read_bad_input),
 		cmocka_unit_test(test_baseline_file_round_trip),
+		cmocka_unit_test(test_baseline_ignore),
 		cmocka_unit_test(test_baseline_file_messages),
 	};
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "inventory/normalize.h"
+#include "lib/bios.h"
 #include "lib/compkey.h"
 #include "redfish/rf.h"
 
@@ -195,6 +196,27 @@ static void big_numbers_agree(void **state)
 	free(inv);
 }
 
+/* The default BIOS ignore list (data/bios-ignore.conf) is per dialect. */
+static void bios_ignore_per_dialect(void **state)
+{
+	(void)state;
+	assert_true(gf_bios_ignore_ndefault > 20);
+	assert_true(gf_bios_ignored("dell", NULL, "bios.systemservicetag"));
+	assert_false(gf_bios_ignored("hpe", NULL, "bios.systemservicetag"));
+	assert_false(gf_bios_ignored(NULL, NULL, "bios.systemservicetag"));
+	assert_true(gf_bios_ignored("hpe", NULL, "bios.servername"));
+	assert_true(gf_bios_ignored("nvidia", NULL, "bios.bootoption742"));
+	assert_false(gf_bios_ignored("supermicro", NULL, "bios.bootoption742"));
+	/* every dialect's rules, and those of an unknown one */
+	assert_true(gf_bios_ignored("supermicro", NULL, "bios.serialnumber"));
+	assert_true(gf_bios_ignored(NULL, NULL, "bios.serverassettag"));
+	/* Lenovo adapters named after their MAC address */
+	assert_true(gf_bios_ignored("lenovo", NULL,
+				    "bios.mellanoxnetworkadapter_a088c2c36f6e__slot15_chiptype"));
+	assert_false(gf_bios_ignored("lenovo", NULL, "bios.processors_upiprefetcher"));
+	assert_false(gf_bios_ignored("dell", NULL, "bios.sriovglobalenable"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -204,6 +226,7 @@ int main(void)
 		cmocka_unit_test(numbers_and_slugs),
 		cmocka_unit_test(both_paths_agree),
 		cmocka_unit_test(big_numbers_agree),
+		cmocka_unit_test(bios_ignore_per_dialect),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

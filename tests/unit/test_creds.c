@@ -19,6 +19,7 @@
 
 #include "lib/buf.h"
 #include "lib/creds.h"
+#include "lib/bios.h"
 #include "tests/unit/creds_cases.h"
 
 /* A private directory per run; every test writes its files there. */
@@ -175,6 +176,7 @@ static void test_all_keys(void **state)
 			   "ssh_known_hosts = /etc/gpufleet/known_hosts\n"
 			   "redfish_cacert = /etc/gpufleet/ca.pem\n"
 			   "redfish_tls_pin = new\n"
+			   "bios_ignore = bios.httpdev?ip, BIOS.IscsiDev*TargetName\n"
 			   "\n"
 			   "[vault]\n"
 			   "bmc_user=\n"
@@ -205,8 +207,13 @@ static void test_all_keys(void **state)
 	assert_string_equal(p->ssh_known_hosts, "/etc/gpufleet/known_hosts");
 	assert_string_equal(p->redfish_cacert, "/etc/gpufleet/ca.pem");
 	assert_true(p->redfish_tls_pin_new);
+	assert_string_equal(p->bios_ignore, "bios.httpdev?ip, BIOS.IscsiDev*TargetName");
+	assert_true(gf_bios_ignored("dell", p->bios_ignore, "bios.httpdev1ip"));
+	assert_true(gf_bios_ignored(NULL, p->bios_ignore, "bios.iscsidev1con2targetname"));
+	assert_false(gf_bios_ignored("dell", p->bios_ignore, "bios.httpdev1vlanid"));
 
 	p = resolve_ok(&c, "vault");
+	assert_null(p->bios_ignore);
 	assert_false(p->redfish_tls_pin_new);
 	assert_string_equal(p->bmc_user, "");
 	assert_string_equal(p->bmc_password_command, "echo hunter2");
@@ -258,6 +265,11 @@ static void test_checked_keys(void **state)
 }
 
 static const struct bad_case bad_cases[] = {
+	{"[a]\nbios_ignore = bios.x, serial*\n", 2,
+	 "bios_ignore 'bios.x, serial*': each pattern is a glob of bios.NAME keys (at most 200"
+	 " bytes), comma separated"},
+	{"[a]\nbios_ignore = ,\n", 2,
+	 "bios_ignore names no pattern (bios.NAME globs, comma separated)"},
 	{"bmc_user = x\n", 1, "key 'bmc_user' is outside any [profile] section"},
 	{"[a]\nbmc_user = x\nbmc_pass = y\n", 3, "unknown key 'bmc_pass' in profile 'a'"},
 	{"[a]\n\n# c\nBMC_USER = y\n", 4, "unknown key 'BMC_USER' in profile 'a'"},

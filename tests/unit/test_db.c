@@ -561,6 +561,7 @@ static void test_audit_migrated(void **state)
 	/* What later versions added goes too: a real version 3 file has none of it. */
 	raw_exec(h, "DROP TABLE rollout_items; DROP TABLE rollout_nodes; DROP TABLE rollouts;"
 		    "ALTER TABLE sweep_nodes DROP COLUMN bios_cset;"
+		    "ALTER TABLE sweep_nodes DROP COLUMN bios_read;"
 		    "DROP INDEX audit_pending; ALTER TABLE audit DROP COLUMN finished;"
 		    "INSERT INTO audit (time, verb, node, result) VALUES (5, 'power on', 'x', 'ok');"
 		    "PRAGMA user_version = 3");

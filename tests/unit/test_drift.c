@@ -31,6 +31,7 @@ static struct gf_sweep_node *add(struct gf_sweep *sw, const char *name, const ch
 
 	n->model = gf_sweep_str(sw, model);
 	n->fw_read = fw;
+	n->bios_read = fw; /* by default, the BIOS settings were read when the firmware was */
 	n->host_read = host;
 	while (tok && *tok) {
 		char *next = strchr(tok, ','), *eq, *at;
@@ -49,7 +50,7 @@ static struct gf_sweep_node *add(struct gf_sweep *sw, const char *name, const ch
 		}
 		c->key = gf_sweep_str(sw, tok);
 		c->version = strcmp(eq + 1, "-") == 0 ? NULL : gf_sweep_str(sw, eq + 1);
-		c->kind = gf_sweep_str(sw, "other");
+		c->kind = gf_sweep_str(sw, strncmp(tok, "bios.", 5) == 0 ? "setting" : "other");
 		tok = next;
 	}
 	free(copy);
@@ -206,6 +207,35 @@ static void test_majority_missing_extra_and_unread(void **state)
 	assert_int_equal(d->not_compared, 1);
 	assert_int_equal(dnode(d, "a")->peers, 5);
 	assert_int_equal(d->drifting, 2);
+	gf_drift_free(d);
+	gf_sweep_free(sw);
+}
+
+/*
+ * The BIOS settings are a read of their own: a node whose Bios resource
+ * failed is not short of every setting, and one whose firmware walk failed
+ * is still compared on the settings it read.
+ */
+static void test_majority_settings_read_apart(void **state)
+{
+	struct gf_sweep *sw = gf_sweep_new();
+	struct gf_drift_opts o = {0};
+	struct gf_drift *d;
+	const struct gf_drift_node *dn;
+
+	add(sw, "a", "M", true, false, "bmc=1,bios.sriov=on,bios.numa=2");
+	add(sw, "b", "M", true, false, "bmc=1,bios.sriov=on,bios.numa=2");
+	add(sw, "c", "M", true, false, "bmc=1")->bios_read = false;      /* the Bios read failed */
+	add(sw, "d", "M", false, false, "bios.sriov=off,bios.numa=2")->bios_read = true; /* the walk */
+	d = run(sw, &o);
+	assert_int_equal(dnode(d, "c")->n, 0);
+	dn = dnode(d, "d");
+	assert_true(dn->compared);
+	assert_int_equal(dn->n, 1);
+	assert_string_equal(dn->items[0].component, "bios.sriov");
+	assert_string_equal(dn->items[0].actual, "off");
+	assert_string_equal(dn->items[0].expected, "on");
+	assert_int_equal(d->drifting, 1);
 	gf_drift_free(d);
 	gf_sweep_free(sw);
 }
@@ -603,6 +633,7 @@ int main(void)
 		cmocka_unit_test(test_majority_groups_by_class),
 		cmocka_unit_test(test_majority_reports_ties),
 		cmocka_unit_test(test_majority_missing_extra_and_unread),
+		cmocka_unit_test(test_majority_settings_read_apart),
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_baseline_rules),
 		cmocka_unit_test(test_baseline_flat_and_errors),
