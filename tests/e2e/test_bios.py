@@ -274,11 +274,12 @@ def test_sweep_drift_finds_one_planted_setting_and_baseline_fixes_it(rf, lab, tm
     rows = rf.sql("SELECT DISTINCT c.key, c.source, c.name FROM components c"
                   " WHERE c.kind = 'setting'")
     keys = {row["key"] for row in rows}
-    want = {"bios." + k.lower() for k, v in attrs.items() if v is not None} - {
-        "bios.systemservicetag", "bios.assettag", "bios.systembiosversion",
-        "bios.systemcpldversion", "bios.systemmeversion", "bios.sha256setuppassword",
-        "bios.sha256setuppasswordsalt", "bios.sha256systempassword",
-        "bios.sha256systempasswordsalt"} - {"bios.sataport%smodel" % c for c in "abcdefgh"}
+    rules = default_ignore()
+    want = {"bios." + k.lower() for k, v in attrs.items()
+            if v is not None and not ignored(rules, "dell", "bios." + k.lower())}
+    assert want >= {"bios.sriovglobalenable", "bios.procvirtualization"}
+    assert not want & ({"bios.systemservicetag", "bios.assettag", "bios.sha256setuppassword",
+                        "bios.iscsiinitiatorname"} | {"bios.sataport%smodel" % c for c in "ab"})
     assert keys == want, (sorted(keys ^ want))[:10]
     assert all(row["source"] == "redfish" for row in rows)
     assert "bios.systemservicetag" not in keys
