@@ -189,7 +189,7 @@ static bool glob_match(const char *glob, const char *key)
 
 /*
  * Each glob of the list @list (commas or white space between them) to @fn,
- * NUL-terminated in @buf; stops at the first @fn that returns nonzero and
+ * each NUL-terminated in a local buffer; stops at the first @fn that returns nonzero and
  * returns that. An item longer than the buffer is given cut to GF_BIOS_GLOB_MAX + 1
  * bytes: gf_bios_ignore_check() refuses it.
  */
