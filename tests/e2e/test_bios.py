@@ -323,11 +323,12 @@ def test_a_failed_bios_read_is_not_every_setting_missing(rf, lab):
     assert r.returncode == 0, r.stderr
     stored = show[0]
     assert stored["collected"] == {"firmware": True, "bios": False, "host": False}, stored
-    assert not [c for c in stored["components"] if c["key"].startswith("bios.")]
-    assert [c for c in stored["components"] if c["source"] == "redfish"]
+    assert not [c for c in stored["components"] if c["kind"] == "setting"]
+    # its firmware was read, Dell's "bios.current" and "bios.previous" among it
+    assert {"bios.current", "bios.previous"} <= {c["key"] for c in stored["components"]}
     r, show = rf.json("inventory", "show", "b14")
     assert show[0]["collected"]["bios"] is True
-    assert len([c for c in show[0]["components"] if c["key"].startswith("bios.")]) > 400
+    assert len([c for c in show[0]["components"] if c["kind"] == "setting"]) > 400
     r, drift = rf.json("drift", "--component", "bios.*")
     assert r.returncode == 0, r.stderr
     by = {o["node"]: o for o in drift}
@@ -355,11 +356,13 @@ def test_sweep_stores_the_settings_of_every_dialect(rf, lab):
         assert {k: c["version"] for k, c in stored.items()} == want, dialect
         assert all(c["source"] == "redfish" and c["name"] == c["id"] == attrs[k][0]
                    for k, c in stored.items()), dialect
+        # Each dialect's own rules (not those for every dialect) name attributes it
+        # serves; the Supermicro capture's (passwords) all have null values.
+        served = {setting_key(k) for k in lab.state(i)["bios"]["attributes"]}
+        own = {k for k in served if ignored(rules, dialect, k) and not ignored(rules, "generic", k)}
+        assert own, f"{dialect}: its own rules name nothing it serves"
         left_out = set(attrs) - set(want)
-        assert left_out, f"{dialect}: the default list leaves out nothing it serves"
-        # a rule of another dialect only would not have left these out
-        own = {k for k in left_out if not ignored(rules, "generic", k)}
-        assert own, f"{dialect}: nothing left out by its own rules"
+        assert bool(left_out) == (dialect != "supermicro"), (dialect, sorted(left_out)[:5])
 
 
 def test_ignore_lists_per_node_settings_and_the_fix_holds(rf, lab, tmp_path):
