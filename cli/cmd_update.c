@@ -1084,6 +1084,23 @@ static int finish_state(struct gf_db *db, long id)
 	return 0;
 }
 
+/* Run and resume alike: the batches, the rollout's final state, its nodes printed; an exit code. */
+static int execute(struct rollout_exec *x, const struct gf_rollout *r, struct gf_node *nodes,
+		   bool resume)
+{
+	int rc, prc;
+
+	x->batch = gf_xcalloc(r->n ? r->n : 1, sizeof(*x->batch));
+	rc = run_batches(x, r, nodes, resume);
+	prc = finish_state(x->db, r->id);
+	if (!rc)
+		rc = prc;
+	prc = print_rollout(x->cli, x->db, r->id, true);
+	if (!rc)
+		rc = prc;
+	return cli_interrupted(rc);
+}
+
 static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
 		      int nargs)
 {
@@ -1153,17 +1170,9 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		goto out;
 	}
 	x.id = r.id;
-	x.batch = gf_xcalloc(n ? n : 1, sizeof(*x.batch));
 	if (!cli->quiet && cli->format == GF_FMT_TABLE)
 		fprintf(stderr, "gpufleet: rollout %ld: %zu of %zu nodes to update\n", r.id, work, n);
-	rc = run_batches(&x, &r, p.nodes, false);
-	prc = finish_state(db, r.id);
-	if (!rc)
-		rc = prc;
-	prc = print_rollout(cli, db, r.id, true);
-	if (!rc)
-		rc = prc;
-	rc = cli_interrupted(rc);
+	rc = execute(&x, &r, p.nodes, false);
 out:
 	free(x.batch);
 	gf_rollout_release(&r);
@@ -1219,7 +1228,7 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 	char **names = NULL;
 	const char **unknown = NULL;
 	long id;
-	int rc, prc;
+	int rc;
 
 	(void)sv;
 	if ((rc = rollout_arg(cli, args, nargs, &id)) || (rc = cli_db(cli, &db)))
@@ -1285,15 +1294,7 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 	x = (struct rollout_exec){.cli = cli, .a = &a, .db = db, .id = r.id, .stored = &r,
 				  .ctx = {.cat = &cat, .a = &a, .resume = true, .unknown = unknown,
 					  .nunknown = nunknown, .stored = &r}};
-	x.batch = gf_xcalloc(r.n ? r.n : 1, sizeof(*x.batch));
-	rc = run_batches(&x, &r, nodes, true);
-	prc = finish_state(db, r.id);
-	if (!rc)
-		rc = prc;
-	prc = print_rollout(cli, db, r.id, true);
-	if (!rc)
-		rc = prc;
-	rc = cli_interrupted(rc);
+	rc = execute(&x, &r, nodes, true);
 out:
 	free(x.batch);
 	free(names);
