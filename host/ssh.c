@@ -912,6 +912,37 @@ fail:
 	return rc < 0 ? rc : GF_E_NODE;
 }
 
+/*
+ * After our disconnect: stop writing, and read (and drop) what the server
+ * still sends until it closes, for at most CLOSE_WAIT_S. Closing a socket
+ * with unread data resets the connection, and a server busy sending output
+ * of channels still running may then meet the reset before it reads the
+ * disconnect: it ends on a broken pipe and never learns why.
+ */
+#define CLOSE_WAIT_S 0.5
+
+static void await_server_close(int sock)
+{
+	double until = gf_monotime() + CLOSE_WAIT_S;
+	char sink[16384];
+
+	if (shutdown(sock, SHUT_WR) < 0)
+		return;
+	for (;;) {
+		struct pollfd pfd = {.fd = sock, .events = POLLIN};
+		double left = until - gf_monotime();
+		ssize_t got;
+
+		if (left <= 0)
+			return;
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			return;
+		got = recv(sock, sink, sizeof(sink), MSG_DONTWAIT);
+		if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			return; /* closed by the server, or reset */
+	}
+}
+
 void gf_ssh_close(struct gf_ssh *s)
 {
 	if (!s)
@@ -927,6 +958,8 @@ void gf_ssh_close(struct gf_ssh *s)
 
 				poll(&pfd, 1, 20);
 			}
+			if (rc == 0)
+				await_server_close(s->sock);
 		}
 		/*
 		 * Freeing a session closes its channels, and closing a channel

@@ -688,6 +688,13 @@ exec /bin/uname "$@"
         journal = node.get('journal', 'ok')
         if journal == 'ok':
             self._tool(i, 'journalctl', since % (out, 'journal', out, 'journal'))
+        elif journal == 'trickle':
+            # a kernel log that never ends: 32 KiB every 10 ms, so that sshd is always
+            # busy sending output (flood.pids: its PID, to stop it)
+            self._tool(i, 'journalctl', "echo $$ >> '%s/flood.pids'\nexec /usr/bin/python3 -c "
+                       "'import sys, time\nline = b\"kernel: lab trickle \" * 1638 + b\"\\n\"\n"
+                       "while True:\n    sys.stdout.buffer.write(line)\n    sys.stdout.flush()\n"
+                       "    time.sleep(0.01)\n' trickle\n" % d)
         elif journal == 'denied':
             self._tool(i, 'journalctl', "echo '-- No entries --'\necho 'Hint: You are currently not seeing "
                        "messages from other users and the system.' >&2\nexit 0\n")
@@ -868,7 +875,7 @@ def kill_hung(workdir):
                     pid = int(line)
                     with open('/proc/%d/cmdline' % pid, 'rb') as c:
                         cmd = c.read()
-                        if b'sleep' not in cmd and b'yes' not in cmd:
+                        if b'sleep' not in cmd and b'yes' not in cmd and b'trickle' not in cmd:
                             continue
                     os.kill(pid, signal.SIGKILL)
                 except (ValueError, OSError):
