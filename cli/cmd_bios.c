@@ -470,8 +470,8 @@ out:
 }
 
 static const struct cli_subverb subs[] = {
-	{"show", show_run, NULL},
-	{"set", set_run, NULL},
+	{"show", show_run, NULL, 0},
+	{"set", set_run, NULL, 0},
 };
 
 int cmd_bios(struct gf_cli *cli, int argc, char **argv)

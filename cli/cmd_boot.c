@@ -170,12 +170,12 @@ out:
 }
 
 static const struct cli_subverb subs[] = {
-	{"status", boot_run, &(const struct boot_sub){true, GF_BOOT_NONE}},
-	{"pxe", boot_run, &(const struct boot_sub){false, GF_BOOT_PXE}},
-	{"disk", boot_run, &(const struct boot_sub){false, GF_BOOT_DISK}},
-	{"bios", boot_run, &(const struct boot_sub){false, GF_BOOT_BIOS}},
-	{"cd", boot_run, &(const struct boot_sub){false, GF_BOOT_CD}},
-	{"none", boot_run, &(const struct boot_sub){false, GF_BOOT_NONE}},
+	{"status", boot_run, &(const struct boot_sub){true, GF_BOOT_NONE}, 0},
+	{"pxe", boot_run, &(const struct boot_sub){false, GF_BOOT_PXE}, 0},
+	{"disk", boot_run, &(const struct boot_sub){false, GF_BOOT_DISK}, 0},
+	{"bios", boot_run, &(const struct boot_sub){false, GF_BOOT_BIOS}, 0},
+	{"cd", boot_run, &(const struct boot_sub){false, GF_BOOT_CD}, 0},
+	{"none", boot_run, &(const struct boot_sub){false, GF_BOOT_NONE}, 0},
 };
 
 int cmd_boot(struct gf_cli *cli, int argc, char **argv)

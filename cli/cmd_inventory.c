@@ -668,13 +668,13 @@ static int inv_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, c
 }
 
 static const struct cli_subverb subs[] = {
-	{"show", inv_run, &(const struct inv_sub){sub_show}},
-	{"history", inv_run, &(const struct inv_sub){sub_history}},
-	{"export", inv_run, &(const struct inv_sub){sub_export}},
-	{"import", inv_run, &(const struct inv_sub){sub_import}},
-	{"prune", inv_run, &(const struct inv_sub){sub_prune}},
-	{"sweeps", inv_run, &(const struct inv_sub){sub_sweeps}},
-	{"audit", inv_run, &(const struct inv_sub){sub_audit}},
+	{"show", inv_run, &(const struct inv_sub){sub_show}, 0},
+	{"history", inv_run, &(const struct inv_sub){sub_history}, 0},
+	{"export", inv_run, &(const struct inv_sub){sub_export}, 0},
+	{"import", inv_run, &(const struct inv_sub){sub_import}, 0},
+	{"prune", inv_run, &(const struct inv_sub){sub_prune}, 0},
+	{"sweeps", inv_run, &(const struct inv_sub){sub_sweeps}, 0},
+	{"audit", inv_run, &(const struct inv_sub){sub_audit}, 0},
 };
 
 int cmd_inventory(struct gf_cli *cli, int argc, char **argv)

@@ -410,12 +410,14 @@ out:
 enum { N_ADD, N_IMPORT, N_LIST, N_REMOVE, N_REPIN, N_TAG };
 
 static const struct cli_subverb nodes_subs[] = {
-	[N_ADD] = {"add", nodes_add, NULL},
-	[N_IMPORT] = {"import", nodes_import, NULL},
-	[N_LIST] = {"list", nodes_list, NULL},
-	[N_REMOVE] = {"remove", nodes_remove, NULL},
-	[N_REPIN] = {"repin", nodes_repin, NULL},
-	[N_TAG] = {"tag", nodes_tag, NULL},
+	[N_ADD] = {"add", nodes_add, NULL,
+		   CLI_OPT(N_BMC) | CLI_OPT(N_SSH) | CLI_OPT(N_GROUP) | CLI_OPT(N_REPLACE)},
+	[N_IMPORT] = {"import", nodes_import, NULL, CLI_OPT(N_REPLACE)},
+	[N_LIST] = {"list", nodes_list, NULL, CLI_NO_OPTS},
+	[N_REMOVE] = {"remove", nodes_remove, NULL, CLI_NO_OPTS},
+	[N_REPIN] = {"repin", nodes_repin, NULL, CLI_OPT(N_EXPECT)},
+	[N_TAG] = {"tag", nodes_tag, NULL,
+		   CLI_OPT(N_GROUP) | CLI_OPT(N_ADD_GROUP) | CLI_OPT(N_REMOVE_GROUP)},
 };
 
 /* Is @s a "+GROUP" or "-GROUP" word of nodes tag, rather than an option? */

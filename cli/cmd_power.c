@@ -176,13 +176,13 @@ out:
 }
 
 static const struct cli_subverb subs[] = {
-	{"status", power_run, &(const struct power_sub){true, GF_POWER_OP_ON, GF_POWER_UNKNOWN, false}},
-	{"on", power_run, &(const struct power_sub){false, GF_POWER_OP_ON, GF_POWER_ON, false}},
-	{"off", power_run, &(const struct power_sub){false, GF_POWER_OP_OFF, GF_POWER_OFF, true}},
-	{"cycle", power_run, &(const struct power_sub){false, GF_POWER_OP_CYCLE, GF_POWER_ON, true}},
-	{"reset", power_run, &(const struct power_sub){false, GF_POWER_OP_RESET, GF_POWER_ON, true}},
-	{"soft", power_run, &(const struct power_sub){false, GF_POWER_OP_SOFT, GF_POWER_OFF, true}},
-	{"nmi", power_run, &(const struct power_sub){false, GF_POWER_OP_NMI, GF_POWER_UNKNOWN, true}},
+	{"status", power_run, &(const struct power_sub){true, GF_POWER_OP_ON, GF_POWER_UNKNOWN, false}, 0},
+	{"on", power_run, &(const struct power_sub){false, GF_POWER_OP_ON, GF_POWER_ON, false}, 0},
+	{"off", power_run, &(const struct power_sub){false, GF_POWER_OP_OFF, GF_POWER_OFF, true}, 0},
+	{"cycle", power_run, &(const struct power_sub){false, GF_POWER_OP_CYCLE, GF_POWER_ON, true}, 0},
+	{"reset", power_run, &(const struct power_sub){false, GF_POWER_OP_RESET, GF_POWER_ON, true}, 0},
+	{"soft", power_run, &(const struct power_sub){false, GF_POWER_OP_SOFT, GF_POWER_OFF, true}, 0},
+	{"nmi", power_run, &(const struct power_sub){false, GF_POWER_OP_NMI, GF_POWER_UNKNOWN, true}, 0},
 };
 
 int cmd_power(struct gf_cli *cli, int argc, char **argv)

@@ -217,8 +217,8 @@ static int list_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, 
 }
 
 static const struct cli_subverb subs[] = {
-	{"list", list_run, NULL},
-	{"clear", clear_run, NULL},
+	{"list", list_run, NULL, 0},
+	{"clear", clear_run, NULL, 0},
 };
 
 int cmd_sel(struct gf_cli *cli, int argc, char **argv)

@@ -1307,10 +1307,11 @@ out:
 }
 
 static const struct cli_subverb subs[] = {
-	{"plan", update_plan, NULL},
-	{"run", update_run, NULL},
-	{"status", update_status, NULL},
-	{"resume", update_resume, NULL},
+	{"plan", update_plan, NULL, CLI_OPT(U_CATALOG) | CLI_OPT(U_COMPONENT)},
+	{"run", update_run, NULL, 0},
+	{"status", update_status, NULL, CLI_NO_OPTS},
+	/* A rollout resumes with its own catalog and options; --reboot may be added. */
+	{"resume", update_resume, NULL, CLI_OPT(U_YES) | CLI_OPT(U_REBOOT)},
 };
 
 int cmd_update(struct gf_cli *cli, int argc, char **argv)

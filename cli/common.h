@@ -53,6 +53,9 @@ struct gf_cli {
 	const char *cacert;        /* --cacert: CA bundle for Redfish BMC certificates */
 	bool insecure;             /* --insecure: no Redfish certificate checks */
 	bool tls_pin_new;          /* --tls-pin new: pin Redfish certificates on first use */
+	const struct cli_opt *verb_opts;     /* the verb's option table, as cli_parse saw it */
+	size_t nverb_opts;
+	unsigned long long verb_opts_given;  /* which of them were given: CLI_OPT(index) */
 
 	struct gf_db *db;          /* opened on demand by cli_db() */
 	struct gf_node *reg;       /* the registry, loaded on demand */
@@ -111,7 +114,16 @@ struct cli_subverb {
 	int (*run)(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
 		   int nargs);
 	const void *data;   /* what @run needs to know of this sub-verb, or NULL */
+	/*
+	 * The verb options it takes, a bit per index in the verb's option table
+	 * (CLI_OPT(i)); 0: every one. CLI_NO_OPTS: none. Another one given is a
+	 * usage error that names it.
+	 */
+	unsigned long long takes;
 };
+
+#define CLI_OPT(i) (1ULL << (i))
+#define CLI_NO_OPTS (1ULL << 63)
 
 /*
  * Run the sub-verb @args[0] names. A missing or unknown one is a usage error

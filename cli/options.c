@@ -164,6 +164,8 @@ int cli_parse(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *o
 	}
 	optind = 1;
 	opterr = 0;
+	cli->verb_opts = opts;
+	cli->nverb_opts = nopts;
 	while ((c = getopt_long(argc, argv, gf_buf_str(&shorts) + 1, lo, &idx)) != -1) {
 		if (c == '?' || c == ':') {
 			const char *bad = argv[optind - 1];
@@ -190,6 +192,8 @@ int cli_parse(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *o
 			if (opts[i].lo.val == c)
 				c = 2000 + (int)i;
 		if (c >= 2000) {
+			if (c - 2000 < 63)
+				cli->verb_opts_given |= CLI_OPT(c - 2000);
 			rc = on_opt ? on_opt(ud, (size_t)(c - 2000), optarg) : 0;
 			if (rc)
 				goto out;

@@ -1,5 +1,6 @@
 """What cli/ itself says: the sub-verb errors of every verb that has sub-verbs,
 the notes --quiet silences and the lines --verbose adds. No BMC is needed."""
+import json
 import re
 
 import pytest
@@ -48,6 +49,42 @@ def test_subverbs_of_the_dispatcher_are_those_of_help(gf, verb):
     """The dispatcher's table and the usage lines of --help name the same sub-verbs."""
     listed = re.search(r"\((.*)\)$", gf.run(verb, "frob").stderr.strip()).group(1).split(", ")
     assert sorted(listed) == sorted(subverbs(verb))
+
+
+# An option of the verb that the sub-verb given does not take: refused, not ignored.
+NOT_TAKEN = [
+    (["nodes", "list", "--expect", "ab"], "'--expect' does not apply to 'nodes list'"),
+    (["nodes", "remove", "n1", "--replace"], "'--replace' does not apply to 'nodes remove'"),
+    (["nodes", "tag", "n1", "+g", "--bmc", "127.0.0.1"], "'--bmc' does not apply to 'nodes tag'"),
+    (["nodes", "import", "-", "--ssh", "h"], "'--ssh' does not apply to 'nodes import'"),
+    (["nodes", "repin", "n1", "--group", "g"], "'--group' does not apply to 'nodes repin'"),
+    (["update", "status", "--catalog", "c.json"], "'--catalog' does not apply to 'update status'"),
+    (["update", "resume", "--catalog", "c.json"], "'--catalog' does not apply to 'update resume'"),
+    (["update", "resume", "--canary", "1"], "'--canary' does not apply to 'update resume'"),
+    (["update", "plan", "--catalog", "c.json", "--yes", "n1"], "'--yes' does not apply to 'update plan'"),
+]
+
+
+@pytest.mark.parametrize("argv,said", NOT_TAKEN)
+def test_options_a_subverb_does_not_take_are_refused(gf, argv, said, tmp_path):
+    """Refused before anything is read or changed: the inventory is not even created."""
+    db = tmp_path / "fresh.db"
+    r = gf.run(*argv, env={"GPUFLEET_DB": str(db)}, input="name,bmc\nn2,127.0.0.2\n")
+    verb = argv[0]
+    assert (r.returncode, r.stdout) == (2, ""), r.stderr
+    assert r.stderr == f"gpufleet: option {said}; see 'gpufleet {verb} --help'\n"
+    assert not db.exists()
+
+
+def test_options_a_subverb_takes_still_work(gf):
+    assert gf.run("nodes", "add", "n1", "--bmc", "127.0.0.1", "-g", "a").returncode == 0
+    r = gf.run("nodes", "tag", "n1", "+b", "--group", "c", "--remove-group", "a")
+    assert r.returncode == 0, r.stderr
+    r = gf.run("nodes", "import", "--replace", "-", input="name,bmc\nn1,127.0.0.3\n")
+    assert r.returncode == 0, r.stderr
+    r = gf.run("--format", "json", "nodes", "list")
+    (n,) = json.loads(r.stdout)
+    assert n["bmc"] == "127.0.0.3", n
 
 
 def test_subverb_errors_open_no_inventory(gf, tmp_path):
