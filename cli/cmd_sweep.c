@@ -153,7 +153,7 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 	struct gf_err err = {0};
 	struct gf_db *db;
 	bool any_bmc = false;
-	int lock = -1, rc, nargs;
+	int lock = -1, rc, prc, nargs;
 	unsigned counts[3] = {0};
 	char **args;
 
@@ -221,7 +221,8 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 		rc = cli_fail(&err);
 		goto out;
 	}
-	cli_bmc_store_pins(cli, &c.bmc);
+	/* A pin that could not be stored, or lost to another run's, fails the run (below). */
+	prc = cli_bmc_store_pins(cli, &c.bmc);
 	rc = cli_interrupted(GF_EXIT_OK);
 	if (rc) {
 		/* No sweep rather than a sweep of failures. */
@@ -249,7 +250,7 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 			 sw->n, sw->n == 1 ? "" : "s", counts[GF_NODE_OK], counts[GF_NODE_PARTIAL],
 			 counts[GF_NODE_FAILED]);
 	}
-	rc = counts[GF_NODE_OK] == sw->n ? GF_EXIT_OK : GF_EXIT_FAILED;
+	rc = counts[GF_NODE_OK] == sw->n && !prc ? GF_EXIT_OK : GF_EXIT_FAILED;
 	/* The whole inventory, as gpufleet metrics writes it, while the sweep lock is held. */
 	if (a.metrics && inv_metrics_write(cli, NULL, 0, a.metrics, NULL))
 		rc = GF_EXIT_FAILED;

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -202,6 +203,38 @@ def test_concurrent_first_use_keeps_the_first_stored_pin(rf, lab):
     assert stored in l_err and f"this run saw sha256 {other}" in l_err, l_err
     assert len([line for line in l_err.splitlines() if "meanwhile" in line]) == 1, l_err
     assert json.loads(w_out)[0]["ok"] is True
+
+
+def test_a_sweep_that_loses_the_first_use_race_fails(rf, lab):
+    """A sweep and a power status pin the same node on first use at once: power
+    status (a few answers) stores its pin long before the sweep (a whole walk) is
+    done, so the sweep loses: it keeps the other pin, says so and exits 1."""
+    i = RACE
+    node = f"rf{i}"
+    lab.override(i, slow=0.3, cert_change_after=1)
+    env = rf.env()
+    sweep = subprocess.Popen([GPUFLEET, "sweep", node, "--tls-pin", "new", "--retries", "0",
+                              "--timeout", "120"], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        # the sweep's first request is in: it has read the (absent) pin already
+        limit = time.monotonic() + 30
+        while not lab.access_log(i) and time.monotonic() < limit:
+            time.sleep(0.02)
+        assert lab.access_log(i), "the sweep never reached the BMC"
+        r = rf.run("power", "status", node, "--tls-pin", "new", "--retries", "0",
+                   "--timeout", "60")
+        s_out, s_err = sweep.communicate(timeout=180)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
+    assert r.returncode == 0 and f"pinned the certificate of '{node}'" in r.stderr, r.stderr
+    stored = pin_of(rf, node)
+    assert f"(sha256 {stored})" in r.stderr
+    assert "pinned by another run meanwhile" in s_err, s_err
+    assert sweep.returncode == 1, s_err
+    assert pin_of(rf, node) == stored
 
 
 # ---- nodes repin ------------------------------------------------------------------
