@@ -838,8 +838,9 @@ static int located(struct gf_err *e, int code, const char *path, const char *uni
 	return gf_err_set(e, code, GF_EK_NONE, "'%s' %s %zu: %s", path, unit, at, msg);
 }
 
-/* A JSON array (export --format json), read whole. */
-static int read_array(struct reader *r, FILE *f, const char *path, struct gf_err *e)
+/* A JSON array (export --format json), read whole; @skipped lines came before it. */
+static int read_array(struct reader *r, FILE *f, const char *path, size_t skipped,
+		      struct gf_err *e)
 {
 	json_error_t je;
 	json_t *arr = json_loadf(f, 0, &je), *o;
@@ -848,8 +849,8 @@ static int read_array(struct reader *r, FILE *f, const char *path, struct gf_err
 
 	if (!arr || !json_is_array(arr)) {
 		json_decref(arr);
-		return gf_err_set(e, GF_E_USAGE, GF_EK_NONE, "'%s' is not a JSON array (line %d: %s)",
-				  path, je.line, je.text);
+		return gf_err_set(e, GF_E_USAGE, GF_EK_NONE, "'%s' is not a JSON array (line %zu: %s)",
+				  path, je.line > 0 ? (size_t)je.line + skipped : skipped + 1, je.text);
 	}
 	json_array_foreach(arr, i, o) {
 		if (read_record(r, o, e) < 0) {
@@ -861,11 +862,12 @@ static int read_array(struct reader *r, FILE *f, const char *path, struct gf_err
 	return rc;
 }
 
-/* One record a line (ndjson); blank lines are skipped. */
-static int read_lines(struct reader *r, FILE *f, const char *path, struct gf_err *e)
+/* One record a line (ndjson); blank lines are skipped, @skipped of them read already. */
+static int read_lines(struct reader *r, FILE *f, const char *path, size_t skipped,
+		      struct gf_err *e)
 {
 	char *line = NULL;
-	size_t cap = 0, lineno = 0;
+	size_t cap = 0, lineno = skipped;
 	ssize_t len;
 	int rc = 0;
 
@@ -902,13 +904,16 @@ int gf_codec_read(FILE *f, const char *path, const struct gf_codec_sink *sink,
 {
 	struct reader r = {.sink = sink};
 	struct gf_err e = {0};
+	size_t skipped = 0;  /* whole lines before the first record: error lines count them */
 	int ch, rc;
 
 	while ((ch = fgetc(f)) != EOF && isspace(ch))
-		;
+		if (ch == '\n')
+			skipped++;
 	if (ch != EOF)
 		ungetc(ch, f);
-	rc = ch == '[' ? read_array(&r, f, path, &e) : read_lines(&r, f, path, &e);
+	rc = ch == '[' ? read_array(&r, f, path, skipped, &e)
+		       : read_lines(&r, f, path, skipped, &e);
 	gf_sweep_free(r.sw);
 	if (rc < 0 && err)
 		*err = e;

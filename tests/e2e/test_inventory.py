@@ -445,6 +445,14 @@ def test_export_import_round_trip_and_idempotence(inv, lab, tmp_path):
     assert r.returncode == 2 and "line 6" in r.stderr and "nothing was imported" in r.stderr
     assert len(r.stderr.splitlines()) == 1, r.stderr  # one line says what and that nothing changed
     assert dump(other.db) == before
+    # Blank lines before the first record count: the line named is the file's own.
+    (tmp_path / "bad2.ndjson").write_text("\n \n" + text + '{"node": "x", "status": "maybe"}\n')
+    r = other.run("inventory", "import", str(tmp_path / "bad2.ndjson"))
+    assert r.returncode == 2 and "line 8:" in r.stderr, r.stderr
+    (tmp_path / "bad.json").write_text("\n\n[\n{x}]\n")
+    r = other.run("inventory", "import", str(tmp_path / "bad.json"))
+    assert r.returncode == 2 and "(line 4:" in r.stderr, r.stderr
+    assert dump(other.db) == before
 
 
 def test_prune(inv, lab):
