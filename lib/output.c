@@ -623,8 +623,8 @@ void gf_render_prometheus_sensors(json_t *const *objs, size_t n, struct gf_buf *
 			continue;
 		gf_buf_addf(out, "# gpufleet: node %s failed: %s: ", node ? node : "?",
 			    kind ? kind : "internal");
-		for (; msg && *msg; msg++)
-			gf_buf_addc(out, *msg == '\n' || *msg == '\r' ? ' ' : *msg);
+		/* One line, and text only: the message may quote the BMC. */
+		gf_term_escape(out, msg ? msg : "", "");
 		gf_buf_addc(out, '\n');
 	}
 	gf_prom_family(out, "gpufleet_sensor_value",

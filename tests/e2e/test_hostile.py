@@ -217,3 +217,36 @@ def test_deep_json_costs_its_node_only(rf, lab):
         r, data = rf.json(*verb, "@good", f"rf{DEEP}", "--timeout", "30")
         nodes = by_node(r, data)
         assert r.returncode == 0 and all(o["ok"] for o in nodes.values()), (verb, r.stderr, data)
+
+
+# ---- what a BMC says reaches a terminal or a scraper as text only ---------------
+
+HOSTILE_MESSAGE = "fan\x1b[2J\x1b]0;owned\x07 ok\x0bgone\x7f\u0085\u009b31m\r\n# TYPE fake gauge\nfake 1"
+
+
+def raw_controls(text):
+    """Characters of @text that a terminal or a text-format parser would act on:
+    C0 controls but the line feed, DEL, and C1 controls."""
+    return [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f]
+
+
+@pytest.mark.parametrize("fmt", ["prometheus", "table"])
+def test_a_bmc_error_message_with_controls_is_printed_escaped(rf, lab, fmt):
+    """The BMC's own message of a failed request is part of the node's error: in a
+    table and in the Prometheus text's comment lines, its control characters come
+    out escaped, and no line of it can pose as a sample."""
+    lab.override(FAULTY, faults={"/redfish/v1/Chassis/DGX/Sensors": 500},
+                 fault_message=HOSTILE_MESSAGE)
+    try:
+        r = rf.run("--format", fmt, "sensors", f"rf{FAULTY}", "--timeout", "20", "--retries", "0")
+    finally:
+        lab.override(FAULTY, fault_message=None)
+    assert r.returncode == 1, r.stderr
+    assert "owned" in r.stdout, r.stdout                # the message is shown...
+    assert raw_controls(r.stdout) == [], r.stdout       # ...as text only
+    assert raw_controls(r.stderr) == [], r.stderr
+    assert "fake 1" not in r.stdout.splitlines()
+    if fmt == "prometheus":
+        (line,) = [x for x in r.stdout.splitlines() if "owned" in x]
+        assert line.startswith(f"# gpufleet: node rf{FAULTY} failed: protocol: "), line
+        assert not any(x.startswith("fake") or x == "# TYPE fake gauge" for x in r.stdout.splitlines())

@@ -137,7 +137,7 @@ OVERRIDE_KEYS = {
     'gpu_firmware', 'firmware', 'sensors', 'sel_entries', 'page_size', 'page_overlap',
     'expand', 'sessions', 'basic', 'max_sessions', 'etag_header', 'require_if_match',
     'reset_conflict', 'transition', 'slow', 'resetting', 'retry_after', 'hang',
-    'faults', 'deep_reset_values', 'keepalive_max', 'cert_change_after',
+    'faults', 'fault_message', 'deep_reset_values', 'keepalive_max', 'cert_change_after',
 } | redfish_update.OVERRIDE_KEYS | redfish_bios.OVERRIDE_KEYS
 # What a fault planted on a URI does (the `faults` override).
 FAULT_KINDS = ('hang', 'close', 'garbage', 'trickle', 'endless', 'bloat')
@@ -393,6 +393,7 @@ class Node:
         self.retry_after = 2
         self.hang = False
         self.faults = {}
+        self.fault_message = None  # the Message of a status fault, None: the lab's own
         self.deep_reset_values = 0
         self.keepalive_max = 0      # requests a connection serves before the BMC closes it; 0: no limit
         self.cert_after = None      # connections numbered above this get the second certificate
@@ -818,6 +819,11 @@ class Node:
                                % (kind, uri))
             faults[_norm_path(uri)] = kind
         self.faults = faults
+
+    def _ov_fault_message(self, value):
+        if value is not None and not isinstance(value, str):
+            raise LabError('fault_message must be a string or null')
+        self.fault_message = value
 
     def _ov_deep_reset_values(self, value):
         n = int(value or 0)
@@ -1500,7 +1506,7 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             self._send(node, method, page(self.path), 'none', None)
             return
         if fault is not None and fault != 'trickle':
-            self._send(node, method, rf_error(fault, 'GeneralError',
+            self._send(node, method, rf_error(fault, 'GeneralError', node.fault_message or
                                               'A planted fault (HTTP %d).' % fault), 'none', None)
             return
         try:

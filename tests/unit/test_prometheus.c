@@ -180,7 +180,7 @@ static void failed_node_is_down_with_a_comment(void **state)
 
 	assert_non_null(strstr(out, "gpufleet_node_up{node=\"gpu01\"} 1\n"
 				    "gpufleet_node_up{node=\"gpu02\"} 0\n"
-				    "# gpufleet: node gpu02 failed: timeout: no answer at all\n"));
+				    "# gpufleet: node gpu02 failed: timeout: no answer\\nat all\n"));
 	assert_null(strstr(out, "node=\"gpu02\",sensor"));
 	free(out);
 }
