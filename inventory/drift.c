@@ -20,10 +20,10 @@ bool gf_keyfilter_match(const struct gf_keyfilter *f, const char *key)
 	if (!f)
 		return true;
 	for (size_t i = 0; i < f->ninclude && !in; i++)
-		if (fnmatch(f->include[i], key, 0) == 0)
+		if (fnmatch(f->include[i], key, FNM_CASEFOLD) == 0)
 			in = true;
 	for (size_t i = 0; i < f->nignore && in; i++)
-		if (fnmatch(f->ignore[i], key, 0) == 0)
+		if (fnmatch(f->ignore[i], key, FNM_CASEFOLD) == 0)
 			in = false;
 	return in;
 }

@@ -73,7 +73,7 @@ const char *gf_baseline_expect(const struct gf_baseline *b, const char *model, c
 
 /* ---- filters ---------------------------------------------------------------- */
 
-/* --component and --ignore: shell globs on component keys. */
+/* --component and --ignore: shell globs on component keys, matched without regard to case. */
 struct gf_keyfilter {
 	const char *const *include;  /* none: every key */
 	size_t ninclude;

@@ -401,6 +401,11 @@ def test_ignore_lists_per_node_settings_and_the_fix_holds(rf, lab, tmp_path):
     assert ("b14", "bios." + planted.lower()) in majority
     assert {k for _, k in majority} == {"bios." + planted.lower(), iscsi}, majority
     assert found("--ignore", "bios.iscsidev1con1*") == [("b14", "bios." + planted.lower())]
+    # names as `bios show` prints them (the BMC's case) match as the lists do: without case
+    assert found("--ignore", "bios.IscsiDev1Con1*") == [("b14", "bios." + planted.lower())]
+    r, data = rf.json("drift", "--component", "bios.IscsiDev1Con1TargetName")
+    assert sorted((o["node"], d["component"]) for o in data for d in o.get("drift", [])) == [
+        k for k in majority if k[1] == iscsi], data
     # a baseline from b11, with and without its own ignore list
     r = rf.run("inventory", "export", "--baseline", "b11")
     assert r.returncode == 0, r.stderr
