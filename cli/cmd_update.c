@@ -1307,7 +1307,8 @@ out:
 }
 
 static const struct cli_subverb subs[] = {
-	{"plan", update_plan, NULL, CLI_OPT(U_CATALOG) | CLI_OPT(U_COMPONENT)},
+	/* A plan is what run would do: it takes run's command line as it is. */
+	{"plan", update_plan, NULL, 0},
 	{"run", update_run, NULL, 0},
 	{"status", update_status, NULL, CLI_NO_OPTS},
 	/* A rollout resumes with its own catalog and options; --reboot may be added. */

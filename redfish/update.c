@@ -552,26 +552,36 @@ static bool busy_nap(struct rf_upd *u, double *busy, double deadline)
 	return !cancelled(u);
 }
 
-/* PATCH the service's HttpPushUriTargets to @targets (and HttpPushUriTargetsBusy, where it has it). */
-static int patch_push_targets(struct rf_upd *u, const json_t *svc, json_t *targets, bool busy,
-			      double deadline, struct gf_err *err)
-{
-	json_t *body = json_pack("{s:O}", "HttpPushUriTargets", targets);
-	struct rf_resp r = {0};
-	char *text;
-	int rc;
+struct push_targets {
+	json_t *targets;
+	bool busy;
+};
 
+/* The PATCH body: HttpPushUriTargets, and HttpPushUriTargetsBusy where the service has it. */
+static json_t *push_targets_body(struct rf_client *c, const json_t *svc, void *ud,
+				 struct gf_err *err)
+{
+	const struct push_targets *pt = ud;
+	json_t *body = json_pack("{s:O}", "HttpPushUriTargets", pt->targets);
+
+	(void)c;
+	(void)err;
 	if (json_object_get(svc, "HttpPushUriTargetsBusy"))
-		json_object_set_new(body, "HttpPushUriTargetsBusy", json_boolean(busy));
-	text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	rc = req(u, "PATCH", rf_link(u->c->root, "UpdateService"), text, NULL,
-		 short_until(u, deadline), &r, err);
-	free(text);
-	if (rc == 0 && (r.status < 200 || r.status > 299))
-		rc = status_err(u, "the PATCH of HttpPushUriTargets", &r, err);
-	rf_resp_release(&r);
-	return rc;
+		json_object_set_new(body, "HttpPushUriTargetsBusy", json_boolean(pt->busy));
+	return body;
+}
+
+/*
+ * Set the service's HttpPushUriTargets to @targets: read fresh and PATCHed
+ * with its ETag in If-Match (an XCC may require one; read again once if it
+ * changed between).
+ */
+static int patch_push_targets(struct rf_upd *u, json_t *targets, bool busy, struct gf_err *err)
+{
+	struct push_targets pt = {targets, busy};
+
+	return rf_patch_fresh(u->c, rf_link(u->c->root, "UpdateService"), push_targets_body, &pt,
+			      err);
 }
 
 /*
@@ -606,7 +616,7 @@ static int push_targets_take(struct rf_upd *u, json_t **svc, const struct gf_fw_
 			break;
 	}
 	if (rc == 0 && json_array_size(targets) &&
-	    (rc = patch_push_targets(u, *svc, targets, true, p->deadline, err)) == 0)
+	    (rc = patch_push_targets(u, targets, true, err)) == 0)
 		*ret_was = json_deep_copy(json_object_get(*svc, "HttpPushUriTargets"));
 	json_decref(targets);
 	return rc;
@@ -671,7 +681,7 @@ int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_ta
 out:
 	/* Put HttpPushUriTargets back as it was, once the task ended (best effort). */
 	if (was)
-		(void)patch_push_targets(u, svc, was, false, p->deadline, NULL);
+		(void)patch_push_targets(u, was, false, NULL);
 	json_decref(was);
 	if (rc == 0) {
 		*ret = t;

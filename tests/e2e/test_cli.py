@@ -61,7 +61,6 @@ NOT_TAKEN = [
     (["update", "status", "--catalog", "c.json"], "'--catalog' does not apply to 'update status'"),
     (["update", "resume", "--catalog", "c.json"], "'--catalog' does not apply to 'update resume'"),
     (["update", "resume", "--canary", "1"], "'--canary' does not apply to 'update resume'"),
-    (["update", "plan", "--catalog", "c.json", "--yes", "n1"], "'--yes' does not apply to 'update plan'"),
 ]
 
 

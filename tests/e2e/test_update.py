@@ -518,6 +518,27 @@ def test_raw_push_sets_http_push_uri_targets_and_puts_them_back(rf, lab):
         lab.override(LENOVO, update_multipart=True)
 
 
+def test_http_push_uri_targets_patch_names_the_etag_it_read(rf, lab):
+    """An XCC that requires If-Match on writes: the PATCH of HttpPushUriTargets
+    names the ETag of the UpdateService as just read (and is refused without one),
+    both when it takes the targets and when it puts them back."""
+    lab.override(LENOVO, update_multipart=False, require_if_match=True)
+    try:
+        version = fresh_version()
+        cat = catalog(rf, [{"component": "bmc", "version": version,
+                            "file": image(rf, "xcc.bin", version)}])
+        r, data = upd(rf, "run", "--catalog", cat, "u3")
+        assert r.returncode == 0, (r.stderr, data)
+        (u,) = data["u3"]["updates"]
+        assert u["state"] == "done", u
+        seen = lab.updates(LENOVO)["push_targets"]
+        assert [x["busy"] for x in seen] == [True, False], seen
+        assert all(x["if_match"] for x in seen), seen
+        assert seen[0]["if_match"] != seen[1]["if_match"], seen   # each read fresh
+    finally:
+        lab.override(LENOVO, update_multipart=True, require_if_match=False)
+
+
 def test_http_push_uri_targets_held_by_another_client_is_waited_for(rf, lab):
     lab.override(LENOVO, update_multipart=False)
     other = ["/redfish/v1/UpdateService/FirmwareInventory/UEFI"]

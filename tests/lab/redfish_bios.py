@@ -201,15 +201,10 @@ def route(node, method, path, headers, body):
 
 
 def _patch(node, headers, body):
-    cur = node.etag(node.bios_settings)
+    refused = node.precondition(node.bios_settings, headers)
+    if refused:
+        return refused
     im = headers.get('If-Match')
-    if im is None and node.require_if_match:
-        return _error(428, 'PreconditionRequired',
-                      'A precondition header (If-Match) is required for this operation.')
-    if im is not None and im.strip() != '*' \
-            and not any(_emu._etag_equal(t, cur) for t in _emu._split_etags(im)):
-        return _error(412, 'PreconditionFailed',
-                      'The ETag supplied did not match the ETag of the resource.')
     if not isinstance(body, dict) or not isinstance(body.get('Attributes'), dict) \
             or set(body) - {'Attributes', '@Redfish.SettingsApplyTime'}:
         return _error(400, 'PropertyMissing', 'The request body must hold Attributes '

@@ -1219,16 +1219,23 @@ class Node:
             self.touch(entries)
         self.event('clearlog', uri=ls_uri, removed=n)
 
-    def _patch_system(self, uri, headers, body):
-        cur = self.etag(uri)
+    def precondition(self, uri, headers):
+        """The error a write of @uri meets for its If-Match header (428 when the BMC
+        requires one and there is none, 412 when it names another ETag), or None."""
         im = headers.get('If-Match')
         if im is None and self.require_if_match:
             return rf_error(428, 'PreconditionRequired',
                             'A precondition header (If-Match) is required for this operation.')
         if im is not None and im.strip() != '*' \
-                and not any(_etag_equal(t, cur) for t in _split_etags(im)):
+                and not any(_etag_equal(t, self.etag(uri)) for t in _split_etags(im)):
             return rf_error(412, 'PreconditionFailed',
                             'The ETag supplied did not match the ETag of the resource.')
+        return None
+
+    def _patch_system(self, uri, headers, body):
+        refused = self.precondition(uri, headers)
+        if refused:
+            return refused
         if not isinstance(body, dict) or not body:
             return rf_error(400, 'MalformedJSON', 'The request body is not a JSON object.')
         res = self.get(uri)

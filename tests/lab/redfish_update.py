@@ -475,7 +475,7 @@ class NodeUpdates:
                 return emu.Reply(200, self._task_json(task))
             return None
         if method == 'PATCH' and path == UPDATE_SERVICE:
-            return self._patch_targets(body)
+            return self._patch_targets(headers, body)
         if method != 'POST':
             return None
         ctype = headers.get('Content-Type') or ''
@@ -637,12 +637,17 @@ class NodeUpdates:
                 return err
         return self._accept('raw', path, image, filename, targets, members, 'Immediate')[0]
 
-    def _patch_targets(self, body):
+    def _patch_targets(self, headers, body):
         """PATCH UpdateService {"HttpPushUriTargets": [...]} where the capture has
-        the property (Lenovo); None (the node's own answer) elsewhere."""
+        the property (Lenovo); None (the node's own answer) elsewhere. If-Match as
+        the node requires it (require_if_match); what it said is recorded."""
         us = self.node.get(UPDATE_SERVICE) or {}
         if 'HttpPushUriTargets' not in us:
             return None
+        refused = self.node.precondition(UPDATE_SERVICE, headers)
+        if refused:
+            return refused
+        if_match = headers.get('If-Match')
         try:
             doc = json.loads(body) if body else None
         except (ValueError, UnicodeDecodeError):
@@ -665,7 +670,8 @@ class NodeUpdates:
         res['HttpPushUriTargets'] = list(targets)
         res['HttpPushUriTargetsBusy'] = busy
         self.node.touch(UPDATE_SERVICE)
-        self.push_targets.append({'t': time.time(), 'targets': list(targets), 'busy': busy})
+        self.push_targets.append({'t': time.time(), 'targets': list(targets), 'busy': busy,
+                                  'if_match': if_match})
         self.node.event('patch', uri=UPDATE_SERVICE, body=doc)
         return self.node._done()
 
