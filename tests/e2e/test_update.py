@@ -487,6 +487,17 @@ def test_an_image_over_the_1_gib_sanity_limit_is_not_sent(rf, lab):
 UPDATE_SERVICE = "/redfish/v1/UpdateService"
 
 
+def xcc_bmc_update(rf):
+    """update run of a fresh BMC version on the XCC (u3): its one update, run ok."""
+    version = fresh_version()
+    cat = catalog(rf, [{"component": "bmc", "version": version,
+                        "file": image(rf, "xcc.bin", version)}])
+    r, data = upd(rf, "run", "--catalog", cat, "u3")
+    assert r.returncode == 0, (r.stderr, data)
+    (u,) = data["u3"]["updates"]
+    return u
+
+
 def test_raw_push_sets_http_push_uri_targets_and_puts_them_back(rf, lab):
     """An XCC without MultipartHttpPushUri: a raw push flashes what
     HttpPushUriTargets lists, so it is set to the component's members first
@@ -494,12 +505,7 @@ def test_raw_push_sets_http_push_uri_targets_and_puts_them_back(rf, lab):
     lab.override(LENOVO, update_multipart=False)
     try:
         assert "MultipartHttpPushUri" not in lab.resource(LENOVO, UPDATE_SERVICE)
-        version = fresh_version()
-        cat = catalog(rf, [{"component": "bmc", "version": version,
-                            "file": image(rf, "xcc.bin", version)}])
-        r, data = upd(rf, "run", "--catalog", cat, "u3")
-        assert r.returncode == 0, (r.stderr, data)
-        (u,) = data["u3"]["updates"]
+        u = xcc_bmc_update(rf)
         assert u["action"] == "http-push" and u["state"] == "done", u
         (p,) = pushes(lab, LENOVO)
         member = "/redfish/v1/UpdateService/FirmwareInventory/BMC-Primary"
@@ -524,12 +530,7 @@ def test_http_push_uri_targets_patch_names_the_etag_it_read(rf, lab):
     both when it takes the targets and when it puts them back."""
     lab.override(LENOVO, update_multipart=False, require_if_match=True)
     try:
-        version = fresh_version()
-        cat = catalog(rf, [{"component": "bmc", "version": version,
-                            "file": image(rf, "xcc.bin", version)}])
-        r, data = upd(rf, "run", "--catalog", cat, "u3")
-        assert r.returncode == 0, (r.stderr, data)
-        (u,) = data["u3"]["updates"]
+        u = xcc_bmc_update(rf)
         assert u["state"] == "done", u
         seen = lab.updates(LENOVO)["push_targets"]
         assert [x["busy"] for x in seen] == [True, False], seen
