@@ -10,7 +10,7 @@ pkgs=(
 	libssh2-1-dev libsqlite3-dev libinih-dev libcmocka-dev
 	# test lab and reference tools
 	openipmi libopenipmi-dev freeipmi-tools ipmitool openssh-server openssl sqlite3 groff-base
-	python3 python3-pytest hyperfine curl openssh-client
+	python3 python3-pytest hyperfine curl openssh-client valgrind
 	# promtool (metrics and rule checks), and a real Prometheus scraping
 	# node_exporter's textfile collector (gpufleet metrics)
 	prometheus prometheus-node-exporter

@@ -28,6 +28,31 @@ export GPUFLEET_BIN=$top/$build/cli/gpufleet
 /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$build/e2e.xml" tests/e2e
 e2e_rc=$?
 
+# A further build in $1 with the meson options that follow (configured once),
+# with an empty $1/reports/ for what its checker reports.
+checked_build() {
+	local dir=$1
+	shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" -Dwerror=true -Dbuildtype=debug "$@" >/dev/null ||
+			{ echo "meson setup ($dir) failed" >&2; exit 2; }
+	fi
+	ninja -C "$dir" >/dev/null || { ninja -C "$dir"; echo "0 passed, 1 failed"; exit 1; }
+	rm -rf "$dir/reports"
+	mkdir -p "$dir/reports"
+}
+
+# Prints what the checker $2 of build $1 reported (non-empty files in
+# $1/reports/) and returns 1 if anything, each file to count as one failure.
+reported() {
+	find "$1/reports" -type f -empty -delete
+	[ -z "$(ls -A "$1/reports")" ] && return 0
+	echo "$2 reports (in $1/reports/):" >&2
+	head -n 40 "$1"/reports/* >&2
+	results+=("$1/reports")
+	return 1
+}
+
 # ThreadSanitizer: the executor (unit tests) and every fan-out path (BMC over
 # IPMI and Redfish, SSH hosts, a sweep's BMC and SSH parts at once, update
 # batches, Ctrl-C) through the real binary built with -fsanitize=thread. A
@@ -36,13 +61,7 @@ tsan=${GF_TSAN_BUILD_DIR:-build-tsan}
 results=("$build/meson-logs/testlog.junit.xml" "$build/e2e.xml")
 tsan_rc=0
 if [ "${GF_TSAN:-1}" != 0 ]; then
-	if [ ! -f "$tsan/build.ninja" ]; then
-		meson setup "$tsan" -Dwerror=true -Db_sanitize=thread -Dbuildtype=debug \
-			>/dev/null || { echo "meson setup (tsan) failed" >&2; exit 2; }
-	fi
-	ninja -C "$tsan" >/dev/null || { ninja -C "$tsan"; echo "0 passed, 1 failed"; exit 1; }
-	rm -rf "$tsan/reports"
-	mkdir -p "$tsan/reports"
+	checked_build "$tsan" -Db_sanitize=thread
 	(
 		unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
 		export TSAN_OPTIONS="exitcode=66:halt_on_error=0:second_deadlock_stack=1:log_path=$top/$tsan/reports/tsan"
@@ -61,17 +80,45 @@ if [ "${GF_TSAN:-1}" != 0 ]; then
 	)
 	tsan_rc=$?
 	results+=("$tsan/meson-logs/testlog.junit.xml" "$tsan/e2e.xml")
-	if ls "$tsan"/reports/tsan.* >/dev/null 2>&1; then
-		echo "ThreadSanitizer reports (in $tsan/reports/):" >&2
-		head -n 40 "$tsan"/reports/tsan.* >&2
-		tsan_rc=1
-		results+=("$tsan/reports")
-	fi
+	reported "$tsan" ThreadSanitizer || tsan_rc=1
+fi
+
+# Valgrind (memcheck) on a plain debug build, without sanitizers: the unit
+# tests, and the CLI, node registry and inventory paths through the real
+# binary. An error, or a definite or indirect leak, fails the command it came
+# from (exit 97); each report is kept in $vg/reports/ and counts as a failure.
+vg=${GF_VG_BUILD_DIR:-build-vg}
+vg_rc=0
+if [ "${GF_VALGRIND:-1}" != 0 ]; then
+	checked_build "$vg"
+	memcheck="valgrind -q --error-exitcode=97 --leak-check=full"
+	memcheck+=" --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect"
+	memcheck+=" --log-file=$top/$vg/reports/vg.%p"
+	printf '#!/bin/sh\nexec %s %s "$@"\n' "$memcheck" "$top/$vg/cli/gpufleet" >"$vg/gpufleet-memcheck"
+	chmod +x "$vg/gpufleet-memcheck"
+	(
+		unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+		meson test -C "$vg" --suite unit --print-errorlogs --wrap "$memcheck" >"$vg/unit.log" 2>&1
+		u=$?
+		tail -n 8 "$vg/unit.log"
+		export GPUFLEET_BIN=$top/$vg/gpufleet-memcheck
+		/usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$vg/e2e.xml" \
+			tests/e2e/test_cli.py tests/e2e/test_nodes.py \
+			"tests/e2e/test_inventory.py::test_sweep_reads_every_source_and_stores_one_sweep" \
+			"tests/e2e/test_inventory.py::test_export_import_round_trip_and_idempotence" \
+			"tests/e2e/test_inventory.py::test_partial_and_failed_nodes_are_stored" \
+			"tests/e2e/test_inventory.py::test_migration_from_every_earlier_schema"
+		e=$?
+		[ $u -eq 0 ] && [ $e -eq 0 ]
+	)
+	vg_rc=$?
+	results+=("$vg/meson-logs/testlog-valgrind.junit.xml" "$vg/e2e.xml")  # named after the wrapper
+	reported "$vg" Valgrind || vg_rc=1
 fi
 
 # A step can fail with every test case passed (a unit binary that leaks at
 # exit: LeakSanitizer's exit 99); that counts as one failure in the line.
-GF_STEP_RCS="$unit_rc $e2e_rc $tsan_rc" /usr/bin/python3 - "${results[@]}" <<'PY'
+GF_STEP_RCS="$unit_rc $e2e_rc $tsan_rc $vg_rc" /usr/bin/python3 - "${results[@]}" <<'PY'
 import os, sys, xml.etree.ElementTree as ET
 passed = failed = 0
 for path in sys.argv[1:]:
@@ -96,4 +143,4 @@ if failed == 0 and any(rc != "0" for rc in os.environ.get("GF_STEP_RCS", "").spl
     failed = 1
 print(f"{passed} passed, {failed} failed")
 PY
-[ $unit_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $tsan_rc -eq 0 ]
+[ $unit_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $tsan_rc -eq 0 ] && [ $vg_rc -eq 0 ]
