@@ -9,6 +9,7 @@
 struct bmc_task {
 	const struct cli_bmc_run *run;
 	struct gf_bmc_run bmc;            /* profiles, pins, TLS options of the nodes */
+	struct gf_bmc_gate *gate;         /* the fleet ping, NULL: none */
 };
 
 #define RESTART_POLL_S 1.0
@@ -166,8 +167,40 @@ static void bmc_done(void *ud, size_t i, const struct gf_result *slot)
 		d->run->on_done(d->run->done_ud, i, slot);
 }
 
+/* A node whose BMC may be restarting is not pinged: its session is retried instead. */
+static bool no_ping(const void *ud, size_t i)
+{
+	const struct cli_bmc_run *run = ud;
+
+	return run->may_be_restarting && run->may_be_restarting(run->ctx, &run->nodes[i]);
+}
+
+/* A node whose BMC never answered the ping: failed as bmc_task fails it, with its action. */
+static void gate_expire(void *ud, size_t i, struct gf_result *slot)
+{
+	const struct bmc_task *t = ud;
+	struct gf_err err = {0};
+
+	slot->data = json_object();
+	if (t->run->action)
+		json_object_set_new(slot->data, "action", json_string(t->run->action));
+	gf_bmc_gate_expired(t->gate, i, &err);
+	gf_result_fail(slot, &err);
+}
+
+static enum gf_gate gate_state(void *ud, size_t i)
+{
+	return gf_bmc_gate_state(((const struct bmc_task *)ud)->gate, i);
+}
+
+static void gate_wait(void *ud, double until)
+{
+	gf_bmc_gate_wait(((struct bmc_task *)ud)->gate, until);
+}
+
 int cli_bmc_fanout(struct cli_bmc_run *run)
 {
+	struct gf_exec_gate gate = {.state = gate_state, .wait = gate_wait, .expire = gate_expire};
 	struct gf_cli *cli = run->cli;
 	struct bmc_task t = {.run = run};
 	struct bmc_done d = {
@@ -201,7 +234,13 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	eo.interval = run->interval;
 	if (run->timeout > 0)
 		eo.timeout = run->timeout;
+	/* Staggered runs (power on --batch) start nodes late on purpose: no ping. */
+	if (!eo.batch)
+		t.gate = gf_bmc_gate_start(&t.bmc, run->n, eo.timeout, no_ping, run);
+	gate.ud = &t;
+	eo.gate = t.gate ? &gate : NULL;
 	rc = gf_exec_run(&eo, run->n, bmc_task, &t, run->slots, bmc_done, &d, &err);
+	gf_bmc_gate_stop(t.gate);
 	arc = cli_audit_close(d.audit, run->slots);
 	if (rc < 0) {
 		rc = cli_fail(&err);

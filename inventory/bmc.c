@@ -1,11 +1,14 @@
 /* The backends and the choice among them: a new protocol is one more row here. */
 #include "inventory/bmc.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ipmi/ipmi.h"
 #include "redfish/redfish.h"
+#include "lib/buf.h"
 #include "lib/util.h"
 
 /* How long --protocol auto waits for a probe before it tries the next backend. */
@@ -146,4 +149,116 @@ int gf_bmc_profile_check(const char *key, const char *value, struct gf_err *err)
 			return rc;
 	}
 	return 0;
+}
+
+/* ---- the fleet ping ---------------------------------------------------------- */
+
+struct gf_bmc_gate {
+	const struct gf_bmc_run *r;
+	double timeout;
+	size_t n;
+	struct gate_ping {
+		const struct gf_backend *be;
+		struct gf_ping *p;       /* NULL: this backend pings nobody */
+	} pings[NELEM(backends)];
+	size_t *pos;                     /* per node: SIZE_MAX, or its place in its ping */
+	unsigned char *which;            /* per node: its backend's index in pings */
+};
+
+struct gf_bmc_gate *gf_bmc_gate_start(const struct gf_bmc_run *r, size_t n, double timeout,
+				      bool (*skip)(const void *ud, size_t i), const void *ud)
+{
+	struct gf_bmc_gate *g;
+	struct gf_bmc_target *t;
+	bool any = false;
+
+	/* A Ctrl-C flag left set by an earlier run would end the ping at once. */
+	if (r->cancel && *r->cancel)
+		return NULL;
+	g = gf_xcalloc(1, sizeof(*g));
+	t = gf_xcalloc(n ? n : 1, sizeof(*t));
+
+	*g = (struct gf_bmc_gate){.r = r, .timeout = timeout, .n = n};
+	g->pos = gf_xcalloc(n ? n : 1, sizeof(*g->pos));
+	g->which = gf_xcalloc(n ? n : 1, sizeof(*g->which));
+	for (size_t i = 0; i < n; i++)
+		g->pos[i] = SIZE_MAX;
+	for (size_t k = 0; k < NELEM(backends); k++) {
+		const struct gf_backend *be = backends[k];
+		size_t m = 0;
+
+		g->pings[k].be = be;
+		if (!be->ping)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			if (!r->nodes[i].bmc || of_protocol(r->nodes[i].protocol) != be ||
+			    (skip && skip(ud, i)))
+				continue;
+			/* No deadline of its own: the ping ends at @timeout. */
+			target_of(r, i, 0, &t[m]);
+			g->pos[i] = m++;
+			g->which[i] = (unsigned char)k;
+		}
+		if (m && be->ping->start(t, m, timeout, &g->pings[k].p, NULL) == 0) {
+			any = true;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (g->which[i] == k)
+				g->pos[i] = SIZE_MAX; /* not pinged: the normal path */
+	}
+	free(t);
+	if (!any) {
+		gf_bmc_gate_stop(g);
+		return NULL;
+	}
+	return g;
+}
+
+enum gf_gate gf_bmc_gate_state(const struct gf_bmc_gate *g, size_t i)
+{
+	const struct gate_ping *gp;
+
+	if (!g || i >= g->n || g->pos[i] == SIZE_MAX)
+		return GF_GATE_OPEN;
+	gp = &g->pings[g->which[i]];
+	return gp->be->ping->state(gp->p, g->pos[i]) == GF_PING_WAITING ? GF_GATE_HELD : GF_GATE_OPEN;
+}
+
+void gf_bmc_gate_wait(struct gf_bmc_gate *g, double until)
+{
+	size_t np = 0;
+
+	for (size_t k = 0; k < NELEM(g->pings); k++)
+		np += g->pings[k].p != NULL;
+	for (size_t k = 0; k < NELEM(g->pings); k++) {
+		if (!g->pings[k].p)
+			continue;
+		/* With several pings, each is waited on in turn for a short while. */
+		g->pings[k].be->ping->wait(g->pings[k].p,
+					   np > 1 && until > gf_monotime() + 0.01 ? gf_monotime() + 0.01
+										   : until);
+	}
+}
+
+void gf_bmc_gate_expired(const struct gf_bmc_gate *g, size_t i, struct gf_err *err)
+{
+	const struct gf_node *n = &g->r->nodes[i];
+	const char *title = g->pos[i] == SIZE_MAX ? "" : g->pings[g->which[i]].be->title;
+
+	gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
+		   "bmc '%s' at %s did not answer in %g s (no answer to the %s ping sent at the "
+		   "start of the run; no session was opened)", n->name, n->bmc, g->timeout, title);
+}
+
+void gf_bmc_gate_stop(struct gf_bmc_gate *g)
+{
+	if (!g)
+		return;
+	for (size_t k = 0; k < NELEM(g->pings); k++)
+		if (g->pings[k].p)
+			g->pings[k].be->ping->stop(g->pings[k].p);
+	free(g->pos);
+	free(g->which);
+	free(g);
 }

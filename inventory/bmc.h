@@ -14,6 +14,7 @@
 #include "lib/cancel.h"
 #include "inventory/pins.h"
 #include "lib/backend.h"
+#include "lib/exec.h"
 #include "lib/node.h"
 
 /* What a fan-out needs to reach its nodes' BMCs; read-only while it runs but pins->seen. */
@@ -46,6 +47,27 @@ const struct gf_backend *gf_bmc_choose(const struct gf_bmc_run *r, size_t i, dou
  */
 int gf_bmc_open(const struct gf_bmc_run *r, size_t i, const struct gf_backend *be,
 		double deadline, void **ret_session, struct gf_err *err);
+
+/*
+ * The fleet ping of a fan-out (struct gf_ping_ops): started just before it,
+ * one datagram to the BMC of every node of @r (n of them) registered with a
+ * protocol that has a ping (IPMI; never auto, nor a node @skip(@ud, i) names),
+ * all at once. Until a node's BMC answers, its BMC task is held
+ * (GF_GATE_HELD); one that never does fails at the run's start + @timeout
+ * with gf_bmc_gate_expired()'s timeout, no session opened. NULL when no node
+ * is pinged: then nothing is held. Stop it after the run. The state and wait
+ * calls are thread-safe.
+ */
+struct gf_bmc_gate;
+
+struct gf_bmc_gate *gf_bmc_gate_start(const struct gf_bmc_run *r, size_t n, double timeout,
+				      bool (*skip)(const void *ud, size_t i), const void *ud);
+/* Node @i's BMC task: GF_GATE_HELD while its BMC has not answered, else GF_GATE_OPEN. */
+enum gf_gate gf_bmc_gate_state(const struct gf_bmc_gate *g, size_t i);
+void gf_bmc_gate_wait(struct gf_bmc_gate *g, double until);
+/* The error of node @i whose BMC never answered: a timeout. */
+void gf_bmc_gate_expired(const struct gf_bmc_gate *g, size_t i, struct gf_err *err);
+void gf_bmc_gate_stop(struct gf_bmc_gate *g);   /* NULL: nothing */
 
 /*
  * The backends' checks of the profile keys they read, for gf_creds_load():

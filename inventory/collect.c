@@ -40,6 +40,7 @@ struct run {
 	const struct gf_collect *c;
 	struct bmc_part *bmc;          /* per node */
 	struct ssh_part *ssh;          /* per node */
+	struct gf_bmc_gate *gate;      /* the fleet ping, NULL: none */
 };
 
 static void bmc_part_release(struct bmc_part *p)
@@ -204,6 +205,33 @@ static void ssh_task(const struct run *r, size_t i, double deadline, struct gf_r
 	slot->ok = true;
 }
 
+/*
+ * The fleet ping holds a node's BMC part until its BMC answers; its SSH part
+ * starts the node at once when there is one.
+ */
+static enum gf_gate gate_state(void *ud, size_t k)
+{
+	const struct run *r = ud;
+
+	if (k % NPARTS == PART_BMC)
+		return gf_bmc_gate_state(r->gate, k / NPARTS);
+	return r->c->ssh_profs[k / NPARTS] ? GF_GATE_OPEN : GF_GATE_FOLLOW;
+}
+
+static void gate_wait(void *ud, double until)
+{
+	gf_bmc_gate_wait(((const struct run *)ud)->gate, until);
+}
+
+static void gate_expire(void *ud, size_t k, struct gf_result *slot)
+{
+	const struct run *r = ud;
+	struct gf_err err = {0};
+
+	gf_bmc_gate_expired(r->gate, k / NPARTS, &err);
+	gf_result_fail(slot, &err);
+}
+
 static void task(void *vctx, size_t k, double deadline, struct gf_result *slot)
 {
 	const struct run *r = vctx;
@@ -334,6 +362,7 @@ static void add_node(struct gf_sweep *sw, const struct gf_collect *c, const stru
 int gf_collect_sweep(const struct gf_collect *c, struct gf_sweep *sw, struct gf_err *err)
 {
 	struct run r = {.c = c};
+	struct gf_exec_gate gate = {.state = gate_state, .wait = gate_wait, .expire = gate_expire};
 	struct gf_exec_opts eo = c->exec;
 	struct gf_result *slots = gf_xcalloc(NPARTS * (c->n ? c->n : 1), sizeof(*slots));
 	bool ssh = false;
@@ -348,7 +377,12 @@ int gf_collect_sweep(const struct gf_collect *c, struct gf_sweep *sw, struct gf_
 	r.bmc = gf_xcalloc(c->n ? c->n : 1, sizeof(*r.bmc));
 	r.ssh = gf_xcalloc(c->n ? c->n : 1, sizeof(*r.ssh));
 	eo.parts = NPARTS;
+	if (!eo.batch)
+		r.gate = gf_bmc_gate_start(&c->bmc, c->n, eo.timeout, NULL, NULL);
+	gate.ud = &r;
+	eo.gate = r.gate ? &gate : NULL;
 	rc = gf_exec_run(&eo, c->n, task, &r, slots, node_done, &r, err);
+	gf_bmc_gate_stop(r.gate);
 	for (size_t i = 0; rc == 0 && i < c->n; i++)
 		add_node(sw, c, &r, i, slots);
 	for (size_t i = 0; i < c->n; i++) {

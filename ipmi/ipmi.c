@@ -20,6 +20,7 @@
  */
 #include "ipmi/ipmi.h"
 #include "ipmi/internal.h"
+#include "ipmi/ping.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -806,6 +807,7 @@ static int ipmi_boot_set(void *session, const struct gf_boot *want, struct gf_er
 const struct gf_backend gf_ipmi_backend = {
 	.name = "ipmi",
 	.title = "IPMI",
+	.ping = &gf_ipmi_ping_ops,
 	.profile_check = gf_ipmi_profile_check,
 	.open = ipmi_open,
 	.close = ipmi_close,

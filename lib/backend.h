@@ -95,6 +95,35 @@ struct gf_fw_task {
 
 void gf_fw_task_release(struct gf_fw_task *t);
 
+/*
+ * A fleet ping (struct gf_backend's ping): before a fan-out, one cheap
+ * unauthenticated request to each BMC of the run at once, from one thread
+ * and one socket per address family, so that a BMC that never answers can
+ * fail at the run's start + the deadline without a session.
+ */
+struct gf_ping;                      /* the backend's, opaque */
+
+enum gf_ping_state {
+	GF_PING_WAITING = 0,             /* sent, no answer yet */
+	GF_PING_ANSWERED,                /* something came back from its address and port */
+	GF_PING_SKIPPED,                 /* not pinged (a host name: resolving it is unbounded) */
+};
+
+struct gf_ping_ops {
+	/*
+	 * Ping @t[0..n-1] (host, port, cancel read) at once, again while
+	 * unanswered, for @timeout seconds, on a thread of its own that stops
+	 * within 0.1 s of *t->cancel. GF_E_IO when nothing could be sent (then
+	 * nobody waits on it).
+	 */
+	int (*start)(const struct gf_bmc_target *t, size_t n, double timeout,
+		     struct gf_ping **ret, struct gf_err *err);
+	enum gf_ping_state (*state)(const struct gf_ping *p, size_t j);  /* any thread */
+	/* Until a new answer came, the ping ended, or @until (monotonic), 50 ms at most. */
+	void (*wait)(struct gf_ping *p, double until);
+	void (*stop)(struct gf_ping *p);  /* ends its thread and frees it; NULL: nothing */
+};
+
 /* A certificate's SHA-256 fingerprint as lower-case hex, plus the NUL. */
 #define GF_BMC_FP_SIZE 65
 
@@ -113,6 +142,8 @@ struct gf_backend {
 	 * NULL: not probed; auto falls back to the backend without a probe.
 	 */
 	int (*probe)(const struct gf_bmc_target *t, double timeout);
+	/* The fleet ping of the nodes registered with this protocol; NULL: none. */
+	const struct gf_ping_ops *ping;
 	/*
 	 * The fingerprint of the certificate an open session's BMC showed, NULL
 	 * when none was seen; lives as long as the session. NULL member: the

@@ -18,7 +18,14 @@ struct exec_state {
 	void *ctx;
 	struct gf_result *slots;
 	double start;              /* monotonic time the run began */
-	atomic_size_t next;        /* next node index to take */
+	double wall_start;         /* the same on the wall clock */
+	atomic_size_t next;        /* next node index to take (no gate) */
+
+	const struct gf_exec_gate *gate;  /* NULL: none */
+	double expiry;             /* monotonic: held tasks fail then (start + timeout) */
+	pthread_mutex_t take_lock; /* guards taken and first (with a gate) */
+	bool *taken;               /* per node */
+	size_t first;              /* nodes before it are all taken */
 
 	pthread_mutex_t lock;      /* guards the completion queue */
 	pthread_cond_t cond;
@@ -109,6 +116,36 @@ static void run_task(struct exec_state *st, size_t k, double deadline)
 	slot->t_end = gf_walltime();
 }
 
+/* Task @k failed at the expiry: its peer never answered; no attempt made. */
+static void expire_task(struct exec_state *st, size_t k)
+{
+	struct gf_result *slot = &st->slots[k];
+
+	slot->t_start = st->wall_start;
+	slot->ok = false;
+	st->gate->expire(st->gate->ud, k, slot);
+	slot->attempts = 1; /* the gate's request was its attempt: completed, not "never sent" */
+	slot->no_retry = true;
+	slot->t_end = gf_walltime();
+}
+
+/* Task @k as the gate says: a held one waits for its peer, or fails at the expiry. */
+static void run_gated(struct exec_state *st, size_t k, double deadline)
+{
+	const struct gf_exec_gate *g = st->gate;
+
+	if (g && g->state(g->ud, k) == GF_GATE_HELD) {
+		while (!interrupted && gf_monotime() < st->expiry &&
+		       g->state(g->ud, k) == GF_GATE_HELD)
+			g->wait(g->ud, st->expiry);
+		if (!interrupted && g->state(g->ud, k) == GF_GATE_HELD) {
+			expire_task(st, k);
+			return;
+		}
+	}
+	run_task(st, k, deadline);
+}
+
 struct part {
 	struct exec_state *st;
 	size_t k;
@@ -121,7 +158,7 @@ static void *part_main(void *arg)
 {
 	struct part *p = arg;
 
-	run_task(p->st, p->k, p->deadline);
+	run_gated(p->st, p->k, p->deadline);
 	return NULL;
 }
 
@@ -144,25 +181,74 @@ static void run_one(struct exec_state *st, size_t i)
 		ps[p - 1] = (struct part){.st = st, .k = i * st->parts + p, .deadline = deadline};
 		ps[p - 1].started = pthread_create(&ps[p - 1].tid, st->attr, part_main, &ps[p - 1]) == 0;
 	}
-	run_task(st, i * st->parts, deadline);
+	run_gated(st, i * st->parts, deadline);
 	for (size_t p = 1; p < st->parts; p++) {
 		if (ps[p - 1].started)
 			pthread_join(ps[p - 1].tid, NULL);
 		else
-			run_task(st, ps[p - 1].k, deadline); /* no thread: after the first, by the same deadline */
+			run_gated(st, ps[p - 1].k, deadline); /* no thread: after the first, by the same deadline */
 	}
 	free(ps);
+}
+
+/* May node @i be taken before the expiry: a task open, or all of them following? */
+static bool node_ready(const struct exec_state *st, size_t i)
+{
+	bool follow = true;
+
+	for (size_t p = 0; p < st->parts; p++) {
+		enum gf_gate s = st->gate->state(st->gate->ud, i * st->parts + p);
+
+		if (s == GF_GATE_OPEN)
+			return true;
+		follow = follow && s == GF_GATE_FOLLOW;
+	}
+	return follow;
+}
+
+/*
+ * The next node for a worker, false when none is left. With a gate: the
+ * first ready one; while none is, the worker waits on the gate (bounded by
+ * the expiry, after which every node is taken in order).
+ */
+static bool take(struct exec_state *st, size_t *ret)
+{
+	if (!st->gate) {
+		size_t i = atomic_fetch_add(&st->next, 1);
+
+		*ret = i;
+		return i < st->n;
+	}
+	pthread_mutex_lock(&st->take_lock);
+	for (;;) {
+		bool any = interrupted || gf_monotime() >= st->expiry;
+
+		while (st->first < st->n && st->taken[st->first])
+			st->first++;
+		if (st->first == st->n)
+			break;
+		for (size_t i = st->first; i < st->n; i++) {
+			if (st->taken[i] || !(any || node_ready(st, i)))
+				continue;
+			st->taken[i] = true;
+			pthread_mutex_unlock(&st->take_lock);
+			*ret = i;
+			return true;
+		}
+		pthread_mutex_unlock(&st->take_lock);
+		st->gate->wait(st->gate->ud, st->expiry);
+		pthread_mutex_lock(&st->take_lock);
+	}
+	pthread_mutex_unlock(&st->take_lock);
+	return false;
 }
 
 static void *worker(void *arg)
 {
 	struct exec_state *st = arg;
+	size_t i;
 
-	for (;;) {
-		size_t i = atomic_fetch_add(&st->next, 1);
-
-		if (i >= st->n)
-			break;
+	while (take(st, &i)) {
 		run_one(st, i);
 		pthread_mutex_lock(&st->lock);
 		st->doneq[st->ndone++] = i;
@@ -203,6 +289,11 @@ int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, vo
 	pthread_cond_init(&st.cond, NULL);
 	atomic_init(&st.next, 0);
 	st.start = gf_monotime();
+	st.wall_start = gf_walltime();
+	st.gate = opts->batch ? NULL : opts->gate;
+	st.expiry = st.start + opts->timeout;
+	pthread_mutex_init(&st.take_lock, NULL);
+	st.taken = gf_xcalloc(n, sizeof(*st.taken));
 
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, opts->stack_size ? opts->stack_size : GF_THREAD_STACK);
@@ -242,6 +333,8 @@ out:
 	pthread_attr_destroy(&attr);
 	pthread_mutex_destroy(&st.lock);
 	pthread_cond_destroy(&st.cond);
+	pthread_mutex_destroy(&st.take_lock);
+	free(st.taken);
 	free(st.doneq);
 	free(tids);
 	return rc;

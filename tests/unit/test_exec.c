@@ -277,6 +277,118 @@ static void one_deadline_for_attempts_and_parts(void **state)
 	}
 }
 
+/* ---- a gate: held tasks take no worker, and fail at the run's start + timeout ---- */
+
+struct gate_ctx {
+	double t0;
+	double open_at[8];         /* per task: monotonic time it opens, 0: open, -1: never */
+	enum gf_gate follow[8];    /* per task: what it is once open (OPEN or FOLLOW) */
+	atomic_int calls[8];
+	atomic_int order[8];
+	atomic_int norder;
+	atomic_int expired[8];
+};
+
+static enum gf_gate gate_state(void *ud, size_t k)
+{
+	struct gate_ctx *c = ud;
+
+	if (c->open_at[k] < 0 || (c->open_at[k] > 0 && gf_monotime() < c->open_at[k]))
+		return GF_GATE_HELD;
+	return c->follow[k];
+}
+
+static void gate_wait(void *ud, double until)
+{
+	(void)ud;
+	gf_sleep_until(until < gf_monotime() + 0.01 ? until : gf_monotime() + 0.01);
+}
+
+static void gate_expire(void *ud, size_t k, struct gf_result *slot)
+{
+	struct gate_ctx *c = ud;
+	struct gf_err e = {0};
+
+	atomic_fetch_add(&c->expired[k], 1);
+	gf_err_set(&e, GF_E_NODE, GF_EK_TIMEOUT, "never answered");
+	gf_result_fail(slot, &e);
+}
+
+static void gate_task(void *vctx, size_t k, double deadline, struct gf_result *slot)
+{
+	struct gate_ctx *c = vctx;
+
+	atomic_fetch_add(&c->calls[k], 1);
+	c->order[atomic_fetch_add(&c->norder, 1)] = (int)k;
+	/* Its own deadline, from when it started, even when it opened late. */
+	assert_true(deadline - gf_monotime() > 0.3);
+	usleep(20000);
+	slot->ok = true;
+}
+
+static void gate_holds_and_expires(void **state)
+{
+	struct gate_ctx c = {0};
+	struct gf_exec_gate g = {.state = gate_state, .wait = gate_wait, .expire = gate_expire,
+				 .ud = &c};
+	struct gf_exec_opts o = {.fanout = 1, .timeout = 0.4, .retries = 3, .gate = &g};
+	struct gf_result slots[6];
+	double took;
+
+	(void)state;
+	c.t0 = gf_monotime();
+	c.open_at[1] = c.open_at[3] = -1;
+	c.open_at[4] = c.t0 + 0.15;
+	assert_int_equal(gf_exec_run(&o, 6, gate_task, &c, slots, NULL, NULL, NULL), 0);
+	took = gf_monotime() - c.t0;
+	/* One worker: the open ones first, the late one once it opened, the held ones failed at 0.4 s. */
+	assert_true(took >= 0.39 && took < 0.4 + 0.2);
+	assert_int_equal(atomic_load(&c.norder), 4);
+	assert_int_equal(c.order[0], 0);
+	assert_int_equal(c.order[1], 2);
+	assert_int_equal(c.order[2], 5);
+	assert_int_equal(c.order[3], 4);
+	for (int i = 0; i < 6; i++) {
+		bool held = i == 1 || i == 3;
+
+		assert_int_equal(atomic_load(&c.calls[i]), held ? 0 : 1);
+		assert_int_equal(atomic_load(&c.expired[i]), held ? 1 : 0);
+		assert_true(slots[i].ok == !held);
+		if (held) {
+			assert_int_equal(slots[i].err.kind, GF_EK_TIMEOUT);
+			assert_int_equal(slots[i].attempts, 1); /* not retried */
+			assert_true(slots[i].t_end - slots[i].t_start >= 0.39);
+		}
+		gf_result_release(&slots[i]);
+	}
+}
+
+/* With parts: a node with an open part starts at once (its held part waits in it). */
+static void gate_with_parts(void **state)
+{
+	struct gate_ctx c = {0};
+	struct gf_exec_gate g = {.state = gate_state, .wait = gate_wait, .expire = gate_expire,
+				 .ud = &c};
+	struct gf_exec_opts o = {.fanout = 1, .parts = 2, .timeout = 0.4, .gate = &g};
+	struct gf_result slots[4];
+
+	(void)state;
+	c.t0 = gf_monotime();
+	c.open_at[0] = c.open_at[2] = -1;     /* both nodes' first part: never */
+	c.follow[1] = GF_GATE_FOLLOW;         /* node 0's second: nothing urgent */
+	c.follow[3] = GF_GATE_OPEN;           /* node 1's second: start the node */
+	assert_int_equal(gf_exec_run(&o, 2, gate_task, &c, slots, NULL, NULL, NULL), 0);
+	assert_int_equal(atomic_load(&c.norder), 2);
+	assert_int_equal(c.order[0], 3);      /* node 1 first, at once */
+	assert_int_equal(c.order[1], 1);      /* node 0 only at the expiry */
+	assert_true(slots[3].t_start - slots[1].t_start < -0.3);
+	for (int k = 0; k < 4; k++) {
+		assert_int_equal(atomic_load(&c.expired[k]), k % 2 == 0 ? 1 : 0);
+		assert_true(slots[k].ok == (k % 2 == 1));
+		gf_result_release(&slots[k]);
+	}
+}
+
 static void empty(void **state)
 {
 	struct gf_exec_opts o = {.fanout = 4, .timeout = 1};
@@ -293,6 +405,8 @@ int main(void)
 		cmocka_unit_test(cancel_cuts_the_stagger_short),
 		cmocka_unit_test(parts_run_at_once_and_fanout_counts_nodes),
 		cmocka_unit_test(one_deadline_for_attempts_and_parts),
+		cmocka_unit_test(gate_holds_and_expires),
+		cmocka_unit_test(gate_with_parts),
 		cmocka_unit_test(empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
