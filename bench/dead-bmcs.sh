@@ -67,12 +67,17 @@ export GPUFLEET_DB=$work/db
 } | "$gf" nodes import - 2>/dev/null
 
 # A sanity pass first: both tools see the live BMCs on and the dead ones fail.
-ok=$(GPUFLEET_CREDENTIALS=$work/cred "$gf" power status @bench --timeout "$t" --fanout "$fan" \
-	--format ndjson --no-progress | grep -c '"power":"on"' || true)
+GPUFLEET_CREDENTIALS=$work/cred "$gf" power status @bench --timeout "$t" --fanout "$fan" \
+	--format ndjson --no-progress > "$work/sanity" || true
+ok=$(grep -c '"power":"on"' "$work/sanity" || true)
 ref=$(ipmipower -h "$hosts" --config-file "$work/freeipmi.conf" --stat -F "$fan" \
 	--session-timeout=$((t * 1000)) | grep -c ': on$' || true)
 echo "sanity: gpufleet saw $ok/$live on, ipmipower saw $ref/$live on ($dead dead of $n)"
-[ "$ok" -eq "$live" ] && [ "$ref" -eq "$live" ] || { echo "sanity check failed" >&2; exit 1; }
+if [ "$ok" -ne "$live" ] || [ "$ref" -ne "$live" ]; then
+	echo "sanity check failed; gpufleet's failed live BMCs:" >&2
+	grep -Ff "$work/addrs" "$work/sanity" | grep '"ok":false' | grep -vFf <(awk 'NR % 10 == 0' "$work/addrs" | sed 's/.*/"bmc":"&"/') | head -5 >&2 || true
+	exit 1
+fi
 
 hyperfine -i -w 1 -r "$runs" --export-json "$work/h.json" --style basic \
 	--command-name "gpufleet --timeout $t --fanout $fan" \
