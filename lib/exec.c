@@ -116,7 +116,7 @@ static void run_task(struct exec_state *st, size_t k, double deadline)
 	slot->t_end = gf_walltime();
 }
 
-/* Task @k failed at the expiry: its peer never answered; no attempt made. */
+/* Task @k failed at the expiry: its peer never answered, so the task never ran. */
 static void expire_task(struct exec_state *st, size_t k)
 {
 	struct gf_result *slot = &st->slots[k];

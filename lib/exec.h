@@ -21,8 +21,9 @@ enum gf_gate {
  * Workers take the nodes in order among those with an open task (or whose
  * tasks all follow); a worker that finds none waits (@wait) instead of
  * taking a held node, so held nodes take no worker. At the run's start +
- * opts->timeout every task still held fails through @expire, with no
- * attempt: its deadline counted from the run's start. A task that opens
+ * opts->timeout every task still held fails through @expire without being
+ * run (attempts 1: the gate's request), its deadline counted from the run's
+ * start, never retried. A task that opens
  * later is run as any other, with a deadline of its node's own.
  */
 struct gf_exec_gate {
