@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/verbs.h"
@@ -206,6 +207,12 @@ int main(int argc, char **argv)
 	gf_harden_process();
 	gf_creds_take_env();
 	setlocale(LC_CTYPE, "");
+	/*
+	 * The time zone read once here, before any thread: glibc does it on first
+	 * use (FreeIPMI's localtime(), OpenSSL's gmtime_r() on two workers), under
+	 * a lock ThreadSanitizer cannot see, and reports a race.
+	 */
+	tzset();
 	signal(SIGPIPE, SIG_IGN);
 	default_paths(&cli, dbpath, sizeof(dbpath), credpath, sizeof(credpath), cachepath,
 		      sizeof(cachepath));
