@@ -449,6 +449,21 @@ def test_ignore_lists_per_node_settings_and_the_fix_holds(rf, lab, tmp_path):
     assert all(rec["collected"]["bios"] for rec in b14[-2:])
     assert all(c["source"] == "redfish" for rec in b14 for c in rec["components"]
                if c["kind"] == "setting")
+    # imported into another inventory, the settings drift there as here
+    (tmp_path / "site.ndjson").write_text(r.stdout)
+    other = type(rf)(str(tmp_path))
+    other.db = str(tmp_path / "other.db")
+    r = other.run("inventory", "import", str(tmp_path / "site.ndjson"))
+    assert r.returncode == 0, r.stderr
+    assert other.run("inventory", "export").stdout == rf.run("inventory", "export").stdout
+    for args in ((), ("--ignore", "bios.iscsidev1con1*"), ("--baseline", str(golden))):
+        here, there = rf.json("drift", "--component", "bios.*", *args), \
+            other.json("drift", "--component", "bios.*", *args)
+        assert here[0].returncode == there[0].returncode == 0, (here[0].stderr, there[0].stderr)
+        assert there[1] == here[1], (args, there[1], here[1])
+    r, hist = other.json("inventory", "history", "b14")
+    assert [c for o in hist for c in o["changes"] if c["component"] == "bios." + planted.lower()] \
+        == changes
 
 
 def test_a_bad_bios_ignore_is_a_usage_error(rf, lab):
