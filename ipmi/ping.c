@@ -213,7 +213,7 @@ static size_t receive(struct gf_ping *p, int fd)
 	for (int k = 0; k < RECV_BURST; k++) {
 		struct sockaddr_storage sa;
 		socklen_t len = sizeof(sa);
-		uint8_t d[512], seq, cc;
+		uint8_t d[512];
 		ssize_t got;
 
 		memset(&sa, 0, sizeof(sa));
@@ -227,9 +227,7 @@ static size_t receive(struct gf_ping *p, int fd)
 				s6->sin6_scope_id = 0; /* as a numeric address without a zone has it */
 			s6->sin6_flowinfo = 0;
 		}
-		/* A valid answer or not, it came from the BMC's address and port. */
-		(void)gf_ipmi_ping_decode(d, (size_t)got < sizeof(d) ? (size_t)got : sizeof(d),
-					  &seq, &cc);
+		/* A valid answer or not (the session decides), it came from the BMC's address and port. */
 		if (answered(p, &sa))
 			fresh++;
 	}
@@ -334,7 +332,6 @@ static int ping_start(const struct gf_bmc_target *t, size_t n, double timeout,
 		      struct gf_ping **ret, struct gf_err *err)
 {
 	struct gf_ping *p = gf_xcalloc(1, sizeof(*p));
-	pthread_condattr_t ca;
 	pthread_attr_t attr;
 	int e;
 
@@ -344,10 +341,7 @@ static int ping_start(const struct gf_bmc_target *t, size_t n, double timeout,
 	p->fd[0] = p->fd[1] = -1;
 	p->cancel = n ? t[0].cancel : NULL;
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	gf_cond_init_monotonic(&p->cond);
 	for (size_t j = 0; j < n; j++) {
 		struct target *x = &p->t[j];
 
@@ -403,14 +397,7 @@ static void ping_wait(struct gf_ping *p, double until)
 
 	if (until > cap)
 		until = cap;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	{
-		double left = gf_deadline_left(until);
-		long long ns = (long long)ts.tv_nsec + (long long)(left * 1e9);
-
-		ts.tv_sec += (time_t)(ns / 1000000000);
-		ts.tv_nsec = (long)(ns % 1000000000);
-	}
+	ts = gf_monotime_ts(until);
 	pthread_mutex_lock(&p->lock);
 	gen = p->gen;
 	while (p->gen == gen && !p->done && gf_monotime() < until)

@@ -27,6 +27,8 @@ size_t gf_ipmi_ping_encode(uint8_t seq, uint8_t *buf);
  * auth type none, a response of NetFn App to Get Channel Authentication
  * Capabilities from the BMC to us, both checksums right? 0 with its
  * sequence number in *ret_seq and completion code in *ret_cc, -1 when not.
+ * The ping itself does not ask: any datagram from a BMC's address and port
+ * is its answer, and the session that follows judges it.
  */
 int gf_ipmi_ping_decode(const uint8_t *d, size_t n, uint8_t *ret_seq, uint8_t *ret_cc);
 

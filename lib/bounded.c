@@ -51,25 +51,11 @@ static void *job_main(void *vj)
 	return NULL;
 }
 
-static struct timespec mono_ts(double t)
-{
-	struct timespec ts;
-
-	ts.tv_sec = (time_t)t;
-	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
 int gf_bounded_run(void (*fn)(void *arg), void (*abandon)(void *arg), void *arg, double until,
 		   const gf_cancel_flag *cancel, size_t stack, const char *what,
 		   struct gf_err *err)
 {
 	struct job *j = gf_xcalloc(1, sizeof(*j));
-	pthread_condattr_t ca;
 	pthread_attr_t attr;
 	pthread_t tid;
 	bool done, stopped = false;
@@ -79,10 +65,7 @@ int gf_bounded_run(void (*fn)(void *arg), void (*abandon)(void *arg), void *arg,
 	j->abandon = abandon;
 	j->arg = arg;
 	pthread_mutex_init(&j->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&j->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	gf_cond_init_monotonic(&j->cond);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, stack ? stack : GF_THREAD_STACK);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -106,7 +89,7 @@ int gf_bounded_run(void (*fn)(void *arg), void (*abandon)(void *arg), void *arg,
 		if (!(now < until))
 			break;
 		next = cancel && until - now > CANCEL_SLICE_S ? now + CANCEL_SLICE_S : until;
-		ts = mono_ts(next);
+		ts = gf_monotime_ts(next);
 		pthread_cond_timedwait(&j->cond, &j->lock, &ts);
 	}
 	done = j->done;

@@ -2,6 +2,7 @@
 #ifndef GF_UTIL_H
 #define GF_UTIL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,12 @@ double gf_monotime(void);
  */
 double gf_deadline_left(double deadline);
 int gf_deadline_ms(double deadline);
+/*
+ * A condition variable whose timed waits count on gf_monotime()'s clock, and
+ * monotonic time @t as the timespec pthread_cond_timedwait() takes for it.
+ */
+void gf_cond_init_monotonic(pthread_cond_t *c);
+struct timespec gf_monotime_ts(double t);
 /* Wall clock, epoch seconds with fractions. */
 double gf_walltime(void);
 /* Sleep until monotonic time @t (returns at once when past). */
