@@ -25,7 +25,7 @@ RECONNECT, RACE, REPIN = 101, 102, 103
 
 @pytest.fixture(scope="module")
 def lab():
-    with tempfile.TemporaryDirectory(prefix="gf-trust2-") as workdir, \
+    with tempfile.TemporaryDirectory(prefix="gf-tls-pins-") as workdir, \
             RedfishLab(workdir, prefix=PREFIX, count=3, first=FIRST,
                        vendors=["supermicro", "dell", "hpe"], user="admin",
                        password=PASSWORD) as lab:

@@ -30,7 +30,7 @@ SLOW = "20"  # two shared CPUs: the deadline is not what is tested here
 def lab():
     assert os.access(sshlab.SSHD, os.X_OK), "sshd is not installed (tests/install-deps.sh)"
     with started(lambda d: sshlab.SshLab(d, nodes=NODES, prefix=PREFIX, names=NAMES),
-                 "gf-hostpartial-") as lab:
+                 "gf-host-partial-") as lab:
         yield lab
 
 
