@@ -6,6 +6,8 @@ set -euo pipefail
 pkgs=(
 	# build
 	gcc meson ninja-build pkg-config
+	# the layout of the C files (tests/check-format.sh, .clang-format)
+	clang-format
 	libfreeipmi-dev libipmimonitoring-dev libcurl4-openssl-dev libjansson-dev
 	libssh2-1-dev libsqlite3-dev libinih-dev libcmocka-dev
 	# test lab and reference tools

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The test command: install what is missing, build with ASan/UBSan and
-# -Werror, run the unit tests and the end-to-end tests against the loopback
-# lab, and end with one line "N passed, N failed". Exit 0 only if all passed.
+# -Werror, check the layout of the C files (tests/check-format.sh), run the
+# unit tests and the end-to-end tests against the loopback lab, and end with
+# one line "N passed, N failed". Exit 0 only if all passed.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,6 +16,11 @@ if [ ! -f "$build/build.ninja" ]; then
 		>/dev/null || { echo "meson setup failed" >&2; exit 2; }
 fi
 ninja -C "$build" >/dev/null || { ninja -C "$build"; echo "0 passed, 1 failed"; exit 1; }
+
+# The layout of every tracked C file (.clang-format): one test case in the line.
+tests/check-format.sh --junit "$build/format.xml" >"$build/format.log" 2>&1
+format_rc=$?
+head -n 12 "$build/format.log"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=98
@@ -58,7 +64,7 @@ reported() {
 # batches, Ctrl-C) through the real binary built with -fsanitize=thread. A
 # report fails the command it came from (exit 66) and is kept in $tsan/.
 tsan=${GF_TSAN_BUILD_DIR:-build-tsan}
-results=("$build/meson-logs/testlog.junit.xml" "$build/e2e.xml")
+results=("$build/format.xml" "$build/meson-logs/testlog.junit.xml" "$build/e2e.xml")
 tsan_rc=0
 if [ "${GF_TSAN:-1}" != 0 ]; then
 	checked_build "$tsan" -Db_sanitize=thread
@@ -122,7 +128,7 @@ fi
 
 # A step can fail with every test case passed (a unit binary that leaks at
 # exit: LeakSanitizer's exit 99); that counts as one failure in the line.
-GF_STEP_RCS="$unit_rc $e2e_rc $tsan_rc $vg_rc" /usr/bin/python3 - "${results[@]}" <<'PY'
+GF_STEP_RCS="$format_rc $unit_rc $e2e_rc $tsan_rc $vg_rc" /usr/bin/python3 - "${results[@]}" <<'PY'
 import os, sys, xml.etree.ElementTree as ET
 passed = failed = 0
 for path in sys.argv[1:]:
@@ -147,4 +153,5 @@ if failed == 0 and any(rc != "0" for rc in os.environ.get("GF_STEP_RCS", "").spl
     failed = 1
 print(f"{passed} passed, {failed} failed")
 PY
-[ $unit_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $tsan_rc -eq 0 ] && [ $vg_rc -eq 0 ]
+[ $format_rc -eq 0 ] && [ $unit_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $tsan_rc -eq 0 ] &&
+	[ $vg_rc -eq 0 ]
