@@ -17,6 +17,69 @@ from ipmilab import IpmiLab  # noqa: E402
 GPUFLEET = os.environ.get("GPUFLEET_BIN") or os.path.join(TOP, "build", "cli", "gpufleet")
 PASSWORD = "lab-Pa55word"
 
+# Every loopback range of the labs, in one table: (owner, purpose) -> "127.a.b"
+# (one /24) or "127.a.b-c" (the /24s b to c). An owner is an e2e module (its
+# __name__), which asks for its ranges with loopback(__name__, purpose); "*" is
+# a range where nothing listens, which any module may name as a dead address;
+# "lab" and "bench" hold the ranges of tests/lab and bench/ (their defaults,
+# the demo, the self tests) so that no module takes them. No two entries
+# overlap and no module writes a range of its own: test_lab_registry.py.
+LOOPBACK = {
+    # ipmi_sim BMCs
+    ("test_power", "ipmi"): "127.31.1",
+    ("test_ipmi_sensors_sel", "ipmi"): "127.31.2",
+    ("test_ipmi_inventory", "ipmi"): "127.31.4",
+    ("test_ipmi_inventory", "ipmi2"): "127.31.5",           # a second lab
+    ("test_ctrl_c_progress_and_exit_codes", "ipmi"): "127.31.6",
+    ("test_redfish", "ipmi"): "127.31.9",
+    ("test_metrics", "ipmi"): "127.31.13",
+    ("test_inventory", "ipmi"): "127.36.1",
+    ("test_ipmi_fleet_ping", "ipmi"): "127.44.0",           # live .1-6, dead .201-204
+    # Redfish emulator BMCs
+    ("test_redfish", "redfish"): "127.32.1",
+    ("test_hostile", "redfish"): "127.32.10",
+    ("test_terminal", "redfish"): "127.32.12",
+    ("test_inventory", "redfish"): "127.32.36",
+    ("test_update", "lab"): "127.41.11",                    # BMCs, one ipmi_sim .200, images .250
+    ("test_bios", "lab"): "127.41.12",                      # BMCs .1-12, one ipmi_sim .200
+    ("test_report", "lab"): "127.41.14",                    # BMCs .101-104, sshd .1-4, dead .250
+    ("test_lab_redfish_update", "redfish"): "127.41.21",    # BMCs, images .250
+    ("test_deadline", "lab"): "127.42.10",                  # every kind of slow or silent peer
+    ("test_trust", "lab"): "127.42.20",                     # BMCs and sshd
+    ("test_resource_bounds", "lab"): "127.42.30",           # BMCs .201-, flooding sshd
+    ("test_tls_pin_first_use", "redfish"): "127.42.40",
+    # sshd hosts
+    ("test_host", "ssh"): "127.33.0",
+    ("test_host", "ssh-small"): "127.33.1",                 # a one-host lab
+    ("test_host", "ssh-hang"): "127.33.2",                  # a host that hangs
+    ("test_inventory", "ssh"): "127.33.36",
+    ("test_host_partial_answer", "ssh"): "127.42.41",
+    # other peers
+    ("test_metrics", "prometheus"): "127.41.13",            # Prometheus and node_exporter
+    # nothing listens
+    ("*", "dead"): "127.31.250",                            # dead BMCs, addresses only registered
+    ("*", "redirect"): "127.32.9",                          # where a BMC redirects off itself
+    # tests/lab and bench/, not the e2e modules
+    ("lab", "demo.sh: ipmi_sim"): "127.30.0",
+    ("lab", "ipmilab.py: default prefix"): "127.31.0",
+    ("lab", "redfish_emu.py: default prefix"): "127.32.0",
+    ("lab", "demo.sh: Redfish"): "127.32.30",
+    ("lab", "redfish_emu.py: self test"): "127.32.250-251",
+    ("lab", "sshlab.py start: default prefix; bench/ssh-facts.sh"): "127.33.10-29",
+    ("lab", "demo.sh: sshd"): "127.33.30",
+    ("bench", "redfish-firmware.sh"): "127.32.160-199",
+    ("bench", "ipmi-power.sh"): "127.34.0-255",
+    ("bench", "ipmi-read.sh"): "127.35.0-255",
+    ("bench", "dead-bmcs.sh"): "127.42.11-14",
+    ("bench", "update.sh"): "127.43.0-39",
+}
+
+
+def loopback(module, purpose):
+    """The prefix ("127.a.b") of @module's (a module's __name__) range for
+    @purpose in LOOPBACK."""
+    return LOOPBACK[(module.rpartition(".")[2], purpose)].partition("-")[0]
+
 
 class Gf:
     """Runs the binary with its own DB and credentials file."""
@@ -77,10 +140,10 @@ def gf(tmp_path):
 
 @pytest.fixture(scope="module")
 def fleet(request):
-    """20 ipmi_sim BMCs on 127.31.<module>.1-20, one lab per test module."""
-    subnet = getattr(request.module, "LAB_SUBNET", 1)
+    """20 ipmi_sim BMCs (LAB_COUNT) on the module's "ipmi" range, one lab per test module."""
+    prefix = loopback(request.module.__name__, "ipmi")
     count = getattr(request.module, "LAB_COUNT", 20)
-    with started(lambda d: IpmiLab(d, prefix=f"127.31.{subnet}", count=count, user="admin",
+    with started(lambda d: IpmiLab(d, prefix=prefix, count=count, user="admin",
                                    password=PASSWORD), "gf-lab-") as lab:
         yield lab
 

@@ -13,13 +13,13 @@ import tempfile
 
 import pytest
 
-from conftest import DEFAULT_CREDS, PASSWORD, TOP
+from conftest import DEFAULT_CREDS, PASSWORD, TOP, loopback
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import RedfishLab  # noqa: E402
 from ipmilab import IpmiLab  # noqa: E402
 
-PREFIX = "127.41.12"          # this file's subnet: Redfish nodes .1-.12
+PREFIX = loopback(__name__, "lab")  # Redfish nodes .1-.12
 VENDORS = ["supermicro-sys-821ge-tnhr", "nvidia-dgx-h100", "lenovo-sr670-v2", "dell-r750",
            "hpe-dl385-gen10plus-v2"]
 # Nodes 1-5: one per dialect, read-only tests. Nodes 6-10: the same dialects
@@ -250,7 +250,7 @@ def test_immediate_apply_time(rf, lab):
 def test_ipmi_node_unsupported(gf, tmp_path):
     d = str(tmp_path / "ipmilab")
     os.makedirs(d)
-    sim = IpmiLab(d, prefix="127.41.12", count=1, first=200, user="admin", password=PASSWORD)
+    sim = IpmiLab(d, prefix=PREFIX, count=1, first=200, user="admin", password=PASSWORD)
     with sim:
         r = gf.run("nodes", "add", "ip1", "--bmc", sim.addr(200), "--protocol", "ipmi")
         assert r.returncode == 0, r.stderr

@@ -10,7 +10,6 @@ import pytest
 
 from conftest import GPUFLEET, register
 
-LAB_SUBNET = 6
 LAB_COUNT = 6
 
 

@@ -1,6 +1,6 @@
 """One deadline per node (issue 10, points 1-3 and 6): `--timeout` bounds a
 node's every attempt, retransmission and step, and no worker outlives it by
-more than a second. Real peers that misbehave on purpose, on 127.42.10.x:
+more than a second. Real peers that misbehave on purpose, on the module's loopback range:
 ipmi_sim BMCs (some behind a UDP relay that delays or drops packets),
 addresses where no BMC answers, a TCP port that accepts and never speaks
 SSH, and the Redfish emulator's trickle, endless-paging and off-host
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import PASSWORD, TOP
+from conftest import PASSWORD, TOP, loopback
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 import ipmisensors as S  # noqa: E402
@@ -25,7 +25,7 @@ from ipmilab import IpmiLab  # noqa: E402
 from redfish_emu import RedfishLab  # noqa: E402
 from udprelay import UdpRelay  # noqa: E402
 
-PREFIX = "127.42.10"
+PREFIX = loopback(__name__, "lab")
 COUNT = 4                       # ipmi_sim BMCs on .1-.4
 DEAD = [f"{PREFIX}.201", f"{PREFIX}.202"]   # nobody listens: a BMC that never answers
 RELAY = f"{PREFIX}.100"         # a UDP relay in front of BMC 1

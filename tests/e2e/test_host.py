@@ -1,8 +1,8 @@
-"""gpufleet host: the real binary against real OpenSSH sshd instances on
-127.33.0.x whose per-node fake tools print real captured outputs
-(tests/lab/sshlab.py). Each case checks what gpufleet printed and, where it
-matters, what the peer saw: the commands that ran (commands.log), how the
-fake tools were called (calls.log), and sshd's own log."""
+"""gpufleet host: the real binary against real OpenSSH sshd instances whose
+per-node fake tools print real captured outputs (tests/lab/sshlab.py). Each
+case checks what gpufleet printed and, where it matters, what the peer saw:
+the commands that ran (commands.log), how the fake tools were called
+(calls.log), and sshd's own log."""
 import base64
 import hashlib
 import json
@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import GPUFLEET, TOP, started
+from conftest import GPUFLEET, TOP, loopback, started
 
 import sshlab
 
@@ -24,12 +24,13 @@ MAN = os.path.join(TOP, "man", "gpufleet-host.1")
 # The hosts of this machine and of the lab share two CPUs with everything else:
 # generous deadlines where the deadline is not what is tested.
 SLOW = "20"
+PREFIX = loopback(__name__, "ssh")
 
 
 @pytest.fixture(scope="module")
 def lab():
     assert os.access(sshlab.SSHD, os.X_OK), "sshd is not installed (tests/install-deps.sh)"
-    with started(sshlab.SshLab, "gf-ssh-") as lab:
+    with started(lambda d: sshlab.SshLab(d, prefix=PREFIX), "gf-ssh-") as lab:
         yield lab
 
 
@@ -213,7 +214,7 @@ def test_hung_command_times_out_within_deadline_without_delaying_others(hg, lab)
 
 def test_unreachable_port_is_connect_error(hg):
     t0 = time.monotonic()
-    r, data = hg.json("host", "-H", "127.33.0.250:2222", "--timeout", "3", "--retries", "0")
+    r, data = hg.json("host", "-H", f"{PREFIX}.250:2222", "--timeout", "3", "--retries", "0")
     assert r.returncode == 1
     assert data[0]["error"]["kind"] == "connect", data
     assert time.monotonic() - t0 < 3
@@ -354,7 +355,7 @@ def test_key_file_open_to_others_is_refused(hg, lab):
 
 
 def test_node_without_ssh_address_is_unsupported(hg):
-    r = hg.run("nodes", "add", "bmconly", "--bmc", "127.33.0.251")
+    r = hg.run("nodes", "add", "bmconly", "--bmc", f"{PREFIX}.251")
     assert r.returncode == 0, r.stderr
     r, data = hg.json("host", "bmconly")
     assert r.returncode == 1
@@ -399,7 +400,8 @@ def test_server_allowing_fewer_sessions(gf, sessions):
     """sshd with MaxSessions 3 or 1: the channels wait for each other, and for the
     server to let go of the ones that ended; all commands still run."""
     workdir = tempfile.mkdtemp(prefix="gf-ssh-ms-")
-    small = sshlab.SshLab(workdir, nodes=[dict(profile="h100")], prefix="127.33.1",
+    small = sshlab.SshLab(workdir, nodes=[dict(profile="h100")],
+                          prefix=loopback(__name__, "ssh-small"),
                           sshd_options=[f"MaxSessions {sessions}"])
     try:
         small.start()
@@ -645,7 +647,7 @@ def test_ctrl_c_tells_a_busy_server(gf):
     pipe (what a CI run logged). Ten times; one reset fails the test."""
     workdir = tempfile.mkdtemp(prefix="gf-ssh-busy-")
     busy = sshlab.SshLab(workdir, nodes=[dict(profile="hang", journal="trickle")],
-                         prefix="127.33.2")
+                         prefix=loopback(__name__, "ssh-hang"))
     try:
         busy.start()
         gf.write_creds(creds_text(busy))

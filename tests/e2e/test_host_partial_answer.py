@@ -1,5 +1,5 @@
 """A host that answers in part keeps what it answered (issue 10, point 8): the
-real binary against real sshd hosts on 127.42.40.x (tests/lab/sshlab.py) whose
+real binary against real sshd hosts (tests/lab/sshlab.py) whose
 nvidia-smi fails on purpose: with a reason no health state names ("Failed to
 initialize NVML: Unknown Error", as in a container that lost its devices), and
 with "Driver/library version mismatch" (a driver installed without a reboot:
@@ -10,11 +10,11 @@ import os
 
 import pytest
 
-from conftest import started
+from conftest import loopback, started
 
 import sshlab
 
-PREFIX = "127.42.40"
+PREFIX = loopback(__name__, "ssh")
 TOOLS = dict(toolkit=("nvcc", "nvcc--version_12.5.82.txt"), ofed="ofed_info-s_23.10-3.2.2.0.txt",
              kernel="5.15.0-112-generic")
 # hp1-hp3: a fleet on 535.161.08; hp4 fails unexplained; hp5 is half upgraded.

@@ -1,6 +1,6 @@
 """Hostile and broken Redfish BMCs cost their own node only (issue 10), through
-the real binary against the Redfish emulator (tests/lab/redfish_emu.py) on
-127.32.10.x: a walk that misses members after a tolerated 404 is never ok
+the real binary against the Redfish emulator (tests/lab/redfish_emu.py): a
+walk that misses members after a tolerated 404 is never ok
 with less, nor stored as complete."""
 import os
 import sys
@@ -8,12 +8,12 @@ import tempfile
 
 import pytest
 
-from conftest import PASSWORD, TOP, register_redfish
+from conftest import PASSWORD, TOP, loopback, register_redfish
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import RedfishLab  # noqa: E402
 
-PREFIX = "127.32.10"
+PREFIX = loopback(__name__, "redfish")
 # Nodes 1-5: one good BMC per dialect. Node 6: a DGX whose walks meet faults.
 # Node 7: a Supermicro whose reset types are an array nested 1,500 deep.
 VENDORS = ["supermicro", "dgx", "lenovo", "dell", "hpe", "dgx", "supermicro"]

@@ -1,7 +1,6 @@
 """Sweeps, drift, diff and the inventory through the real binary, on a mixed
-lab: ipmi_sim BMCs on 127.36.1.x, Redfish BMCs (DGX dialect) from the
-emulator on 127.32.36.x, and sshd hosts on 127.33.36.x with fake NVIDIA
-tools. Each test checks what gpufleet printed and what it stored; the change
+lab: ipmi_sim BMCs, Redfish BMCs (DGX dialect) from the emulator, and sshd
+hosts with fake NVIDIA tools, each on the module's range of its kind. Each test checks what gpufleet printed and what it stored; the change
 tests change the peers themselves (a BMC firmware revision, a Redfish
 inventory entry, the driver a host reports) and check that drift and diff
 find exactly that. Also: crash safety under kill -9, two sweeps at once,
@@ -20,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import GPUFLEET, PASSWORD, TOP
+from conftest import GPUFLEET, PASSWORD, TOP, loopback
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 import ipmisensors  # noqa: E402
@@ -28,9 +27,9 @@ import sshlab  # noqa: E402
 from ipmilab import IpmiLab  # noqa: E402
 from redfish_emu import RedfishLab  # noqa: E402
 
-IPMI_PREFIX = "127.36.1"
-RF_PREFIX = "127.32.36"
-SSH_PREFIX = "127.33.36"
+IPMI_PREFIX = loopback(__name__, "ipmi")
+RF_PREFIX = loopback(__name__, "redfish")
+SSH_PREFIX = loopback(__name__, "ssh")
 N = 4            # IPMI nodes ipmi1..4 and Redfish nodes rf1..4, each with an SSH host
 SLOW = "30"      # per-node deadline: two CPUs share the labs and the tool
 DRIVER = "590.48.01"

@@ -3,7 +3,7 @@ point 1's figure): one unauthenticated Get Channel Authentication
 Capabilities datagram goes to every IPMI BMC of a fan-out at once, from one
 socket; the BMCs that answer are run as always, those that never answer
 fail as timeouts at run start + --timeout without a session. ipmi_sim BMCs
-on 127.44.0.1-6; dead addresses 127.44.0.201-204, two of them with a UDP
+on .1-6 of the module's range; dead addresses .201-204, two of them with a UDP
 socket of the test's own that records what arrives and never answers."""
 import os
 import select
@@ -16,13 +16,13 @@ import time
 
 import pytest
 
-from conftest import GPUFLEET, PASSWORD, TOP, started
+from conftest import GPUFLEET, PASSWORD, TOP, loopback, started
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 import ipmisensors as S  # noqa: E402
 from ipmilab import IpmiLab  # noqa: E402
 
-PREFIX = "127.44.0"
+PREFIX = loopback(__name__, "ipmi")
 LIVE = 6
 DEAD = [f"{PREFIX}.{200 + k}" for k in range(1, 5)]
 HEARD = DEAD[:2]                # dead addresses whose datagrams the test records

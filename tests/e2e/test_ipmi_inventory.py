@@ -11,10 +11,9 @@ import time
 
 import pytest
 
-from conftest import PASSWORD, register
+from conftest import PASSWORD, loopback, register
 from ipmilab import IpmiLab, fru_image
 
-LAB_SUBNET = 4
 COUNT = 8
 OLD_FW = (3, 6)  # two nodes on an older BMC firmware
 
@@ -56,7 +55,7 @@ def node_options(i):
 @pytest.fixture(scope="module")
 def lab():
     workdir = tempfile.mkdtemp(prefix="gf-inv-")
-    fleet = IpmiLab(workdir, prefix=f"127.31.{LAB_SUBNET}", count=COUNT, user="admin",
+    fleet = IpmiLab(workdir, prefix=loopback(__name__, "ipmi"), count=COUNT, user="admin",
                     password=PASSWORD, overrides={i: node_options(i) for i in range(1, COUNT + 1)})
     try:
         fleet.start()
@@ -390,7 +389,7 @@ def plain_lab():
     """ipmi_sim without the lab module: it keeps the boot device only, never
     the valid, persistent or EFI bits, like a BMC that accepts and ignores."""
     workdir = tempfile.mkdtemp(prefix="gf-plain-")
-    fleet = IpmiLab(workdir, prefix="127.31.5", count=2, user="admin", password=PASSWORD,
+    fleet = IpmiLab(workdir, prefix=loopback(__name__, "ipmi2"), count=2, user="admin", password=PASSWORD,
                     module=False)
     try:
         fleet.start()

@@ -11,13 +11,12 @@ import time
 
 import pytest
 
-from conftest import PASSWORD, register, TOP
+from conftest import PASSWORD, TOP, loopback, register
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 import ipmisensors as S  # noqa: E402
 from ipmilab import IpmiLab  # noqa: E402
 
-LAB_SUBNET = 2
 COUNT = 13
 # Node 12 and 13 are for clearing event logs; the others keep theirs.
 PROFILES = {i: {} for i in range(1, COUNT + 1)}
@@ -46,7 +45,7 @@ def test_lab_tools_are_installed():
 @pytest.fixture(scope="module")
 def lab():
     workdir = tempfile.mkdtemp(prefix="gf-lab-sensors-")
-    lab = IpmiLab(workdir, prefix=f"127.31.{LAB_SUBNET}", count=COUNT, user="admin",
+    lab = IpmiLab(workdir, prefix=loopback(__name__, "ipmi"), count=COUNT, user="admin",
                   password=PASSWORD, emu_extra=S.emu_extra(PROFILES))
     try:
         lab.start()
@@ -363,7 +362,7 @@ def test_sdr_cache_is_per_bmc_and_survives_garbage(reg, lab):
 
 
 def test_prometheus_output(reg, lab, tmp_path):
-    r = reg.run("nodes", "add", "gone", "--bmc", "127.31.2.250", "--protocol", "ipmi")
+    r = reg.run("nodes", "add", "gone", "--bmc", f"{lab.prefix}.250", "--protocol", "ipmi")
     assert r.returncode == 0, r.stderr
     r = reg.run("sensors", "gpu[01,03,05],gone", "--format", "prometheus", "--timeout", "1",
                 "--retries", "0")

@@ -1,8 +1,7 @@
 """The Redfish emulator's UpdateService contract (tests/lab/REDFISH-EMU.md,
 "UpdateService"), checked directly over HTTPS: pushes per dialect, the task
 state machine, activation by BMC or host reset, the faults, and what each BMC
-saw. No gpufleet binary here (tests/e2e/test_update.py drives the product).
-Loopback subnet 127.41.21.x."""
+saw. No gpufleet binary here (tests/e2e/test_update.py drives the product)."""
 import os
 import sys
 import tempfile
@@ -10,14 +9,14 @@ import time
 
 import pytest
 
-from conftest import TOP
+from conftest import TOP, loopback
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import SESSIONS, RedfishLab  # noqa: E402
 from redfish_update import (ImageServer, members, multipart_body, push, request,  # noqa: E402
                             reset_manager, wait_back, wait_task)
 
-PREFIX = "127.41.21"
+PREFIX = loopback(__name__, "redfish")
 IMAGES = PREFIX + ".250"
 SUPERMICRO, DGX, LENOVO, DELL, HPE = 1, 2, 3, 4, 5
 FAST = {"update_new": 0.1, "update_flash": 0.3, "update_result": "ok", "update_purge": "none",

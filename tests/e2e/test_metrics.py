@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import TOP
+from conftest import TOP, loopback
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from labutil import stop_popen  # noqa: E402
@@ -328,7 +328,7 @@ def test_atomic_write_under_a_concurrent_reader(gf, tmp_path):
 # ---- contrib/: alerting rules and the dashboard, against a real Prometheus ----
 
 CONTRIB = os.path.join(TOP, "contrib")
-MON_ADDR = "127.41.13.1"  # Prometheus and node_exporter; no other module uses 127.41.x
+MON_ADDR = loopback(__name__, "prometheus") + ".1"  # Prometheus and node_exporter
 
 
 def test_alert_rules_pass_their_promtool_tests():
@@ -459,15 +459,14 @@ def test_prometheus_scrapes_the_textfile_and_every_dashboard_query_has_data(moni
 
 # ---- sweep --metrics: the same file, once the sweep is stored ----
 
-# conftest's fleet fixture: two ipmi_sim BMCs on 127.31.13.1-2 (no other module uses 127.31.13)
-LAB_SUBNET = 13
+# conftest's fleet fixture: two ipmi_sim BMCs
 LAB_COUNT = 2
 
 
 def test_sweep_writes_the_metrics_once_stored(gf, fleet, tmp_path):
     from conftest import register
     register(gf, fleet)
-    r = gf.run("nodes", "add", "gone", "--bmc", f"127.31.{LAB_SUBNET}.250", "--protocol", "ipmi")
+    r = gf.run("nodes", "add", "gone", "--bmc", f"{fleet.prefix}.250", "--protocol", "ipmi")
     assert r.returncode == 0, r.stderr
     out = tmp_path / "textfile" / "gpufleet.prom"
     out.parent.mkdir()

@@ -2,16 +2,21 @@
 import json
 import os
 
+from conftest import loopback
+
+# Addresses only registered: nothing listens there.
+DEAD = loopback("*", "dead")
+
 
 def test_add_list_tag_remove(gf):
-    assert gf.run("nodes", "add", "gpu001", "--bmc", "127.31.0.1", "--protocol", "ipmi",
-                  "--group", "rack1", "--ssh", "ops@127.31.0.101:2222").returncode == 0
-    assert gf.run("nodes", "add", "gpu002", "--bmc", "127.31.0.2:6230", "-g", "rack1").returncode == 0
+    assert gf.run("nodes", "add", "gpu001", "--bmc", f"{DEAD}.1", "--protocol", "ipmi",
+                  "--group", "rack1", "--ssh", f"ops@{DEAD}.101:2222").returncode == 0
+    assert gf.run("nodes", "add", "gpu002", "--bmc", f"{DEAD}.2:6230", "-g", "rack1").returncode == 0
     r, data = gf.json("nodes", "list")
     assert data == [
-        {"node": "gpu001", "bmc": "127.31.0.1", "protocol": "ipmi", "ssh": "ops@127.31.0.101:2222",
+        {"node": "gpu001", "bmc": f"{DEAD}.1", "protocol": "ipmi", "ssh": f"ops@{DEAD}.101:2222",
          "profile": "default", "groups": ["rack1"]},
-        {"node": "gpu002", "bmc": "127.31.0.2:6230", "protocol": "auto", "ssh": None,
+        {"node": "gpu002", "bmc": f"{DEAD}.2:6230", "protocol": "auto", "ssh": None,
          "profile": "default", "groups": ["rack1"]},
     ]
     assert gf.run("nodes", "tag", "gpu[001-002]", "+hot", "-rack1").returncode == 0
@@ -19,7 +24,7 @@ def test_add_list_tag_remove(gf):
     assert [o["groups"] for o in data] == [["hot"], ["hot"]]
     r = gf.run("nodes", "list", "@rack1")
     assert r.returncode == 2 and "rack1" in r.stderr
-    r = gf.run("nodes", "add", "gpu001", "--bmc", "127.31.0.9")
+    r = gf.run("nodes", "add", "gpu001", "--bmc", f"{DEAD}.9")
     assert r.returncode == 2 and "already exists" in r.stderr
     assert gf.run("nodes", "remove", "gpu001").returncode == 0
     r, data = gf.json("nodes", "list")
@@ -28,10 +33,10 @@ def test_add_list_tag_remove(gf):
 
 def test_import_broken_line_imports_nothing(gf):
     csv = ("name,bmc,protocol,groups\n"
-           "n1,127.31.0.1,ipmi,a\n"
-           "n2,127.31.0.2,ipmi,a;b\n"
-           "n3,127.31.0.3,telnet,a\n"
-           "n4,127.31.0.4,ipmi,\n")
+           f"n1,{DEAD}.1,ipmi,a\n"
+           f"n2,{DEAD}.2,ipmi,a;b\n"
+           f"n3,{DEAD}.3,telnet,a\n"
+           f"n4,{DEAD}.4,ipmi,\n")
     r = gf.run("nodes", "import", "-", input=csv)
     assert r.returncode == 2
     assert "line 4" in r.stderr and "nothing imported" in r.stderr
@@ -45,7 +50,7 @@ def test_import_broken_line_imports_nothing(gf):
 
 def test_targets_syntax(gf):
     csv = "name,bmc,groups\n" + "".join(
-        f"r{r}n{n:02d},127.31.0.{r * 10 + n},{'odd' if n % 2 else 'even'}\n"
+        f"r{r}n{n:02d},{DEAD}.{r * 10 + n},{'odd' if n % 2 else 'even'}\n"
         for r in (1, 2) for n in range(1, 5))
     assert gf.run("nodes", "import", "-", input=csv).returncode == 0
 
@@ -63,7 +68,7 @@ def test_targets_syntax(gf):
 
 def test_credentials_mode_refused(gf):
     gf.write_creds("[default]\nbmc_user = admin\nbmc_password = x\n", mode=0o644)
-    r = gf.run("power", "status", "-H", "127.31.0.1", "--protocol", "ipmi")
+    r = gf.run("power", "status", "-H", f"{DEAD}.1", "--protocol", "ipmi")
     assert r.returncode == 2
     assert "credentials" in r.stderr and "0644" in r.stderr
     assert "x\n" not in r.stderr
@@ -77,11 +82,11 @@ def test_ipmi_words_checked_when_the_file_is_read(gf):
     want = (f"gpufleet: '{gf.creds}' line 7: ipmi_cipher_suite '4' is not a cipher suite"
             " FreeIPMI supports (0, 1, 2, 3, 6, 7, 8, 11, 12, 15, 16, 17, or -1 for the default)\n")
     for proto in ("ipmi", "redfish"):
-        r = gf.run("power", "status", "-H", "127.31.250.1", "--protocol", proto,
+        r = gf.run("power", "status", "-H", f"{DEAD}.1", "--protocol", proto,
                    "--timeout", "0.5", "--retries", "0")
         assert r.returncode == 2 and r.stderr == want and r.stdout == "", (proto, r.stderr)
     gf.write_creds(DEFAULT_CREDS + "[other]\nipmi_workarounds = authcap, nosuch\n")
-    r = gf.run("power", "status", "-H", "127.31.250.1", "--protocol", "ipmi")
+    r = gf.run("power", "status", "-H", f"{DEAD}.1", "--protocol", "ipmi")
     assert r.returncode == 2 and r.stderr == (
         f"gpufleet: '{gf.creds}' line 6: ipmi_workarounds 'nosuch' is not a FreeIPMI workaround"
         " (see ipmipower(8) -W)\n"), r.stderr
@@ -98,7 +103,7 @@ def test_bad_options_are_usage_errors(gf):
 
 
 def test_password_never_in_db(gf):
-    gf.run("nodes", "add", "n1", "--bmc", "127.31.250.1", "--protocol", "ipmi")
+    gf.run("nodes", "add", "n1", "--bmc", f"{DEAD}.1", "--protocol", "ipmi")
     gf.run("power", "on", "n1", "--timeout", "0.5", "--retries", "0")
     with open(gf.db, "rb") as f:
         assert b"lab-Pa55word" not in f.read()

@@ -15,14 +15,14 @@ import time
 
 import pytest
 
-from conftest import GPUFLEET, PASSWORD, TOP
+from conftest import GPUFLEET, PASSWORD, TOP, loopback
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import RedfishLab  # noqa: E402
 from ipmilab import IpmiLab  # noqa: E402
 
-PREFIX = "127.32.1"
-IPMI_PREFIX = "127.31.9"
+PREFIX = loopback(__name__, "redfish")
+IPMI_PREFIX = loopback(__name__, "ipmi")
 # Nodes 1-5: one per dialect, for the verbs. Nodes 6-10: the same dialects
 # again, for the tests that change how a BMC behaves. Node 11 (Supermicro):
 # broken answers on a BMC with sessions, and last a service root that moves.
@@ -553,7 +553,7 @@ def test_ctrl_c_stops_repin_and_keeps_the_pins_it_did_not_read(rf, lab):
 def test_redirect_to_another_host_is_refused(rf, lab):
     uri, moved = "/redfish/v1/UpdateService", "/redfish/v1/UpdateService-moved"
     saved = lab.resource(9, uri)
-    lab.redirect(9, uri, f"https://127.32.9.9:{lab.port}{uri}")
+    lab.redirect(9, uri, f"https://{loopback('*', 'redirect')}.9:{lab.port}{uri}")
     try:
         r, data = rf.json("firmware", "rf9", *rf.ca)
         assert data[0]["error"]["kind"] == "protocol", data

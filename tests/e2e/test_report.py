@@ -1,6 +1,6 @@
 """gpufleet report --html through the real binary, on a lab swept for real:
-Redfish BMCs (DGX dialect) from the emulator on 127.41.14.101-104 and sshd
-hosts with fake NVIDIA tools on 127.41.14.1-4, plus a node nothing answers
+Redfish BMCs (DGX dialect) from the emulator (.101-104 of the module's range) and sshd
+hosts with fake NVIDIA tools (.1-4), plus a node nothing answers
 for. The page is opened in headless Chromium: a screenshot that is not
 blank and shows the heat map's colours, and a DOM with an entry for every
 (node, component) that `drift --format json` reports for the same
@@ -20,13 +20,13 @@ import zlib
 
 import pytest
 
-from conftest import PASSWORD, TOP, Gf, started_lab
+from conftest import PASSWORD, TOP, Gf, loopback, started_lab
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 import sshlab  # noqa: E402
 from redfish_emu import RedfishLab  # noqa: E402
 
-PREFIX = "127.41.14"
+PREFIX = loopback(__name__, "lab")
 RF_FIRST = 101   # Redfish BMCs on .101-.104, their hosts on .1-.4
 N = 4
 DEAD = f"{PREFIX}.250"  # nothing listens there

@@ -1,5 +1,5 @@
 """No OOM and no CPU blow-up (issue 10, point 5), through the real binary against
-peers that misbehave on purpose, on 127.42.30.x: a Redfish BMC that pages big
+peers that misbehave on purpose: a Redfish BMC that pages big
 expanded members forever meets its node's memory budget; 20,000 firmware
 members sharing one key are made unique in linear time. Each run is measured
 as a child of the test (os.wait4: peak RSS and CPU seconds of the binary)."""
@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import GPUFLEET, PASSWORD, TOP, register_redfish, started_lab
+from conftest import GPUFLEET, PASSWORD, TOP, loopback, register_redfish, started_lab
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 import sshlab  # noqa: E402
 from redfish_emu import RedfishLab  # noqa: E402
 
-PREFIX = "127.42.30"
+PREFIX = loopback(__name__, "lab")
 # BMCs on .201-.204. 201, 202: good ones. 203: pages 8 MiB of expanded members
 # forever when told to. 204: a FirmwareInventory of 20,000 members sharing one Id
 # and Name. Hosts (SSH) on .1-.3.

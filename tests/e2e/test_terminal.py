@@ -1,7 +1,7 @@
 """The terminal is safe (issue 10, point 12): strings a hostile BMC sends
 (firmware names, a sensor name, a SEL message) reach tables, CSV and stderr
 with every control escaped, while JSON keeps them exactly. Through the real
-binary against the Redfish emulator (tests/lab/redfish_emu.py) on 127.32.12.x."""
+binary against the Redfish emulator (tests/lab/redfish_emu.py)."""
 import os
 import re
 import subprocess
@@ -10,12 +10,12 @@ import tempfile
 
 import pytest
 
-from conftest import GPUFLEET, PASSWORD, TOP
+from conftest import GPUFLEET, PASSWORD, TOP, loopback
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import RedfishLab  # noqa: E402
 
-PREFIX = "127.32.12"
+PREFIX = loopback(__name__, "redfish")
 NODE = 1  # a Supermicro
 FW = "/redfish/v1/UpdateService/FirmwareInventory/BIOS"
 SENSOR = "/redfish/v1/Chassis/1/Sensors/1"

@@ -1,5 +1,5 @@
 """Pin on first use means the first certificate, for the whole run (issue 10,
-point 11): the real binary against the Redfish emulator on 127.42.40.101-103,
+point 11): the real binary against the Redfish emulator (nodes .101-103),
 whose BMCs close kept-alive connections after a few requests
 (`keepalive_max`) and show another certificate on later connections
 (`cert_change_after`). Checked: what gpufleet printed and stored, and what
@@ -13,12 +13,12 @@ import time
 
 import pytest
 
-from conftest import GPUFLEET, PASSWORD, TOP, register_redfish
+from conftest import GPUFLEET, PASSWORD, TOP, loopback, register_redfish
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import RedfishLab  # noqa: E402
 
-PREFIX = "127.42.40"
+PREFIX = loopback(__name__, "redfish")
 FIRST = 101
 RECONNECT, RACE, REPIN = 101, 102, 103
 

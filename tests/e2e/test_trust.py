@@ -1,5 +1,5 @@
 """Trust and the record of what was done (issue 10, points 5, 8, 10, 11, 13-15),
-through the real binary against the Redfish emulator on 127.42.20.x.
+through the real binary against the Redfish emulator.
 
 Point 10, audit before acting: the intent row of a destructive action is
 committed before the request leaves, so kill -9 in the middle of a fan-out
@@ -15,13 +15,13 @@ import time
 
 import pytest
 
-from conftest import GPUFLEET, PASSWORD, TOP, register_redfish, started
+from conftest import GPUFLEET, PASSWORD, TOP, loopback, register_redfish, started
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import RedfishLab  # noqa: E402
 import sshlab  # noqa: E402
 
-PREFIX = "127.42.20"
+PREFIX = loopback(__name__, "lab")
 VENDORS = ["supermicro", "dgx", "lenovo", "dell", "hpe", "supermicro"]
 SLOW = 6  # its Reset is read and never answered while the fault is on
 

@@ -1,7 +1,7 @@
 """gpufleet update plan|run|status|resume through the real binary against the
 Redfish emulator's UpdateService (tests/lab/REDFISH-EMU.md): what each BMC saw
 (pushes, their targets, resets), what was printed, what the rollout store and
-the inventory hold afterwards. Loopback subnet 127.41.11.x."""
+the inventory hold afterwards."""
 import hashlib
 import json
 import os
@@ -17,14 +17,14 @@ import time
 
 import pytest
 
-from conftest import GPUFLEET, PASSWORD, TOP
+from conftest import GPUFLEET, PASSWORD, TOP, loopback
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from ipmilab import IpmiLab  # noqa: E402
 from redfish_emu import RedfishLab  # noqa: E402
 from redfish_update import ImageServer  # noqa: E402
 
-PREFIX = "127.41.11"
+PREFIX = loopback(__name__, "lab")
 IMAGES = PREFIX + ".250"     # the HTTPS server BMCs pull images from
 SUPERMICRO, DGX, LENOVO, DELL, HPE = 1, 2, 3, 4, 5
 COUNT = 8   # 1-5 one per dialect, 6-8 Supermicro for batches and crashes
