@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "host/facts.h"
 #include "inventory/codec.h"
 #include "inventory/drift.h"
 #include "inventory/sweep.h"
@@ -80,13 +81,13 @@ static void assert_same_node(const struct gf_sweep_node *a, const struct gf_swee
 	assert_int_equal(a->sensors.critical, b->sensors.critical);
 	assert_int_equal(a->sensors.unknown, b->sensors.unknown);
 	{
-		char *x = gf_codec_hardware_text(a->hardware), *y = gf_codec_hardware_text(b->hardware);
+		char *x = gf_hardware_text(a->hardware), *y = gf_hardware_text(b->hardware);
 
 		assert_str_or_null(x, y);
 		free(x);
 		free(y);
-		x = gf_codec_host_text(a->host);
-		y = gf_codec_host_text(b->host);
+		x = gf_hostfacts_text(a->host);
+		y = gf_hostfacts_text(b->host);
 		assert_str_or_null(x, y);
 		free(x);
 		free(y);
@@ -127,7 +128,7 @@ static void test_facts_documents_both_ways(void **state)
 
 	assert_non_null(hj);
 	assert_non_null(fj);
-	assert_int_equal(gf_codec_hardware_from_json(hj, "n1", &h, &err), 0);
+	assert_int_equal(gf_hardware_from_json(hj, "n1", &h, &err), 0);
 	assert_int_equal(h.ngpus, 2);
 	assert_int_equal(h.gpus[1].index, 3);
 	back = gf_hardware_to_json(&h);
@@ -135,7 +136,7 @@ static void test_facts_documents_both_ways(void **state)
 	json_decref(back);
 	gf_hardware_release(&h);
 
-	assert_int_equal(gf_codec_host_from_json(fj, "n1", &f, &err), 0);
+	assert_int_equal(gf_hostfacts_from_json(fj, "n1", &f, &err), 0);
 	assert_int_equal(f.health, GF_HEALTH_GPU_LOST);
 	assert_int_equal(f.nxids, 2);
 	assert_int_equal(f.xids[0].code, 79); /* by code, not as text */
@@ -152,7 +153,7 @@ static void test_facts_documents_both_ways(void **state)
 	json_decref(fj);
 	fj = json_pack("{s:n,s:{s:s,s:n,s:s}}", "driver", "health", "state", "ok", "xid",
 		       "xid_note", "no permission");
-	assert_int_equal(gf_codec_host_from_json(fj, "n1", &f, &err), 0);
+	assert_int_equal(gf_hostfacts_from_json(fj, "n1", &f, &err), 0);
 	assert_null(f.driver);
 	assert_false(f.xid_read);
 	assert_string_equal(f.xid_note, "no permission");
@@ -189,8 +190,8 @@ static void test_facts_bad_members_are_named(void **state)
 		struct gf_hardware h = {0};
 		struct gf_hostfacts f = {0};
 		struct gf_err err = {0};
-		int rc = cases[i].hw ? gf_codec_hardware_from_json(j, "n1", &h, &err)
-				     : gf_codec_host_from_json(j, "n1", &f, &err);
+		int rc = cases[i].hw ? gf_hardware_from_json(j, "n1", &h, &err)
+				     : gf_hostfacts_from_json(j, "n1", &f, &err);
 
 		assert_int_equal(rc, GF_E_USAGE);
 		assert_string_equal(err.msg, cases[i].msg);
@@ -236,8 +237,8 @@ static void test_node_round_trip_every_member(void **state)
 		struct gf_hardware h;
 		struct gf_hostfacts f;
 
-		assert_int_equal(gf_codec_hardware_from_json(hj, "gpu1", &h, &err), 0);
-		assert_int_equal(gf_codec_host_from_json(fj, "gpu1", &f, &err), 0);
+		assert_int_equal(gf_hardware_from_json(hj, "gpu1", &h, &err), 0);
+		assert_int_equal(gf_hostfacts_from_json(fj, "gpu1", &f, &err), 0);
 		gf_sweep_node_take_hardware(n, &h);
 		gf_sweep_node_take_host(n, &f);
 		json_decref(hj);

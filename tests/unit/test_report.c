@@ -82,7 +82,7 @@ static void folds_and_counts(void **state)
 					      "79", 3);
 			struct gf_hostfacts f;
 
-			assert_int_equal(gf_codec_host_from_json(j, name, &f, NULL), 0);
+			assert_int_equal(gf_hostfacts_from_json(j, name, &f, NULL), 0);
 			gf_sweep_node_take_host(n, &f);
 			json_decref(j);
 		}
