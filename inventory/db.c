@@ -189,6 +189,26 @@ static const char *const migrations[] = {
 	/* were the settings read (what drift compares them on, as fw_read for firmware) */
 	"ALTER TABLE sweep_nodes ADD COLUMN bios_read INTEGER NOT NULL DEFAULT 0;"
 	/* rows of version 5 read none */,
+	/*
+	 * 6 -> 7: a component's source is data, not a list in the schema, so
+	 * that a new backend or stream brings new sources without a migration.
+	 * SQLite drops a CHECK only by building the table again; no table
+	 * refers to this one.
+	 */
+	"CREATE TABLE components_new ("
+	"  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
+	"  key TEXT NOT NULL,"
+	"  version TEXT,"
+	"  source TEXT NOT NULL,"         /* where it was read: a protocol's name, or ssh */
+	"  raw_id TEXT,"
+	"  name TEXT,"
+	"  kind TEXT,"
+	"  PRIMARY KEY (cset, key)"
+	") WITHOUT ROWID;"
+	"INSERT INTO components_new (cset, key, version, source, raw_id, name, kind)"
+	"  SELECT cset, key, version, source, raw_id, name, kind FROM components;"
+	"DROP TABLE components;"
+	"ALTER TABLE components_new RENAME TO components;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

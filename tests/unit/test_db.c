@@ -577,6 +577,64 @@ static void test_audit_migrated(void **state)
 	gf_db_close(db);
 }
 
+/*
+ * A version 6 file, whose components table lists the sources in a CHECK,
+ * keeps its rows at version 7, where a source is any name (a new backend's).
+ */
+static void test_sources_are_data(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_db *db = open_ok(f->path);
+	sqlite3 *h;
+	char *sql;
+
+	gf_db_close(db);
+	h = raw_open(f->path);
+	raw_exec(h, "DROP TABLE components;"
+		    "CREATE TABLE components ("
+		    "  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
+		    "  key TEXT NOT NULL, version TEXT,"
+		    "  source TEXT NOT NULL CHECK (source IN ('ipmi', 'redfish', 'ssh')),"
+		    "  raw_id TEXT, name TEXT, kind TEXT, PRIMARY KEY (cset, key)) WITHOUT ROWID;"
+		    "INSERT INTO csets (id, hash, body) VALUES (1, 7, x'00'), (2, 8, x'01');"
+		    "INSERT INTO components VALUES (1, 'bmc', '1.2', 'redfish', 'BMC', 'BMC', 'bmc'),"
+		    "  (1, 'driver', '550', 'ssh', NULL, NULL, 'driver'), (2, 'bios', '3', 'ipmi',"
+		    "  NULL, NULL, 'bios');"
+		    "PRAGMA user_version = 6");
+	assert_int_not_equal(sqlite3_exec(h, "INSERT INTO components (cset, key, source)"
+					     " VALUES (2, 'x', 'events')", NULL, NULL, NULL),
+			     SQLITE_OK);
+	sqlite3_close(h);
+
+	db = open_ok(f->path);
+	gf_db_close(db);
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "PRAGMA user_version"), gf_db_schema_version());
+	assert_true(gf_db_schema_version() >= 7);
+	sql = raw_text(h, "SELECT sql FROM sqlite_master WHERE name = 'components'");
+	assert_null(strstr(sql, "CHECK"));
+	free(sql);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%_new'"), 0);
+	/* Every row as it was. */
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM components"), 3);
+	sql = raw_text(h, "SELECT group_concat(cset || key || version || source || kind, ' ')"
+			  " FROM (SELECT * FROM components ORDER BY cset, key)");
+	assert_string_equal(sql, "1bmc1.2redfishbmc 1driver550sshdriver 2bios3ipmibios");
+	free(sql);
+	/* Any source now; the foreign key still holds. */
+	raw_exec(h, "PRAGMA foreign_keys = ON;"
+		    "INSERT INTO components (cset, key, source) VALUES (2, 'x', 'events')");
+	assert_int_not_equal(sqlite3_exec(h, "INSERT INTO components (cset, key, source)"
+					     " VALUES (9, 'y', 'ssh')", NULL, NULL, NULL),
+			     SQLITE_OK);
+	raw_exec(h, "DELETE FROM csets WHERE id = 2");
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM components"), 2);
+	sql = raw_text(h, "PRAGMA integrity_check");
+	assert_string_equal(sql, "ok");
+	free(sql);
+	sqlite3_close(h);
+}
+
 static void test_newer_refused(void **state)
 {
 	struct fixture *f = *state;
@@ -826,6 +884,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_intent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_migrated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sources_are_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tls_pins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_refused, setup, teardown),
