@@ -51,7 +51,7 @@ static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *sl
 	be = gf_bmc_choose(&t->bmc, i, deadline, &err);
 	if (!be)
 		goto fail;
-	if (n->protocol == GF_PROTO_AUTO)
+	if (!n->protocol)
 		json_object_set_new(slot->data, "protocol", json_string(be->name));
 	while (gf_bmc_open(&t->bmc, i, be, deadline, &sess, &err) < 0) {
 		if (!restarting(run, n, deadline, &err))

@@ -122,7 +122,7 @@ static int node_from_row(struct gf_db *db, sqlite3_stmt *st, struct gf_node *n,
 			 struct gf_err *err)
 {
 	const unsigned char *proto = sqlite3_column_text(st, 4);
-	enum gf_proto p;
+	const struct gf_backend *p;
 
 	if (!proto || gf_proto_parse((const char *)proto, &p, NULL) < 0)
 		return gf_err_set(err, GF_E_DB, GF_EK_NONE,

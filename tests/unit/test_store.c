@@ -22,6 +22,7 @@
 #include "inventory/db.h"
 #include "inventory/store.h"
 #include "lib/buf.h"
+#include "tests/unit/stub_backends.h"
 
 struct fixture {
 	char dir[64];
@@ -697,5 +698,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
 	};
 
+	stub_backends_register();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
