@@ -86,7 +86,7 @@ static json_t *item_json(const struct gf_drift_item *it, bool table)
 	json_object_set_new(o, "component", json_string(it->component));
 	json_object_set_new(o, "expected", it->expected ? json_string(it->expected) : json_null());
 	json_object_set_new(o, "actual", it->actual ? json_string(it->actual) : json_null());
-	json_object_set_new(o, "source", json_string(gf_source_name(it->source)));
+	json_object_set_new(o, "source", json_string(it->source));
 	if (it->flags & GF_DRIFT_TIE) {
 		json_t *t = json_array();
 

@@ -39,7 +39,7 @@ static json_t *sorted(json_t *doc)
 json_t *gf_codec_comp_to_json(const struct gf_inv_comp *c)
 {
 	return json_pack("{s:s,s:o,s:s,s:o,s:o,s:o}", "key", c->key, "version", jstr(c->version),
-			 "source", gf_source_name(c->source), "id", jstr(c->raw_id), "name",
+			 "source", c->source, "id", jstr(c->raw_id), "name",
 			 jstr(c->name), "kind", jstr(c->kind));
 }
 
@@ -185,7 +185,6 @@ static int comps_from_json(struct gf_sweep *sw, struct gf_sweep_node *n, json_t 
 		const char *key = NULL, *version = NULL, *source = NULL, *id = NULL, *name = NULL;
 		const char *kind = NULL;
 		struct gf_inv_comp *ic;
-		int src;
 
 		if (!json_is_object(c))
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
@@ -197,17 +196,20 @@ static int comps_from_json(struct gf_sweep *sw, struct gf_sweep_node *n, json_t 
 		    (rc = get_str(c, "name", &name, "component", err)) < 0 ||
 		    (rc = get_str(c, "kind", &kind, "component", err)) < 0)
 			return rc;
-		src = gf_source_parse(source);
-		if (src < 0)
-			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-					  "node '%s': component '%s' has an unknown source '%s'"
-					  " (ipmi, redfish, ssh)", n->node, key ? key : "",
-					  source ? source : "");
+		if (!gf_source_known(source)) {
+			char *names = gf_source_names();
+
+			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					"node '%s': component '%s' has an unknown source '%s' (%s)",
+					n->node, key ? key : "", source ? source : "", names);
+			free(names);
+			return rc;
+		}
 		ic = gf_inv_set_add(n->set);
 		if ((rc = norm_key(sw, key, &ic->key, n->node, err)) < 0)
 			return rc;
 		ic->version = gf_sweep_str(sw, version);
-		ic->source = (enum gf_source)src;
+		ic->source = gf_sweep_str(sw, source);
 		ic->raw_id = gf_sweep_str(sw, id);
 		ic->name = gf_sweep_str(sw, name);
 		ic->kind = gf_sweep_str(sw, kind);

@@ -315,7 +315,7 @@ static int put_set(struct gf_store_tx *tx, const struct gf_inv_set *s, long long
 		sqlite3_bind_int64(st, 1, id);
 		if ((rc = gf_db_bind_text(tx->db, st, 2, c->key, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(tx->db, st, 3, c->version, what, err)) < 0 ||
-		    (rc = gf_db_bind_text(tx->db, st, 4, gf_source_name(c->source), what, err)) < 0 ||
+		    (rc = gf_db_bind_text(tx->db, st, 4, c->source, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(tx->db, st, 5, c->raw_id, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(tx->db, st, 6, c->name, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(tx->db, st, 7, c->kind, what, err)) < 0 ||

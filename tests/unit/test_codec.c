@@ -17,16 +17,17 @@
 #include "inventory/drift.h"
 #include "inventory/sweep.h"
 #include "lib/buf.h"
+#include "tests/unit/stub_backends.h"
 
 static struct gf_inv_comp *comp(struct gf_sweep *sw, struct gf_sweep_node *n, const char *key,
-				const char *version, enum gf_source src, const char *id,
+				const char *version, const char *src, const char *id,
 				const char *name, const char *kind)
 {
 	struct gf_inv_comp *c = gf_inv_set_add(n->set);
 
 	c->key = gf_sweep_str(sw, key);
 	c->version = gf_sweep_str(sw, version);
-	c->source = src;
+	c->source = gf_sweep_str(sw, src);
 	c->raw_id = gf_sweep_str(sw, id);
 	c->name = gf_sweep_str(sw, name);
 	c->kind = gf_sweep_str(sw, kind);
@@ -63,7 +64,7 @@ static void assert_same_node(const struct gf_sweep_node *a, const struct gf_swee
 
 		assert_string_equal(x->key, y->key);
 		assert_str_or_null(x->version, y->version);
-		assert_int_equal(x->source, y->source);
+		assert_string_equal(x->source, y->source);
 		assert_str_or_null(x->raw_id, y->raw_id);
 		assert_str_or_null(x->name, y->name);
 		assert_str_or_null(x->kind, y->kind);
@@ -224,9 +225,9 @@ static void test_node_round_trip_every_member(void **state)
 	n->host_read = true;
 	gf_sweep_node_error(sw, n, GF_OP_SENSORS, GF_EK_TIMEOUT, "too slow");
 	gf_sweep_node_error(sw, n, GF_OP_SEL, GF_EK_PROTOCOL, "bad \"entry\" 7");
-	comp(sw, n, "bmc", "1.2", GF_SRC_REDFISH, "BMC", "Manager firmware", "bmc");
-	comp(sw, n, "driver", "550.54", GF_SRC_SSH, NULL, NULL, "driver");
-	comp(sw, n, "nic0", NULL, GF_SRC_IPMI, "fru3", "ConnectX-7", NULL);
+	comp(sw, n, "bmc", "1.2", "redfish", "BMC", "Manager firmware", "bmc");
+	comp(sw, n, "driver", "550.54", "ssh", NULL, NULL, "driver");
+	comp(sw, n, "nic0", NULL, "ipmi", "fru3", "ConnectX-7", NULL);
 	gf_inv_set_finish(sw, n->set);
 	n->sel = (struct gf_sel_summary){.read = true, .total = 4, .new_info = 1, .new_warning = 2,
 					 .new_critical = 3, .has_mark = true, .mark = 1764417000.25};
@@ -701,7 +702,7 @@ static void check_finish_as_rounds(const char *const *keys, size_t n)
 	assert_non_null(want);
 	for (size_t i = 0; i < n; i++) {
 		snprintf(num, sizeof(num), "%zu", i);
-		comp(sw, node, keys[i], num, GF_SRC_REDFISH, NULL, NULL, "other");
+		comp(sw, node, keys[i], num, "redfish", NULL, NULL, "other");
 		want[i] = strdup(keys[i]);
 	}
 	renamed_by_rounds(want, n);
@@ -768,5 +769,6 @@ int main(void)
 		cmocka_unit_test(test_baseline_file_messages),
 	};
 
+	stub_backends_register();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

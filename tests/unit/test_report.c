@@ -35,11 +35,11 @@ static struct gf_sweep_node *add(struct gf_sweep *sw, const char *name, const ch
 	c = gf_inv_set_add(n->set);
 	c->key = gf_sweep_str(sw, "bmc");
 	c->version = gf_sweep_str(sw, bmc);
-	c->source = GF_SRC_REDFISH;
+	c->source = "redfish";
 	c = gf_inv_set_add(n->set);
 	c->key = gf_sweep_str(sw, "driver");
 	c->version = gf_sweep_str(sw, driver);
-	c->source = GF_SRC_SSH;
+	c->source = "ssh";
 	gf_inv_set_finish(sw, n->set);
 	return n;
 }
