@@ -62,7 +62,7 @@ int gf_db_bind_int64(struct gf_db *db, struct sqlite3_stmt *st, int i, long long
 		     const char *what, struct gf_err *err);
 int gf_db_bind_double(struct gf_db *db, struct sqlite3_stmt *st, int i, double v, const char *what,
 		      struct gf_err *err);
-/* A copy of text column @i (caller frees), NULL for SQL NULL: the column dies with the next step. */
+/* A copy of text column @i (caller frees), NULL for SQL NULL: the column dies with a step. */
 char *gf_db_col_text(struct sqlite3_stmt *st, int i);
 /* GF_E_USAGE "@what name is empty" when @name is NULL or empty. */
 int gf_db_check_name(const char *what, const char *name, struct gf_err *err);

@@ -37,7 +37,9 @@ enum part { PART_FW, PART_BIOS, PART_HOST, PART_BIOS_OR_FW };
 
 static enum part part_of(const struct gf_inv_comp *c)
 {
-	return strcmp(c->source, GF_SOURCE_HOST) == 0 ? PART_HOST : gf_norm_comp_is_setting(c) ? PART_BIOS : PART_FW;
+	if (strcmp(c->source, GF_SOURCE_HOST) == 0)
+		return PART_HOST;
+	return gf_norm_comp_is_setting(c) ? PART_BIOS : PART_FW;
 }
 
 static enum part part_of_key(const char *key)
@@ -597,7 +599,8 @@ static void baseline_missing(const struct gf_sweep_node *n, const struct gf_base
 		it->component = rule->pattern;
 		it->expected = rule->display;
 		/* Missing: it would have come from the node's BMC, or its host. */
-		it->source = part == PART_HOST ? GF_SOURCE_HOST : n->protocol ? n->protocol : "unknown";
+		it->source = part == PART_HOST ? GF_SOURCE_HOST
+			     : n->protocol ? n->protocol : "unknown";
 		it->flags = GF_DRIFT_MISSING;
 	}
 }

@@ -76,8 +76,8 @@ void gf_norm_host_components(struct gf_sweep *sw, const struct gf_hostfacts *f,
 		const struct gf_compkey_rule *row = &gf_compkey_rules[host_rules[r].row];
 
 		if (v && *v)
-			add(sw, set, row->key, v, GF_SOURCE_HOST, host_rules[r].id, host_rules[r].name,
-			    row->kind);
+			add(sw, set, row->key, v, GF_SOURCE_HOST, host_rules[r].id,
+			    host_rules[r].name, row->kind);
 	}
 	for (size_t g = 0; g < f->ngpus; g++) {
 		const struct gf_host_gpu *gpu = &f->gpus[g];
@@ -193,8 +193,9 @@ int gf_norm_bmc_components(struct gf_sweep *sw, const char *node,
 		if (!known || !gf_norm_key_ok(key)) {
 			char *names = gf_source_names();
 			int rc = !known ? gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-						     "node '%s': component '%s' has an unknown source "
-						     "'%s' (%s)", node, key, source ? source : "", names)
+						     "node '%s': component '%s' has an unknown "
+						     "source '%s' (%s)", node, key,
+						     source ? source : "", names)
 					: gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 						     "node '%s' has a component key '%s' with a "
 						     "character that is not allowed", node, key);

@@ -77,16 +77,6 @@ void gf_backends_set(const struct gf_backend *const *v, size_t n)
 	table.n = n;
 }
 
-size_t gf_backends_count(void)
-{
-	return table.n;
-}
-
-const struct gf_backend *gf_backend_at(size_t i)
-{
-	return i < table.n ? table.v[i] : NULL;
-}
-
 const struct gf_backend *gf_backend_find(const char *name)
 {
 	for (size_t i = 0; name && i < table.n; i++)

@@ -134,7 +134,7 @@ struct gf_ping_ops {
  * GF_E_NODE). inventory/bmc.c lists the backends and chooses one per node.
  */
 struct gf_backend {
-	const char *name;   /* the protocol's name: nodes are registered with it, what it reads has it as source */
+	const char *name;   /* the protocol: nodes are registered with it, the source of what it reads */
 	const char *title;  /* the name in messages */
 	bool lists_gpus;    /* hardware() lists the GPUs (an empty list means none) */
 	/*
@@ -213,8 +213,6 @@ struct gf_backend {
  * thread; it is read-only after that, and its order is --protocol auto's.
  */
 void gf_backends_set(const struct gf_backend *const *v, size_t n);
-size_t gf_backends_count(void);
-const struct gf_backend *gf_backend_at(size_t i);
 /* The backend of protocol @name (case-insensitive), NULL when none has it. Thread-safe. */
 const struct gf_backend *gf_backend_find(const char *name);
 /*

@@ -615,7 +615,8 @@ static void test_sources_are_data(void **state)
 	sql = raw_text(h, "SELECT sql FROM sqlite_master WHERE name = 'components'");
 	assert_null(strstr(sql, "CHECK"));
 	free(sql);
-	assert_int_equal(raw_int(h, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%_new'"), 0);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%new'"),
+			 0);
 	/* Every row as it was. */
 	assert_int_equal(raw_int(h, "SELECT count(*) FROM components"), 3);
 	sql = raw_text(h, "SELECT group_concat(cset || key || version || source || kind, ' ')"
