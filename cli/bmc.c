@@ -28,9 +28,7 @@ static bool restarting(const struct cli_bmc_run *run, const struct gf_node *n, d
 	    (err->kind != GF_EK_CONNECT && err->kind != GF_EK_TIMEOUT) ||
 	    until + RESTART_POLL_S >= deadline)
 		return false;
-	while (!gf_exec_cancelled() && gf_monotime() < until)
-		gf_sleep_until(gf_monotime() + 0.05 < until ? gf_monotime() + 0.05 : until);
-	return !gf_exec_cancelled();
+	return !gf_cancel_sleep_until(gf_exec_cancel_flag(), until);
 }
 
 static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *slot)
@@ -53,7 +51,7 @@ static void bmc_task(void *vctx, size_t i, double deadline, struct gf_result *sl
 	be = gf_bmc_choose(&t->bmc, i, deadline, &err);
 	if (!be)
 		goto fail;
-	if (n->protocol == GF_PROTO_AUTO)
+	if (!n->protocol)
 		json_object_set_new(slot->data, "protocol", json_string(be->name));
 	while (gf_bmc_open(&t->bmc, i, be, deadline, &sess, &err) < 0) {
 		if (!restarting(run, n, deadline, &err))

@@ -52,7 +52,7 @@ static json_t *node_json(const struct gf_diff_node *dn, const struct gf_sweep_in
 		const struct gf_diff_comp *c = &dn->v[k];
 		json_t *e = json_pack("{s:s,s:o,s:o,s:s,s:s}", "component", c->component, "before",
 				      jver(c->before), "after", jver(c->after), "source",
-				      gf_source_name(c->source), "change", gf_change_name(c->change));
+				      c->source, "change", gf_change_name(c->change));
 
 		json_array_append_new(comps, e);
 	}

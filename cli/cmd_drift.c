@@ -86,7 +86,7 @@ static json_t *item_json(const struct gf_drift_item *it, bool table)
 	json_object_set_new(o, "component", json_string(it->component));
 	json_object_set_new(o, "expected", it->expected ? json_string(it->expected) : json_null());
 	json_object_set_new(o, "actual", it->actual ? json_string(it->actual) : json_null());
-	json_object_set_new(o, "source", json_string(gf_source_name(it->source)));
+	json_object_set_new(o, "source", json_string(it->source));
 	if (it->flags & GF_DRIFT_TIE) {
 		json_t *t = json_array();
 
@@ -118,14 +118,23 @@ static json_t *item_json(const struct gf_drift_item *it, bool table)
 	return o;
 }
 
-/* A finding of --reconcile, in the shape of a drift item with "reconcile":true. */
-static json_t *reconcile_json(const struct gf_reconcile_item *it, bool table)
+/*
+ * A finding of --reconcile, in the shape of a drift item with "reconcile":true;
+ * its source is both sides: the BMC's protocol (@protocol) and the host's.
+ */
+static json_t *reconcile_json(const struct gf_reconcile_item *it, const char *protocol,
+			      bool table)
 {
-	json_t *o = json_pack("{s:s,s:o,s:o,s:s,s:b,s:s,s:s}", "component", it->component,
-			      "expected", it->expected ? json_string(it->expected) : json_null(),
-			      "actual", it->actual ? json_string(it->actual) : json_null(),
-			      "source", "redfish/ssh", "reconcile", 1, "check", it->check,
-			      "detail", it->detail);
+	struct gf_buf src = GF_BUF_INIT;
+	json_t *o;
+
+	gf_buf_addf(&src, "%s/%s", protocol ? protocol : "bmc", GF_SOURCE_HOST);
+	o = json_pack("{s:s,s:o,s:o,s:s,s:b,s:s,s:s}", "component", it->component,
+		      "expected", it->expected ? json_string(it->expected) : json_null(),
+		      "actual", it->actual ? json_string(it->actual) : json_null(),
+		      "source", gf_buf_str(&src), "reconcile", 1, "check", it->check,
+		      "detail", it->detail);
+	gf_buf_release(&src);
 
 	if (table) {
 		json_object_set_new(o, "expected_t",
@@ -170,7 +179,8 @@ static json_t *node_json(const struct gf_drift *d, size_t i, enum gf_drift_mode 
 		const struct gf_reconcile_node *rn = &rec->nodes[i];
 
 		for (size_t k = 0; k < rn->n; k++)
-			json_array_append_new(items, reconcile_json(&rn->items[k], table));
+			json_array_append_new(items, reconcile_json(&rn->items[k],
+								    rn->node->protocol, table));
 		json_object_set_new(o, "reconciled", json_boolean(rn->compared));
 	}
 	json_object_set_new(o, "drift", items);

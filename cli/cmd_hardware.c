@@ -3,6 +3,7 @@
 
 #include "cli/bmc.h"
 #include "cli/verbs.h"
+#include "host/facts.h"
 
 static int hardware_op(const struct gf_backend *be, void *sess, const struct gf_node *n,
 		       const void *ctx, struct gf_result *slot, struct gf_err *err)

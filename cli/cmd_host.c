@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli/verbs.h"
+#include "host/facts.h"
 #include "host/hostcollect.h"
 #include "lib/buf.h"
 #include "lib/util.h"

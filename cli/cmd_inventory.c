@@ -243,7 +243,7 @@ static int sub_history(struct inv_ctx *c)
 							    dn.v[k].component, "before",
 							    jver(dn.v[k].before), "after",
 							    jver(dn.v[k].after), "source",
-							    gf_source_name(dn.v[k].source), "change",
+							    dn.v[k].source, "change",
 							    gf_change_name(dn.v[k].change)));
 		free(dn.v);
 		objs[i] = json_pack("{s:s,s:b,s:I,s:o,s:s,s:o,s:o}", "node", n->node, "ok", 1, "sweep",

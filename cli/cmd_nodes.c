@@ -10,6 +10,7 @@
 #include "cli/verbs.h"
 #include "inventory/bmc.h"
 #include "lib/buf.h"
+#include "lib/file.h"
 
 enum { N_BMC, N_SSH, N_GROUP, N_REPLACE, N_ADD_GROUP, N_REMOVE_GROUP, N_EXPECT };
 
@@ -109,28 +110,13 @@ static int nodes_add(struct gf_cli *cli, const struct cli_subverb *sub, void *ud
 
 static int read_all(const char *path, char **ret)
 {
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-	struct gf_buf b = GF_BUF_INIT;
-	char chunk[8192];
-	size_t got;
+	struct gf_err err = {0};
+	size_t len;
 
-	if (!f) {
-		cli_error("cannot read '%s' (%s)", path, strerror(errno));
+	if (gf_file_read(path, 64u << 20, GF_FILE_DASH_STDIN, ret, &len, &err) < 0) {
+		cli_error("%s", err.msg);
 		return GF_EXIT_USAGE;
 	}
-	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		gf_buf_add(&b, chunk, got);
-		if (b.len > 64u * 1024 * 1024) {
-			cli_error("'%s' is larger than 64 MiB", path);
-			gf_buf_release(&b);
-			if (f != stdin)
-				fclose(f);
-			return GF_EXIT_USAGE;
-		}
-	}
-	if (f != stdin)
-		fclose(f);
-	*ret = gf_buf_detach(&b);
 	return 0;
 }
 

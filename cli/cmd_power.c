@@ -81,9 +81,7 @@ static int wait_for(const struct gf_backend *be, void *sess, const struct gf_nod
 					  "node '%s' did not reach power %s in time (still %s)",
 					  n->name, gf_power_name(want), gf_power_name(now));
 		/* A BMC is polled, not pushed: once a second is what ipmipower does too. */
-		for (double next = gf_monotime() + 1.0, now_t; !gf_exec_cancelled() &&
-		     (now_t = gf_monotime()) < next;)
-			gf_sleep_until(now_t + 0.05 < next ? now_t + 0.05 : next);
+		gf_cancel_sleep_until(gf_exec_cancel_flag(), gf_monotime() + 1.0);
 	}
 	*ret = now;
 	return 0;

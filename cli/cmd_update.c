@@ -18,6 +18,7 @@
 #include "inventory/catalog.h"
 #include "inventory/rollout.h"
 #include "lib/buf.h"
+#include "lib/file.h"
 #include "lib/util.h"
 
 enum {
@@ -224,7 +225,7 @@ struct upload_meter {
 	unsigned batch, batches;
 	atomic_ullong *sent, *total;  /* per node of the batch */
 	atomic_size_t finished;
-	atomic_bool stop;
+	gf_cancel_flag stop;
 	pthread_t thread;
 };
 
@@ -259,8 +260,7 @@ static void *meter_main(void *ud)
 		double next = gf_monotime() + METER_EVERY_S;
 
 		meter_draw(m);
-		while (!atomic_load(&m->stop) && gf_monotime() < next)
-			gf_sleep_until(gf_monotime() + 0.05 < next ? gf_monotime() + 0.05 : next);
+		gf_cancel_sleep_until(&m->stop, next);
 	}
 	return NULL;
 }
@@ -339,13 +339,6 @@ static void item_fail(struct run_item *it, const struct gf_err *e)
 	it->err = *e;
 }
 
-/* Sleep until @t, waking early on Ctrl-C. */
-static void nap_until(double t)
-{
-	while (!gf_exec_cancelled() && gf_monotime() < t)
-		gf_sleep_until(gf_monotime() + 0.1 < t ? gf_monotime() + 0.1 : t);
-}
-
 /*
  * Read the inventory back until every item waited for shows its new
  * version, or @until. Items that show it are done.
@@ -379,7 +372,7 @@ static void read_back(const struct gf_backend *be, void *sess, struct run_item *
 		gf_component_list_release(&l);
 		if (!missing || gf_monotime() + 2 > until || gf_exec_cancelled())
 			return;
-		nap_until(gf_monotime() + 2);
+		gf_cancel_sleep_until(gf_exec_cancel_flag(), gf_monotime() + 2);
 	}
 }
 
@@ -1052,19 +1045,14 @@ static char *options_json(const struct update_args *a)
 	return s;
 }
 
+/* The catalog as read, stored with the rollout; NULL when it cannot be read again. */
 static char *read_text(const char *path)
 {
-	struct gf_buf b = GF_BUF_INIT;
-	char chunk[8192];
-	FILE *f = fopen(path, "r");
-	size_t got;
+	char *text = NULL;
+	size_t len;
 
-	if (!f)
-		return NULL;
-	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		gf_buf_add(&b, chunk, got);
-	fclose(f);
-	return gf_buf_detach(&b);
+	gf_file_read(path, 16u << 20, 0, &text, &len, NULL);
+	return text;
 }
 
 static int finish_state(struct gf_db *db, long id)

@@ -8,6 +8,7 @@
 
 #include "inventory/codec.h"
 #include "lib/buf.h"
+#include "lib/file.h"
 #include "lib/util.h"
 
 int inv_targets(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *ret,
@@ -212,31 +213,6 @@ void inv_out_end(struct inv_out *o)
 	o->n = o->cap = 0;
 }
 
-static char *read_file(const char *path, struct gf_err *err)
-{
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-	struct gf_buf b = GF_BUF_INIT;
-	char chunk[8192];
-	size_t k;
-
-	if (!f) {
-		gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "cannot read '%s' (%s)", path, strerror(errno));
-		return NULL;
-	}
-	while ((k = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		gf_buf_add(&b, chunk, k);
-	if (ferror(f)) {
-		gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "cannot read '%s'", path);
-		if (f != stdin)
-			fclose(f);
-		gf_buf_release(&b);
-		return NULL;
-	}
-	if (f != stdin)
-		fclose(f);
-	return gf_buf_detach(&b);
-}
-
 int inv_load_baseline(struct gf_db *db, const char *file, const char *node,
 		      struct gf_baseline **ret, struct gf_err *err)
 {
@@ -246,8 +222,12 @@ int inv_load_baseline(struct gf_db *db, const char *file, const char *node,
 	int rc;
 
 	if (file) {
-		text = read_file(file, err);
-		rc = text ? gf_codec_baseline_parse(text, file, ret, err) : GF_E_USAGE;
+		size_t len;
+
+		text = NULL;
+		rc = gf_file_read(file, 64u << 20, GF_FILE_DASH_STDIN, &text, &len, err);
+		if (rc == 0)
+			rc = gf_codec_baseline_parse(text, file, ret, err);
 		free(text);
 		return rc;
 	}

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/verbs.h"
+#include "inventory/bmc.h"
 #include "lib/util.h"
 
 enum {
@@ -213,6 +214,7 @@ int main(int argc, char **argv)
 	 * a lock ThreadSanitizer cannot see, and reports a race.
 	 */
 	tzset();
+	gf_bmc_register(); /* before anything names a protocol */
 	signal(SIGPIPE, SIG_IGN);
 	default_paths(&cli, dbpath, sizeof(dbpath), credpath, sizeof(credpath), cachepath,
 		      sizeof(cachepath));

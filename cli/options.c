@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/backend.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -13,6 +14,17 @@ enum {
 	OPT_COLOR = 1000, OPT_CREDENTIALS, OPT_DB, OPT_FANOUT, OPT_FORMAT, OPT_NO_PROGRESS,
 	OPT_PROFILE, OPT_PROTOCOL, OPT_RETRIES, OPT_TIMEOUT, OPT_CACERT, OPT_INSECURE, OPT_TLS_PIN,
 };
+
+/* --protocol: the backends' names, from their table. */
+static char *protocol_help(void)
+{
+	char *names = gf_backend_names("auto", " or ");
+	struct gf_buf b = GF_BUF_INIT;
+
+	gf_buf_addf(&b, "%s, for -H hosts", names);
+	free(names);
+	return gf_buf_detach(&b);
+}
 
 const struct cli_opt cli_global_opts[] = {
 	{{"cacert", required_argument, NULL, OPT_CACERT}, "FILE", "CA bundle that signs the BMC certificates (Redfish)"},
@@ -27,7 +39,7 @@ const struct cli_opt cli_global_opts[] = {
 	{{"insecure", no_argument, NULL, OPT_INSECURE}, NULL, "do not check BMC certificates (Redfish; warns)"},
 	{{"no-progress", no_argument, NULL, OPT_NO_PROGRESS}, NULL, "no progress bar on stderr"},
 	{{"profile", required_argument, NULL, OPT_PROFILE}, "NAME", "credentials profile for -H hosts"},
-	{{"protocol", required_argument, NULL, OPT_PROTOCOL}, "PROTO", "ipmi, redfish or auto, for -H hosts"},
+	{{"protocol", required_argument, NULL, OPT_PROTOCOL}, "PROTO", NULL /* protocol_help() */},
 	{{"quiet", no_argument, NULL, 'q'}, NULL, "print only results and errors"},
 	{{"retries", required_argument, NULL, OPT_RETRIES}, "N", "extra attempts after a timeout, within the deadline (default 1)"},
 	{{"timeout", required_argument, NULL, OPT_TIMEOUT}, "SECONDS", "deadline of each node, all attempts included (default 10)"},
@@ -48,7 +60,14 @@ static void print_opt(FILE *f, const struct cli_opt *o)
 		n = snprintf(left, sizeof(left), "    --%s", o->lo.name);
 	if (o->arg && n > 0 && (size_t)n < sizeof(left))
 		snprintf(left + n, sizeof(left) - (size_t)n, " %s", o->arg);
-	fprintf(f, "  %-28s %s\n", left, o->help);
+	if (!o->help) {
+		char *help = o->lo.val == OPT_PROTOCOL ? protocol_help() : gf_xstrdup("");
+
+		fprintf(f, "  %-28s %s\n", left, help);
+		free(help);
+	} else {
+		fprintf(f, "  %-28s %s\n", left, o->help);
+	}
 }
 
 void cli_print_global_opts(FILE *f)
@@ -96,7 +115,7 @@ static int global_opt(struct gf_cli *cli, int c, const char *arg)
 		cli->creds_explicit = true;
 		return 0;
 	case OPT_PROTOCOL: {
-		enum gf_proto p;
+		const struct gf_backend *p;
 
 		if (gf_proto_parse(arg, &p, &err) < 0)
 			return cli_fail(&err);

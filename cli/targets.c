@@ -82,7 +82,7 @@ static int adhoc_targets(struct gf_cli *cli, struct gf_node **ret, size_t *ret_n
 {
 	struct gf_nodeset set;
 	struct gf_err err = {0};
-	enum gf_proto proto = GF_PROTO_AUTO;
+	const struct gf_backend *proto = NULL;
 	struct gf_node *nodes;
 
 	if (cli->protocol && gf_proto_parse(cli->protocol, &proto, &err) < 0)

@@ -246,14 +246,4 @@ void gf_hostfacts_count_xids(const char *text, struct gf_xid_count **ret, size_t
  */
 int gf_cuda_version_cmp(const char *a, const char *b);
 
-/* ---- JSON ------------------------------------------------------------- */
-
-/*
- * The documented object: {"driver","driver_module","cuda_driver",
- * "cuda_toolkit","kernel","os","fabricmanager","ofed","driver_library","gpus":[...],
- * "health":{"state","xid":{...}},"notes":[..],"failed":[{"command","message"}]}.
- * New reference.
- */
-json_t *gf_hostfacts_to_json(const struct gf_hostfacts *f);
-
 #endif

@@ -20,15 +20,9 @@ static const struct gf_backend *const backends[] = {
 	&gf_ipmi_backend,
 };
 
-/* The backend registered nodes name by @p, NULL for auto (or an unknown protocol). */
-static const struct gf_backend *of_protocol(enum gf_proto p)
+void gf_bmc_register(void)
 {
-	const char *name = gf_proto_name(p);
-
-	for (size_t k = 0; name && k < NELEM(backends); k++)
-		if (strcmp(backends[k]->name, name) == 0)
-			return backends[k];
-	return NULL;
+	gf_backends_set(backends, NELEM(backends));
 }
 
 static void target_of(const struct gf_bmc_run *r, size_t i, double deadline,
@@ -49,7 +43,7 @@ const struct gf_backend *gf_bmc_choose(const struct gf_bmc_run *r, size_t i, dou
 				       struct gf_err *err)
 {
 	const struct gf_node *n = &r->nodes[i];
-	const struct gf_backend *be = of_protocol(n->protocol), *fallback = NULL;
+	const struct gf_backend *be = n->protocol, *fallback = NULL;
 	struct gf_bmc_target t;
 
 	if (!n->bmc) {
@@ -58,11 +52,6 @@ const struct gf_backend *gf_bmc_choose(const struct gf_bmc_run *r, size_t i, dou
 	}
 	if (be)
 		return be;
-	if (n->protocol != GF_PROTO_AUTO) {
-		gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "node '%s' has an unknown protocol",
-			   n->name);
-		return NULL;
-	}
 	target_of(r, i, deadline, &t);
 	for (size_t k = 0; k < NELEM(backends); k++) {
 		if (!backends[k]->probe)
@@ -95,13 +84,13 @@ int gf_bmc_open(const struct gf_bmc_run *r, size_t i, const struct gf_backend *b
 /* The first backend @n may speak that has certificates, NULL when none. */
 static const struct gf_backend *pinnable(const struct gf_node *n)
 {
-	const struct gf_backend *be = of_protocol(n->protocol);
+	const struct gf_backend *be = n->protocol;
 
 	if (!n->bmc)
 		return NULL;
 	if (be)
 		return be->fingerprint ? be : NULL;
-	for (size_t k = 0; n->protocol == GF_PROTO_AUTO && k < NELEM(backends); k++)
+	for (size_t k = 0; !n->protocol && k < NELEM(backends); k++)
 		if (backends[k]->probe && backends[k]->fingerprint)
 			return backends[k];
 	return NULL;
@@ -191,7 +180,7 @@ struct gf_bmc_gate *gf_bmc_gate_start(const struct gf_bmc_run *r, size_t n, doub
 		if (!be->ping)
 			continue;
 		for (size_t i = 0; i < n; i++) {
-			if (!r->nodes[i].bmc || of_protocol(r->nodes[i].protocol) != be ||
+			if (!r->nodes[i].bmc || r->nodes[i].protocol != be ||
 			    (skip && skip(ud, i)))
 				continue;
 			/* No deadline of its own: the ping ends at @timeout. */

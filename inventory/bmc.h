@@ -32,10 +32,15 @@ struct gf_bmc_run {
 };
 
 /*
+ * Hand the table of backends to lib/ (gf_backends_set()): once, at start,
+ * before any thread and before a protocol is named.
+ */
+void gf_bmc_register(void);
+
+/*
  * The backend for node @i: its protocol's, or for auto the first whose probe
  * answers by @deadline (a few seconds at most), else the one without a probe.
- * NULL with @err (unsupported) when the node has no BMC or an unknown
- * protocol. Thread-safe.
+ * NULL with @err (unsupported) when the node has no BMC. Thread-safe.
  */
 const struct gf_backend *gf_bmc_choose(const struct gf_bmc_run *r, size_t i, double deadline,
 				       struct gf_err *err);

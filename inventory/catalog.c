@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
+#include "lib/file.h"
 
 static const char *const act_names[] = {
 	[GF_ACT_DEFAULT] = "default",
@@ -265,26 +266,17 @@ int gf_catalog_parse(const char *path, const char *text, size_t len, struct gf_c
 
 int gf_catalog_load(const char *path, struct gf_catalog *ret, struct gf_err *err)
 {
-	struct gf_buf b = GF_BUF_INIT;
-	char chunk[8192];
-	FILE *f = fopen(path, "r");
-	size_t got;
-	int rc;
+	char *text;
+	size_t len;
+	int rc = gf_file_read(path, 16u << 20, 0, &text, &len, err);
 
-	if (!f)
+	if (rc < 0 && err && !err->detail)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "catalog '%s' is larger than 16 MiB",
+				  path);
+	if (rc < 0)
 		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "catalog '%s' cannot be read", path);
-	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		gf_buf_add(&b, chunk, got);
-		if (b.len > 16u << 20) {
-			fclose(f);
-			gf_buf_release(&b);
-			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-					  "catalog '%s' is larger than 16 MiB", path);
-		}
-	}
-	fclose(f);
-	rc = gf_catalog_parse(path, gf_buf_str(&b), b.len, ret, err);
-	gf_buf_release(&b);
+	rc = gf_catalog_parse(path, text, len, ret, err);
+	free(text);
 	return rc;
 }
 

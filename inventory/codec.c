@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "host/facts.h"
 #include "inventory/drift.h"
 #include "inventory/normalize.h"
 #include "lib/buf.h"
@@ -19,12 +20,9 @@ static json_t *jstr(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
-/* ---- hardware and host facts ------------------------------------------------ */
-
 /*
- * Hardware and host facts are typed in a sweep; their JSON shapes are those
- * of gf_hardware_to_json() and gf_hostfacts_to_json(). What the store keeps
- * and a record shows is that JSON with its keys sorted, as it always was.
+ * Hardware and host facts are typed in a sweep; their JSON is host/facts.c's.
+ * What a record shows is that JSON with its keys sorted, as it always was.
  */
 static json_t *sorted(json_t *doc)
 {
@@ -36,387 +34,12 @@ static json_t *sorted(json_t *doc)
 	return back ? back : json_null();
 }
 
-static char *doc_text(json_t *doc)
-{
-	char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-
-	json_decref(doc);
-	return text;
-}
-
-char *gf_codec_hardware_text(const struct gf_hardware *h)
-{
-	return h ? doc_text(gf_hardware_to_json(h)) : NULL;
-}
-
-char *gf_codec_host_text(const struct gf_hostfacts *f)
-{
-	return f ? doc_text(gf_hostfacts_to_json(f)) : NULL;
-}
-
-/* Where a member of a facts document is, for messages: node, document, path. */
-struct doc_at {
-	const char *node;
-	const char *doc;       /* "hardware", "host" */
-	struct gf_err *err;
-};
-
-static int doc_bad(const struct doc_at *at, const char *parent, const char *key, const char *want)
-{
-	return gf_err_set(at->err, GF_E_USAGE, GF_EK_NONE, "node '%s': %s%s%s.%s must be %s",
-			  at->node, at->doc, parent ? "." : "", parent ? parent : "", key, want);
-}
-
-/* A string member into a new copy; absent or null leaves *dst NULL. */
-static int doc_str(const struct doc_at *at, json_t *o, const char *parent, const char *key,
-		   char **dst)
-{
-	json_t *v = json_object_get(o, key);
-
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return doc_bad(at, parent, key, "a string or null");
-	*dst = gf_xstrdup(json_string_value(v));
-	return 0;
-}
-
-/* An object member (NULL when absent or null). */
-static int doc_obj(const struct doc_at *at, json_t *o, const char *parent, const char *key,
-		   json_t **ret)
-{
-	json_t *v = json_object_get(o, key);
-
-	*ret = NULL;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_object(v))
-		return doc_bad(at, parent, key, "an object or null");
-	*ret = v;
-	return 0;
-}
-
-static int doc_arr(const struct doc_at *at, json_t *o, const char *key, json_t **ret)
-{
-	json_t *v = json_object_get(o, key);
-
-	*ret = NULL;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_array(v))
-		return doc_bad(at, NULL, key, "an array or null");
-	*ret = v;
-	return 0;
-}
-
-static int doc_index(const struct doc_at *at, json_t *o, const char *parent, int *dst)
-{
-	json_t *v = json_object_get(o, "index");
-
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < INT_MIN || json_integer_value(v) > INT_MAX)
-		return doc_bad(at, parent, "index", "an integer");
-	*dst = (int)json_integer_value(v);
-	return 0;
-}
-
-struct doc_field {
-	const char *parent;    /* NULL: a member of the document itself */
-	const char *key;
-	size_t off;            /* of the char * in the struct */
-};
-
-static int doc_fields(const struct doc_at *at, json_t *doc, const struct doc_field *f, size_t n,
-		      void *base)
-{
-	for (size_t i = 0; i < n; i++) {
-		json_t *o = doc;
-		int rc;
-
-		if (f[i].parent && (rc = doc_obj(at, doc, NULL, f[i].parent, &o)) < 0)
-			return rc;
-		if (o && (rc = doc_str(at, o, f[i].parent, f[i].key,
-				       (char **)((char *)base + f[i].off))) < 0)
-			return rc;
-	}
-	return 0;
-}
-
-#define HW(parent, key, member) {parent, key, offsetof(struct gf_hardware, member)}
-static const struct doc_field hw_fields[] = {
-	HW("system", "manufacturer", system.manufacturer), HW("system", "model", system.model),
-	HW("system", "serial", system.serial), HW("system", "uuid", system.uuid),
-	HW("system", "bios_version", system.bios_version),
-	HW("chassis", "serial", chassis.serial), HW("chassis", "part_number", chassis.part_number),
-	HW("board", "manufacturer", board.manufacturer), HW("board", "product", board.product),
-	HW("board", "serial", board.serial), HW("board", "part_number", board.part_number),
-	HW("product", "manufacturer", product.manufacturer), HW("product", "name", product.name),
-	HW("product", "serial", product.serial),
-	HW("product", "part_number", product.part_number),
-	HW("product", "asset_tag", product.asset_tag),
-};
-#undef HW
-
-static int hw_lists(const struct doc_at *at, json_t *o, struct gf_hardware *h)
-{
-	json_t *cpus, *gpus, *mem = json_object_get(o, "memory_gib"), *v;
-	size_t i;
-	int rc;
-
-	if ((rc = doc_arr(at, o, "cpus", &cpus)) < 0 || (rc = doc_arr(at, o, "gpus", &gpus)) < 0)
-		return rc;
-	if (mem && !json_is_null(mem)) {
-		if (!json_is_number(mem))
-			return doc_bad(at, NULL, "memory_gib", "a number or null");
-		h->memory_gib.set = true;
-		h->memory_gib.v = json_number_value(mem);
-	}
-	h->cpus = gf_xcalloc(json_array_size(cpus) + 1, sizeof(*h->cpus));
-	json_array_foreach(cpus, i, v) {
-		if (!json_is_string(v))
-			return doc_bad(at, NULL, "cpus", "an array of strings");
-		h->cpus[h->ncpus++] = gf_xstrdup(json_string_value(v));
-	}
-	h->gpus = gf_xcalloc(json_array_size(gpus) + 1, sizeof(*h->gpus));
-	json_array_foreach(gpus, i, v) {
-		struct gf_gpu_hw *g = &h->gpus[h->ngpus];
-
-		if (!json_is_object(v))
-			return doc_bad(at, NULL, "gpus", "an array of objects");
-		h->ngpus++;
-		if ((rc = doc_index(at, v, "gpus[]", &g->index)) < 0 ||
-		    (rc = doc_str(at, v, "gpus[]", "model", &g->model)) < 0 ||
-		    (rc = doc_str(at, v, "gpus[]", "serial", &g->serial)) < 0 ||
-		    (rc = doc_str(at, v, "gpus[]", "firmware", &g->firmware)) < 0)
-			return rc;
-	}
-	return 0;
-}
-
-int gf_codec_hardware_from_json(json_t *o, const char *node, struct gf_hardware *ret,
-				struct gf_err *err)
-{
-	const struct doc_at at = {node, "hardware", err};
-	struct gf_hardware h = {0};
-	int rc;
-
-	if (!json_is_object(o))
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s': 'hardware' must be an object",
-				  node);
-	if ((rc = doc_fields(&at, o, hw_fields, NELEM(hw_fields), &h)) < 0 ||
-	    (rc = hw_lists(&at, o, &h)) < 0) {
-		gf_hardware_release(&h);
-		return rc;
-	}
-	*ret = h;
-	return 0;
-}
-
-/* A count: a non-negative integer, or null for not known. */
-static int doc_count(const struct doc_at *at, json_t *o, const char *parent, const char *key,
-		     struct gf_count *dst)
-{
-	json_t *v = json_object_get(o, key);
-
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return doc_bad(at, parent, key, "a non-negative integer or null");
-	dst->set = true;
-	dst->v = (uint64_t)json_integer_value(v);
-	return 0;
-}
-
-/* A yes/no: true/false (or, with @on/@off, those words), null for not known. */
-static int doc_tri(const struct doc_at *at, json_t *o, const char *parent, const char *key,
-		   const char *on, const char *off, enum gf_tri *dst)
-{
-	json_t *v = json_object_get(o, key);
-
-	if (!v || json_is_null(v))
-		return 0;
-	if (!on && json_is_boolean(v))
-		*dst = json_is_true(v) ? GF_TRI_YES : GF_TRI_NO;
-	else if (on && json_is_string(v) && strcmp(json_string_value(v), on) == 0)
-		*dst = GF_TRI_YES;
-	else if (on && json_is_string(v) && strcmp(json_string_value(v), off) == 0)
-		*dst = GF_TRI_NO;
-	else
-		return doc_bad(at, parent, key, on ? "\"enabled\", \"disabled\" or null"
-						   : "a boolean or null");
-	return 0;
-}
-
-#define HG(key, member) {NULL, key, offsetof(struct gf_host_gpu, member)}
-static const struct doc_field gpu_fields[] = {
-	HG("name", name), HG("serial", serial), HG("uuid", uuid), HG("pci", pci),
-	HG("vbios", vbios), HG("inforom", inforom),
-};
-#undef HG
-
-static int host_gpu(const struct doc_at *gat, json_t *v, struct gf_host_gpu *g)
-{
-	const struct doc_at at = {gat->node, "host.gpus[]", gat->err};
-	json_t *ecc, *vol = NULL, *agg = NULL;
-	int rc;
-
-	if ((rc = doc_index(&at, v, NULL, &g->index)) < 0 ||
-	    (rc = doc_fields(&at, v, gpu_fields, NELEM(gpu_fields), g)) < 0 ||
-	    (rc = doc_count(&at, v, NULL, "memory_total_mib", &g->memory_total_mib)) < 0 ||
-	    (rc = doc_tri(&at, v, NULL, "mig_mode", "enabled", "disabled", &g->mig_mode)) < 0 ||
-	    (rc = doc_tri(&at, v, NULL, "persistence_mode", "enabled", "disabled",
-			  &g->persistence_mode)) < 0 ||
-	    (rc = doc_tri(&at, v, NULL, "retired_pages_pending", NULL, NULL,
-			  &g->retired_pages_pending)) < 0 ||
-	    (rc = doc_tri(&at, v, NULL, "remapped_rows_pending", NULL, NULL,
-			  &g->remapped_rows_pending)) < 0 ||
-	    (rc = doc_obj(&at, v, NULL, "ecc", &ecc)) < 0 ||
-	    (ecc && ((rc = doc_obj(&at, ecc, "ecc", "volatile", &vol)) < 0 ||
-		     (rc = doc_obj(&at, ecc, "ecc", "aggregate", &agg)) < 0)) ||
-	    (vol && ((rc = doc_count(&at, vol, "ecc.volatile", "corrected",
-				     &g->ecc_volatile_corrected)) < 0 ||
-		     (rc = doc_count(&at, vol, "ecc.volatile", "uncorrected",
-				     &g->ecc_volatile_uncorrected)) < 0)) ||
-	    (agg && ((rc = doc_count(&at, agg, "ecc.aggregate", "corrected",
-				     &g->ecc_aggregate_corrected)) < 0 ||
-		     (rc = doc_count(&at, agg, "ecc.aggregate", "uncorrected",
-				     &g->ecc_aggregate_uncorrected)) < 0)))
-		return rc;
-	return 0;
-}
-
-static int xid_cmp(const void *a, const void *b)
-{
-	unsigned x = ((const struct gf_xid_count *)a)->code, y = ((const struct gf_xid_count *)b)->code;
-
-	return x < y ? -1 : x > y;
-}
-
-static int host_health(const struct doc_at *at, json_t *o, struct gf_hostfacts *f)
-{
-	json_t *h, *x, *v;
-	const char *code;
-	int rc, st;
-
-	if ((rc = doc_obj(at, o, NULL, "health", &h)) < 0 || !h)
-		return rc;
-	v = json_object_get(h, "state");
-	if (v && !json_is_null(v)) {
-		st = json_is_string(v) ? gf_host_health_parse(json_string_value(v)) : -1;
-		if (st < 0)
-			return doc_bad(at, "health", "state", "a known health state");
-		f->health = (enum gf_host_health)st;
-	}
-	if ((rc = doc_str(at, h, "health", "detail", &f->health_detail)) < 0 ||
-	    (rc = doc_str(at, h, "health", "xid_source", &f->xid_source)) < 0 ||
-	    (rc = doc_str(at, h, "health", "xid_note", &f->xid_note)) < 0 ||
-	    (rc = doc_obj(at, h, "health", "xid", &x)) < 0 || !x)
-		return rc;
-	f->xid_read = true;
-	f->xids = gf_xcalloc(json_object_size(x) + 1, sizeof(*f->xids));
-	json_object_foreach(x, code, v) {
-		char *end;
-		unsigned long c = strtoul(code, &end, 10);
-
-		if (!*code || *end || c > 0xffffffffUL || !json_is_integer(v) ||
-		    json_integer_value(v) < 0 || json_integer_value(v) > 0xffffffffLL)
-			return doc_bad(at, "health", "xid", "an object of Xid codes and counts");
-		f->xids[f->nxids].code = (unsigned)c;
-		f->xids[f->nxids++].count = (unsigned)json_integer_value(v);
-	}
-	qsort(f->xids, f->nxids, sizeof(*f->xids), xid_cmp);
-	return 0;
-}
-
-#define HF(key, member) {NULL, key, offsetof(struct gf_hostfacts, member)}
-static const struct doc_field host_fields[] = {
-	HF("driver", driver), HF("cuda_driver", cuda_driver), HF("cuda_toolkit", cuda_toolkit),
-	HF("kernel", kernel), HF("os", os), HF("fabricmanager", fabricmanager), HF("ofed", ofed),
-	HF("driver_library", driver_library),
-};
-#undef HF
-
-/* "failed": the commands that failed unexplained (absent in documents older than it). */
-static int host_failed(const struct doc_at *at, json_t *o, struct gf_hostfacts *f)
-{
-	json_t *failed, *v;
-	size_t i;
-	int rc;
-
-	if ((rc = doc_arr(at, o, "failed", &failed)) < 0)
-		return rc;
-	json_array_foreach(failed, i, v) {
-		const char *c = json_string_value(json_object_get(v, "command"));
-		const char *m = json_string_value(json_object_get(v, "message"));
-
-		if (!c || !m)
-			return doc_bad(at, NULL, "failed", "an array of {\"command\",\"message\"}");
-		gf_hostfacts_add_failure(f, c, m);
-	}
-	return 0;
-}
-
-static int host_doc(const struct doc_at *at, json_t *o, struct gf_hostfacts *f)
-{
-	json_t *gpus, *notes, *v;
-	size_t i;
-	int rc;
-
-	if ((rc = doc_fields(at, o, host_fields, NELEM(host_fields), f)) < 0)
-		return rc;
-	v = json_object_get(o, "driver_module");
-	if (v && !json_is_null(v)) {
-		int m = json_is_string(v) ? gf_driver_module_parse(json_string_value(v)) : -1;
-
-		if (m < 0)
-			return doc_bad(at, NULL, "driver_module", "\"open\", \"proprietary\" or null");
-		f->driver_module = (enum gf_driver_module)m;
-	}
-	if ((rc = doc_arr(at, o, "gpus", &gpus)) < 0 || (rc = doc_arr(at, o, "notes", &notes)) < 0)
-		return rc;
-	f->gpus = gf_xcalloc(json_array_size(gpus) + 1, sizeof(*f->gpus));
-	json_array_foreach(gpus, i, v) {
-		if (!json_is_object(v))
-			return doc_bad(at, NULL, "gpus", "an array of objects");
-		if ((rc = host_gpu(at, v, &f->gpus[f->ngpus++])) < 0)
-			return rc;
-	}
-	f->notes = gf_xcalloc(json_array_size(notes) + 1, sizeof(*f->notes));
-	json_array_foreach(notes, i, v) {
-		if (!json_is_string(v))
-			return doc_bad(at, NULL, "notes", "an array of strings");
-		f->notes[f->nnotes++] = gf_xstrdup(json_string_value(v));
-	}
-	if ((rc = host_failed(at, o, f)) < 0)
-		return rc;
-	return host_health(at, o, f);
-}
-
-int gf_codec_host_from_json(json_t *o, const char *node, struct gf_hostfacts *ret,
-			    struct gf_err *err)
-{
-	const struct doc_at at = {node, "host", err};
-	struct gf_hostfacts f = {0};
-	int rc;
-
-	if (!json_is_object(o))
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s': 'host' must be an object",
-				  node);
-	if ((rc = host_doc(&at, o, &f)) < 0) {
-		gf_hostfacts_release(&f);
-		return rc;
-	}
-	*ret = f;
-	return 0;
-}
-
 /* ---- node records: out ---------------------------------------------------- */
 
 json_t *gf_codec_comp_to_json(const struct gf_inv_comp *c)
 {
 	return json_pack("{s:s,s:o,s:s,s:o,s:o,s:o}", "key", c->key, "version", jstr(c->version),
-			 "source", gf_source_name(c->source), "id", jstr(c->raw_id), "name",
+			 "source", c->source, "id", jstr(c->raw_id), "name",
 			 jstr(c->name), "kind", jstr(c->kind));
 }
 
@@ -562,7 +185,6 @@ static int comps_from_json(struct gf_sweep *sw, struct gf_sweep_node *n, json_t 
 		const char *key = NULL, *version = NULL, *source = NULL, *id = NULL, *name = NULL;
 		const char *kind = NULL;
 		struct gf_inv_comp *ic;
-		int src;
 
 		if (!json_is_object(c))
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
@@ -574,17 +196,20 @@ static int comps_from_json(struct gf_sweep *sw, struct gf_sweep_node *n, json_t 
 		    (rc = get_str(c, "name", &name, "component", err)) < 0 ||
 		    (rc = get_str(c, "kind", &kind, "component", err)) < 0)
 			return rc;
-		src = gf_source_parse(source);
-		if (src < 0)
-			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-					  "node '%s': component '%s' has an unknown source '%s'"
-					  " (ipmi, redfish, ssh)", n->node, key ? key : "",
-					  source ? source : "");
+		if (!gf_source_known(source)) {
+			char *names = gf_source_names();
+
+			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					"node '%s': component '%s' has an unknown source '%s' (%s)",
+					n->node, key ? key : "", source ? source : "", names);
+			free(names);
+			return rc;
+		}
 		ic = gf_inv_set_add(n->set);
 		if ((rc = norm_key(sw, key, &ic->key, n->node, err)) < 0)
 			return rc;
 		ic->version = gf_sweep_str(sw, version);
-		ic->source = (enum gf_source)src;
+		ic->source = gf_sweep_str(sw, source);
 		ic->raw_id = gf_sweep_str(sw, id);
 		ic->name = gf_sweep_str(sw, name);
 		ic->kind = gf_sweep_str(sw, kind);
@@ -725,14 +350,14 @@ int gf_codec_node_from_json(struct gf_sweep *sw, json_t *o, struct gf_err *err)
 	if (hw && json_is_object(hw)) {
 		struct gf_hardware h;
 
-		if ((rc = gf_codec_hardware_from_json(hw, name, &h, err)) < 0)
+		if ((rc = gf_hardware_from_json(hw, name, &h, err)) < 0)
 			goto fail;
 		gf_sweep_node_take_hardware(n, &h);
 	}
 	if (host && json_is_object(host)) {
 		struct gf_hostfacts f;
 
-		if ((rc = gf_codec_host_from_json(host, name, &f, err)) < 0)
+		if ((rc = gf_hostfacts_from_json(host, name, &f, err)) < 0)
 			goto fail;
 		gf_sweep_node_take_host(n, &f);
 	}

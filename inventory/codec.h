@@ -43,21 +43,6 @@ json_t *gf_codec_node_to_json(const struct gf_sweep *sw, const struct gf_sweep_n
  */
 int gf_codec_node_from_json(struct gf_sweep *sw, json_t *obj, struct gf_err *err);
 
-/*
- * The "hardware" and "host" members of a record, typed: the inverse of
- * gf_hardware_to_json() and gf_hostfacts_to_json(). An absent or null member
- * is not known; one of the wrong type is GF_E_USAGE naming @node and the
- * member ("node 'n1': host.gpus[].serial must be a string or null"), and then
- * *@ret is untouched. Members these shapes do not have are ignored.
- */
-int gf_codec_hardware_from_json(json_t *obj, const char *node, struct gf_hardware *ret,
-				struct gf_err *err);
-int gf_codec_host_from_json(json_t *obj, const char *node, struct gf_hostfacts *ret,
-			    struct gf_err *err);
-/* Their text as the store keeps it (compact, keys sorted); NULL for NULL. Caller frees. */
-char *gf_codec_hardware_text(const struct gf_hardware *h);
-char *gf_codec_host_text(const struct gf_hostfacts *f);
-
 /* The parts of a record, for outputs that show them: new references. */
 json_t *gf_codec_comp_to_json(const struct gf_inv_comp *c);
 json_t *gf_codec_errors_to_json(const struct gf_sweep_node *n);    /* [] when none */

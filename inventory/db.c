@@ -1,4 +1,7 @@
-/* The SQLite inventory: opening, schema migrations, node registry, audit log. */
+/*
+ * The SQLite inventory: opening, schema migrations and the helpers the other
+ * tables use (registry.c, audit.c, tls_pins.c, store.c, rollout.c).
+ */
 #include "inventory/db.h"
 
 #include <errno.h>
@@ -186,6 +189,26 @@ static const char *const migrations[] = {
 	/* were the settings read (what drift compares them on, as fw_read for firmware) */
 	"ALTER TABLE sweep_nodes ADD COLUMN bios_read INTEGER NOT NULL DEFAULT 0;"
 	/* rows of version 5 read none */,
+	/*
+	 * 6 -> 7: a component's source is data, not a list in the schema, so
+	 * that a new backend or stream brings new sources without a migration.
+	 * SQLite drops a CHECK only by building the table again; no table
+	 * refers to this one.
+	 */
+	"CREATE TABLE components_new ("
+	"  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
+	"  key TEXT NOT NULL,"
+	"  version TEXT,"
+	"  source TEXT NOT NULL,"         /* where it was read: a protocol's name, or ssh */
+	"  raw_id TEXT,"
+	"  name TEXT,"
+	"  kind TEXT,"
+	"  PRIMARY KEY (cset, key)"
+	") WITHOUT ROWID;"
+	"INSERT INTO components_new (cset, key, version, source, raw_id, name, kind)"
+	"  SELECT cset, key, version, source, raw_id, name, kind FROM components;"
+	"DROP TABLE components;"
+	"ALTER TABLE components_new RENAME TO components;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -343,16 +366,16 @@ int gf_db_bind_text(struct gf_db *db, sqlite3_stmt *st, int i, const char *s, co
 	return rc == SQLITE_OK ? 0 : gf_db_fail(db, rc, what, err);
 }
 
-static int bind_int64(struct gf_db *db, sqlite3_stmt *st, int i, sqlite3_int64 v,
-		      const char *what, struct gf_err *err)
+int gf_db_bind_int64(struct gf_db *db, sqlite3_stmt *st, int i, sqlite3_int64 v,
+		     const char *what, struct gf_err *err)
 {
 	int rc = sqlite3_bind_int64(st, i, v);
 
 	return rc == SQLITE_OK ? 0 : gf_db_fail(db, rc, what, err);
 }
 
-static int bind_double(struct gf_db *db, sqlite3_stmt *st, int i, double v, const char *what,
-		       struct gf_err *err)
+int gf_db_bind_double(struct gf_db *db, sqlite3_stmt *st, int i, double v, const char *what,
+		      struct gf_err *err)
 {
 	int rc = sqlite3_bind_double(st, i, v);
 
@@ -399,11 +422,18 @@ int gf_db_write(struct gf_db *db, const struct gf_db_write *w, size_t n, struct 
 }
 
 /* A copy of a text column, NULL for SQL NULL; the column's memory dies with the next step. */
-static char *col_text(sqlite3_stmt *st, int i)
+char *gf_db_col_text(sqlite3_stmt *st, int i)
 {
 	const unsigned char *s = sqlite3_column_text(st, i);
 
 	return s ? gf_xstrdup((const char *)s) : NULL;
+}
+
+int gf_db_check_name(const char *what, const char *name, struct gf_err *err)
+{
+	if (!name || !*name)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "%s name is empty", what);
+	return 0;
 }
 
 /* Create the file ourselves so that its mode is 0600 whatever the umask. */
@@ -572,593 +602,4 @@ void gf_db_close(struct gf_db *db)
 	sqlite3_close_v2(db->h);
 	free(db->path);
 	free(db);
-}
-
-static const char sql_node_insert[] =
-	"INSERT INTO nodes (name, bmc, bmc_port, protocol, ssh, profile, added)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id";
-static const char sql_node_upsert[] =
-	"INSERT INTO nodes (name, bmc, bmc_port, protocol, ssh, profile, added)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-	" ON CONFLICT (name) DO UPDATE SET bmc = excluded.bmc, bmc_port = excluded.bmc_port,"
-	" protocol = excluded.protocol, ssh = excluded.ssh, profile = excluded.profile"
-	" RETURNING id";
-
-/* Insert or update one node; *ret_id is its row id. */
-static int node_put(struct gf_db *db, sqlite3_stmt *st, const struct gf_node *n, double now,
-		    const char *what, sqlite3_int64 *ret_id, struct gf_err *err)
-{
-	sqlite3_int64 id;
-	int rc;
-
-	if ((rc = gf_db_bind_text(db, st, 1, n->name, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st, 2, n->bmc, what, err)) < 0 ||
-	    (rc = bind_int64(db, st, 3, n->bmc_port, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st, 4, gf_proto_name(n->protocol), what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st, 5, n->ssh, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st, 6, n->profile, what, err)) < 0 ||
-	    (rc = bind_double(db, st, 7, now, what, err)) < 0)
-		return rc;
-
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_CONSTRAINT_UNIQUE) {
-		sqlite3_reset(st);
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' already exists", n->name);
-	}
-	if (rc != SQLITE_ROW) {
-		rc = gf_db_fail(db, rc == SQLITE_DONE ? SQLITE_ERROR : rc, what, err);
-		sqlite3_reset(st);
-		return rc;
-	}
-	id = sqlite3_column_int64(st, 0);
-	rc = gf_db_step_done(db, st, what, err);
-	if (rc < 0)
-		return rc;
-	*ret_id = id;
-	return 0;
-}
-
-static int check_name(const char *what, const char *name, struct gf_err *err)
-{
-	if (!name || !*name)
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "%s name is empty", what);
-	return 0;
-}
-
-/* Bind @id and each of @names in turn to parameters 1 and 2 of @st, stepping each. */
-static int step_groups(struct gf_db *db, sqlite3_stmt *st, sqlite3_int64 id,
-		       const char *const *names, size_t n, const char *what, struct gf_err *err)
-{
-	int rc = 0;
-
-	for (size_t g = 0; g < n && rc == 0; g++)
-		if ((rc = bind_int64(db, st, 1, id, what, err)) == 0 &&
-		    (rc = gf_db_bind_text(db, st, 2, names[g], what, err)) == 0)
-			rc = gf_db_step_done(db, st, what, err);
-	return rc;
-}
-
-struct nodes_add {
-	const struct gf_node *nodes;
-	bool replace;
-	double now;
-};
-
-enum { ADD_PUT, ADD_CLEAR, ADD_GROUP };
-
-static int node_add_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
-			const void *ud, size_t i, struct gf_err *err)
-{
-	const struct nodes_add *a = ud;
-	const struct gf_node *nd = &a->nodes[i];
-	sqlite3_int64 id = 0;
-	int rc = node_put(db, st[ADD_PUT], nd, a->now, what, &id, err);
-
-	if (rc == 0 && a->replace) {
-		rc = bind_int64(db, st[ADD_CLEAR], 1, id, what, err);
-		if (rc == 0)
-			rc = gf_db_step_done(db, st[ADD_CLEAR], what, err);
-	}
-	if (rc == 0)
-		rc = step_groups(db, st[ADD_GROUP], id, (const char *const *)nd->groups, nd->ngroups,
-				 what, err);
-	return rc;
-}
-
-int gf_db_nodes_add(struct gf_db *db, const struct gf_node *nodes, size_t n, bool replace,
-		    struct gf_err *err)
-{
-	const struct nodes_add a = {nodes, replace, gf_walltime()};
-	const struct gf_db_write w = {
-		.what = "adding nodes",
-		.sql = {[ADD_PUT] = replace ? sql_node_upsert : sql_node_insert,
-			[ADD_CLEAR] = "DELETE FROM node_groups WHERE node_id = ?1",
-			[ADD_GROUP] = "INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)"},
-		.row = node_add_row,
-		.ud = &a,
-	};
-	int rc;
-
-	for (size_t i = 0; i < n; i++) {
-		if ((rc = check_name("node", nodes[i].name, err)) < 0)
-			return rc;
-		for (size_t g = 0; g < nodes[i].ngroups; g++)
-			if ((rc = check_name("group", nodes[i].groups[g], err)) < 0)
-				return rc;
-	}
-	return gf_db_write(db, &w, n, err);
-}
-
-static int node_from_row(struct gf_db *db, sqlite3_stmt *st, struct gf_node *n,
-			 struct gf_err *err)
-{
-	const unsigned char *proto = sqlite3_column_text(st, 4);
-	enum gf_proto p;
-
-	if (!proto || gf_proto_parse((const char *)proto, &p, NULL) < 0)
-		return gf_err_set(err, GF_E_DB, GF_EK_NONE,
-				  "node '%s' in database '%s' has an unknown protocol '%s'",
-				  (const char *)sqlite3_column_text(st, 1), db->path,
-				  proto ? (const char *)proto : "");
-	memset(n, 0, sizeof(*n));
-	n->name = col_text(st, 1);
-	n->bmc = col_text(st, 2);
-	n->bmc_port = sqlite3_column_int(st, 3);
-	n->protocol = p;
-	n->ssh = col_text(st, 5);
-	n->profile = col_text(st, 6);
-	return 0;
-}
-
-int gf_db_nodes_load(struct gf_db *db, struct gf_node **ret, size_t *ret_n, struct gf_err *err)
-{
-	static const char what[] = "reading nodes";
-	sqlite3_stmt *sn = NULL, *sg = NULL;
-	struct gf_node *nodes = NULL;
-	sqlite3_int64 *ids = NULL;
-	size_t n = 0, cap = 0, at = 0;
-	int rc;
-
-	if ((rc = gf_db_prepare(db,
-				"SELECT id, name, bmc, bmc_port, protocol, ssh, profile FROM nodes"
-				" ORDER BY id",
-				&sn, what, err)) < 0 ||
-	    (rc = gf_db_prepare(db, "SELECT node_id, grp FROM node_groups ORDER BY node_id, grp",
-				&sg, what, err)) < 0)
-		goto out;
-	/* One read transaction, so that nodes and groups come from the same snapshot. */
-	rc = gf_db_exec(db, "BEGIN", what, err);
-	if (rc < 0)
-		goto out;
-
-	while ((rc = sqlite3_step(sn)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			nodes = gf_xrealloc(nodes, cap * sizeof(*nodes));
-			ids = gf_xrealloc(ids, cap * sizeof(*ids));
-		}
-		rc = node_from_row(db, sn, &nodes[n], err);
-		if (rc < 0)
-			goto fail;
-		ids[n] = sqlite3_column_int64(sn, 0);
-		n++;
-	}
-	if (rc != SQLITE_DONE) {
-		rc = gf_db_fail(db, rc, what, err);
-		goto fail;
-	}
-
-	/* Both lists are ordered by node id: walk them together. */
-	while ((rc = sqlite3_step(sg)) == SQLITE_ROW) {
-		sqlite3_int64 id = sqlite3_column_int64(sg, 0);
-		struct gf_node *nd;
-
-		while (at < n && ids[at] < id)
-			at++;
-		if (at == n || ids[at] != id)
-			continue; /* cannot happen with foreign keys on */
-		nd = &nodes[at];
-		nd->groups = gf_xrealloc(nd->groups, (nd->ngroups + 1) * sizeof(*nd->groups));
-		nd->groups[nd->ngroups++] = col_text(sg, 1);
-	}
-	if (rc != SQLITE_DONE) {
-		rc = gf_db_fail(db, rc, what, err);
-		goto fail;
-	}
-	rc = gf_db_commit(db, what, err);
-	if (rc < 0)
-		goto fail_done;
-	*ret = nodes;
-	*ret_n = n;
-	nodes = NULL;
-	n = 0;
-	goto out;
-
-fail:
-	gf_db_rollback(db);
-fail_done:
-	gf_nodes_free(nodes, n);
-	nodes = NULL;
-out:
-	free(ids);
-	sqlite3_finalize(sn);
-	sqlite3_finalize(sg);
-	return rc;
-}
-
-static int node_remove_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
-			   const void *ud, size_t i, struct gf_err *err)
-{
-	const char *name = ((const char *const *)ud)[i];
-	int rc;
-
-	if ((rc = check_name("node", name, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[0], 1, name, what, err)) < 0 ||
-	    (rc = gf_db_step_done(db, st[0], what, err)) < 0)
-		return rc;
-	if (sqlite3_changes(db->h) == 0)
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' is not registered", name);
-	return 0;
-}
-
-int gf_db_nodes_remove(struct gf_db *db, const char *const *names, size_t n, struct gf_err *err)
-{
-	const struct gf_db_write w = {
-		.what = "removing nodes",
-		.sql = {"DELETE FROM nodes WHERE name = ?1"},
-		.row = node_remove_row,
-		.ud = names,
-	};
-
-	return gf_db_write(db, &w, n, err);
-}
-
-struct nodes_tag {
-	const char *const *names;
-	const char *const *add, *const *del;
-	size_t nadd, ndel;
-};
-
-enum { TAG_FIND, TAG_ADD, TAG_DEL };
-
-static int node_tag_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
-			const void *ud, size_t i, struct gf_err *err)
-{
-	const struct nodes_tag *t = ud;
-	sqlite3_stmt *find = st[TAG_FIND];
-	sqlite3_int64 id;
-	int rc;
-
-	if ((rc = check_name("node", t->names[i], err)) < 0 ||
-	    (rc = gf_db_bind_text(db, find, 1, t->names[i], what, err)) < 0)
-		return rc;
-	rc = sqlite3_step(find);
-	if (rc == SQLITE_DONE) {
-		sqlite3_reset(find);
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' is not registered",
-				  t->names[i]);
-	}
-	if (rc != SQLITE_ROW) {
-		rc = gf_db_fail(db, rc, what, err);
-		sqlite3_reset(find);
-		return rc;
-	}
-	id = sqlite3_column_int64(find, 0);
-	sqlite3_reset(find);
-	/* Additions first, so a group both added and removed ends up removed. */
-	rc = step_groups(db, st[TAG_ADD], id, t->add, t->nadd, what, err);
-	if (rc == 0)
-		rc = step_groups(db, st[TAG_DEL], id, t->del, t->ndel, what, err);
-	return rc;
-}
-
-int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n,
-		    const char *const *add, size_t nadd, const char *const *del, size_t ndel,
-		    struct gf_err *err)
-{
-	const struct nodes_tag t = {names, add, del, nadd, ndel};
-	const struct gf_db_write w = {
-		.what = "tagging nodes",
-		.sql = {[TAG_FIND] = "SELECT id FROM nodes WHERE name = ?1",
-			[TAG_ADD] = "INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)",
-			[TAG_DEL] = "DELETE FROM node_groups WHERE node_id = ?1 AND grp = ?2"},
-		.row = node_tag_row,
-		.ud = &t,
-	};
-	int rc;
-
-	for (size_t g = 0; g < nadd; g++)
-		if ((rc = check_name("group", add[g], err)) < 0)
-			return rc;
-	for (size_t g = 0; g < ndel; g++)
-		if ((rc = check_name("group", del[g], err)) < 0)
-			return rc;
-	return gf_db_write(db, &w, n, err);
-}
-
-static int audit_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
-		     const void *ud, size_t i, struct gf_err *err)
-{
-	const struct gf_audit *a = &((const struct gf_audit *)ud)[i];
-	int rc;
-
-	if ((rc = bind_double(db, st[0], 1, a->time, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[0], 2, a->user, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[0], 3, a->verb, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[0], 4, a->node, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[0], 5, a->result, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[0], 6, a->detail, what, err)) < 0)
-		return rc;
-	return gf_db_step_done(db, st[0], what, err);
-}
-
-int gf_db_audit_add(struct gf_db *db, const struct gf_audit *rows, size_t n, struct gf_err *err)
-{
-	const struct gf_db_write w = {
-		.what = "writing the audit log",
-		.sql = {"INSERT INTO audit (time, user, verb, node, result, detail, finished)"
-			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?1)"},
-		.row = audit_row,
-		.ud = rows,
-	};
-
-	for (size_t i = 0; i < n; i++)
-		if (!rows[i].verb)
-			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "audit row has no verb");
-	return gf_db_write(db, &w, n, err);
-}
-
-struct audit_intent {
-	const struct gf_audit *rows;
-	long long *ids;
-};
-
-static int audit_intent_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
-			    const void *ud, size_t i, struct gf_err *err)
-{
-	const struct audit_intent *a = ud;
-	const struct gf_audit *r = &a->rows[i];
-	int rc;
-
-	if ((rc = bind_double(db, st[0], 1, r->time, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[0], 2, r->user, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[0], 3, r->verb, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[0], 4, r->node, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[0], 5, r->detail, what, err)) < 0 ||
-	    (rc = gf_db_step_done(db, st[0], what, err)) < 0)
-		return rc;
-	a->ids[i] = (long long)sqlite3_last_insert_rowid(db->h);
-	return 0;
-}
-
-int gf_db_audit_intent(struct gf_db *db, const struct gf_audit *rows, size_t n, long long *ids,
-		       struct gf_err *err)
-{
-	long long *got = gf_xcalloc(n ? n : 1, sizeof(*got));
-	const struct audit_intent a = {rows, got};
-	const struct gf_db_write w = {
-		.what = "writing the audit log before the action",
-		.sql = {"INSERT INTO audit (time, user, verb, node, result, detail, finished)"
-			" VALUES (?1, ?2, ?3, ?4, '" GF_AUDIT_PENDING "', ?5, NULL)"},
-		.row = audit_intent_row,
-		.ud = &a,
-	};
-	int rc = 0;
-
-	for (size_t i = 0; i < n && rc == 0; i++)
-		if (!rows[i].verb)
-			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "audit row has no verb");
-	/*
-	 * The intent must outlive a crash of this process and of the machine:
-	 * this commit is synced to disk (FULL), the other writes stay NORMAL.
-	 */
-	if (rc == 0)
-		rc = gf_db_exec(db, "PRAGMA synchronous = FULL", w.what, err);
-	if (rc == 0) {
-		rc = gf_db_write(db, &w, n, err);
-		sqlite3_exec(db->h, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
-	}
-	if (rc == 0)
-		memcpy(ids, got, n * sizeof(*ids));
-	free(got);
-	return rc;
-}
-
-struct audit_finish {
-	const long long *ids;
-	const struct gf_audit *rows;
-	double now;
-};
-
-enum { FIN_SET, FIN_DEL };
-
-static int audit_finish_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
-			    const void *ud, size_t i, struct gf_err *err)
-{
-	const struct audit_finish *f = ud;
-	const struct gf_audit *r = &f->rows[i];
-	int rc;
-
-	if (!r->result) {
-		if ((rc = bind_int64(db, st[FIN_DEL], 1, f->ids[i], what, err)) < 0)
-			return rc;
-		return gf_db_step_done(db, st[FIN_DEL], what, err);
-	}
-	if ((rc = bind_int64(db, st[FIN_SET], 1, f->ids[i], what, err)) < 0 ||
-	    (rc = bind_double(db, st[FIN_SET], 2, r->time, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[FIN_SET], 3, r->result, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[FIN_SET], 4, r->detail, what, err)) < 0 ||
-	    (rc = bind_double(db, st[FIN_SET], 5, f->now, what, err)) < 0)
-		return rc;
-	return gf_db_step_done(db, st[FIN_SET], what, err);
-}
-
-int gf_db_audit_finish(struct gf_db *db, const long long *ids, const struct gf_audit *rows,
-		       size_t n, struct gf_err *err)
-{
-	const struct audit_finish f = {ids, rows, gf_walltime()};
-	const struct gf_db_write w = {
-		.what = "completing the audit log",
-		.sql = {[FIN_SET] = "UPDATE audit SET time = coalesce(nullif(?2, 0), time),"
-				    " result = ?3, detail = ?4, finished = ?5"
-				    " WHERE id = ?1 AND finished IS NULL",
-			[FIN_DEL] = "DELETE FROM audit WHERE id = ?1 AND finished IS NULL"},
-		.row = audit_finish_row,
-		.ud = &f,
-	};
-
-	return gf_db_write(db, &w, n, err);
-}
-
-void gf_db_audit_entries_free(struct gf_audit_entry *e, size_t n)
-{
-	for (size_t i = 0; e && i < n; i++) {
-		free(e[i].user);
-		free(e[i].verb);
-		free(e[i].node);
-		free(e[i].result);
-		free(e[i].detail);
-	}
-	free(e);
-}
-
-int gf_db_audit_list(struct gf_db *db, bool pending_only, struct gf_audit_entry **ret,
-		     size_t *ret_n, struct gf_err *err)
-{
-	static const char what[] = "reading the audit log";
-	sqlite3_stmt *st = NULL;
-	struct gf_audit_entry *e = NULL;
-	size_t n = 0, cap = 0;
-	int rc = gf_db_prepare(db,
-			       pending_only
-				       ? "SELECT id, time, user, verb, node, result, detail, finished"
-					 " FROM audit WHERE finished IS NULL ORDER BY id"
-				       : "SELECT id, time, user, verb, node, result, detail, finished"
-					 " FROM audit ORDER BY id",
-			       &st, what, err);
-
-	if (rc < 0)
-		return rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 32;
-			e = gf_xrealloc(e, cap * sizeof(*e));
-		}
-		e[n] = (struct gf_audit_entry){
-			.id = sqlite3_column_int64(st, 0),
-			.time = sqlite3_column_double(st, 1),
-			.user = col_text(st, 2),
-			.verb = col_text(st, 3),
-			.node = col_text(st, 4),
-			.result = col_text(st, 5),
-			.detail = col_text(st, 6),
-			.pending = sqlite3_column_type(st, 7) == SQLITE_NULL,
-			.finished = sqlite3_column_double(st, 7),
-		};
-		n++;
-	}
-	if (rc != SQLITE_DONE) {
-		rc = gf_db_fail(db, rc, what, err);
-		gf_db_audit_entries_free(e, n);
-	} else {
-		rc = 0;
-		*ret = e;
-		*ret_n = n;
-	}
-	sqlite3_finalize(st);
-	return rc;
-}
-
-int gf_db_tls_pin_get(struct gf_db *db, const char *node, char **ret, struct gf_err *err)
-{
-	static const char what[] = "reading a TLS pin";
-	sqlite3_stmt *st = NULL;
-	char *fp = NULL;
-	int rc;
-
-	if ((rc = check_name("node", node, err)) < 0)
-		return rc;
-	rc = gf_db_prepare(db, "SELECT fingerprint FROM tls_pins WHERE node = ?1", &st, what, err);
-	if (rc < 0)
-		return rc;
-	if ((rc = gf_db_bind_text(db, st, 1, node, what, err)) < 0)
-		goto out;
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		fp = col_text(st, 0);
-		rc = 0;
-	} else if (rc == SQLITE_DONE) {
-		rc = 0;
-	} else {
-		rc = gf_db_fail(db, rc, what, err);
-		goto out;
-	}
-	*ret = fp;
-out:
-	sqlite3_finalize(st);
-	return rc;
-}
-
-struct pins_set {
-	const char *const *nodes, *const *fps;
-	double now;
-};
-
-enum { PIN_PUT, PIN_DEL };
-
-static int pin_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what, const void *ud,
-		   size_t i, struct gf_err *err)
-{
-	const struct pins_set *p = ud;
-	int rc;
-
-	if (!p->fps[i]) {
-		if ((rc = gf_db_bind_text(db, st[PIN_DEL], 1, p->nodes[i], what, err)) < 0)
-			return rc;
-		return gf_db_step_done(db, st[PIN_DEL], what, err);
-	}
-	if ((rc = gf_db_bind_text(db, st[PIN_PUT], 1, p->nodes[i], what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[PIN_PUT], 2, p->fps[i], what, err)) < 0 ||
-	    (rc = bind_double(db, st[PIN_PUT], 3, p->now, what, err)) < 0)
-		return rc;
-	return gf_db_step_done(db, st[PIN_PUT], what, err);
-}
-
-/* The pins of @nodes in one transaction; @put is the INSERT for a node that has a fingerprint. */
-static int pins_write(struct gf_db *db, const char *const *nodes, const char *const *fps, size_t n,
-		      const char *put, struct gf_err *err)
-{
-	const struct pins_set p = {nodes, fps, gf_walltime()};
-	const struct gf_db_write w = {
-		.what = "writing TLS pins",
-		.sql = {[PIN_PUT] = put, [PIN_DEL] = "DELETE FROM tls_pins WHERE node = ?1"},
-		.row = pin_row,
-		.ud = &p,
-	};
-	int rc;
-
-	for (size_t i = 0; i < n; i++)
-		if ((rc = check_name("node", nodes[i], err)) < 0)
-			return rc;
-	return gf_db_write(db, &w, n, err);
-}
-
-int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *const *fps,
-		      size_t n, struct gf_err *err)
-{
-	return pins_write(db, nodes, fps, n,
-			  "INSERT INTO tls_pins (node, fingerprint, first_seen)"
-			  " VALUES (?1, ?2, ?3) ON CONFLICT (node) DO UPDATE SET"
-			  " fingerprint = excluded.fingerprint, first_seen = excluded.first_seen",
-			  err);
-}
-
-int gf_db_tls_pin_add(struct gf_db *db, const char *const *nodes, const char *const *fps,
-		      size_t n, struct gf_err *err)
-{
-	/* Another run may have pinned the node since this one read its pins: that pin stays. */
-	return pins_write(db, nodes, fps, n,
-			  "INSERT INTO tls_pins (node, fingerprint, first_seen)"
-			  " VALUES (?1, ?2, ?3) ON CONFLICT (node) DO NOTHING",
-			  err);
 }

@@ -1,4 +1,7 @@
-/* The SQLite inventory: node registry, audit log; schema versions migrated forward. */
+/*
+ * The SQLite inventory: opening it, schema versions migrated forward, and the
+ * helpers of the modules that keep tables (registry, audit, tls_pins, store, rollout).
+ */
 #ifndef GF_DB_H
 #define GF_DB_H
 
@@ -6,7 +9,6 @@
 #include <stddef.h>
 
 #include "lib/err.h"
-#include "lib/node.h"
 
 struct gf_db;
 
@@ -55,6 +57,15 @@ int gf_db_exec(struct gf_db *db, const char *sql, const char *what, struct gf_er
 /* Bind text, checking the result (a value may be too big); NULL binds SQL NULL. */
 int gf_db_bind_text(struct gf_db *db, struct sqlite3_stmt *st, int i, const char *s,
 		    const char *what, struct gf_err *err);
+/* Bind a number, checking the result. */
+int gf_db_bind_int64(struct gf_db *db, struct sqlite3_stmt *st, int i, long long v,
+		     const char *what, struct gf_err *err);
+int gf_db_bind_double(struct gf_db *db, struct sqlite3_stmt *st, int i, double v, const char *what,
+		      struct gf_err *err);
+/* A copy of text column @i (caller frees), NULL for SQL NULL: the column dies with a step. */
+char *gf_db_col_text(struct sqlite3_stmt *st, int i);
+/* GF_E_USAGE "@what name is empty" when @name is NULL or empty. */
+int gf_db_check_name(const char *what, const char *name, struct gf_err *err);
 /* Step a statement that returns no rows, then reset it and clear its bindings. */
 int gf_db_step_done(struct gf_db *db, struct sqlite3_stmt *st, const char *what,
 		    struct gf_err *err);
@@ -82,83 +93,9 @@ struct gf_db_write {
 };
 int gf_db_write(struct gf_db *db, const struct gf_db_write *w, size_t n, struct gf_err *err);
 
-/*
- * Add @n nodes in one transaction. A name already registered is GF_E_USAGE
- * ("node 'x' already exists") and nothing is added, unless @replace.
- */
-int gf_db_nodes_add(struct gf_db *db, const struct gf_node *nodes, size_t n, bool replace,
-		    struct gf_err *err);
-/* Every registered node, in registration order. Free with gf_nodes_free(). */
-int gf_db_nodes_load(struct gf_db *db, struct gf_node **ret, size_t *ret_n, struct gf_err *err);
-/* Remove nodes (and their group memberships) in one transaction. */
-int gf_db_nodes_remove(struct gf_db *db, const char *const *names, size_t n, struct gf_err *err);
-/* Add and remove groups of nodes in one transaction. */
-int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n,
-		    const char *const *add, size_t nadd, const char *const *del, size_t ndel,
-		    struct gf_err *err);
-
-/* One line of the audit table. */
-struct gf_audit {
-	double time;         /* epoch seconds the action was sent */
-	const char *user;    /* login user */
-	const char *verb;    /* "power on", "power off", ... */
-	const char *node;
-	const char *result;  /* "ok", or the error kind */
-	const char *detail;  /* message, may be NULL */
-};
-
-/* Append finished audit rows in one transaction. */
-int gf_db_audit_add(struct gf_db *db, const struct gf_audit *rows, size_t n, struct gf_err *err);
-
-/*
- * Audit before acting. gf_db_audit_intent() writes one row per @rows (time,
- * user, verb, node, detail; result is GF_AUDIT_PENDING, not finished) in one
- * transaction synced to disk, and sets ids[i] (caller's array of @n) to each
- * row's id; only when it returned 0 may the action be sent. Nothing is set
- * on failure.
- *
- * gf_db_audit_finish() completes rows @ids[i] with @rows[i].result and
- * .detail (.time, when not 0, replaces the intent's time: when it was sent);
- * a NULL result removes the intent (nothing was sent). Rows already finished
- * are left as they are.
- */
-#define GF_AUDIT_PENDING "pending"
-int gf_db_audit_intent(struct gf_db *db, const struct gf_audit *rows, size_t n, long long *ids,
-		       struct gf_err *err);
-int gf_db_audit_finish(struct gf_db *db, const long long *ids, const struct gf_audit *rows,
-		       size_t n, struct gf_err *err);
-
-/* One row of the audit table as read back. */
-struct gf_audit_entry {
-	long long id;
-	double time;         /* intent written, or when the action was sent */
-	double finished;     /* when the result was recorded; 0 while pending */
-	bool pending;        /* an intent never completed: the action may have happened */
-	char *user, *verb, *node, *result, *detail;
-};
-/* Every audit row (or only the pending ones), oldest first. Free with _entries_free(). */
-int gf_db_audit_list(struct gf_db *db, bool pending_only, struct gf_audit_entry **ret,
-		     size_t *ret_n, struct gf_err *err);
-void gf_db_audit_entries_free(struct gf_audit_entry *e, size_t n);
-
-/*
- * TLS certificate pins of Redfish BMCs, by node name (the host for -H): the
- * SHA-256 of the DER certificate, lower-case hex. *ret is the pin (caller
- * frees) or NULL when the node has none.
- */
-int gf_db_tls_pin_get(struct gf_db *db, const char *node, char **ret, struct gf_err *err);
-/*
- * Record pins in one transaction: @fps[i] for @nodes[i], replacing what was
- * there (first_seen is then now); a NULL @fps[i] removes the pin.
- */
-int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *const *fps,
-		      size_t n, struct gf_err *err);
-/*
- * Pin on first use, in one transaction: @fps[i] (not NULL) for each of
- * @nodes that has no pin; a node pinned meanwhile (by another run) keeps
- * the pin it has.
- */
-int gf_db_tls_pin_add(struct gf_db *db, const char *const *nodes, const char *const *fps,
-		      size_t n, struct gf_err *err);
+/* The tables, one header each, included here so that callers need only this one. */
+#include "inventory/audit.h"
+#include "inventory/registry.h"
+#include "inventory/tls_pins.h"
 
 #endif

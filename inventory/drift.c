@@ -37,7 +37,9 @@ enum part { PART_FW, PART_BIOS, PART_HOST, PART_BIOS_OR_FW };
 
 static enum part part_of(const struct gf_inv_comp *c)
 {
-	return c->source == GF_SRC_SSH ? PART_HOST : gf_norm_comp_is_setting(c) ? PART_BIOS : PART_FW;
+	if (strcmp(c->source, GF_SOURCE_HOST) == 0)
+		return PART_HOST;
+	return gf_norm_comp_is_setting(c) ? PART_BIOS : PART_FW;
 }
 
 static enum part part_of_key(const char *key)
@@ -596,8 +598,9 @@ static void baseline_missing(const struct gf_sweep_node *n, const struct gf_base
 		it = add_item(dn);
 		it->component = rule->pattern;
 		it->expected = rule->display;
-		it->source = part == PART_HOST ? GF_SRC_SSH : (n->protocol && strcmp(n->protocol, "redfish") == 0
-							  ? GF_SRC_REDFISH : GF_SRC_IPMI);
+		/* Missing: it would have come from the node's BMC, or its host. */
+		it->source = part == PART_HOST ? GF_SOURCE_HOST
+			     : n->protocol ? n->protocol : "unknown";
 		it->flags = GF_DRIFT_MISSING;
 	}
 }

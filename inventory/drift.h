@@ -109,7 +109,7 @@ struct gf_drift_item {
 	const char *component;
 	const char *expected;   /* NULL: absent, or a tie */
 	const char *actual;     /* NULL: absent on the node, or reported without a version */
-	enum gf_source source;
+	const char *source;     /* where it was read (inventory/sweep.h) */
 	unsigned flags;
 	const char **tie;       /* the tied versions, most common first (NULL: absent) */
 	size_t ntie;
@@ -160,7 +160,7 @@ const char *gf_change_name(enum gf_change c);  /* "added", "removed", "changed" 
 struct gf_diff_comp {
 	const char *component;
 	const char *before, *after;  /* NULL: absent (or no version) */
-	enum gf_source source;
+	const char *source;     /* where it was read (inventory/sweep.h) */
 	enum gf_change change;
 };
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "inventory/store.h"
+#include "lib/backend.h"
 #include "lib/output.h"
 #include "lib/util.h"
 
@@ -106,7 +107,7 @@ static void components(const struct gf_sweep *sw, struct gf_buf *out)
 			sample(out, "gpufleet_component_info", &sw->nodes[i]);
 			label(out, "component", s->v[k].key);
 			label(out, "version", s->v[k].version);
-			label(out, "source", gf_source_name(s->v[k].source));
+			label(out, "source", s->v[k].source);
 			value(out, 1);
 		}
 	}
@@ -133,7 +134,7 @@ static void drift(const struct gf_drift *d, struct gf_buf *out)
 			label(out, "component", it->component);
 			label(out, "expected", it->expected);
 			label(out, "actual", it->actual);
-			label(out, "source", gf_source_name(it->source));
+			label(out, "source", it->source);
 			value(out, 1);
 		}
 }
@@ -145,16 +146,18 @@ static void gpus(const struct gf_sweep *sw, struct gf_buf *out)
 		       " (source redfish) list them.");
 	for (size_t i = 0; i < sw->n; i++) {
 		const struct gf_sweep_node *n = &sw->nodes[i];
+		const struct gf_backend *be;
 
 		if (n->host_read && n->host) {
 			sample(out, "gpufleet_gpus", n);
-			label(out, "source", gf_source_name(GF_SRC_SSH));
+			label(out, "source", GF_SOURCE_HOST);
 			value(out, (double)n->host->ngpus);
 		}
-		if (n->protocol && strcmp(n->protocol, gf_source_name(GF_SRC_REDFISH)) == 0 &&
-		    n->hardware) {
+		/* The BMC's count where its protocol lists GPUs: elsewhere 0 would mean nothing. */
+		be = gf_backend_find(n->protocol);
+		if (be && be->lists_gpus && strcmp(be->name, n->protocol) == 0 && n->hardware) {
 			sample(out, "gpufleet_gpus", n);
-			label(out, "source", gf_source_name(GF_SRC_REDFISH));
+			label(out, "source", n->protocol);
 			value(out, (double)n->hardware->ngpus);
 		}
 	}

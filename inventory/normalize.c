@@ -56,13 +56,13 @@ static const struct gpu_rule gpu_rules[] = {
 
 /* A component of @set, its strings pooled in @sw and readable whatever a peer sent. */
 static void add(struct gf_sweep *sw, struct gf_inv_set *set, const char *key, const char *version,
-		enum gf_source source, const char *id, const char *name, const char *kind)
+		const char *source, const char *id, const char *name, const char *kind)
 {
 	struct gf_inv_comp *c = gf_inv_set_add(set);
 
 	c->key = gf_sweep_str(sw, key);
 	c->version = gf_sweep_text(sw, version);
-	c->source = source;
+	c->source = gf_sweep_str(sw, source);
 	c->raw_id = gf_sweep_text(sw, id);
 	c->name = gf_sweep_text(sw, name);
 	c->kind = gf_sweep_text(sw, kind);
@@ -76,8 +76,8 @@ void gf_norm_host_components(struct gf_sweep *sw, const struct gf_hostfacts *f,
 		const struct gf_compkey_rule *row = &gf_compkey_rules[host_rules[r].row];
 
 		if (v && *v)
-			add(sw, set, row->key, v, GF_SRC_SSH, host_rules[r].id, host_rules[r].name,
-			    row->kind);
+			add(sw, set, row->key, v, GF_SOURCE_HOST, host_rules[r].id,
+			    host_rules[r].name, row->kind);
 	}
 	for (size_t g = 0; g < f->ngpus; g++) {
 		const struct gf_host_gpu *gpu = &f->gpus[g];
@@ -93,7 +93,7 @@ void gf_norm_host_components(struct gf_sweep *sw, const struct gf_hostfacts *f,
 			snprintf(id, sizeof(id), "nvidia-smi:%s:%s", gpu->pci ? gpu->pci : "?",
 				 gpu_rules[r].field);
 			snprintf(name, sizeof(name), "GPU %d %s", gpu->index, gpu_rules[r].name);
-			add(sw, set, key, v, GF_SRC_SSH, id, name, row->kind);
+			add(sw, set, key, v, GF_SOURCE_HOST, id, name, row->kind);
 			free(key);
 		}
 	}
@@ -178,7 +178,7 @@ int gf_norm_bmc_components(struct gf_sweep *sw, const char *node,
 {
 	unsigned counts[GF_COMPKEY_NROWS] = {0};
 	const struct gf_compkey_rule *bios = &gf_compkey_rules[GF_COMPKEY_BIOS];
-	int src = gf_source_parse(source);
+	bool known = gf_source_known(source);
 	bool have_bios = false;
 
 	for (size_t i = 0; i < l->n; i++) {
@@ -190,26 +190,28 @@ int gf_norm_bmc_components(struct gf_sweep *sw, const char *node,
 			key = derive_key(c, i, counts);
 		}
 		/* The store keeps canonical keys only: what the rules made must be one too. */
-		if (src < 0 || !gf_norm_key_ok(key)) {
-			int rc = src < 0 ? gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-						      "node '%s': component '%s' has an unknown source "
-						      "'%s' (ipmi, redfish, ssh)", node, key,
-						      source ? source : "")
-					 : gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-						      "node '%s' has a component key '%s' with a "
-						      "character that is not allowed", node, key);
+		if (!known || !gf_norm_key_ok(key)) {
+			char *names = gf_source_names();
+			int rc = !known ? gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+						     "node '%s': component '%s' has an unknown "
+						     "source '%s' (%s)", node, key,
+						     source ? source : "", names)
+					: gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+						     "node '%s' has a component key '%s' with a "
+						     "character that is not allowed", node, key);
 
+			free(names);
 			free(key);
 			return rc;
 		}
 		if (strcmp(key, bios->key) == 0)
 			have_bios = true;
-		add(sw, set, key, c->version, (enum gf_source)src, c->id, c->name,
+		add(sw, set, key, c->version, source, c->id, c->name,
 		    c->kind ? c->kind : "other");
 		free(key);
 	}
-	if (!have_bios && src >= 0 && hw && hw->system.bios_version && *hw->system.bios_version)
-		add(sw, set, bios->key, hw->system.bios_version, (enum gf_source)src,
+	if (!have_bios && known && hw && hw->system.bios_version && *hw->system.bios_version)
+		add(sw, set, bios->key, hw->system.bios_version, source,
 		    "system.bios_version", "System BIOS", bios->kind);
 	return 0;
 }
@@ -233,18 +235,17 @@ bool gf_norm_comp_is_setting(const struct gf_inv_comp *c)
 void gf_norm_bios_components(struct gf_sweep *sw, const struct gf_bios *b, const char *source,
 			     const char *ignore, struct gf_inv_set *set)
 {
-	int src = gf_source_parse(source);
 	const char *name;
 	json_t *v;
 
-	if (src < 0)
+	if (!gf_source_known(source))
 		return;
 	json_object_foreach(b->attributes, name, v) {
 		char *key = gf_bios_component_key(name);
 		char *text = gf_bios_value_text(v);
 
 		if (text && !gf_bios_ignored(b->dialect, ignore, key))
-			add(sw, set, key, text, (enum gf_source)src, name, name, "setting");
+			add(sw, set, key, text, source, name, name, "setting");
 		free(key);
 		free(text);
 	}

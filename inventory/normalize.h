@@ -27,7 +27,7 @@ void gf_norm_host_components(struct gf_sweep *sw, const struct gf_hostfacts *f,
 
 /*
  * Append the components of a BMC's firmware inventory, read with @source
- * ("ipmi", "redfish"), to @set (strings pooled in @sw, text that is not
+ * (the backend's name), to @set (strings pooled in @sw, text that is not
  * UTF-8 made readable). A key the backend already made canonical is kept
  * (lower case); a missing or odd one is derived from the kind, id and name
  * by the rules table. @hw (nullable) adds "bios" from the system's BIOS

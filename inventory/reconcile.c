@@ -59,7 +59,7 @@ static const char *bmc_firmware(const struct gf_sweep_node *n, const char *key,
 {
 	const struct gf_inv_comp *c = gf_inv_set_find(n->set, key);
 
-	if (c && c->version && c->source != GF_SRC_SSH)
+	if (c && c->version && strcmp(c->source, GF_SOURCE_HOST) != 0)
 		return c->version;
 	return g->firmware && *g->firmware ? g->firmware : NULL;
 }

@@ -156,7 +156,7 @@ static void heat_rows(struct gf_report *r)
 
 struct held {
 	const char *key, *version;  /* pooled in the sweep: equal strings are one pointer */
-	enum gf_source source;
+	const char *source;
 	size_t idx;
 };
 

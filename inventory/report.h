@@ -54,7 +54,7 @@ struct gf_report_version {
 
 struct gf_report_comp {
 	const char *key;
-	enum gf_source source;
+	const char *source;     /* where it was read (inventory/sweep.h) */
 	bool drifted;              /* a column of the heat map */
 	struct gf_report_version *v;  /* most common first */
 	size_t n;

@@ -201,7 +201,7 @@ static void versions(const struct gf_report *r, struct gf_buf *out)
 		esc(out, c->key);
 		gf_buf_addf(out, "\"%s><th>", c->drifted ? " class=\"drifted\"" : "");
 		esc(out, c->key);
-		gf_buf_addf(out, "</th><td>%s</td><td>", gf_source_name(c->source));
+		gf_buf_addf(out, "</th><td>%s</td><td>", c->source);
 		for (size_t j = 0; j < c->n; j++) {
 			const struct gf_report_version *v = &c->v[j];
 

@@ -14,6 +14,7 @@
 
 #include <sqlite3.h>
 
+#include "host/facts.h"
 #include "inventory/codec.h"
 #include "inventory/normalize.h"
 #include "lib/buf.h"
@@ -314,7 +315,7 @@ static int put_set(struct gf_store_tx *tx, const struct gf_inv_set *s, long long
 		sqlite3_bind_int64(st, 1, id);
 		if ((rc = gf_db_bind_text(tx->db, st, 2, c->key, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(tx->db, st, 3, c->version, what, err)) < 0 ||
-		    (rc = gf_db_bind_text(tx->db, st, 4, gf_source_name(c->source), what, err)) < 0 ||
+		    (rc = gf_db_bind_text(tx->db, st, 4, c->source, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(tx->db, st, 5, c->raw_id, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(tx->db, st, 6, c->name, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(tx->db, st, 7, c->kind, what, err)) < 0 ||
@@ -416,8 +417,8 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 		}
 	}
 	if ((rc = put_sets(tx, n->set, &cset, &bios, err)) < 0 ||
-	    (rc = put_doc(tx, gf_codec_hardware_text(n->hardware), &hw, err)) < 0 ||
-	    (rc = put_doc(tx, gf_codec_host_text(n->host), &host, err)) < 0)
+	    (rc = put_doc(tx, gf_hardware_text(n->hardware), &hw, err)) < 0 ||
+	    (rc = put_doc(tx, gf_hostfacts_text(n->host), &host, err)) < 0)
 		return rc;
 
 	errs = errors_text(n);
@@ -815,9 +816,9 @@ static int load_doc(struct gf_sweep_node *n, bool hw, const char *text, struct g
 
 	if (!doc)
 		rc = gf_err_set(&e, GF_E_USAGE, GF_EK_NONE, "not JSON");
-	else if (hw && (rc = gf_codec_hardware_from_json(doc, n->node, &h, &e)) == 0)
+	else if (hw && (rc = gf_hardware_from_json(doc, n->node, &h, &e)) == 0)
 		gf_sweep_node_take_hardware(n, &h);
-	else if (!hw && (rc = gf_codec_host_from_json(doc, n->node, &f, &e)) == 0)
+	else if (!hw && (rc = gf_hostfacts_from_json(doc, n->node, &f, &e)) == 0)
 		gf_sweep_node_take_host(n, &f);
 	json_decref(doc);
 	if (rc < 0)

@@ -10,16 +10,13 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "lib/backend.h"
 #include "lib/buf.h"
 
 /* ---- names ------------------------------------------------------------ */
 
 static const char *const status_names[] = {
 	[GF_NODE_OK] = "ok", [GF_NODE_PARTIAL] = "partial", [GF_NODE_FAILED] = "failed",
-};
-
-static const char *const source_names[] = {
-	[GF_SRC_IPMI] = "ipmi", [GF_SRC_REDFISH] = "redfish", [GF_SRC_SSH] = "ssh",
 };
 
 const char *gf_node_status_name(enum gf_node_status s)
@@ -35,17 +32,17 @@ int gf_node_status_parse(const char *s)
 	return -1;
 }
 
-const char *gf_source_name(enum gf_source s)
+bool gf_source_known(const char *s)
 {
-	return (unsigned)s < NELEM(source_names) ? source_names[s] : "ipmi";
+	const struct gf_backend *be = gf_backend_find(s);
+
+	/* Spelt as the backend spells it: sources are compared as they are. */
+	return s && (strcmp(s, GF_SOURCE_HOST) == 0 || (be && strcmp(be->name, s) == 0));
 }
 
-int gf_source_parse(const char *s)
+char *gf_source_names(void)
 {
-	for (size_t i = 0; s && i < NELEM(source_names); i++)
-		if (strcmp(s, source_names[i]) == 0)
-			return (int)i;
-	return -1;
+	return gf_backend_names(GF_SOURCE_HOST, ", ");
 }
 
 /* ---- the string pool ------------------------------------------------------ */
@@ -565,7 +562,7 @@ void gf_inv_set_body(const struct gf_inv_set *s, struct gf_buf *out)
 
 		body_field(out, c->key);
 		body_field(out, c->version);
-		body_field(out, gf_source_name(c->source));
+		body_field(out, c->source);
 		body_field(out, c->raw_id);
 		body_field(out, c->name);
 		body_field(out, c->kind);
@@ -625,7 +622,6 @@ int gf_inv_set_from_body(struct gf_sweep *sw, const char *body, size_t len,
 		const char *rec = p, *f[6];
 		size_t flen[6], rlen, at;
 		uint64_t hash;
-		int src;
 
 		for (int k = 0; k < 6; k++)
 			if (!body_skip(&p, end, &f[k], &flen[k]))
@@ -646,11 +642,12 @@ int gf_inv_set_from_body(struct gf_sweep *sw, const char *body, size_t len,
 			struct gf_inv_comp *c = &pool->comps[at].comp;
 			const char *source = gf_sweep_strn(sw, f[2] ? f[2] : "", flen[2]);
 
-			if (!f[2] || (src = gf_source_parse(source)) < 0)
+			/* Any name: a newer gpufleet may have stored sources this one lacks. */
+			if (!f[2] || !*source)
 				return GF_E_DB;
 			c->key = gf_sweep_strn(sw, f[0], flen[0]);
 			c->version = f[1] ? gf_sweep_strn(sw, f[1], flen[1]) : NULL;
-			c->source = (enum gf_source)src;
+			c->source = source;
 			c->raw_id = f[3] ? gf_sweep_strn(sw, f[3], flen[3]) : NULL;
 			c->name = f[4] ? gf_sweep_strn(sw, f[4], flen[4]) : NULL;
 			c->kind = f[5] ? gf_sweep_strn(sw, f[5], flen[5]) : NULL;

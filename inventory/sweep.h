@@ -28,17 +28,19 @@ enum gf_node_status {
 	GF_NODE_FAILED,   /* nothing could be read */
 };
 
-/* Where a component was read. */
-enum gf_source {
-	GF_SRC_IPMI = 0,
-	GF_SRC_REDFISH,
-	GF_SRC_SSH,
-};
+/*
+ * Where a component was read, a name: a backend's (lib/backend.h), or
+ * GF_SOURCE_HOST for what the host's facts gave. The names are data: the
+ * store keeps any.
+ */
+#define GF_SOURCE_HOST "ssh"
 
 const char *gf_node_status_name(enum gf_node_status s);  /* "ok", "partial", "failed" */
 int gf_node_status_parse(const char *s);                  /* -1 when unknown */
-const char *gf_source_name(enum gf_source s);            /* "ipmi", "redfish", "ssh" */
-int gf_source_parse(const char *s);                       /* -1 when unknown */
+/* Is @s a source this gpufleet reads: a backend's name, or GF_SOURCE_HOST? */
+bool gf_source_known(const char *s);
+/* Those names, for messages: "ipmi, redfish, ssh". Caller frees. */
+char *gf_source_names(void);
 
 /* The operations a sweep runs on a node, as named in errors ("op"). */
 #define GF_OP_BMC "bmc"            /* opening the BMC session */
@@ -52,7 +54,7 @@ int gf_source_parse(const char *s);                       /* -1 when unknown */
 struct gf_inv_comp {
 	const char *key;      /* canonical: "bmc", "gpu3.firmware", "driver" ... (pooled) */
 	const char *version;  /* NULL: reported without a version */
-	enum gf_source source;
+	const char *source;   /* a backend's name, or GF_SOURCE_HOST (pooled) */
 	const char *raw_id;   /* the id it had where it was read (Redfish member id ...) */
 	const char *name;
 	const char *kind;     /* bmc, bios, gpu, nic, psu, cpld, driver, cuda, os ... */

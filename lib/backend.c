@@ -1,6 +1,10 @@
 #include "lib/backend.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lib/buf.h"
 
 const char *gf_power_name(enum gf_power p)
 {
@@ -60,4 +64,45 @@ enum gf_fw_method gf_fw_method_for(const struct gf_fw_caps *c, bool file, bool i
 	if (image_uri && c->pull)
 		return GF_FW_PULL;
 	return GF_FW_NONE;
+}
+
+static struct {
+	const struct gf_backend *const *v;
+	size_t n;
+} table;
+
+void gf_backends_set(const struct gf_backend *const *v, size_t n)
+{
+	table.v = v;
+	table.n = n;
+}
+
+const struct gf_backend *gf_backend_find(const char *name)
+{
+	for (size_t i = 0; name && i < table.n; i++)
+		if (strcasecmp(table.v[i]->name, name) == 0)
+			return table.v[i];
+	return NULL;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+char *gf_backend_names(const char *more, const char *last)
+{
+	const char **names = gf_xcalloc(table.n + 1, sizeof(*names));
+	struct gf_buf b = GF_BUF_INIT;
+	size_t n = 0;
+
+	for (size_t i = 0; i < table.n; i++)
+		names[n++] = table.v[i]->name;
+	qsort(names, n, sizeof(*names), name_cmp);
+	if (more)
+		names[n++] = more;
+	for (size_t i = 0; i < n; i++)
+		gf_buf_addf(&b, "%s%s", i == 0 ? "" : i + 1 == n ? last : ", ", names[i]);
+	free(names);
+	return gf_buf_detach(&b);
 }

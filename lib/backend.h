@@ -134,8 +134,9 @@ struct gf_ping_ops {
  * GF_E_NODE). inventory/bmc.c lists the backends and chooses one per node.
  */
 struct gf_backend {
-	const char *name;   /* "ipmi", "redfish": the protocol name nodes are registered with */
-	const char *title;  /* "IPMI", "Redfish": in messages */
+	const char *name;   /* the protocol: nodes are registered with it, the source of what it reads */
+	const char *title;  /* the name in messages */
+	bool lists_gpus;    /* hardware() lists the GPUs (an empty list means none) */
 	/*
 	 * --protocol auto: does a service of this protocol answer at @t (nothing
 	 * secret sent)? 1 yes, 0 no, within @timeout seconds and the deadline.
@@ -204,5 +205,21 @@ struct gf_backend {
 	int (*bios_set)(void *session, const json_t *values, enum gf_bios_apply when,
 			struct gf_err *err);
 };
+
+/*
+ * The table of backends, for the layers that may not include one (nodes,
+ * the store, drift, metrics, help): the layer that lists them
+ * (gf_bmc_register()) hands its table over once, at start, before any
+ * thread; it is read-only after that, and its order is --protocol auto's.
+ */
+void gf_backends_set(const struct gf_backend *const *v, size_t n);
+/* The backend of protocol @name (case-insensitive), NULL when none has it. Thread-safe. */
+const struct gf_backend *gf_backend_find(const char *name);
+/*
+ * The protocols' names in alphabetical order, then @more (NULL: none), joined
+ * with ", " and @last before the final one: ("auto", " or ") gives "ipmi,
+ * redfish or auto". Caller frees. Thread-safe.
+ */
+char *gf_backend_names(const char *more, const char *last);
 
 #endif

@@ -2,6 +2,7 @@
 #define GF_CANCEL_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 /*
  * The Ctrl-C flag: set by the signal handler (lib/exec.c), read by every
@@ -12,5 +13,12 @@
 typedef atomic_int gf_cancel_flag;
 
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "gf_cancel_flag must be lock-free");
+
+/*
+ * Sleep until monotonic time @t, looking at *@cancel (NULL: none) every
+ * 50 ms at most, so that Ctrl-C ends the wait soon. Returns whether *@cancel
+ * is set (then it may have returned before @t). Thread-safe.
+ */
+bool gf_cancel_sleep_until(const gf_cancel_flag *cancel, double t);
 
 #endif

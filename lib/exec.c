@@ -72,18 +72,6 @@ static bool retryable(const struct gf_result *r)
 	return !r->ok && (r->err.kind == GF_EK_TIMEOUT || r->err.kind == GF_EK_CONNECT);
 }
 
-/* Sleep until @t (monotonic), in short steps so that Ctrl-C ends it soon. */
-static void wait_turn(double t)
-{
-	while (!interrupted) {
-		double now = gf_monotime();
-
-		if (now >= t)
-			return;
-		gf_sleep_until(t - now > 0.05 ? now + 0.05 : t);
-	}
-}
-
 /*
  * Task @k, retried as the options say, all of it by the node's @deadline:
  * a retry starts only while enough of it is left (an attempt that timed out
@@ -173,7 +161,8 @@ static void run_one(struct exec_state *st, size_t i)
 	double deadline;
 
 	if (o->batch)
-		wait_turn(st->start + (double)(i / o->batch) * o->interval);
+		gf_cancel_sleep_until(&interrupted,
+				      st->start + (double)(i / o->batch) * o->interval);
 	deadline = gf_monotime() + o->timeout;
 	if (st->parts > 1)
 		ps = gf_xcalloc(st->parts - 1, sizeof(*ps));

@@ -1,6 +1,7 @@
 #include "lib/file.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,4 +79,46 @@ out:
 	gf_buf_release(&tmp);
 	free(dir);
 	return rc;
+}
+
+int gf_file_read(const char *path, size_t max, unsigned flags, char **ret, size_t *ret_len,
+		 struct gf_err *err)
+{
+	bool is_stdin = (flags & GF_FILE_DASH_STDIN) && strcmp(path, "-") == 0;
+	FILE *f = is_stdin ? stdin : fopen(path, "r");
+	struct gf_buf b = GF_BUF_INIT;
+	char chunk[8192];
+	size_t got;
+	int rc = 0, e = 0;
+
+	if (!f) {
+		e = errno;
+		goto out;
+	}
+	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		if (got > max - b.len) {
+			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "'%s' is larger than %zu MiB",
+					path, max >> 20);
+			goto out;
+		}
+		gf_buf_add(&b, chunk, got);
+	}
+	if (ferror(f))
+		e = errno ? errno : EIO;
+out:
+	if (e) {
+		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "cannot read '%s' (%s)", path,
+				strerror(e));
+		if (err)
+			err->detail = e;
+	}
+	if (f && !is_stdin)
+		fclose(f);
+	if (rc < 0) {
+		gf_buf_release(&b);
+		return rc;
+	}
+	*ret_len = b.len;
+	*ret = gf_buf_detach(&b);
+	return 0;
 }

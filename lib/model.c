@@ -190,6 +190,16 @@ static json_t *num(struct gf_num n)
 	return n.set ? json_real(n.v) : json_null();
 }
 
+json_t *gf_model_json_str(const char *s)
+{
+	return str(s);
+}
+
+json_t *gf_model_json_num(struct gf_num n)
+{
+	return num(n);
+}
+
 json_t *gf_sensor_to_json(const struct gf_sensor *s)
 {
 	json_t *o = json_object(), *t = json_object();
@@ -275,34 +285,6 @@ json_t *gf_components_to_json(const struct gf_component_list *l)
 	for (size_t i = 0; i < l->n; i++)
 		json_array_append_new(a, gf_component_to_json(&l->v[i]));
 	return a;
-}
-
-json_t *gf_hardware_to_json(const struct gf_hardware *h)
-{
-	json_t *cpus = json_array(), *gpus = json_array();
-
-	for (size_t i = 0; i < h->ncpus; i++)
-		json_array_append_new(cpus, str(h->cpus[i]));
-	for (size_t i = 0; i < h->ngpus; i++)
-		json_array_append_new(gpus, json_pack("{s:i,s:o,s:o,s:o}", "index", h->gpus[i].index,
-						      "model", str(h->gpus[i].model),
-						      "serial", str(h->gpus[i].serial),
-						      "firmware", str(h->gpus[i].firmware)));
-	return json_pack("{s:{s:o,s:o,s:o,s:o,s:o}, s:{s:o,s:o}, s:{s:o,s:o,s:o,s:o},"
-			 " s:{s:o,s:o,s:o,s:o,s:o}, s:o, s:o, s:o}",
-			 "system", "manufacturer", str(h->system.manufacturer),
-			 "model", str(h->system.model), "serial", str(h->system.serial),
-			 "uuid", str(h->system.uuid), "bios_version", str(h->system.bios_version),
-			 "chassis", "serial", str(h->chassis.serial),
-			 "part_number", str(h->chassis.part_number),
-			 "board", "manufacturer", str(h->board.manufacturer),
-			 "product", str(h->board.product), "serial", str(h->board.serial),
-			 "part_number", str(h->board.part_number),
-			 "product", "manufacturer", str(h->product.manufacturer),
-			 "name", str(h->product.name), "serial", str(h->product.serial),
-			 "part_number", str(h->product.part_number),
-			 "asset_tag", str(h->product.asset_tag),
-			 "cpus", cpus, "memory_gib", num(h->memory_gib), "gpus", gpus);
 }
 
 json_t *gf_boot_to_json(const struct gf_boot *b)

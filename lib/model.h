@@ -168,7 +168,9 @@ json_t *gf_sel_entry_to_json(const struct gf_sel_entry *e);
 json_t *gf_sel_to_json(const struct gf_sel_list *l);             /* array */
 json_t *gf_component_to_json(const struct gf_component *c);
 json_t *gf_components_to_json(const struct gf_component_list *l); /* array */
-json_t *gf_hardware_to_json(const struct gf_hardware *h);        /* object with system, chassis, ... */
 json_t *gf_boot_to_json(const struct gf_boot *b);                /* {"device","persistent","mode"} */
+/* A string member, or null: BMCs send text that is not always UTF-8 (then only its ASCII). */
+json_t *gf_model_json_str(const char *s);
+json_t *gf_model_json_num(struct gf_num n);                      /* the number, or null */
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/backend.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -69,31 +70,26 @@ void gf_node_copy(struct gf_node *dst, const struct gf_node *src)
 	*dst = d;
 }
 
-static const char *const proto_names[] = {
-	[GF_PROTO_AUTO] = "auto",
-	[GF_PROTO_IPMI] = "ipmi",
-	[GF_PROTO_REDFISH] = "redfish",
-};
-
-#define NPROTOS (sizeof(proto_names) / sizeof(proto_names[0]))
-
-const char *gf_proto_name(enum gf_proto p)
+const char *gf_proto_name(const struct gf_backend *p)
 {
-	if ((unsigned)p >= NPROTOS)
-		return "unknown";
-	return proto_names[p];
+	return p ? p->name : "auto";
 }
 
-int gf_proto_parse(const char *s, enum gf_proto *ret, struct gf_err *err)
+int gf_proto_parse(const char *s, const struct gf_backend **ret, struct gf_err *err)
 {
-	for (size_t i = 0; s && i < NPROTOS; i++) {
-		if (strcasecmp(s, proto_names[i]) == 0) {
-			*ret = (enum gf_proto)i;
-			return 0;
-		}
+	const struct gf_backend *be = gf_backend_find(s);
+	char *names;
+	int rc;
+
+	if (be || (s && strcasecmp(s, "auto") == 0)) {
+		*ret = be;
+		return 0;
 	}
-	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-			  "protocol '%s' is not one of ipmi, redfish, auto", s ? s : "");
+	names = gf_backend_names("auto", ", ");
+	rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "protocol '%s' is not one of %s", s ? s : "",
+			names);
+	free(names);
+	return rc;
 }
 
 /* Digits only, 1..65535: no sign, no space, no "0x". */

@@ -6,17 +6,13 @@
 
 #include "lib/err.h"
 
-enum gf_proto {
-	GF_PROTO_AUTO = 0,
-	GF_PROTO_IPMI,
-	GF_PROTO_REDFISH,
-};
+struct gf_backend;
 
 struct gf_node {
 	char *name;       /* registry name */
 	char *bmc;        /* BMC host or address, NULL when the node has none */
 	int bmc_port;     /* 0: protocol default */
-	enum gf_proto protocol;
+	const struct gf_backend *protocol;  /* its BMC's backend (lib/backend.h), NULL: auto */
 	char *ssh;        /* "[user@]host[:port]" as given, NULL when none */
 	char *profile;    /* credentials profile, NULL: "default" */
 	char **groups;    /* owned */
@@ -30,10 +26,13 @@ const char **gf_nodes_names(const struct gf_node *nodes, size_t n);
 /* Deep copy of @src into @dst. */
 void gf_node_copy(struct gf_node *dst, const struct gf_node *src);
 
-/* "ipmi", "redfish", "auto". */
-const char *gf_proto_name(enum gf_proto p);
-/* Returns 0 and sets @ret, or GF_E_USAGE. */
-int gf_proto_parse(const char *s, enum gf_proto *ret, struct gf_err *err);
+/* The backend's name, "auto" for NULL. */
+const char *gf_proto_name(const struct gf_backend *p);
+/*
+ * A backend's name (gf_backend_find()) or "auto" (NULL): returns 0 and sets
+ * @ret, or GF_E_USAGE listing the protocols.
+ */
+int gf_proto_parse(const char *s, const struct gf_backend **ret, struct gf_err *err);
 
 /*
  * Split "host", "host:port", "[v6]:port" into a new host string and a port

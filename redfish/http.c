@@ -520,16 +520,6 @@ static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_
 			  kind == GF_EK_TIMEOUT ? "request" : "connection to", url, h->node, why);
 }
 
-/* Wait until @t, or less when cancelled. */
-static void nap_until(const struct rf_http *h, double t)
-{
-	while (gf_monotime() < t && !(h->cancel && *h->cancel)) {
-		double step = t - gf_monotime();
-
-		gf_sleep_until(gf_monotime() + (step > 0.2 ? 0.2 : step));
-	}
-}
-
 /* One exchange, no redirect or retry logic. */
 static int exchange(struct rf_http *h, const char *method, const char *url, const char *body,
 		    const char *if_match, struct rf_resp *r, struct gf_err *err)
@@ -665,7 +655,7 @@ int rf_http_request(struct rf_http *h, const char *method, const char *path, con
 						"past the deadline", h->node, wait);
 				break;
 			}
-			nap_until(h, gf_monotime() + (wait > 0 ? wait : 0.1));
+			gf_cancel_sleep_until(h->cancel, gf_monotime() + (wait > 0 ? wait : 0.1));
 			continue;
 		}
 		if ((r.status == 301 || r.status == 302 || r.status == 303 || r.status == 307 ||

@@ -505,6 +505,7 @@ static int rf_peek_fingerprint_op(const struct gf_bmc_target *t, char *ret,
 const struct gf_backend gf_redfish_backend = {
 	.name = "redfish",
 	.title = "Redfish",
+	.lists_gpus = true,
 	.probe = rf_probe_op,
 	.fingerprint = rf_fingerprint_op,
 	.peek_fingerprint = rf_peek_fingerprint_op,

@@ -35,13 +35,6 @@ static bool cancelled(const struct rf_upd *u)
 	return u->cancel && *u->cancel;
 }
 
-/* Sleep until @t (monotonic), waking early on Ctrl-C. */
-static void nap(const struct rf_upd *u, double t)
-{
-	while (!cancelled(u) && gf_monotime() < t)
-		gf_sleep_until(min2(t, gf_monotime() + 0.1));
-}
-
 /* A request that logs in again once when the token was dropped meanwhile. */
 static int req(struct rf_upd *u, const char *method, const char *path, const char *body,
 	       const struct rf_body *image, double until, struct rf_resp *r, struct gf_err *err)
@@ -505,7 +498,7 @@ static int follow_task(struct rf_upd *u, const char *monitor, double deadline,
 		rc = req(u, "GET", monitor, NULL, NULL, short_until(u, deadline), &r, &e);
 		if (rc < 0) {
 			/* Some BMCs restart while they apply: keep looking until the deadline. */
-			nap(u, min2(gf_monotime() + 2 * POLL_S, deadline));
+			gf_cancel_sleep_until(u->cancel, min2(gf_monotime() + 2 * POLL_S, deadline));
 			continue;
 		}
 		if (r.status == 404 || r.status == 410) {
@@ -538,7 +531,7 @@ static int follow_task(struct rf_upd *u, const char *monitor, double deadline,
 					  t->state, t->message ? ": " : "",
 					  t->message ? t->message : "");
 		}
-		nap(u, min2(gf_monotime() + POLL_S, deadline));
+		gf_cancel_sleep_until(u->cancel, min2(gf_monotime() + POLL_S, deadline));
 	}
 }
 
@@ -547,7 +540,7 @@ static bool busy_nap(struct rf_upd *u, double *busy, double deadline)
 {
 	if (gf_monotime() + *busy >= deadline)
 		return false;
-	nap(u, gf_monotime() + *busy);
+	gf_cancel_sleep_until(u->cancel, gf_monotime() + *busy);
 	*busy = min2(*busy * 2, BUSY_MAX_S);
 	return !cancelled(u);
 }
@@ -740,7 +733,7 @@ int rf_update_tasks_wait(struct rf_upd *u, double deadline, struct gf_err *err)
 		if (gf_monotime() + BACK_POLL_S >= deadline)
 			return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
 					  "bmc '%s' still runs a task at the update deadline", u->c->node);
-		nap(u, gf_monotime() + BACK_POLL_S);
+		gf_cancel_sleep_until(u->cancel, gf_monotime() + BACK_POLL_S);
 		if (cancelled(u))
 			return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
 					  "interrupted while bmc '%s' ran a task", u->c->node);
@@ -859,6 +852,6 @@ int rf_update_bmc_wait(struct rf_upd *u, double deadline, bool expect_down, stru
 			}
 		}
 		rf_resp_release(&r);
-		nap(u, min2(gf_monotime() + BACK_POLL_S, deadline));
+		gf_cancel_sleep_until(u->cancel, min2(gf_monotime() + BACK_POLL_S, deadline));
 	}
 }

@@ -283,6 +283,44 @@ c gpufleet --protocol = r
                                      "redfish"], r.stdout
 
 
+# ---- the protocols: the table of backends is the one list ----
+
+def help_protocols():
+    """The protocols --protocol's help lists: made from the table of backends."""
+    lines = [line for line in section(main_help(), "Global options:") if "--protocol" in line]
+    assert len(lines) == 1, lines
+    m = re.search(r"PROTO\s+(.*), for -H hosts$", lines[0])
+    assert m, lines[0]
+    names = [w.strip() for w in re.split(r",| or ", m.group(1))]
+    assert names[-1] == "auto" and len(names) >= 3, names
+    return names
+
+
+def man_protocols(page, entry):
+    """The words in bold of a man page's .TP entry that lists the protocols."""
+    lines = man_page(page).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == entry) + 1
+    names = []
+    for line in lines[start:]:
+        if line.startswith((".TP", ".PP", ".SH")) or line == "for":
+            break
+        m = re.match(r"\.BR? (\w+)", line)
+        if m:
+            names.append(m.group(1))
+    return names
+
+
+def test_protocol_lists_agree_with_the_table_of_backends():
+    names = help_protocols()
+    with open(COMPLETION, encoding="utf-8") as f:
+        m = re.search(r"--protocol\) COMPREPLY=\(\$\(compgen -W '([^']*)'", f.read())
+    assert m, "the completion has no list of protocols"
+    assert sorted(m.group(1).split()) == sorted(names), \
+        f"cli/gpufleet.bash-completion lists {m.group(1).split()}, the backends {names}"
+    assert man_protocols("gpufleet.1", r".BI --protocol " + '" PROTO"') == names
+    assert man_protocols("gpufleet-nodes.1", ".B protocol") == names
+
+
 # ---- man pages: installed and well formed ----
 
 def installed_man_pages():

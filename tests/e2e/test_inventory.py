@@ -580,8 +580,46 @@ PRAGMA user_version = 2;
 """
 
 
-@pytest.mark.parametrize("version", [0, 1, 2])
+# Version 6 listed the sources of components in a CHECK; version 7 takes any (they are data).
+V6_COMPONENTS = """
+CREATE TABLE components_v6 (cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,
+  key TEXT NOT NULL, version TEXT,
+  source TEXT NOT NULL CHECK (source IN ('ipmi', 'redfish', 'ssh')),
+  raw_id TEXT, name TEXT, kind TEXT, PRIMARY KEY (cset, key)) WITHOUT ROWID;
+INSERT INTO components_v6 SELECT cset, key, version, source, raw_id, name, kind FROM components;
+DROP TABLE components;
+ALTER TABLE components_v6 RENAME TO components;
+PRAGMA user_version = 6;
+"""
+COMPONENTS = "SELECT cset, key, version, source, raw_id, name, kind FROM components ORDER BY 1, 2"
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 6])
 def test_migration_from_every_earlier_schema(gf, lab, version):
+    if version == 6:
+        gf.write_creds(lab.creds())
+        r = gf.run("nodes", "add", "ipmi1", "--bmc", lab.ipmi.addr(1), "--protocol", "ipmi")
+        assert r.returncode == 0, r.stderr
+        r, data = gf.json("sweep", "--timeout", SLOW, "ipmi1")
+        assert r.returncode == 0, r.stderr
+        before = gf.sql(COMPONENTS)
+        assert before and {c["source"] for c in before} == {"ipmi"}
+        assert gf.sql("PRAGMA user_version")[0]["user_version"] >= 7
+        con = sqlite3.connect(gf.db)
+        con.executescript(V6_COMPONENTS)
+        con.close()
+        assert "CHECK" in gf.sql("SELECT sql FROM sqlite_master WHERE name = 'components'")[0]["sql"]
+        r, data = gf.json("sweep", "--timeout", SLOW, "ipmi1")
+        assert r.returncode == 0, r.stderr
+        assert data[0]["sweep"] == 2
+        assert gf.sql("PRAGMA user_version")[0]["user_version"] >= 7
+        assert "CHECK" not in gf.sql("SELECT sql FROM sqlite_master WHERE name = 'components'")[0]["sql"]
+        after = gf.sql(COMPONENTS)
+        assert all(c in after for c in before), (before, after)
+        r = gf.run("drift", "--since", "1")
+        assert r.returncode == 0, r.stderr
+        assert integrity(gf) == "ok"
+        return
     con = sqlite3.connect(gf.db)
     if version == 0:
         con.executescript("CREATE TABLE notes (x); INSERT INTO notes VALUES ('kept');")

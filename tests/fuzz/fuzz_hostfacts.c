@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/facts.h"
 #include "host/hostfacts.h"
 #include "lib/buf.h"
 #include "tests/fuzz/worker.h"

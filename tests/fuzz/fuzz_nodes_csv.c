@@ -10,6 +10,7 @@
 #include "lib/buf.h"
 #include "lib/node.h"
 #include "tests/fuzz/worker.h"
+#include "tests/unit/stub_backends.h"
 
 static void fuzz_input(const uint8_t *data, size_t size)
 {
@@ -19,6 +20,7 @@ static void fuzz_input(const uint8_t *data, size_t size)
 	char *text;
 	int rc;
 
+	stub_backends_register();
 	/* The parser takes a C string: stop at the first NUL, as a file reader would. */
 	text = gf_xstrndup((const char *)data, size);
 	rc = gf_nodes_parse_csv(text, &nodes, &n, &err);
@@ -41,8 +43,7 @@ static void fuzz_input(const uint8_t *data, size_t size)
 				abort();
 		if (nd->bmc_port < 0 || nd->bmc_port > 65535 || (nd->bmc && !*nd->bmc))
 			abort();
-		if (nd->protocol != GF_PROTO_AUTO && nd->protocol != GF_PROTO_IPMI &&
-		    nd->protocol != GF_PROTO_REDFISH)
+		if (nd->protocol && gf_backend_find(nd->protocol->name) != nd->protocol)
 			abort();
 		for (size_t g = 0; g < nd->ngroups; g++)
 			if (!nd->groups[g][0] || strchr(nd->groups[g], ';'))

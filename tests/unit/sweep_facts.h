@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "host/facts.h"
 #include "inventory/codec.h"
 #include "inventory/sweep.h"
 
@@ -17,8 +18,8 @@ static void facts(struct gf_sweep_node *n, const char *hw, const char *host)
 	struct gf_hardware h;
 	struct gf_hostfacts f;
 
-	assert_int_equal(gf_codec_hardware_from_json(hj, n->node, &h, NULL), 0);
-	assert_int_equal(gf_codec_host_from_json(fj, n->node, &f, NULL), 0);
+	assert_int_equal(gf_hardware_from_json(hj, n->node, &h, NULL), 0);
+	assert_int_equal(gf_hostfacts_from_json(fj, n->node, &f, NULL), 0);
 	gf_sweep_node_take_hardware(n, &h);
 	gf_sweep_node_take_host(n, &f);
 	json_decref(hj);

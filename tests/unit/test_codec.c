@@ -12,20 +12,22 @@
 
 #include <cmocka.h>
 
+#include "host/facts.h"
 #include "inventory/codec.h"
 #include "inventory/drift.h"
 #include "inventory/sweep.h"
 #include "lib/buf.h"
+#include "tests/unit/stub_backends.h"
 
 static struct gf_inv_comp *comp(struct gf_sweep *sw, struct gf_sweep_node *n, const char *key,
-				const char *version, enum gf_source src, const char *id,
+				const char *version, const char *src, const char *id,
 				const char *name, const char *kind)
 {
 	struct gf_inv_comp *c = gf_inv_set_add(n->set);
 
 	c->key = gf_sweep_str(sw, key);
 	c->version = gf_sweep_str(sw, version);
-	c->source = src;
+	c->source = gf_sweep_str(sw, src);
 	c->raw_id = gf_sweep_str(sw, id);
 	c->name = gf_sweep_str(sw, name);
 	c->kind = gf_sweep_str(sw, kind);
@@ -62,7 +64,7 @@ static void assert_same_node(const struct gf_sweep_node *a, const struct gf_swee
 
 		assert_string_equal(x->key, y->key);
 		assert_str_or_null(x->version, y->version);
-		assert_int_equal(x->source, y->source);
+		assert_string_equal(x->source, y->source);
 		assert_str_or_null(x->raw_id, y->raw_id);
 		assert_str_or_null(x->name, y->name);
 		assert_str_or_null(x->kind, y->kind);
@@ -80,13 +82,13 @@ static void assert_same_node(const struct gf_sweep_node *a, const struct gf_swee
 	assert_int_equal(a->sensors.critical, b->sensors.critical);
 	assert_int_equal(a->sensors.unknown, b->sensors.unknown);
 	{
-		char *x = gf_codec_hardware_text(a->hardware), *y = gf_codec_hardware_text(b->hardware);
+		char *x = gf_hardware_text(a->hardware), *y = gf_hardware_text(b->hardware);
 
 		assert_str_or_null(x, y);
 		free(x);
 		free(y);
-		x = gf_codec_host_text(a->host);
-		y = gf_codec_host_text(b->host);
+		x = gf_hostfacts_text(a->host);
+		y = gf_hostfacts_text(b->host);
 		assert_str_or_null(x, y);
 		free(x);
 		free(y);
@@ -127,7 +129,7 @@ static void test_facts_documents_both_ways(void **state)
 
 	assert_non_null(hj);
 	assert_non_null(fj);
-	assert_int_equal(gf_codec_hardware_from_json(hj, "n1", &h, &err), 0);
+	assert_int_equal(gf_hardware_from_json(hj, "n1", &h, &err), 0);
 	assert_int_equal(h.ngpus, 2);
 	assert_int_equal(h.gpus[1].index, 3);
 	back = gf_hardware_to_json(&h);
@@ -135,7 +137,7 @@ static void test_facts_documents_both_ways(void **state)
 	json_decref(back);
 	gf_hardware_release(&h);
 
-	assert_int_equal(gf_codec_host_from_json(fj, "n1", &f, &err), 0);
+	assert_int_equal(gf_hostfacts_from_json(fj, "n1", &f, &err), 0);
 	assert_int_equal(f.health, GF_HEALTH_GPU_LOST);
 	assert_int_equal(f.nxids, 2);
 	assert_int_equal(f.xids[0].code, 79); /* by code, not as text */
@@ -152,7 +154,7 @@ static void test_facts_documents_both_ways(void **state)
 	json_decref(fj);
 	fj = json_pack("{s:n,s:{s:s,s:n,s:s}}", "driver", "health", "state", "ok", "xid",
 		       "xid_note", "no permission");
-	assert_int_equal(gf_codec_host_from_json(fj, "n1", &f, &err), 0);
+	assert_int_equal(gf_hostfacts_from_json(fj, "n1", &f, &err), 0);
 	assert_null(f.driver);
 	assert_false(f.xid_read);
 	assert_string_equal(f.xid_note, "no permission");
@@ -189,8 +191,8 @@ static void test_facts_bad_members_are_named(void **state)
 		struct gf_hardware h = {0};
 		struct gf_hostfacts f = {0};
 		struct gf_err err = {0};
-		int rc = cases[i].hw ? gf_codec_hardware_from_json(j, "n1", &h, &err)
-				     : gf_codec_host_from_json(j, "n1", &f, &err);
+		int rc = cases[i].hw ? gf_hardware_from_json(j, "n1", &h, &err)
+				     : gf_hostfacts_from_json(j, "n1", &f, &err);
 
 		assert_int_equal(rc, GF_E_USAGE);
 		assert_string_equal(err.msg, cases[i].msg);
@@ -223,9 +225,9 @@ static void test_node_round_trip_every_member(void **state)
 	n->host_read = true;
 	gf_sweep_node_error(sw, n, GF_OP_SENSORS, GF_EK_TIMEOUT, "too slow");
 	gf_sweep_node_error(sw, n, GF_OP_SEL, GF_EK_PROTOCOL, "bad \"entry\" 7");
-	comp(sw, n, "bmc", "1.2", GF_SRC_REDFISH, "BMC", "Manager firmware", "bmc");
-	comp(sw, n, "driver", "550.54", GF_SRC_SSH, NULL, NULL, "driver");
-	comp(sw, n, "nic0", NULL, GF_SRC_IPMI, "fru3", "ConnectX-7", NULL);
+	comp(sw, n, "bmc", "1.2", "redfish", "BMC", "Manager firmware", "bmc");
+	comp(sw, n, "driver", "550.54", "ssh", NULL, NULL, "driver");
+	comp(sw, n, "nic0", NULL, "ipmi", "fru3", "ConnectX-7", NULL);
 	gf_inv_set_finish(sw, n->set);
 	n->sel = (struct gf_sel_summary){.read = true, .total = 4, .new_info = 1, .new_warning = 2,
 					 .new_critical = 3, .has_mark = true, .mark = 1764417000.25};
@@ -236,8 +238,8 @@ static void test_node_round_trip_every_member(void **state)
 		struct gf_hardware h;
 		struct gf_hostfacts f;
 
-		assert_int_equal(gf_codec_hardware_from_json(hj, "gpu1", &h, &err), 0);
-		assert_int_equal(gf_codec_host_from_json(fj, "gpu1", &f, &err), 0);
+		assert_int_equal(gf_hardware_from_json(hj, "gpu1", &h, &err), 0);
+		assert_int_equal(gf_hostfacts_from_json(fj, "gpu1", &f, &err), 0);
 		gf_sweep_node_take_hardware(n, &h);
 		gf_sweep_node_take_host(n, &f);
 		json_decref(hj);
@@ -700,7 +702,7 @@ static void check_finish_as_rounds(const char *const *keys, size_t n)
 	assert_non_null(want);
 	for (size_t i = 0; i < n; i++) {
 		snprintf(num, sizeof(num), "%zu", i);
-		comp(sw, node, keys[i], num, GF_SRC_REDFISH, NULL, NULL, "other");
+		comp(sw, node, keys[i], num, "redfish", NULL, NULL, "other");
 		want[i] = strdup(keys[i]);
 	}
 	renamed_by_rounds(want, n);
@@ -767,5 +769,6 @@ int main(void)
 		cmocka_unit_test(test_baseline_file_messages),
 	};
 
+	stub_backends_register();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

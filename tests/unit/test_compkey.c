@@ -15,6 +15,7 @@
 #include "lib/bios.h"
 #include "lib/compkey.h"
 #include "redfish/rf.h"
+#include "tests/unit/stub_backends.h"
 
 static void rows_are_well_formed(void **state)
 {
@@ -229,5 +230,6 @@ int main(void)
 		cmocka_unit_test(bios_ignore_per_dialect),
 	};
 
+	stub_backends_register();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 
 #include "inventory/db.h"
 #include "lib/buf.h"
+#include "tests/unit/stub_backends.h"
 
 /* struct gf_node holds char *; these literals are never written through. */
 #define S(lit) ((char *)(lit))
@@ -125,7 +126,7 @@ static char *raw_text(sqlite3 *h, const char *sql)
 	return v;
 }
 
-static struct gf_node mknode(const char *name, const char *bmc, enum gf_proto proto,
+static struct gf_node mknode(const char *name, const char *bmc, const struct gf_backend *proto,
 			     char **groups, size_t ngroups)
 {
 	struct gf_node n = {
@@ -257,13 +258,13 @@ static void test_round_trip(void **state)
 	struct gf_db *db = open_ok(f->path);
 
 	/* Registration order is not name order. */
-	in[0] = mknode("gpu002", "10.0.0.2", GF_PROTO_IPMI, g1, 4);
+	in[0] = mknode("gpu002", "10.0.0.2", &stub_ipmi, g1, 4);
 	in[0].bmc_port = 6230;
 	in[0].ssh = S("root@gpu002:2222");
 	in[0].profile = S("lab");
-	in[1] = mknode("gpu001", NULL, GF_PROTO_AUTO, NULL, 0);
+	in[1] = mknode("gpu001", NULL, NULL, NULL, 0);
 	in[1].ssh = S("gpu001");
-	in[2] = mknode("gpu010", "bmc10.example", GF_PROTO_REDFISH, g2, 1);
+	in[2] = mknode("gpu010", "bmc10.example", &stub_redfish, g2, 1);
 	assert_int_equal(gf_db_nodes_add(db, in, 3, false, &err), 0);
 	gf_db_close(db);
 
@@ -273,7 +274,7 @@ static void test_round_trip(void **state)
 	assert_string_equal(out[0].name, "gpu002");
 	assert_string_equal(out[0].bmc, "10.0.0.2");
 	assert_int_equal(out[0].bmc_port, 6230);
-	assert_int_equal(out[0].protocol, GF_PROTO_IPMI);
+	assert_ptr_equal(out[0].protocol, &stub_ipmi);
 	assert_string_equal(out[0].ssh, "root@gpu002:2222");
 	assert_string_equal(out[0].profile, "lab");
 	assert_int_equal(out[0].ngroups, 3); /* sorted, the duplicate folded */
@@ -284,13 +285,13 @@ static void test_round_trip(void **state)
 	assert_string_equal(out[1].name, "gpu001");
 	assert_null(out[1].bmc);
 	assert_int_equal(out[1].bmc_port, 0);
-	assert_int_equal(out[1].protocol, GF_PROTO_AUTO);
+	assert_ptr_equal(out[1].protocol, NULL);
 	assert_string_equal(out[1].ssh, "gpu001");
 	assert_null(out[1].profile);
 	assert_int_equal(out[1].ngroups, 0);
 
 	assert_string_equal(out[2].name, "gpu010");
-	assert_int_equal(out[2].protocol, GF_PROTO_REDFISH);
+	assert_ptr_equal(out[2].protocol, &stub_redfish);
 	assert_null(out[2].ssh);
 	assert_int_equal(out[2].ngroups, 1);
 	assert_string_equal(out[2].groups[0], "all");
@@ -316,7 +317,7 @@ static void test_duplicate(void **state)
 	struct fixture *f = *state;
 	struct gf_err err = {0};
 	char *g[] = {S("x")};
-	struct gf_node one = mknode("n1", "b1", GF_PROTO_IPMI, NULL, 0);
+	struct gf_node one = mknode("n1", "b1", &stub_ipmi, NULL, 0);
 	struct gf_node batch[3];
 	struct gf_db *db = open_ok(f->path);
 	sqlite3 *h;
@@ -324,16 +325,16 @@ static void test_duplicate(void **state)
 	assert_int_equal(gf_db_nodes_add(db, &one, 1, false, NULL), 0);
 
 	/* The third is a duplicate: the first two, and their groups, are not added either. */
-	batch[0] = mknode("n2", "b2", GF_PROTO_IPMI, g, 1);
-	batch[1] = mknode("n3", "b3", GF_PROTO_IPMI, g, 1);
-	batch[2] = mknode("n1", "other", GF_PROTO_REDFISH, g, 1);
+	batch[0] = mknode("n2", "b2", &stub_ipmi, g, 1);
+	batch[1] = mknode("n3", "b3", &stub_ipmi, g, 1);
+	batch[2] = mknode("n1", "other", &stub_redfish, g, 1);
 	assert_int_equal(gf_db_nodes_add(db, batch, 3, false, &err), GF_E_USAGE);
 	assert_int_equal(err.code, GF_E_USAGE);
 	assert_string_equal(err.msg, "node 'n1' already exists");
 	assert_describe(db, "n1[]");
 
 	/* A name twice in one batch is a duplicate too. */
-	batch[2] = mknode("n2", "b2", GF_PROTO_IPMI, NULL, 0);
+	batch[2] = mknode("n2", "b2", &stub_ipmi, NULL, 0);
 	assert_int_equal(gf_db_nodes_add(db, batch, 3, false, &err), GF_E_USAGE);
 	assert_string_equal(err.msg, "node 'n2' already exists");
 	assert_describe(db, "n1[]");
@@ -359,14 +360,14 @@ static void test_replace(void **state)
 	size_t n = 0;
 	struct gf_db *db = open_ok(f->path);
 
-	first[0] = mknode("a", "bmc-a", GF_PROTO_IPMI, g_old, 2);
+	first[0] = mknode("a", "bmc-a", &stub_ipmi, g_old, 2);
 	first[0].ssh = S("a-host");
 	first[0].profile = S("p1");
-	first[1] = mknode("b", "bmc-b", GF_PROTO_IPMI, NULL, 0);
+	first[1] = mknode("b", "bmc-b", &stub_ipmi, NULL, 0);
 	assert_int_equal(gf_db_nodes_add(db, first, 2, false, &err), 0);
 
-	again[0] = mknode("c", "bmc-c", GF_PROTO_AUTO, NULL, 0);
-	again[1] = mknode("a", "bmc-a2", GF_PROTO_REDFISH, g_new, 1);
+	again[0] = mknode("c", "bmc-c", NULL, NULL, 0);
+	again[1] = mknode("a", "bmc-a2", &stub_redfish, g_new, 1);
 	again[1].bmc_port = 8443;
 	assert_int_equal(gf_db_nodes_add(db, again, 2, true, &err), 0);
 
@@ -376,7 +377,7 @@ static void test_replace(void **state)
 	assert_string_equal(out[0].name, "a");
 	assert_string_equal(out[0].bmc, "bmc-a2");
 	assert_int_equal(out[0].bmc_port, 8443);
-	assert_int_equal(out[0].protocol, GF_PROTO_REDFISH);
+	assert_ptr_equal(out[0].protocol, &stub_redfish);
 	assert_null(out[0].ssh);
 	assert_null(out[0].profile);
 	assert_int_equal(out[0].ngroups, 1);
@@ -398,9 +399,9 @@ static void test_remove(void **state)
 	struct gf_db *db = open_ok(f->path);
 	sqlite3 *h;
 
-	in[0] = mknode("a", NULL, GF_PROTO_AUTO, g, 1);
-	in[1] = mknode("b", NULL, GF_PROTO_AUTO, g, 1);
-	in[2] = mknode("c", NULL, GF_PROTO_AUTO, g, 1);
+	in[0] = mknode("a", NULL, NULL, g, 1);
+	in[1] = mknode("b", NULL, NULL, g, 1);
+	in[2] = mknode("c", NULL, NULL, g, 1);
 	assert_int_equal(gf_db_nodes_add(db, in, 3, false, &err), 0);
 
 	assert_int_equal(gf_db_nodes_remove(db, bad, 2, &err), GF_E_USAGE);
@@ -434,8 +435,8 @@ static void test_tag(void **state)
 	const char *z[] = {"z"};
 	struct gf_db *db = open_ok(f->path);
 
-	in[0] = mknode("a", NULL, GF_PROTO_AUTO, NULL, 0);
-	in[1] = mknode("b", NULL, GF_PROTO_AUTO, NULL, 0);
+	in[0] = mknode("a", NULL, NULL, NULL, 0);
+	in[1] = mknode("b", NULL, NULL, NULL, 0);
 	assert_int_equal(gf_db_nodes_add(db, in, 2, false, &err), 0);
 
 	assert_int_equal(gf_db_nodes_tag(db, both, 2, xy, 2, NULL, 0, &err), 0);
@@ -577,6 +578,65 @@ static void test_audit_migrated(void **state)
 	gf_db_close(db);
 }
 
+/*
+ * A version 6 file, whose components table lists the sources in a CHECK,
+ * keeps its rows at version 7, where a source is any name (a new backend's).
+ */
+static void test_sources_are_data(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_db *db = open_ok(f->path);
+	sqlite3 *h;
+	char *sql;
+
+	gf_db_close(db);
+	h = raw_open(f->path);
+	raw_exec(h, "DROP TABLE components;"
+		    "CREATE TABLE components ("
+		    "  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
+		    "  key TEXT NOT NULL, version TEXT,"
+		    "  source TEXT NOT NULL CHECK (source IN ('ipmi', 'redfish', 'ssh')),"
+		    "  raw_id TEXT, name TEXT, kind TEXT, PRIMARY KEY (cset, key)) WITHOUT ROWID;"
+		    "INSERT INTO csets (id, hash, body) VALUES (1, 7, x'00'), (2, 8, x'01');"
+		    "INSERT INTO components VALUES (1, 'bmc', '1.2', 'redfish', 'BMC', 'BMC', 'bmc'),"
+		    "  (1, 'driver', '550', 'ssh', NULL, NULL, 'driver'), (2, 'bios', '3', 'ipmi',"
+		    "  NULL, NULL, 'bios');"
+		    "PRAGMA user_version = 6");
+	assert_int_not_equal(sqlite3_exec(h, "INSERT INTO components (cset, key, source)"
+					     " VALUES (2, 'x', 'events')", NULL, NULL, NULL),
+			     SQLITE_OK);
+	sqlite3_close(h);
+
+	db = open_ok(f->path);
+	gf_db_close(db);
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "PRAGMA user_version"), gf_db_schema_version());
+	assert_true(gf_db_schema_version() >= 7);
+	sql = raw_text(h, "SELECT sql FROM sqlite_master WHERE name = 'components'");
+	assert_null(strstr(sql, "CHECK"));
+	free(sql);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%new'"),
+			 0);
+	/* Every row as it was. */
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM components"), 3);
+	sql = raw_text(h, "SELECT group_concat(cset || key || version || source || kind, ' ')"
+			  " FROM (SELECT * FROM components ORDER BY cset, key)");
+	assert_string_equal(sql, "1bmc1.2redfishbmc 1driver550sshdriver 2bios3ipmibios");
+	free(sql);
+	/* Any source now; the foreign key still holds. */
+	raw_exec(h, "PRAGMA foreign_keys = ON;"
+		    "INSERT INTO components (cset, key, source) VALUES (2, 'x', 'events')");
+	assert_int_not_equal(sqlite3_exec(h, "INSERT INTO components (cset, key, source)"
+					     " VALUES (9, 'y', 'ssh')", NULL, NULL, NULL),
+			     SQLITE_OK);
+	raw_exec(h, "DELETE FROM csets WHERE id = 2");
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM components"), 2);
+	sql = raw_text(h, "PRAGMA integrity_check");
+	assert_string_equal(sql, "ok");
+	free(sql);
+	sqlite3_close(h);
+}
+
 static void test_newer_refused(void **state)
 {
 	struct fixture *f = *state;
@@ -637,7 +697,7 @@ static void test_migrate_from_empty(void **state)
 {
 	struct fixture *f = *state;
 	struct gf_err err = {0};
-	struct gf_node nd = mknode("n", NULL, GF_PROTO_AUTO, NULL, 0);
+	struct gf_node nd = mknode("n", NULL, NULL, NULL, 0);
 	int fd = open(f->path, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	struct gf_db *db;
 	sqlite3 *h;
@@ -677,7 +737,7 @@ static void test_busy_waits(void **state)
 {
 	struct fixture *f = *state;
 	struct gf_err err = {0};
-	struct gf_node nd = mknode("n", NULL, GF_PROTO_AUTO, NULL, 0);
+	struct gf_node nd = mknode("n", NULL, NULL, NULL, 0);
 	struct gf_db *db = open_ok(f->path);
 	sqlite3 *a = raw_open(f->path);
 	double t0, waited;
@@ -826,6 +886,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_intent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_migrated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sources_are_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tls_pins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_refused, setup, teardown),
@@ -835,5 +896,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_path, setup, teardown),
 	};
 
+	stub_backends_register();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

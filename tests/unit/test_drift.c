@@ -18,6 +18,7 @@
 #include "inventory/sweep.h"
 #include "lib/buf.h"
 #include "lib/util.h"
+#include "tests/unit/stub_backends.h"
 
 /*
  * A node from a compact spec: "bmc=1.0,bios=2.0,driver=550@ssh,gpu0.firmware=-"
@@ -43,10 +44,10 @@ static struct gf_sweep_node *add(struct gf_sweep *sw, const char *name, const ch
 		at = strchr(tok, '@');
 		assert_non_null(eq);
 		*eq = '\0';
-		c->source = GF_SRC_REDFISH;
+		c->source = "redfish";
 		if (at) {
 			*at = '\0';
-			c->source = (enum gf_source)gf_source_parse(at + 1);
+			c->source = gf_sweep_str(sw, at + 1);
 		}
 		c->key = gf_sweep_str(sw, tok);
 		c->version = strcmp(eq + 1, "-") == 0 ? NULL : gf_sweep_str(sw, eq + 1);
@@ -104,7 +105,7 @@ static void test_majority_finds_the_odd_node(void **state)
 	assert_string_equal(dn->items[0].component, "bmc");
 	assert_string_equal(dn->items[0].expected, "1.2");
 	assert_string_equal(dn->items[0].actual, "1.1");
-	assert_int_equal(dn->items[0].source, GF_SRC_REDFISH);
+	assert_string_equal(dn->items[0].source, "redfish");
 	assert_int_equal(dn->items[0].flags, 0);
 	assert_int_equal(dnode(d, "gpu1")->n, 0);
 	gf_drift_free(d);
@@ -193,7 +194,7 @@ static void test_majority_missing_extra_and_unread(void **state)
 	assert_null(dn->items[0].actual);
 	assert_string_equal(dn->items[0].expected, "9");
 	assert_true(dn->items[0].flags & GF_DRIFT_MISSING);
-	assert_int_equal(dn->items[0].source, GF_SRC_REDFISH);
+	assert_string_equal(dn->items[0].source, "redfish");
 	/* Its host facts were not read: no "driver missing" on d. */
 	assert_int_equal(dnode(d, "d")->n, 0);
 	dn = dnode(d, "e");
@@ -201,7 +202,7 @@ static void test_majority_missing_extra_and_unread(void **state)
 	assert_string_equal(dn->items[0].component, "ofed");
 	assert_null(dn->items[0].expected);
 	assert_true(dn->items[0].flags & GF_DRIFT_EXTRA);
-	assert_int_equal(dn->items[0].source, GF_SRC_SSH);
+	assert_string_equal(dn->items[0].source, "ssh");
 	/* The failed node is not compared and counts for nothing. */
 	assert_false(dnode(d, "f")->compared);
 	assert_int_equal(d->not_compared, 1);
@@ -317,7 +318,7 @@ static void test_baseline_rules(void **state)
 	assert_string_equal(dn->items[2].actual, "9");
 	assert_string_equal(dn->items[3].component, "ofed");
 	assert_true(dn->items[3].flags & GF_DRIFT_MISSING);
-	assert_int_equal(dn->items[3].source, GF_SRC_SSH);
+	assert_string_equal(dn->items[3].source, "ssh");
 	/* c: its own model's bmc rule; no host read, so no missing driver or ofed. */
 	dn = dnode(d, "c");
 	assert_int_equal(dn->n, 1);
@@ -547,7 +548,7 @@ static void test_norm_host(void **state)
 	assert_string_equal(ver(a, "gpu0.vbios"), "96.00.89.00.01");
 	assert_string_equal(find_comp(a, "gpu0.vbios")->raw_id,
 			    "nvidia-smi:00000000:19:00.0:vbios_version");
-	assert_int_equal(find_comp(a, "driver")->source, GF_SRC_SSH);
+	assert_string_equal(find_comp(a, "driver")->source, "ssh");
 	assert_string_equal(find_comp(a, "driver")->kind, "driver");
 	assert_null(find_comp(a, "ofed"));
 	assert_null(find_comp(a, "fabricmanager"));
@@ -588,7 +589,7 @@ static void test_norm_bmc(void **state)
 	assert_string_equal(ver(a, "nic0"), "7");          /* no number: counted */
 	assert_string_equal(ver(a, "nic1"), "8");
 	assert_string_equal(ver(a, "bios"), "2.1.0");      /* from the hardware */
-	assert_int_equal(find_comp(a, "bios")->source, GF_SRC_REDFISH);
+	assert_string_equal(find_comp(a, "bios")->source, "redfish");
 	assert_string_equal(find_comp(a, "bmc")->kind, "other"); /* none reported */
 	assert_string_equal(find_comp(a, "gpu5.firmware")->kind, "gpu");
 	assert_int_equal(a->n, 9);
@@ -598,7 +599,7 @@ static void test_norm_bmc(void **state)
 	a = gf_sweep_new_set(sw);
 	assert_int_equal(gf_norm_bmc_components(sw, "n1", &l, &hw, "ipmi", a, &err), 0);
 	assert_string_equal(ver(a, "bios"), "1");
-	assert_int_equal(find_comp(a, "bios")->source, GF_SRC_IPMI);
+	assert_string_equal(find_comp(a, "bios")->source, "ipmi");
 	assert_int_equal(a->n, 8);
 
 	/* What a peer sends that is not UTF-8 is kept readable, as JSON and the store need. */
@@ -645,5 +646,6 @@ int main(void)
 		cmocka_unit_test(test_norm_bmc),
 	};
 
+	stub_backends_register();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,11 +24,12 @@
 #include "inventory/sweep.h"
 #include "lib/buf.h"
 #include "lib/file.h"
+#include "tests/unit/stub_backends.h"
 
 /* A component of a test node. */
 struct tcomp {
 	const char *key, *version;
-	enum gf_source source;
+	const char *source;
 };
 
 static struct gf_sweep_node *add(struct gf_sweep *sw, const char *name, const char *model,
@@ -47,7 +48,7 @@ static struct gf_sweep_node *add(struct gf_sweep *sw, const char *name, const ch
 
 		ic->key = gf_sweep_str(sw, c[i].key);
 		ic->version = gf_sweep_str(sw, c[i].version);
-		ic->source = c[i].source;
+		ic->source = gf_sweep_str(sw, c[i].source);
 		ic->kind = gf_sweep_str(sw, "other");
 	}
 	gf_inv_set_finish(sw, node->set);
@@ -90,8 +91,8 @@ static void lacks(const char *text, const char *what)
 /* Three DGX nodes, gpu2 off the majority's BMC firmware; gpu1 with GPUs, Xids, SEL, sensors. */
 static struct gf_sweep *fleet(void)
 {
-	const struct tcomp base[] = {{"bmc", "1.0", GF_SRC_REDFISH}, {"driver", "590.48.01", GF_SRC_SSH}};
-	const struct tcomp odd[] = {{"bmc", "1.1", GF_SRC_REDFISH}, {"driver", "590.48.01", GF_SRC_SSH}};
+	const struct tcomp base[] = {{"bmc", "1.0", "redfish"}, {"driver", "590.48.01", "ssh"}};
+	const struct tcomp odd[] = {{"bmc", "1.1", "redfish"}, {"driver", "590.48.01", "ssh"}};
 	struct gf_sweep *sw = gf_sweep_new();
 	struct gf_sweep_node *n;
 
@@ -217,8 +218,8 @@ static void help_and_type(void **state)
 
 static void label_escaping(void **state)
 {
-	const struct tcomp a[] = {{"gpu0.firmware", "96.00.\"A1\"\\b\nrc", GF_SRC_REDFISH}};
-	const struct tcomp b[] = {{"gpu0.firmware", "96.00.A1", GF_SRC_REDFISH}};
+	const struct tcomp a[] = {{"gpu0.firmware", "96.00.\"A1\"\\b\nrc", "redfish"}};
+	const struct tcomp b[] = {{"gpu0.firmware", "96.00.A1", "redfish"}};
 	struct gf_sweep *sw = gf_sweep_new();
 	char *t;
 
@@ -301,5 +302,6 @@ int main(void)
 		cmocka_unit_test(file_replace),
 	};
 
+	stub_backends_register();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/facts.h"
 #include "lib/buf.h"
 #include "lib/model.h"
 

@@ -11,6 +11,7 @@
 
 #include "lib/buf.h"
 #include "lib/node.h"
+#include "tests/unit/stub_backends.h"
 
 #define SENTINEL ((struct gf_node *)(uintptr_t)0x1)
 
@@ -37,7 +38,7 @@ static void test_csv_good(void **state)
 	assert_string_equal(nodes[0].name, "gpu001");
 	assert_string_equal(nodes[0].bmc, "10.0.0.1");
 	assert_int_equal(nodes[0].bmc_port, 0);
-	assert_int_equal(nodes[0].protocol, GF_PROTO_IPMI);
+	assert_ptr_equal(nodes[0].protocol, &stub_ipmi);
 	assert_string_equal(nodes[0].ssh, "root@10.1.0.1");
 	assert_string_equal(nodes[0].profile, "lab");
 	assert_int_equal(nodes[0].ngroups, 2);
@@ -47,7 +48,7 @@ static void test_csv_good(void **state)
 	assert_string_equal(nodes[1].name, "gpu002");
 	assert_string_equal(nodes[1].bmc, "fe80::2");
 	assert_int_equal(nodes[1].bmc_port, 6230);
-	assert_int_equal(nodes[1].protocol, GF_PROTO_REDFISH);
+	assert_ptr_equal(nodes[1].protocol, &stub_redfish);
 	assert_string_equal(nodes[1].ssh, "h2:2222");
 	assert_null(nodes[1].profile);
 	assert_int_equal(nodes[1].ngroups, 2);
@@ -56,7 +57,7 @@ static void test_csv_good(void **state)
 
 	assert_string_equal(nodes[2].name, "login1");
 	assert_null(nodes[2].bmc);
-	assert_int_equal(nodes[2].protocol, GF_PROTO_AUTO);
+	assert_ptr_equal(nodes[2].protocol, NULL);
 	assert_null(nodes[2].ssh);
 	assert_null(nodes[2].profile);
 	assert_int_equal(nodes[2].ngroups, 0);
@@ -296,23 +297,23 @@ static void test_names(void **state)
 
 static void test_proto(void **state)
 {
-	enum gf_proto p = GF_PROTO_AUTO;
+	const struct gf_backend *p = NULL;
 	struct gf_err err = {0};
 
 	(void)state;
-	assert_string_equal(gf_proto_name(GF_PROTO_AUTO), "auto");
-	assert_string_equal(gf_proto_name(GF_PROTO_IPMI), "ipmi");
-	assert_string_equal(gf_proto_name(GF_PROTO_REDFISH), "redfish");
+	assert_string_equal(gf_proto_name(NULL), "auto");
+	assert_string_equal(gf_proto_name(&stub_ipmi), "ipmi");
+	assert_string_equal(gf_proto_name(&stub_redfish), "redfish");
 	assert_int_equal(gf_proto_parse("redfish", &p, &err), 0);
-	assert_int_equal(p, GF_PROTO_REDFISH);
+	assert_ptr_equal(p, &stub_redfish);
 	assert_int_equal(gf_proto_parse("IPMI", &p, &err), 0);
-	assert_int_equal(p, GF_PROTO_IPMI);
+	assert_ptr_equal(p, &stub_ipmi);
 	assert_int_equal(gf_proto_parse("auto", &p, &err), 0);
-	assert_int_equal(p, GF_PROTO_AUTO);
-	p = GF_PROTO_REDFISH;
+	assert_null(p);
+	p = &stub_redfish;
 	assert_int_equal(gf_proto_parse("", &p, &err), GF_E_USAGE);
 	assert_int_equal(gf_proto_parse("ipmi ", &p, &err), GF_E_USAGE);
-	assert_int_equal(p, GF_PROTO_REDFISH);
+	assert_ptr_equal(p, &stub_redfish);
 	assert_string_equal(err.msg, "protocol 'ipmi ' is not one of ipmi, redfish, auto");
 }
 
@@ -398,5 +399,6 @@ int main(void)
 		cmocka_unit_test(test_name_lookup),
 	};
 
+	stub_backends_register();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,11 +35,11 @@ static struct gf_sweep_node *add(struct gf_sweep *sw, const char *name, const ch
 	c = gf_inv_set_add(n->set);
 	c->key = gf_sweep_str(sw, "bmc");
 	c->version = gf_sweep_str(sw, bmc);
-	c->source = GF_SRC_REDFISH;
+	c->source = "redfish";
 	c = gf_inv_set_add(n->set);
 	c->key = gf_sweep_str(sw, "driver");
 	c->version = gf_sweep_str(sw, driver);
-	c->source = GF_SRC_SSH;
+	c->source = "ssh";
 	gf_inv_set_finish(sw, n->set);
 	return n;
 }
@@ -82,7 +82,7 @@ static void folds_and_counts(void **state)
 					      "79", 3);
 			struct gf_hostfacts f;
 
-			assert_int_equal(gf_codec_host_from_json(j, name, &f, NULL), 0);
+			assert_int_equal(gf_hostfacts_from_json(j, name, &f, NULL), 0);
 			gf_sweep_node_take_host(n, &f);
 			json_decref(j);
 		}

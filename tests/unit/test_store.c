@@ -22,6 +22,7 @@
 #include "inventory/db.h"
 #include "inventory/store.h"
 #include "lib/buf.h"
+#include "tests/unit/stub_backends.h"
 
 struct fixture {
 	char dir[64];
@@ -146,10 +147,10 @@ static struct gf_sweep_node *add(struct gf_sweep *sw, const char *name, const ch
 		eq = strchr(tok, '=');
 		at = strchr(tok, '@');
 		*eq = '\0';
-		c->source = GF_SRC_REDFISH;
+		c->source = "redfish";
 		if (at) {
 			*at = '\0';
-			c->source = GF_SRC_SSH;
+			c->source = "ssh";
 		}
 		c->key = gf_sweep_str(sw, tok);
 		c->version = gf_sweep_str(sw, eq + 1);
@@ -250,7 +251,7 @@ static void test_store_and_load(void **state)
 	assert_false(back->nodes[1].sel.read);
 	assert_string_equal(version(back, "gpu2", "bmc"), "1.1");
 	assert_string_equal(version(back, "gpu10", "driver"), "550");
-	assert_int_equal(gf_inv_set_find(n->set, "driver")->source, GF_SRC_SSH);
+	assert_string_equal(gf_inv_set_find(n->set, "driver")->source, "ssh");
 	assert_null(n->hardware); /* documents only on request */
 	gf_sweep_free(back);
 
@@ -697,5 +698,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
 	};
 
+	stub_backends_register();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

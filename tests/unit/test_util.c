@@ -4,13 +4,18 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "lib/bounded.h"
+#include "lib/cancel.h"
+#include "lib/file.h"
 #include "lib/util.h"
 
 static double parsed(const char *s)
@@ -171,6 +176,93 @@ static void hash64(void **state)
 	assert_true((gf_hash64("gpu01", 5) & 0xff) != (gf_hash64("gpu02", 5) & 0xff));
 }
 
+/* ---- lib/file: the whole-file reader ---- */
+
+static void file_read_cap(void **state)
+{
+	char path[] = "/tmp/gf-test-file-XXXXXX";
+	int fd = mkstemp(path);
+	struct gf_err err = {0};
+	char *text = NULL;
+	size_t len = 0;
+	char *big = malloc((1u << 20) + 1);
+	FILE *f;
+
+	(void)state;
+	assert_true(fd >= 0 && big);
+	memset(big, 'x', (1u << 20) + 1);
+	big[0] = '\0'; /* NULs are text like any other byte */
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(big, 1, 1u << 20, f), 1u << 20);
+	fclose(f);
+	/* Exactly the cap: read whole, NUL-terminated, its length told. */
+	assert_int_equal(gf_file_read(path, 1u << 20, 0, &text, &len, &err), 0);
+	assert_int_equal(len, 1u << 20);
+	assert_memory_equal(text, big, len);
+	assert_int_equal(text[len], '\0');
+	free(text);
+	/* One byte more than the cap: refused, nothing handed over. */
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputc('x', f);
+	fclose(f);
+	text = NULL;
+	len = 7;
+	assert_int_equal(gf_file_read(path, 1u << 20, 0, &text, &len, &err), GF_E_USAGE);
+	assert_null(text);
+	assert_int_equal(len, 7);
+	assert_int_equal(err.detail, 0);
+	assert_non_null(strstr(err.msg, "is larger than 1 MiB"));
+	assert_int_equal(gf_file_read(path, 2u << 20, 0, &text, &len, &err), 0);
+	assert_int_equal(len, (1u << 20) + 1);
+	free(text);
+	unlink(path);
+	/* A file that is not there: its cause, and errno as the detail. */
+	assert_int_equal(gf_file_read(path, 1u << 20, 0, &text, &len, &err), GF_E_USAGE);
+	assert_int_equal(err.detail, ENOENT);
+	assert_non_null(strstr(err.msg, "cannot read '/tmp/gf-test-file-"));
+	/* "-" is a file name unless the caller asks for standard input. */
+	assert_int_equal(gf_file_read("-", 1u << 20, 0, &text, &len, &err), GF_E_USAGE);
+	assert_string_equal(err.msg, "cannot read '-' (No such file or directory)");
+	free(big);
+}
+
+/* ---- lib/cancel: the cancellable sleep ---- */
+
+static gf_cancel_flag test_cancel;
+
+static void *cancel_soon(void *ud)
+{
+	(void)ud;
+	usleep(100 * 1000);
+	test_cancel = 1;
+	return NULL;
+}
+
+static void cancel_sleep(void **state)
+{
+	double t0 = gf_monotime();
+	pthread_t th;
+
+	(void)state;
+	/* Nothing to cancel it: it sleeps until @t, and says it was not cancelled. */
+	assert_false(gf_cancel_sleep_until(NULL, t0 + 0.06));
+	assert_true(gf_monotime() >= t0 + 0.06);
+	test_cancel = 0;
+	assert_false(gf_cancel_sleep_until(&test_cancel, gf_monotime() + 0.06));
+	/* Cancelled while it sleeps: back soon, long before @t. */
+	t0 = gf_monotime();
+	assert_int_equal(pthread_create(&th, NULL, cancel_soon, NULL), 0);
+	assert_true(gf_cancel_sleep_until(&test_cancel, t0 + 30));
+	assert_true(gf_monotime() - t0 < 5);
+	pthread_join(th, NULL);
+	/* Already cancelled: at once. */
+	t0 = gf_monotime();
+	assert_true(gf_cancel_sleep_until(&test_cancel, t0 + 30));
+	assert_true(gf_monotime() - t0 < 1);
+}
+
 /* ---- lib/bounded ---- */
 
 static atomic_int slow_done, slow_abandoned;
@@ -252,6 +344,8 @@ int main(void)
 		cmocka_unit_test(time_format_rounds),
 		cmocka_unit_test(durations),
 		cmocka_unit_test(hash64),
+		cmocka_unit_test(file_read_cap),
+		cmocka_unit_test(cancel_sleep),
 		cmocka_unit_test(bounded_run_and_abandon),
 		cmocka_unit_test(resolve_numeric_and_names),
 		cmocka_unit_test(deadline_left),

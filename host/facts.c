@@ -1,0 +1,526 @@
+/* The facts documents (hardware and host facts) as JSON: written, and read back. */
+#include "host/facts.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/buf.h"
+#include "lib/util.h"
+
+/* ---- writing ------------------------------------------------------------ */
+
+/* The string and number members of lib/model.c's documents. */
+static json_t *str(const char *s)
+{
+	return gf_model_json_str(s);
+}
+
+static json_t *num(struct gf_num n)
+{
+	return gf_model_json_num(n);
+}
+
+json_t *gf_hardware_to_json(const struct gf_hardware *h)
+{
+	json_t *cpus = json_array(), *gpus = json_array();
+
+	for (size_t i = 0; i < h->ncpus; i++)
+		json_array_append_new(cpus, str(h->cpus[i]));
+	for (size_t i = 0; i < h->ngpus; i++)
+		json_array_append_new(gpus, json_pack("{s:i,s:o,s:o,s:o}", "index", h->gpus[i].index,
+						      "model", str(h->gpus[i].model),
+						      "serial", str(h->gpus[i].serial),
+						      "firmware", str(h->gpus[i].firmware)));
+	return json_pack("{s:{s:o,s:o,s:o,s:o,s:o}, s:{s:o,s:o}, s:{s:o,s:o,s:o,s:o},"
+			 " s:{s:o,s:o,s:o,s:o,s:o}, s:o, s:o, s:o}",
+			 "system", "manufacturer", str(h->system.manufacturer),
+			 "model", str(h->system.model), "serial", str(h->system.serial),
+			 "uuid", str(h->system.uuid), "bios_version", str(h->system.bios_version),
+			 "chassis", "serial", str(h->chassis.serial),
+			 "part_number", str(h->chassis.part_number),
+			 "board", "manufacturer", str(h->board.manufacturer),
+			 "product", str(h->board.product), "serial", str(h->board.serial),
+			 "part_number", str(h->board.part_number),
+			 "product", "manufacturer", str(h->product.manufacturer),
+			 "name", str(h->product.name), "serial", str(h->product.serial),
+			 "part_number", str(h->product.part_number),
+			 "asset_tag", str(h->product.asset_tag),
+			 "cpus", cpus, "memory_gib", num(h->memory_gib), "gpus", gpus);
+}
+
+static json_t *jstr(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *jcount(struct gf_count c)
+{
+	return c.set && c.v <= (uint64_t)LLONG_MAX ? json_integer((json_int_t)c.v)
+							  : json_null();
+}
+
+static json_t *jbool(enum gf_tri t)
+{
+	return t == GF_TRI_UNKNOWN ? json_null() : json_boolean(t == GF_TRI_YES);
+}
+
+static json_t *jmode(enum gf_tri t)
+{
+	return t == GF_TRI_UNKNOWN ? json_null() : json_string(t == GF_TRI_YES ? "enabled" : "disabled");
+}
+
+static json_t *gpu_json(const struct gf_host_gpu *g)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "index", json_integer(g->index));
+	json_object_set_new(o, "name", jstr(g->name));
+	json_object_set_new(o, "serial", jstr(g->serial));
+	json_object_set_new(o, "uuid", jstr(g->uuid));
+	json_object_set_new(o, "pci", jstr(g->pci));
+	json_object_set_new(o, "vbios", jstr(g->vbios));
+	json_object_set_new(o, "memory_total_mib", jcount(g->memory_total_mib));
+	json_object_set_new(o, "mig_mode", jmode(g->mig_mode));
+	json_object_set_new(o, "persistence_mode", jmode(g->persistence_mode));
+	json_object_set_new(o, "ecc", json_pack("{s:{s:o,s:o},s:{s:o,s:o}}",
+		"volatile", "corrected", jcount(g->ecc_volatile_corrected),
+		"uncorrected", jcount(g->ecc_volatile_uncorrected),
+		"aggregate", "corrected", jcount(g->ecc_aggregate_corrected),
+		"uncorrected", jcount(g->ecc_aggregate_uncorrected)));
+	json_object_set_new(o, "retired_pages_pending", jbool(g->retired_pages_pending));
+	json_object_set_new(o, "remapped_rows_pending", jbool(g->remapped_rows_pending));
+	json_object_set_new(o, "inforom", jstr(g->inforom));
+	return o;
+}
+
+json_t *gf_hostfacts_to_json(const struct gf_hostfacts *f)
+{
+	json_t *o = json_object(), *gpus = json_array(), *health = json_object(), *notes = json_array();
+	json_t *failed = json_array();
+	const char *module = gf_driver_module_name(f->driver_module);
+
+	json_object_set_new(o, "driver", jstr(f->driver));
+	json_object_set_new(o, "driver_module", jstr(module));
+	json_object_set_new(o, "cuda_driver", jstr(f->cuda_driver));
+	json_object_set_new(o, "cuda_toolkit", jstr(f->cuda_toolkit));
+	json_object_set_new(o, "kernel", jstr(f->kernel));
+	json_object_set_new(o, "os", jstr(f->os));
+	json_object_set_new(o, "fabricmanager", jstr(f->fabricmanager));
+	json_object_set_new(o, "ofed", jstr(f->ofed));
+	json_object_set_new(o, "driver_library", jstr(f->driver_library));
+	for (size_t i = 0; i < f->ngpus; i++)
+		json_array_append_new(gpus, gpu_json(&f->gpus[i]));
+	json_object_set_new(o, "gpus", gpus);
+
+	json_object_set_new(health, "state", json_string(gf_host_health_name(f->health)));
+	if (f->health_detail)
+		json_object_set_new(health, "detail", json_string(f->health_detail));
+	if (f->xid_read) {
+		json_t *x = json_object();
+
+		for (size_t i = 0; i < f->nxids; i++) {
+			char code[16];
+
+			snprintf(code, sizeof(code), "%u", f->xids[i].code);
+			json_object_set_new(x, code, json_integer(f->xids[i].count));
+		}
+		json_object_set_new(health, "xid", x);
+		json_object_set_new(health, "xid_source", jstr(f->xid_source));
+	} else {
+		json_object_set_new(health, "xid", json_null());
+		if (f->xid_note)
+			json_object_set_new(health, "xid_note", json_string(f->xid_note));
+	}
+	json_object_set_new(o, "health", health);
+	for (size_t i = 0; i < f->nnotes; i++)
+		json_array_append_new(notes, json_string(f->notes[i]));
+	json_object_set_new(o, "notes", notes);
+	for (size_t i = 0; i < f->nfailed; i++)
+		json_array_append_new(failed, json_pack("{s:s,s:s}", "command", f->failed[i].command,
+							"message", f->failed[i].message));
+	json_object_set_new(o, "failed", failed);
+	return o;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* What the store keeps is the JSON with its keys sorted, as it always was. */
+static char *doc_text(json_t *doc)
+{
+	char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+	json_decref(doc);
+	return text;
+}
+
+char *gf_hardware_text(const struct gf_hardware *h)
+{
+	return h ? doc_text(gf_hardware_to_json(h)) : NULL;
+}
+
+char *gf_hostfacts_text(const struct gf_hostfacts *f)
+{
+	return f ? doc_text(gf_hostfacts_to_json(f)) : NULL;
+}
+
+/* Where a member of a facts document is, for messages: node, document, path. */
+struct doc_at {
+	const char *node;
+	const char *doc;       /* "hardware", "host" */
+	struct gf_err *err;
+};
+
+static int doc_bad(const struct doc_at *at, const char *parent, const char *key, const char *want)
+{
+	return gf_err_set(at->err, GF_E_USAGE, GF_EK_NONE, "node '%s': %s%s%s.%s must be %s",
+			  at->node, at->doc, parent ? "." : "", parent ? parent : "", key, want);
+}
+
+/* A string member into a new copy; absent or null leaves *dst NULL. */
+static int doc_str(const struct doc_at *at, json_t *o, const char *parent, const char *key,
+		   char **dst)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return doc_bad(at, parent, key, "a string or null");
+	*dst = gf_xstrdup(json_string_value(v));
+	return 0;
+}
+
+/* An object member (NULL when absent or null). */
+static int doc_obj(const struct doc_at *at, json_t *o, const char *parent, const char *key,
+		   json_t **ret)
+{
+	json_t *v = json_object_get(o, key);
+
+	*ret = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return doc_bad(at, parent, key, "an object or null");
+	*ret = v;
+	return 0;
+}
+
+static int doc_arr(const struct doc_at *at, json_t *o, const char *key, json_t **ret)
+{
+	json_t *v = json_object_get(o, key);
+
+	*ret = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_array(v))
+		return doc_bad(at, NULL, key, "an array or null");
+	*ret = v;
+	return 0;
+}
+
+static int doc_index(const struct doc_at *at, json_t *o, const char *parent, int *dst)
+{
+	json_t *v = json_object_get(o, "index");
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < INT_MIN || json_integer_value(v) > INT_MAX)
+		return doc_bad(at, parent, "index", "an integer");
+	*dst = (int)json_integer_value(v);
+	return 0;
+}
+
+struct doc_field {
+	const char *parent;    /* NULL: a member of the document itself */
+	const char *key;
+	size_t off;            /* of the char * in the struct */
+};
+
+static int doc_fields(const struct doc_at *at, json_t *doc, const struct doc_field *f, size_t n,
+		      void *base)
+{
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = doc;
+		int rc;
+
+		if (f[i].parent && (rc = doc_obj(at, doc, NULL, f[i].parent, &o)) < 0)
+			return rc;
+		if (o && (rc = doc_str(at, o, f[i].parent, f[i].key,
+				       (char **)((char *)base + f[i].off))) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+#define HW(parent, key, member) {parent, key, offsetof(struct gf_hardware, member)}
+static const struct doc_field hw_fields[] = {
+	HW("system", "manufacturer", system.manufacturer), HW("system", "model", system.model),
+	HW("system", "serial", system.serial), HW("system", "uuid", system.uuid),
+	HW("system", "bios_version", system.bios_version),
+	HW("chassis", "serial", chassis.serial), HW("chassis", "part_number", chassis.part_number),
+	HW("board", "manufacturer", board.manufacturer), HW("board", "product", board.product),
+	HW("board", "serial", board.serial), HW("board", "part_number", board.part_number),
+	HW("product", "manufacturer", product.manufacturer), HW("product", "name", product.name),
+	HW("product", "serial", product.serial),
+	HW("product", "part_number", product.part_number),
+	HW("product", "asset_tag", product.asset_tag),
+};
+#undef HW
+
+static int hw_lists(const struct doc_at *at, json_t *o, struct gf_hardware *h)
+{
+	json_t *cpus, *gpus, *mem = json_object_get(o, "memory_gib"), *v;
+	size_t i;
+	int rc;
+
+	if ((rc = doc_arr(at, o, "cpus", &cpus)) < 0 || (rc = doc_arr(at, o, "gpus", &gpus)) < 0)
+		return rc;
+	if (mem && !json_is_null(mem)) {
+		if (!json_is_number(mem))
+			return doc_bad(at, NULL, "memory_gib", "a number or null");
+		h->memory_gib.set = true;
+		h->memory_gib.v = json_number_value(mem);
+	}
+	h->cpus = gf_xcalloc(json_array_size(cpus) + 1, sizeof(*h->cpus));
+	json_array_foreach(cpus, i, v) {
+		if (!json_is_string(v))
+			return doc_bad(at, NULL, "cpus", "an array of strings");
+		h->cpus[h->ncpus++] = gf_xstrdup(json_string_value(v));
+	}
+	h->gpus = gf_xcalloc(json_array_size(gpus) + 1, sizeof(*h->gpus));
+	json_array_foreach(gpus, i, v) {
+		struct gf_gpu_hw *g = &h->gpus[h->ngpus];
+
+		if (!json_is_object(v))
+			return doc_bad(at, NULL, "gpus", "an array of objects");
+		h->ngpus++;
+		if ((rc = doc_index(at, v, "gpus[]", &g->index)) < 0 ||
+		    (rc = doc_str(at, v, "gpus[]", "model", &g->model)) < 0 ||
+		    (rc = doc_str(at, v, "gpus[]", "serial", &g->serial)) < 0 ||
+		    (rc = doc_str(at, v, "gpus[]", "firmware", &g->firmware)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int gf_hardware_from_json(json_t *o, const char *node, struct gf_hardware *ret,
+			  struct gf_err *err)
+{
+	const struct doc_at at = {node, "hardware", err};
+	struct gf_hardware h = {0};
+	int rc;
+
+	if (!json_is_object(o))
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s': 'hardware' must be an object",
+				  node);
+	if ((rc = doc_fields(&at, o, hw_fields, NELEM(hw_fields), &h)) < 0 ||
+	    (rc = hw_lists(&at, o, &h)) < 0) {
+		gf_hardware_release(&h);
+		return rc;
+	}
+	*ret = h;
+	return 0;
+}
+
+/* A count: a non-negative integer, or null for not known. */
+static int doc_count(const struct doc_at *at, json_t *o, const char *parent, const char *key,
+		     struct gf_count *dst)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return doc_bad(at, parent, key, "a non-negative integer or null");
+	dst->set = true;
+	dst->v = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+/* A yes/no: true/false (or, with @on/@off, those words), null for not known. */
+static int doc_tri(const struct doc_at *at, json_t *o, const char *parent, const char *key,
+		   const char *on, const char *off, enum gf_tri *dst)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!on && json_is_boolean(v))
+		*dst = json_is_true(v) ? GF_TRI_YES : GF_TRI_NO;
+	else if (on && json_is_string(v) && strcmp(json_string_value(v), on) == 0)
+		*dst = GF_TRI_YES;
+	else if (on && json_is_string(v) && strcmp(json_string_value(v), off) == 0)
+		*dst = GF_TRI_NO;
+	else
+		return doc_bad(at, parent, key, on ? "\"enabled\", \"disabled\" or null"
+						   : "a boolean or null");
+	return 0;
+}
+
+#define HG(key, member) {NULL, key, offsetof(struct gf_host_gpu, member)}
+static const struct doc_field gpu_fields[] = {
+	HG("name", name), HG("serial", serial), HG("uuid", uuid), HG("pci", pci),
+	HG("vbios", vbios), HG("inforom", inforom),
+};
+#undef HG
+
+static int host_gpu(const struct doc_at *gat, json_t *v, struct gf_host_gpu *g)
+{
+	const struct doc_at at = {gat->node, "host.gpus[]", gat->err};
+	json_t *ecc, *vol = NULL, *agg = NULL;
+	int rc;
+
+	if ((rc = doc_index(&at, v, NULL, &g->index)) < 0 ||
+	    (rc = doc_fields(&at, v, gpu_fields, NELEM(gpu_fields), g)) < 0 ||
+	    (rc = doc_count(&at, v, NULL, "memory_total_mib", &g->memory_total_mib)) < 0 ||
+	    (rc = doc_tri(&at, v, NULL, "mig_mode", "enabled", "disabled", &g->mig_mode)) < 0 ||
+	    (rc = doc_tri(&at, v, NULL, "persistence_mode", "enabled", "disabled",
+			  &g->persistence_mode)) < 0 ||
+	    (rc = doc_tri(&at, v, NULL, "retired_pages_pending", NULL, NULL,
+			  &g->retired_pages_pending)) < 0 ||
+	    (rc = doc_tri(&at, v, NULL, "remapped_rows_pending", NULL, NULL,
+			  &g->remapped_rows_pending)) < 0 ||
+	    (rc = doc_obj(&at, v, NULL, "ecc", &ecc)) < 0 ||
+	    (ecc && ((rc = doc_obj(&at, ecc, "ecc", "volatile", &vol)) < 0 ||
+		     (rc = doc_obj(&at, ecc, "ecc", "aggregate", &agg)) < 0)) ||
+	    (vol && ((rc = doc_count(&at, vol, "ecc.volatile", "corrected",
+				     &g->ecc_volatile_corrected)) < 0 ||
+		     (rc = doc_count(&at, vol, "ecc.volatile", "uncorrected",
+				     &g->ecc_volatile_uncorrected)) < 0)) ||
+	    (agg && ((rc = doc_count(&at, agg, "ecc.aggregate", "corrected",
+				     &g->ecc_aggregate_corrected)) < 0 ||
+		     (rc = doc_count(&at, agg, "ecc.aggregate", "uncorrected",
+				     &g->ecc_aggregate_uncorrected)) < 0)))
+		return rc;
+	return 0;
+}
+
+static int xid_cmp(const void *a, const void *b)
+{
+	unsigned x = ((const struct gf_xid_count *)a)->code, y = ((const struct gf_xid_count *)b)->code;
+
+	return x < y ? -1 : x > y;
+}
+
+static int host_health(const struct doc_at *at, json_t *o, struct gf_hostfacts *f)
+{
+	json_t *h, *x, *v;
+	const char *code;
+	int rc, st;
+
+	if ((rc = doc_obj(at, o, NULL, "health", &h)) < 0 || !h)
+		return rc;
+	v = json_object_get(h, "state");
+	if (v && !json_is_null(v)) {
+		st = json_is_string(v) ? gf_host_health_parse(json_string_value(v)) : -1;
+		if (st < 0)
+			return doc_bad(at, "health", "state", "a known health state");
+		f->health = (enum gf_host_health)st;
+	}
+	if ((rc = doc_str(at, h, "health", "detail", &f->health_detail)) < 0 ||
+	    (rc = doc_str(at, h, "health", "xid_source", &f->xid_source)) < 0 ||
+	    (rc = doc_str(at, h, "health", "xid_note", &f->xid_note)) < 0 ||
+	    (rc = doc_obj(at, h, "health", "xid", &x)) < 0 || !x)
+		return rc;
+	f->xid_read = true;
+	f->xids = gf_xcalloc(json_object_size(x) + 1, sizeof(*f->xids));
+	json_object_foreach(x, code, v) {
+		char *end;
+		unsigned long c = strtoul(code, &end, 10);
+
+		if (!*code || *end || c > 0xffffffffUL || !json_is_integer(v) ||
+		    json_integer_value(v) < 0 || json_integer_value(v) > 0xffffffffLL)
+			return doc_bad(at, "health", "xid", "an object of Xid codes and counts");
+		f->xids[f->nxids].code = (unsigned)c;
+		f->xids[f->nxids++].count = (unsigned)json_integer_value(v);
+	}
+	qsort(f->xids, f->nxids, sizeof(*f->xids), xid_cmp);
+	return 0;
+}
+
+#define HF(key, member) {NULL, key, offsetof(struct gf_hostfacts, member)}
+static const struct doc_field host_fields[] = {
+	HF("driver", driver), HF("cuda_driver", cuda_driver), HF("cuda_toolkit", cuda_toolkit),
+	HF("kernel", kernel), HF("os", os), HF("fabricmanager", fabricmanager), HF("ofed", ofed),
+	HF("driver_library", driver_library),
+};
+#undef HF
+
+/* "failed": the commands that failed unexplained (absent in documents older than it). */
+static int host_failed(const struct doc_at *at, json_t *o, struct gf_hostfacts *f)
+{
+	json_t *failed, *v;
+	size_t i;
+	int rc;
+
+	if ((rc = doc_arr(at, o, "failed", &failed)) < 0)
+		return rc;
+	json_array_foreach(failed, i, v) {
+		const char *c = json_string_value(json_object_get(v, "command"));
+		const char *m = json_string_value(json_object_get(v, "message"));
+
+		if (!c || !m)
+			return doc_bad(at, NULL, "failed", "an array of {\"command\",\"message\"}");
+		gf_hostfacts_add_failure(f, c, m);
+	}
+	return 0;
+}
+
+static int host_doc(const struct doc_at *at, json_t *o, struct gf_hostfacts *f)
+{
+	json_t *gpus, *notes, *v;
+	size_t i;
+	int rc;
+
+	if ((rc = doc_fields(at, o, host_fields, NELEM(host_fields), f)) < 0)
+		return rc;
+	v = json_object_get(o, "driver_module");
+	if (v && !json_is_null(v)) {
+		int m = json_is_string(v) ? gf_driver_module_parse(json_string_value(v)) : -1;
+
+		if (m < 0)
+			return doc_bad(at, NULL, "driver_module", "\"open\", \"proprietary\" or null");
+		f->driver_module = (enum gf_driver_module)m;
+	}
+	if ((rc = doc_arr(at, o, "gpus", &gpus)) < 0 || (rc = doc_arr(at, o, "notes", &notes)) < 0)
+		return rc;
+	f->gpus = gf_xcalloc(json_array_size(gpus) + 1, sizeof(*f->gpus));
+	json_array_foreach(gpus, i, v) {
+		if (!json_is_object(v))
+			return doc_bad(at, NULL, "gpus", "an array of objects");
+		if ((rc = host_gpu(at, v, &f->gpus[f->ngpus++])) < 0)
+			return rc;
+	}
+	f->notes = gf_xcalloc(json_array_size(notes) + 1, sizeof(*f->notes));
+	json_array_foreach(notes, i, v) {
+		if (!json_is_string(v))
+			return doc_bad(at, NULL, "notes", "an array of strings");
+		f->notes[f->nnotes++] = gf_xstrdup(json_string_value(v));
+	}
+	if ((rc = host_failed(at, o, f)) < 0)
+		return rc;
+	return host_health(at, o, f);
+}
+
+int gf_hostfacts_from_json(json_t *o, const char *node, struct gf_hostfacts *ret,
+			   struct gf_err *err)
+{
+	const struct doc_at at = {node, "host", err};
+	struct gf_hostfacts f = {0};
+	int rc;
+
+	if (!json_is_object(o))
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s': 'host' must be an object",
+				  node);
+	if ((rc = host_doc(&at, o, &f)) < 0) {
+		gf_hostfacts_release(&f);
+		return rc;
+	}
+	*ret = f;
+	return 0;
+}
