@@ -130,21 +130,47 @@ void cli_progress_done(void *ud, size_t i, const struct gf_result *slot)
 	}
 }
 
+void cli_render_stream(struct cli_render *r, size_t i, const struct gf_result *slot)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	json_t *o;
+
+	if (r->cli->format != GF_FMT_NDJSON)
+		return;
+	o = node_json(r, i, slot);
+	gf_render_ndjson_one(o, &b);
+	fputs(gf_buf_str(&b), stdout);
+	fflush(stdout);
+	json_decref(o);
+	gf_buf_release(&b);
+}
+
 void cli_render_done(void *ud, size_t i, const struct gf_result *slot)
 {
-	struct cli_render *r = ud;
-
-	if (r->cli->format == GF_FMT_NDJSON) {
-		struct gf_buf b = GF_BUF_INIT;
-		json_t *o = node_json(r, i, slot);
-
-		gf_render_ndjson_one(o, &b);
-		fputs(gf_buf_str(&b), stdout);
-		fflush(stdout);
-		json_decref(o);
-		gf_buf_release(&b);
-	}
+	cli_render_stream(ud, i, slot);
 	cli_progress_done(ud, i, slot);
+}
+
+void cli_progress_line(const char *fmt, ...)
+{
+	struct gf_buf line = GF_BUF_INIT;
+	char text[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	gf_buf_adds(&line, "\r\033[K");
+	gf_term_escape(&line, text, "");
+	fputs(gf_buf_str(&line), stderr);
+	fflush(stderr);
+	gf_buf_release(&line);
+}
+
+void cli_progress_clear(void)
+{
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
 }
 
 int cli_render_finish(struct cli_render *r, const struct gf_result *slots)

@@ -1,0 +1,140 @@
+/*
+ * The rollout engine of `gpufleet update`: a firmware rollout planned from
+ * a fresh read of every node's firmware inventory against a catalog,
+ * stored, then run batch by batch (the canary alone, then --batch nodes at
+ * once), each node `done` only once its new versions are read back, and
+ * resumed where a stopped run left it.
+ *
+ * The engine runs on the calling thread, which alone writes the store
+ * (inventory/rollout.c). It reaches the nodes through a fan-out the caller
+ * hands it (struct gf_rollout_fan): the workers run the engine's
+ * operation on a session of the node's BMC and fill only their own node's
+ * typed result; the calling thread gets each node as it finishes and
+ * through the hooks. Nothing here prints, prompts or exits.
+ */
+#ifndef GF_ROLLOUT_ENGINE_H
+#define GF_ROLLOUT_ENGINE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "inventory/catalog.h"
+#include "inventory/rollout.h"
+#include "lib/backend.h"
+#include "lib/node.h"
+#include "lib/result.h"
+
+/* One BMC operation of the engine, on a worker: as the fan-out frame's per-node op. */
+typedef int (*gf_rollout_op)(const struct gf_backend *be, void *sess, const struct gf_node *n,
+			     const void *ctx, struct gf_result *slot, struct gf_err *err);
+
+/* One fan-out the engine asks for. */
+struct gf_rollout_fanout {
+	const struct gf_node *nodes;
+	size_t n;
+	gf_rollout_op op;            /* on a worker, on an open session of node i's BMC */
+	const void *ctx;             /* @op's, read-only */
+	const char *audit;           /* NULL: read-only; else the audited action ("update run") */
+	double timeout;              /* > 0: a node's deadline instead of the caller's */
+	bool stagger;                /* nodes started one by one, 0.2 s apart (uploads not all at
+				      * once), no fleet ping */
+	/* NULL, or true for a node whose BMC may be restarting: its session opened again */
+	bool (*may_be_restarting)(const void *ctx, const struct gf_node *n);
+	/* On the calling thread as each node finishes (its slot: ok, err, attempts). */
+	void (*on_done)(void *ud, size_t i, const struct gf_result *slot);
+	void *done_ud;
+};
+
+/*
+ * The caller's fan-out: run @f, calling f->on_done for each node that
+ * finished. Returns 0 when the nodes were tried (some may have failed), or
+ * a positive code of the caller's that stops the rollout (nothing tried,
+ * or interrupted); the engine hands it back as it is.
+ */
+struct gf_rollout_fan {
+	int (*run)(void *ud, const struct gf_rollout_fanout *f);
+	void *ud;
+};
+
+/* One node's plan, fresh from its BMC. */
+struct gf_rollout_plan {
+	char *model, *dialect;       /* as its BMC names them, NULL: unknown */
+	/*
+	 * As stored: state not-started (items to update, listed first, then
+	 * those already at their version, skipped), skipped (nothing to do),
+	 * failed or unsupported (kind and message); batch 0 until stored.
+	 */
+	struct gf_rollout_node node;
+};
+
+void gf_rollout_plan_release(struct gf_rollout_plan *p);
+
+/* Callbacks; any may be NULL. */
+struct gf_rollout_hooks {
+	void *ud;
+	/* Calling thread: node i's plan read (or failed: slot->ok false). */
+	void (*planned)(void *ud, size_t i, const struct gf_rollout_plan *p,
+			const struct gf_result *slot);
+	/* Calling thread: batch @b of @nb starts with the @k nodes @nodes, or ended (@ok of them). */
+	void (*batch_start)(void *ud, unsigned b, unsigned nb, const struct gf_node *nodes, size_t k);
+	void (*batch_end)(void *ud, unsigned b, unsigned nb, size_t k, size_t ok);
+	/*
+	 * Any worker: node j of the batch will push @bytes more; the counter the
+	 * backend adds the bytes handed over to (NULL: not counted).
+	 */
+	void (*upload_total)(void *ud, size_t j, unsigned long long bytes);
+	atomic_ullong *(*upload_sent)(void *ud, size_t j);
+	/*
+	 * Calling thread: a node of rollout @id in its new state, stored;
+	 * @store_err: it could not be (the run's first such error; NULL else).
+	 */
+	void (*node_done)(void *ud, long id, const struct gf_rollout_node *rn,
+			  const struct gf_err *store_err);
+	/* Calling thread: more than --max-failures nodes failed, no more are started. */
+	void (*stopping)(void *ud, size_t failed, unsigned long max_failures);
+};
+
+struct gf_rollout_run {
+	const struct gf_catalog *cat;
+	const struct gf_rollout_opts *o;
+	const struct gf_node *nodes;     /* plan: the targets; run, resume: node i is r->nodes[i] */
+	size_t n;
+	unsigned fanout;                 /* the batch size when o->batch is 0 */
+	struct gf_rollout_fan fan;
+	struct gf_rollout_hooks hooks;
+	struct gf_db *db;                /* run and resume */
+};
+
+/*
+ * Read every node's firmware and plan it. *ret gets @run->n plans (free
+ * each with gf_rollout_plan_release(), then the array); NULL when the
+ * fan-out did not run. Returns the fan-out's code (0: the nodes were read).
+ */
+int gf_rollout_plan(const struct gf_rollout_run *run, struct gf_rollout_plan **ret);
+
+/*
+ * Store a new rollout from @plans (node i of run->nodes): batches assigned
+ * to the nodes to update, the catalog's bytes and the options kept. The
+ * rollout, as stored, in @ret (release with gf_rollout_release()), the
+ * number of nodes to update in *ret_work. 0 or GF_E_* with @err.
+ */
+int gf_rollout_start(const struct gf_rollout_run *run, const struct gf_rollout_plan *plans,
+		     const char *user, struct gf_rollout *ret, size_t *ret_work, struct gf_err *err);
+
+/*
+ * Run stored rollout @r, batch by batch: the nodes not started (run), or
+ * all but those done, skipped or unsupported (@resume). Each batch's nodes
+ * are stored running before anything is sent to them; each node's state
+ * is stored as it finishes. Returns 0, a code of the fan-out's, or GF_E_*
+ * with @err; *ret_store_failed when a node's state could not be stored
+ * (reported through node_done; no batch was started after it).
+ */
+int gf_rollout_execute(const struct gf_rollout_run *run, const struct gf_rollout *r, bool resume,
+		       bool *ret_store_failed, struct gf_err *err);
+/* The rollout's own state once it ran: finished, or stopped when nodes are left. */
+int gf_rollout_finish(struct gf_db *db, long id, struct gf_err *err);
+/* Nodes of @r a resume would start (not done, skipped or unsupported). */
+size_t gf_rollout_left(const struct gf_rollout *r);
+
+#endif
