@@ -3,7 +3,6 @@
  * planned from a fresh read of each node's firmware inventory, pushed in
  * batches, and `done` only once the new version is read back.
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,100 +34,70 @@ static const struct cli_opt update_opts[] = {
 
 struct update_args {
 	const char *catalog;
-	const char *component;
-	unsigned long canary, batch, max_failures;
-	bool dry_run, yes, reboot;
-	double update_timeout, readback_wait;
+	bool dry_run, yes;
+	struct gf_rollout_opts o;  /* what the rollout runs with */
 };
 
 static int on_opt(void *ud, size_t idx, const char *arg)
 {
 	struct update_args *a = ud;
+	struct gf_rollout_opts *o = &a->o;
 	struct gf_err err = {0};
+	int rc = 0;
 
 	switch (idx) {
-	case U_CATALOG: a->catalog = arg; return 0;
-	case U_COMPONENT: a->component = arg; return 0;
-	case U_CANARY:
-		return gf_parse_uint(arg, 1, 100000, &a->canary, &err, "--canary") < 0 ? cli_fail(&err) : 0;
-	case U_BATCH:
-		return gf_parse_uint(arg, 1, 100000, &a->batch, &err, "--batch") < 0 ? cli_fail(&err) : 0;
+	case U_CATALOG: a->catalog = arg; break;
+	case U_COMPONENT: o->component = arg; break;
+	case U_CANARY: rc = gf_parse_uint(arg, 1, 100000, &o->canary, &err, "--canary"); break;
+	case U_BATCH: rc = gf_parse_uint(arg, 1, 100000, &o->batch, &err, "--batch"); break;
 	case U_MAX_FAILURES:
-		return gf_parse_uint(arg, 0, 1000000, &a->max_failures, &err, "--max-failures") < 0
-			? cli_fail(&err) : 0;
-	case U_DRY_RUN: a->dry_run = true; return 0;
-	case U_YES: a->yes = true; return 0;
-	case U_REBOOT: a->reboot = true; return 0;
+		rc = gf_parse_uint(arg, 0, 1000000, &o->max_failures, &err, "--max-failures");
+		break;
+	case U_DRY_RUN: a->dry_run = true; break;
+	case U_YES: a->yes = true; break;
+	case U_REBOOT: o->reboot = true; break;
 	case U_UPDATE_TIMEOUT:
-		return gf_parse_seconds(arg, 1, 7 * 86400, &a->update_timeout, &err, "--update-timeout") < 0
-			? cli_fail(&err) : 0;
+		rc = gf_parse_seconds(arg, 1, 7 * 86400, &o->update_timeout, &err, "--update-timeout");
+		break;
 	case U_READBACK_WAIT:
-		return gf_parse_seconds(arg, 0, 86400, &a->readback_wait, &err, "--readback-wait") < 0
-			? cli_fail(&err) : 0;
-	default:
-		return 0;
+		rc = gf_parse_seconds(arg, 0, 86400, &o->readback_wait, &err, "--readback-wait");
+		break;
 	}
-}
-
-static void opts_of(const struct update_args *a, struct gf_rollout_opts *ret)
-{
-	*ret = (struct gf_rollout_opts){
-		.component = a->component, .canary = a->canary, .batch = a->batch,
-		.max_failures = a->max_failures, .reboot = a->reboot,
-		.update_timeout = a->update_timeout, .readback_wait = a->readback_wait,
-	};
+	return rc < 0 ? cli_fail(&err) : 0;
 }
 
 /*
  * The upload bar of a batch, on a terminal: bytes of the images handed to
  * the BMCs so far against the bytes the batch's nodes push, redrawn on
- * stderr by a thread of its own. The workers add to their node's counters
- * (atomics), the main thread counts finished nodes; nothing else is shared.
+ * stderr by a ticker thread. The workers add to the byte counters, the
+ * main thread counts finished nodes; nothing else is shared.
  */
 struct upload_meter {
 	size_t k;
 	unsigned batch, batches;
-	atomic_ullong *sent, *total;  /* per node of the batch */
+	atomic_ullong sent, total;
 	atomic_size_t finished;
-	atomic_bool stop;
-	pthread_t thread;
+	struct cli_ticker *ticker;
 };
 
 #define METER_WIDTH 30
-#define METER_EVERY_S 0.25
 
-static void meter_draw(struct upload_meter *m)
+static void meter_draw(void *ud)
 {
-	unsigned long long sent = 0, total = 0;
+	struct upload_meter *m = ud;
+	unsigned long long total = atomic_load(&m->total), sent = atomic_load(&m->sent), shown;
 	char bar[METER_WIDTH + 1];
 	size_t fill;
 
-	for (size_t j = 0; j < m->k; j++) {
-		sent += atomic_load(&m->sent[j]);
-		total += atomic_load(&m->total[j]);
-	}
-	fill = total ? (size_t)(METER_WIDTH * (sent < total ? sent : total) / total) : 0;
+	shown = sent < total ? sent : total;
+	fill = total ? (size_t)(METER_WIDTH * shown / total) : 0;
 	memset(bar, '#', fill);
 	memset(bar + fill, '.', METER_WIDTH - fill);
 	bar[METER_WIDTH] = '\0';
 	cli_progress_line("batch %u/%u: uploads [%s] %3u%% %.1f/%.1f MiB, %zu/%zu nodes done",
-			  m->batch, m->batches, bar, total ? (unsigned)(100 * (sent < total ? sent
-			  : total) / total) : 0, (double)sent / 1048576, (double)total / 1048576,
-			  atomic_load(&m->finished), m->k);
-}
-
-static void *meter_main(void *ud)
-{
-	struct upload_meter *m = ud;
-
-	while (!atomic_load(&m->stop)) {
-		double next = gf_monotime() + METER_EVERY_S;
-
-		meter_draw(m);
-		while (!atomic_load(&m->stop) && gf_monotime() < next)
-			gf_sleep_until(gf_monotime() + 0.05 < next ? gf_monotime() + 0.05 : next);
-	}
-	return NULL;
+			  m->batch, m->batches, bar, total ? (unsigned)(100 * shown / total) : 0,
+			  (double)sent / 1048576, (double)total / 1048576, atomic_load(&m->finished),
+			  m->k);
 }
 
 /* A meter drawing for the @k nodes of batch @b of @nb, or NULL (not a terminal, -q, no thread). */
@@ -141,34 +110,22 @@ static struct upload_meter *meter_start(const struct gf_cli *cli, size_t k, unsi
 		return NULL;
 	m = gf_xcalloc(1, sizeof(*m));
 	*m = (struct upload_meter){.k = k, .batch = b, .batches = nb};
-	m->sent = gf_xcalloc(k ? k : 1, sizeof(*m->sent));
-	m->total = gf_xcalloc(k ? k : 1, sizeof(*m->total));
-	for (size_t j = 0; j < k; j++) {
-		atomic_init(&m->sent[j], 0);
-		atomic_init(&m->total[j], 0);
-	}
+	atomic_init(&m->sent, 0);
+	atomic_init(&m->total, 0);
 	atomic_init(&m->finished, 0);
-	atomic_init(&m->stop, false);
-	if (pthread_create(&m->thread, NULL, meter_main, m) != 0) {
-		free(m->sent);
-		free(m->total);
+	m->ticker = cli_ticker_start(meter_draw, m, 0.25);
+	if (!m->ticker) {
 		free(m);
 		return NULL;
 	}
 	return m;
 }
 
-/* The last state drawn, the line cleared, the meter freed (NULL: nothing). */
 static void meter_stop(struct upload_meter *m)
 {
 	if (!m)
 		return;
-	atomic_store(&m->stop, true);
-	pthread_join(m->thread, NULL);
-	meter_draw(m);
-	cli_progress_clear();
-	free(m->sent);
-	free(m->total);
+	cli_ticker_stop(m->ticker);
 	free(m);
 }
 
@@ -176,7 +133,7 @@ static void meter_stop(struct upload_meter *m)
 
 struct upd {
 	struct gf_cli *cli;
-	const struct update_args *a;
+	bool dry_run;                /* update run --dry-run: plans say so */
 	bool ran;                    /* the last fan-out ran (its nodes were tried) */
 	int code;                    /* its exit code */
 	struct cli_render render;    /* plan: rendered once all are read, ndjson as they come */
@@ -240,7 +197,7 @@ static json_t *plan_json(const struct upd *u, const struct gf_rollout_plan *p,
 		json_object_set_new(o, "dialect", json_string(p->dialect));
 	json_object_set_new(o, "updates", ups);
 	json_object_set_new(o, "up_to_date", skipped);
-	if (u->a->dry_run)
+	if (u->dry_run)
 		json_object_set_new(o, "dry_run", json_true());
 	return o;
 }
@@ -286,15 +243,17 @@ static void on_upload_total(void *ud, size_t j, unsigned long long bytes)
 {
 	struct upd *u = ud;
 
+	(void)j;
 	if (u->meter)
-		atomic_fetch_add(&u->meter->total[j], bytes);
+		atomic_fetch_add(&u->meter->total, bytes);
 }
 
 static atomic_ullong *on_upload_sent(void *ud, size_t j)
 {
 	struct upd *u = ud;
 
-	return u->meter ? &u->meter->sent[j] : NULL;
+	(void)j;
+	return u->meter ? &u->meter->sent : NULL;
 }
 
 static const struct gf_col status_cols[] = {
@@ -437,17 +396,15 @@ static int update_plan(struct gf_cli *cli, const struct cli_subverb *sv, void *u
 		       int nargs)
 {
 	const struct update_args *a = ud;
-	struct upd u = {.cli = cli, .a = a};
+	struct upd u = {.cli = cli};
 	struct plan_run p = {0};
-	struct gf_rollout_opts o;
 	struct gf_rollout_run run;
 	int rc;
 
 	(void)sv;
-	opts_of(a, &o);
 	rc = plan_load(cli, a, args, nargs, &p);
 	if (rc == 0) {
-		run_init(&u, &p.cat, &o, p.nodes, p.n, NULL, &run);
+		run_init(&u, &p.cat, &a->o, p.nodes, p.n, NULL, &run);
 		rc = plan_read(&u, &p, &run, true);
 	}
 	plan_release(&u, &p);
@@ -515,10 +472,9 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		      int nargs)
 {
 	const struct update_args *a = ud;
-	struct upd u = {.cli = cli, .a = a};
+	struct upd u = {.cli = cli, .dry_run = a->dry_run};
 	struct plan_run p = {0};
 	struct gf_rollout r = {0};
-	struct gf_rollout_opts o;
 	struct gf_rollout_run run;
 	struct gf_err err = {0};
 	struct gf_db *db = NULL;
@@ -526,7 +482,6 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 	int rc;
 
 	(void)sv;
-	opts_of(a, &o);
 	rc = plan_load(cli, a, args, nargs, &p);
 	if (rc)
 		goto out;
@@ -534,7 +489,7 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		goto out;
 	if (!a->dry_run && (rc = cli_db(cli, &db)))
 		goto out;
-	run_init(&u, &p.cat, &o, p.nodes, p.n, db, &run);
+	run_init(&u, &p.cat, &a->o, p.nodes, p.n, db, &run);
 	/* The plan, from a fresh read of every node; --dry-run stops here. */
 	rc = plan_read(&u, &p, &run, a->dry_run);
 	if (a->dry_run || !u.ran || rc == GF_EXIT_INTERRUPTED)
@@ -588,16 +543,12 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 			 char **args, int nargs)
 {
 	const struct update_args *a = ud;
-	struct upd u = {.cli = cli, .a = a};
-	struct gf_rollout_opts given, o;
-	struct gf_catalog cat = {0};
-	struct gf_rollout r = {0};
+	struct upd u = {.cli = cli};
+	struct gf_rollout_resume rs = {0};
 	struct gf_rollout_run run;
 	struct gf_node *nodes = NULL;
 	struct gf_err err = {0};
 	struct gf_db *db;
-	char *component = NULL;
-	char **names = NULL;
 	size_t nn = 0, left;
 	long id;
 	int rc;
@@ -605,52 +556,24 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 	(void)sv;
 	if ((rc = rollout_arg(cli, args, nargs, &id)) || (rc = cli_db(cli, &db)))
 		return rc;
-	if (gf_rollout_load(db, id, &r, &err) < 0)
+	/* The options and the catalog of the rollout, as they were. */
+	if (gf_rollout_resume_load(db, id, &a->o, &rs, &err) < 0)
 		return err.code == GF_E_NOTFOUND ? (cli_error("%s", err.msg), GF_EXIT_USAGE)
 						 : cli_fail(&err);
-	/* The options and the catalog of the rollout, as they were. */
-	opts_of(a, &given);
-	gf_rollout_opts_stored(&r, &given, &o, &component);
-	if (gf_catalog_parse(r.catalog_path, r.catalog_text, strlen(r.catalog_text), &cat, &err) < 0) {
+	rc = cli_targets(cli, rs.names, (int)rs.r.n, false, &nodes, &nn);
+	if (!rc && gf_rollout_match(&rs.r, nodes, nn, &err) < 0)
 		rc = cli_fail(&err);
-		goto out;
-	}
-	names = gf_xcalloc(r.n ? r.n : 1, sizeof(*names));
-	for (size_t i = 0; i < r.n; i++)
-		names[i] = r.nodes[i].node;
-	rc = cli_targets(cli, names, (int)r.n, false, &nodes, &nn);
-	if (rc)
-		goto out;
-	if (nn != r.n) {
-		cli_error("rollout %ld names %zu nodes, the registry has %zu of them", r.id, r.n, nn);
-		rc = GF_EXIT_USAGE;
-		goto out;
-	}
-	/* In the rollout's order: node i is r.nodes[i]. */
-	for (size_t i = 0; i < r.n; i++)
-		for (size_t k = i; k < nn; k++)
-			if (strcmp(nodes[k].name, r.nodes[i].node) == 0) {
-				struct gf_node t = nodes[i];
-
-				nodes[i] = nodes[k];
-				nodes[k] = t;
-				break;
-			}
-	left = gf_rollout_left(&r);
-	if (left > 1 && (rc = cli_guard(cli, "update resume", nodes, left, a->yes)))
-		goto out;
-	if (gf_rollout_set_state(db, r.id, GF_RS_RUNNING, &err) < 0) {
+	left = gf_rollout_left(&rs.r);
+	if (!rc && left > 1)
+		rc = cli_guard(cli, "update resume", nodes, left, a->yes);
+	if (!rc && gf_rollout_set_state(db, rs.r.id, GF_RS_RUNNING, &err) < 0)
 		rc = cli_fail(&err);
-		goto out;
+	if (!rc) {
+		run_init(&u, &rs.cat, &rs.o, nodes, nn, db, &run);
+		rc = execute(cli, &run, &rs.r, true);
 	}
-	run_init(&u, &cat, &o, nodes, nn, db, &run);
-	rc = execute(cli, &run, &r, true);
-out:
-	free(names);
-	free(component);
 	gf_nodes_free(nodes, nn);
-	gf_catalog_release(&cat);
-	gf_rollout_release(&r);
+	gf_rollout_resume_release(&rs);
 	return rc;
 }
 
@@ -665,7 +588,7 @@ static const struct cli_subverb subs[] = {
 
 int cmd_update(struct gf_cli *cli, int argc, char **argv)
 {
-	struct update_args a = {.update_timeout = 1800, .readback_wait = 60};
+	struct update_args a = {.o = {.update_timeout = 1800, .readback_wait = 60}};
 	char **args;
 	int nargs, rc;
 

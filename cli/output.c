@@ -1,10 +1,13 @@
 /* The one output path of cli/: errors, warnings, and rendering a fan-out run. */
 #include "cli/common.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "lib/buf.h"
+#include "lib/util.h"
 
 /*
  * Every line cli/ writes on stderr: "@prefix MESSAGE\n", the message made
@@ -171,6 +174,52 @@ void cli_progress_clear(void)
 {
 	fputs("\r\033[K", stderr);
 	fflush(stderr);
+}
+
+struct cli_ticker {
+	void (*draw)(void *ud);
+	void *ud;
+	double every;
+	atomic_bool stop;
+	pthread_t thread;
+};
+
+static void *ticker_main(void *ud)
+{
+	struct cli_ticker *t = ud;
+
+	while (!atomic_load(&t->stop)) {
+		double next = gf_monotime() + t->every;
+
+		t->draw(t->ud);
+		while (!atomic_load(&t->stop) && gf_monotime() < next)
+			gf_sleep_until(gf_monotime() + 0.05 < next ? gf_monotime() + 0.05 : next);
+	}
+	return NULL;
+}
+
+struct cli_ticker *cli_ticker_start(void (*draw)(void *ud), void *ud, double every)
+{
+	struct cli_ticker *t = gf_xcalloc(1, sizeof(*t));
+
+	*t = (struct cli_ticker){.draw = draw, .ud = ud, .every = every};
+	atomic_init(&t->stop, false);
+	if (pthread_create(&t->thread, NULL, ticker_main, t) != 0) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void cli_ticker_stop(struct cli_ticker *t)
+{
+	if (!t)
+		return;
+	atomic_store(&t->stop, true);
+	pthread_join(t->thread, NULL);
+	t->draw(t->ud);
+	cli_progress_clear();
+	free(t);
 }
 
 int cli_render_finish(struct cli_render *r, const struct gf_result *slots)

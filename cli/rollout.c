@@ -803,3 +803,55 @@ int gf_rollout_finish(struct gf_db *db, long id, struct gf_err *err)
 	gf_rollout_release(&r);
 	return gf_rollout_set_state(db, id, left ? GF_RS_STOPPED : GF_RS_FINISHED, err);
 }
+
+int gf_rollout_resume_load(struct gf_db *db, long id, const struct gf_rollout_opts *given,
+			   struct gf_rollout_resume *ret, struct gf_err *err)
+{
+	struct gf_rollout_resume rs = {0};
+	int rc;
+
+	if ((rc = gf_rollout_load(db, id, &rs.r, err)) < 0)
+		return rc;
+	gf_rollout_opts_stored(&rs.r, given, &rs.o, &rs.component);
+	rc = gf_catalog_parse(rs.r.catalog_path, rs.r.catalog_text, strlen(rs.r.catalog_text),
+			      &rs.cat, err);
+	if (rc < 0) {
+		gf_rollout_resume_release(&rs);
+		return rc;
+	}
+	rs.names = gf_xcalloc(rs.r.n ? rs.r.n : 1, sizeof(*rs.names));
+	for (size_t i = 0; i < rs.r.n; i++)
+		rs.names[i] = rs.r.nodes[i].node;
+	*ret = rs;
+	return 0;
+}
+
+void gf_rollout_resume_release(struct gf_rollout_resume *rs)
+{
+	if (!rs)
+		return;
+	free(rs->names);
+	free(rs->component);
+	gf_catalog_release(&rs->cat);
+	gf_rollout_release(&rs->r);
+	*rs = (struct gf_rollout_resume){0};
+}
+
+int gf_rollout_match(const struct gf_rollout *r, struct gf_node *nodes, size_t n,
+		     struct gf_err *err)
+{
+	if (n != r->n)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "rollout %ld names %zu nodes, the registry has %zu of them", r->id,
+				  r->n, n);
+	for (size_t i = 0; i < r->n; i++)
+		for (size_t k = i; k < n; k++)
+			if (strcmp(nodes[k].name, r->nodes[i].node) == 0) {
+				struct gf_node t = nodes[i];
+
+				nodes[i] = nodes[k];
+				nodes[k] = t;
+				break;
+			}
+	return 0;
+}

@@ -137,4 +137,28 @@ int gf_rollout_finish(struct gf_db *db, long id, struct gf_err *err);
 /* Nodes of @r a resume would start (not done, skipped or unsupported). */
 size_t gf_rollout_left(const struct gf_rollout *r);
 
+/* A stored rollout to resume, with the catalog and the options it was started with. */
+struct gf_rollout_resume {
+	struct gf_rollout r;
+	struct gf_catalog cat;       /* parsed from the bytes stored */
+	struct gf_rollout_opts o;    /* the rollout's, --reboot added when given */
+	char **names;                /* its nodes' names, in its order (borrowed from r) */
+	char *component;             /* o.component's */
+};
+
+/*
+ * Load rollout @id (0: the last) to resume it with @given's --reboot.
+ * GF_E_NOTFOUND when there is none, GF_E_USAGE when its catalog no longer
+ * parses (a file it names is gone). Release with gf_rollout_resume_release().
+ */
+int gf_rollout_resume_load(struct gf_db *db, long id, const struct gf_rollout_opts *given,
+			   struct gf_rollout_resume *ret, struct gf_err *err);
+void gf_rollout_resume_release(struct gf_rollout_resume *rs);
+/*
+ * Put @nodes (what the registry has of @r's names) in @r's order: node i is
+ * r->nodes[i]. GF_E_USAGE when some are missing.
+ */
+int gf_rollout_match(const struct gf_rollout *r, struct gf_node *nodes, size_t n,
+		     struct gf_err *err);
+
 #endif
