@@ -675,9 +675,11 @@ static int plan_load(struct gf_cli *cli, const struct update_args *a, char **arg
 static int plan_fanout(struct gf_cli *cli, struct plan_run *p, const struct upd_ctx *ctx,
 		       bool render)
 {
+	const struct gf_bmc_opts opts = {.request_timeout = cli->timeout};
+
 	p->run = (struct cli_bmc_run){.cli = cli, .nodes = p->nodes, .n = p->n, .op = plan_op,
 				      .ctx = ctx, .spec = render ? &plan_spec : NULL,
-				      .request_timeout = cli->timeout};
+				      .opts = &opts};
 	return cli_bmc_fanout(&p->run);
 }
 
@@ -938,6 +940,7 @@ static int run_batches(struct rollout_exec *x, const struct gf_rollout *r, struc
 	}
 	for (unsigned b = 1; b <= maxb && rc == 0; b++) {
 		struct gf_node *sub;
+		const struct gf_bmc_opts opts = {.request_timeout = x->cli->timeout};
 		struct cli_bmc_run run;
 		size_t k = 0;
 		bool progress;
@@ -972,7 +975,7 @@ static int run_batches(struct rollout_exec *x, const struct gf_rollout *r, struc
 		run = (struct cli_bmc_run){
 			.cli = x->cli, .nodes = sub, .n = k, .op = run_op, .ctx = &x->ctx,
 			.audit = resume ? "update resume" : "update run",
-			.request_timeout = x->cli->timeout, .timeout = a->update_timeout + 60,
+			.opts = &opts, .timeout = a->update_timeout + 60,
 			/* Uploads spaced: a batch does not push every image in the same second. */
 			.batch = 1, .interval = k > 1 ? 0.2 : 0,
 			.on_done = rollout_done, .done_ud = x, .may_be_restarting = left_running,
