@@ -8,7 +8,8 @@
 
 #include "cli/inv.h"
 #include "cli/verbs.h"
-#include "inventory/bmc.h"
+#include "fleet/bmc.h"
+#include "fleet/pins.h"
 #include "lib/buf.h"
 
 enum { N_BMC, N_SSH, N_GROUP, N_REPLACE, N_ADD_GROUP, N_REMOVE_GROUP, N_EXPECT };
@@ -375,7 +376,7 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 	rc = cli_db(cli, &db);
 	if (rc)
 		goto out;
-	if (gf_pins_load(db, nodes, NULL, n, false, true, &pins, &err) < 0) {
+	if (gf_pins_load(db, nodes, NULL, n, false, NULL, &pins, &err) < 0) {
 		rc = cli_fail(&err);
 		goto out;
 	}

@@ -145,9 +145,10 @@ struct upd {
 static int fan_run(void *ud, const struct gf_rollout_fanout *f)
 {
 	struct upd *u = ud;
+	const struct gf_bmc_opts opts = {.request_timeout = u->cli->timeout};
 	struct cli_bmc_run run = {
 		.cli = u->cli, .nodes = f->nodes, .n = f->n, .op = f->op, .ctx = f->ctx,
-		.audit = f->audit, .request_timeout = u->cli->timeout, .timeout = f->timeout,
+		.audit = f->audit, .opts = &opts, .timeout = f->timeout,
 		.batch = f->stagger ? 1 : 0, .interval = f->stagger && f->n > 1 ? 0.2 : 0,
 		.on_done = f->on_done, .done_ud = f->done_ud, .may_be_restarting = f->may_be_restarting,
 	};
