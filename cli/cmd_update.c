@@ -10,8 +10,8 @@
 
 #include "cli/bmc.h"
 #include "cli/inv.h"
-#include "cli/rollout.h"
 #include "cli/verbs.h"
+#include "fleet/rollout.h"
 #include "lib/util.h"
 
 enum {

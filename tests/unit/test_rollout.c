@@ -1,7 +1,7 @@
 /*
- * The rollout engine against a backend of stubs and a fan-out that runs
- * each node in turn: plans, batches (canary, --batch), --max-failures,
- * resume, and what the store keeps. No BMC, no emulator.
+ * The rollout engine on the fan-out frame (fleet/fanout.c) with a backend
+ * of stubs: plans, batches (canary, --batch), --max-failures, resume, and
+ * what the store keeps. No BMC, no emulator.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,8 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/rollout.h"
+#include "fleet/rollout.h"
 #include "lib/buf.h"
+#include "lib/exec.h"
 
 #define MAXN 8
 
@@ -23,7 +24,7 @@ struct stub_bmc {
 	char version[16];
 	bool refuse;        /* fw_push fails (refused) */
 	bool dead;          /* its session cannot be opened */
-	bool no_update;     /* its backend cannot update firmware */
+	bool no_update;     /* it cannot update its firmware */
 	int pushes;
 };
 
@@ -33,7 +34,6 @@ struct lab {
 	size_t n;
 	size_t fanouts;             /* fan-outs run */
 	size_t sizes[16];           /* nodes of each */
-	unsigned batch_of[MAXN];    /* the fan-out that last ran node i (1-based) */
 	int stop_at;                /* the fan-out (1-based) that reports a stop, 0: none */
 	size_t stopped;             /* the stopping hook: failed count */
 	size_t done;                /* node_done calls */
@@ -51,10 +51,25 @@ static size_t find(const struct lab *l, const char *name)
 	return 0;
 }
 
+/* The lab the stub backend's sessions are in (a backend has no context of its own). */
+static struct lab *the_lab;
+
+static int stub_open(const struct gf_bmc_target *t, void **ret, struct gf_err *err)
+{
+	struct stub_bmc *b = &the_lab->bmc[find(the_lab, t->node)];
+
+	if (b->dead)
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc of node '%s' is down", t->node);
+	*ret = b;
+	return 0;
+}
+
 static int stub_caps(void *sess, struct gf_fw_caps *ret, struct gf_err *err)
 {
-	(void)sess;
-	(void)err;
+	struct stub_bmc *b = sess;
+
+	if (b->no_update)
+		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "the stub cannot update");
 	*ret = (struct gf_fw_caps){.pull = true, .model = gf_xstrdup("Stub 1")};
 	return 0;
 }
@@ -93,47 +108,41 @@ static void stub_close(void *sess)
 }
 
 static const struct gf_backend stub = {
-	.name = "stub", .title = "Stub", .close = stub_close, .firmware = stub_firmware,
-	.fw_caps = stub_caps, .fw_push = stub_push,
+	.name = "stub", .title = "Stub", .open = stub_open, .close = stub_close,
+	.firmware = stub_firmware, .fw_caps = stub_caps, .fw_push = stub_push,
 };
 
-static const struct gf_backend stub_readonly = {
-	.name = "stub", .title = "Stub", .close = stub_close, .firmware = stub_firmware,
-};
-
-/* Each node in turn, as the fan-out frame would: open, op, close, the slot handed back. */
-static int stub_fan(void *ud, const struct gf_rollout_fanout *f)
+/*
+ * The fan-out a caller hands the engine: the frame, with the stub backend; or, at
+ * fan-out number stop_at, a stop before any node started (as Ctrl-C).
+ */
+static int stub_fan(void *ud, const struct gf_rollout_fanout *rf)
 {
 	struct lab *l = ud;
+	struct gf_fanout f = {
+		.nodes = rf->nodes, .n = rf->n, .op = rf->op, .ctx = rf->ctx,
+		.may_be_restarting = rf->may_be_restarting,
+		.backend = &stub,
+		.exec = {.fanout = 2, .timeout = rf->timeout > 0 ? rf->timeout : 30,
+			 .batch = rf->stagger ? 1 : 0},
+		.hooks = {.done = rf->on_done, .ud = rf->done_ud},
+	};
+	struct gf_err err = {0};
+	int rc;
 
-	l->sizes[l->fanouts++] = f->n;
+	l->sizes[l->fanouts++] = rf->n;
 	if (l->stop_at && (size_t)l->stop_at == l->fanouts) {
-		for (size_t i = 0; i < f->n; i++) {
+		for (size_t i = 0; i < rf->n; i++) {
 			struct gf_result slot = {0};
 
 			gf_err_set(&slot.err, GF_E_NODE, GF_EK_INTERNAL, "interrupted");
-			f->on_done(f->done_ud, i, &slot);  /* attempts 0: never started */
+			rf->on_done(rf->done_ud, i, &slot);  /* attempts 0: never started */
 		}
 		return 130;
 	}
-	for (size_t i = 0; i < f->n; i++) {
-		size_t k = find(l, f->nodes[i].name);
-		struct stub_bmc *b = &l->bmc[k];
-		struct gf_result slot = {.attempts = 1};
-		struct gf_err err = {0};
-
-		l->batch_of[k] = (unsigned)l->fanouts;
-		if (b->dead)
-			gf_err_set(&err, GF_E_NODE, GF_EK_CONNECT, "bmc of node '%s' is down",
-				   f->nodes[i].name);
-		else if (f->op(b->no_update ? &stub_readonly : &stub, b, &f->nodes[i], f->ctx, &slot,
-			       &err) == 0)
-			slot.ok = true;
-		if (!slot.ok)
-			gf_result_fail(&slot, &err);
-		f->on_done(f->done_ud, i, &slot);
-		gf_result_release(&slot);
-	}
+	rc = gf_fanout_run(&f, &err);
+	gf_fanout_release(&f);
+	assert_int_equal(rc, 0);
 	return 0;
 }
 
@@ -173,6 +182,7 @@ static int setup(void **state)
 		fprintf(stderr, "setup: %s\n", err.msg);
 		return -1;
 	}
+	the_lab = l;
 	*state = l;
 	return 0;
 }
@@ -183,8 +193,10 @@ static int teardown(void **state)
 
 	gf_db_close(l->db);
 	gf_catalog_release(&l->cat);
-	for (size_t i = 0; i < l->n; i++)
+	for (size_t i = 0; i < l->n; i++) {
 		free(l->nodes[i].name);
+		free(l->nodes[i].bmc);
+	}
 	unlink(l->path);
 	rmdir(l->dir);
 	free(l);
@@ -198,7 +210,8 @@ static void add_nodes(struct lab *l, size_t n, const char *const *versions)
 		char name[16];
 
 		snprintf(name, sizeof(name), "n%zu", i + 1);
-		l->nodes[i] = (struct gf_node){.name = gf_xstrdup(name)};
+		l->nodes[i] = (struct gf_node){.name = gf_xstrdup(name), .bmc = gf_xstrdup("192.0.2.1"),
+					       .protocol = GF_PROTO_REDFISH};
 		snprintf(l->bmc[i].version, sizeof(l->bmc[i].version), "%s", versions[i]);
 	}
 	l->n = n;

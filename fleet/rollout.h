@@ -6,34 +6,33 @@
  * resumed where a stopped run left it.
  *
  * The engine runs on the calling thread, which alone writes the store
- * (inventory/rollout.c). It reaches the nodes through a fan-out the caller
- * hands it (struct gf_rollout_fan): the workers run the engine's
- * operation on a session of the node's BMC and fill only their own node's
- * typed result; the calling thread gets each node as it finishes and
- * through the hooks. Nothing here prints, prompts or exits.
+ * (inventory/rollout.c). It reaches the nodes through the fan-out frame
+ * (fleet/fanout.h), as the caller runs it (struct gf_rollout_fan: cli/
+ * adds the profiles, the audit and the progress; a test, a stub backend):
+ * the workers run the engine's frame ops on a session of the node's BMC
+ * and fill only their own node's typed result; the calling thread gets
+ * each node as it finishes and through the hooks. Nothing here prints,
+ * prompts or exits.
  */
-#ifndef GF_ROLLOUT_ENGINE_H
-#define GF_ROLLOUT_ENGINE_H
+#ifndef GF_FLEET_ROLLOUT_H
+#define GF_FLEET_ROLLOUT_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "fleet/fanout.h"
 #include "inventory/catalog.h"
 #include "inventory/rollout.h"
 #include "lib/backend.h"
 #include "lib/node.h"
 #include "lib/result.h"
 
-/* One BMC operation of the engine, on a worker: as the fan-out frame's per-node op. */
-typedef int (*gf_rollout_op)(const struct gf_backend *be, void *sess, const struct gf_node *n,
-			     const void *ctx, struct gf_result *slot, struct gf_err *err);
-
 /* One fan-out the engine asks for. */
 struct gf_rollout_fanout {
 	const struct gf_node *nodes;
 	size_t n;
-	gf_rollout_op op;            /* on a worker, on an open session of node i's BMC */
+	gf_fanout_op op;             /* the frame's short op, on node i's open session */
 	const void *ctx;             /* @op's, read-only */
 	const char *audit;           /* NULL: read-only; else the audited action ("update run") */
 	double timeout;              /* > 0: a node's deadline instead of the caller's */

@@ -1,5 +1,5 @@
 /* The rollout engine: plan, batches, each node's update and read-back, resume. */
-#include "cli/rollout.h"
+#include "fleet/rollout.h"
 
 #include <stdlib.h>
 #include <string.h>
