@@ -67,66 +67,27 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 }
 
 /*
- * The upload bar of a batch, on a terminal: bytes of the images handed to
- * the BMCs so far against the bytes the batch's nodes push, redrawn on
- * stderr by a ticker thread. The workers add to the byte counters, the
- * main thread counts finished nodes; nothing else is shared.
+ * The upload bar of a batch, on a terminal, redrawn on stderr by a ticker
+ * thread from the batch's progress: the bytes of the images handed to the
+ * BMCs so far against the bytes its nodes push, and the nodes done.
  */
-struct upload_meter {
-	size_t k;
-	unsigned batch, batches;
-	atomic_ullong sent, total;
-	atomic_size_t finished;
-	struct cli_ticker *ticker;
-};
-
 #define METER_WIDTH 30
 
 static void meter_draw(void *ud)
 {
-	struct upload_meter *m = ud;
-	unsigned long long total = atomic_load(&m->total), sent = atomic_load(&m->sent), shown;
+	const struct gf_rollout_progress *p = ud;
+	unsigned long long total = atomic_load(&p->total), sent = atomic_load(&p->sent);
+	unsigned long long shown = sent < total ? sent : total;
+	size_t fill = total ? (size_t)(METER_WIDTH * shown / total) : 0;
 	char bar[METER_WIDTH + 1];
-	size_t fill;
 
-	shown = sent < total ? sent : total;
-	fill = total ? (size_t)(METER_WIDTH * shown / total) : 0;
 	memset(bar, '#', fill);
 	memset(bar + fill, '.', METER_WIDTH - fill);
 	bar[METER_WIDTH] = '\0';
 	cli_progress_line("batch %u/%u: uploads [%s] %3u%% %.1f/%.1f MiB, %zu/%zu nodes done",
-			  m->batch, m->batches, bar, total ? (unsigned)(100 * shown / total) : 0,
-			  (double)sent / 1048576, (double)total / 1048576, atomic_load(&m->finished),
-			  m->k);
-}
-
-/* A meter drawing for the @k nodes of batch @b of @nb, or NULL (not a terminal, -q, no thread). */
-static struct upload_meter *meter_start(const struct gf_cli *cli, size_t k, unsigned b,
-					unsigned nb)
-{
-	struct upload_meter *m;
-
-	if (!cli->progress || cli->quiet)
-		return NULL;
-	m = gf_xcalloc(1, sizeof(*m));
-	*m = (struct upload_meter){.k = k, .batch = b, .batches = nb};
-	atomic_init(&m->sent, 0);
-	atomic_init(&m->total, 0);
-	atomic_init(&m->finished, 0);
-	m->ticker = cli_ticker_start(meter_draw, m, 0.25);
-	if (!m->ticker) {
-		free(m);
-		return NULL;
-	}
-	return m;
-}
-
-static void meter_stop(struct upload_meter *m)
-{
-	if (!m)
-		return;
-	cli_ticker_stop(m->ticker);
-	free(m);
+			  p->batch, p->batches, bar, total ? (unsigned)(100 * shown / total) : 0,
+			  (double)sent / 1048576, (double)total / 1048576, atomic_load(&p->finished),
+			  p->nodes);
 }
 
 /* ---- the engine's fan-out, its hooks, the rendering --------------------- */
@@ -138,7 +99,7 @@ struct upd {
 	int code;                    /* its exit code */
 	struct cli_render render;    /* plan: rendered once all are read, ndjson as they come */
 	struct gf_result *shown;     /* plan: each node's object as rendered */
-	struct upload_meter *meter;  /* the batch's upload bar, or NULL */
+	struct cli_ticker *meter;    /* the batch's upload bar, or NULL */
 	bool progress;               /* cli->progress, while the meter replaces it */
 };
 
@@ -176,13 +137,12 @@ static json_t *plan_json(const struct upd *u, const struct gf_rollout_plan *p,
 			 const struct gf_result *slot)
 {
 	json_t *o = slot->data ? json_deep_copy(slot->data) : json_object();
-	json_t *ups = json_array(), *skipped = json_array();
+	json_t *ups, *skipped;
 
-	if (!slot->ok) {
-		json_decref(ups);
-		json_decref(skipped);
+	if (!slot->ok)
 		return o;
-	}
+	ups = json_array();
+	skipped = json_array();
 	for (size_t i = 0; i < p->node.nitems; i++) {
 		const struct gf_rollout_item *it = &p->node.items[i];
 
@@ -216,45 +176,27 @@ static void on_planned(void *ud, size_t i, const struct gf_rollout_plan *p,
 	cli_render_stream(&u->render, i, r);
 }
 
-static void on_batch_start(void *ud, unsigned b, unsigned nb, const struct gf_node *nodes,
-			   size_t k)
+static void on_batch_start(void *ud, const struct gf_rollout_progress *p)
 {
 	struct upd *u = ud;
 
-	(void)nodes;
 	/* The upload bar instead of the fan-out's count of nodes done. */
-	u->meter = meter_start(u->cli, k, b, nb);
 	u->progress = u->cli->progress;
+	if (u->progress && !u->cli->quiet)
+		u->meter = cli_ticker_start(meter_draw, (void *)p, 0.25);
 	u->cli->progress = u->progress && !u->meter;
 }
 
-static void on_batch_end(void *ud, unsigned b, unsigned nb, size_t k, size_t ok)
+static void on_batch_end(void *ud, const struct gf_rollout_progress *p, size_t ok)
 {
 	struct upd *u = ud;
 
 	u->cli->progress = u->progress;
-	meter_stop(u->meter);
+	cli_ticker_stop(u->meter);
 	u->meter = NULL;
 	if (u->cli->progress)
-		cli_note(u->cli, "gpufleet: batch %u/%u: %zu nodes, %zu ok, %zu not ok", b, nb, k, ok,
-			 k - ok);
-}
-
-static void on_upload_total(void *ud, size_t j, unsigned long long bytes)
-{
-	struct upd *u = ud;
-
-	(void)j;
-	if (u->meter)
-		atomic_fetch_add(&u->meter->total, bytes);
-}
-
-static atomic_ullong *on_upload_sent(void *ud, size_t j)
-{
-	struct upd *u = ud;
-
-	(void)j;
-	return u->meter ? &u->meter->sent : NULL;
+		cli_note(u->cli, "gpufleet: batch %u/%u: %zu nodes, %zu ok, %zu not ok", p->batch,
+			 p->batches, p->nodes, ok, p->nodes - ok);
 }
 
 static const struct gf_col status_cols[] = {
@@ -290,14 +232,12 @@ static json_t *stored_node_json(long id, const struct gf_rollout_node *n)
 	return o;
 }
 
-/* As a node of a batch is stored: the meter counts it, ndjson streams it. */
+/* As a node of a batch is stored: ndjson streams it. */
 static void on_node_done(void *ud, long id, const struct gf_rollout_node *rn,
 			 const struct gf_err *store_err)
 {
 	struct upd *u = ud;
 
-	if (u->meter)
-		atomic_fetch_add(&u->meter->finished, 1);
 	if (store_err)
 		cli_error("the state of node '%s' could not be stored: %s", rn->node, store_err->msg);
 	if (u->cli->format == GF_FMT_NDJSON) {
@@ -329,8 +269,7 @@ static void run_init(struct upd *u, const struct gf_catalog *cat, const struct g
 		.fan = {.run = fan_run, .ud = u},
 		.hooks = {
 			.ud = u, .planned = on_planned, .batch_start = on_batch_start,
-			.batch_end = on_batch_end, .upload_total = on_upload_total,
-			.upload_sent = on_upload_sent, .node_done = on_node_done,
+			.batch_end = on_batch_end, .node_done = on_node_done,
 			.stopping = on_stopping,
 		},
 	};
@@ -393,25 +332,6 @@ static void plan_release(struct upd *u, struct plan_run *p)
 	gf_catalog_release(&p->cat);
 }
 
-static int update_plan(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
-		       int nargs)
-{
-	const struct update_args *a = ud;
-	struct upd u = {.cli = cli};
-	struct plan_run p = {0};
-	struct gf_rollout_run run;
-	int rc;
-
-	(void)sv;
-	rc = plan_load(cli, a, args, nargs, &p);
-	if (rc == 0) {
-		run_init(&u, &p.cat, &a->o, p.nodes, p.n, NULL, &run);
-		rc = plan_read(&u, &p, &run, true);
-	}
-	plan_release(&u, &p);
-	return rc;
-}
-
 /* Print rollout @id as stored, and the exit code: 0 when every node is done or skipped. */
 static int print_rollout(struct gf_cli *cli, struct gf_db *db, long id, bool quiet_ndjson)
 {
@@ -469,11 +389,13 @@ static int execute(struct gf_cli *cli, const struct gf_rollout_run *run, const s
 	return cli_interrupted(rc);
 }
 
+/* update plan (sv->data NULL) and run: the plan rendered (plan, --dry-run), or the rollout. */
 static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
 		      int nargs)
 {
 	const struct update_args *a = ud;
-	struct upd u = {.cli = cli, .dry_run = a->dry_run};
+	bool plan = !sv->data, dry = a->dry_run && !plan;
+	struct upd u = {.cli = cli, .dry_run = dry};
 	struct plan_run p = {0};
 	struct gf_rollout r = {0};
 	struct gf_rollout_run run;
@@ -482,18 +404,17 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 	size_t work = 0;
 	int rc;
 
-	(void)sv;
 	rc = plan_load(cli, a, args, nargs, &p);
 	if (rc)
 		goto out;
-	if (!a->dry_run && (rc = cli_guard(cli, "update run", p.nodes, p.n, a->yes)))
+	if (!plan && !dry && (rc = cli_guard(cli, "update run", p.nodes, p.n, a->yes)))
 		goto out;
-	if (!a->dry_run && (rc = cli_db(cli, &db)))
+	if (!plan && !dry && (rc = cli_db(cli, &db)))
 		goto out;
 	run_init(&u, &p.cat, &a->o, p.nodes, p.n, db, &run);
-	/* The plan, from a fresh read of every node; --dry-run stops here. */
-	rc = plan_read(&u, &p, &run, a->dry_run);
-	if (a->dry_run || !u.ran || rc == GF_EXIT_INTERRUPTED)
+	/* The plan, from a fresh read of every node; plan and --dry-run stop here. */
+	rc = plan_read(&u, &p, &run, plan || dry);
+	if (plan || dry || !u.ran || rc == GF_EXIT_INTERRUPTED)
 		goto out;
 	if (gf_rollout_start(&run, p.plans, gf_invoking_user(), &r, &work, &err) < 0) {
 		rc = cli_fail(&err);
@@ -580,8 +501,8 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 
 static const struct cli_subverb subs[] = {
 	/* A plan is what run would do: it takes run's command line as it is. */
-	{"plan", update_plan, NULL, 0},
-	{"run", update_run, NULL, 0},
+	{"plan", update_run, NULL, 0},
+	{"run", update_run, "run", 0},
 	{"status", update_status, NULL, CLI_NO_OPTS},
 	/* A rollout resumes with its own catalog and options; --reboot may be added. */
 	{"resume", update_resume, NULL, CLI_OPT(U_YES) | CLI_OPT(U_REBOOT)},

@@ -36,6 +36,7 @@ struct ctx {
 	struct gf_rollout_plan *plans;   /* plan: per node */
 	struct gf_rollout_node *out;     /* run: per node of the batch, its items as they ended */
 	unsigned *reported;              /* run: the attempt that filled out[j], 0: none */
+	struct gf_rollout_progress *prog;  /* run: the batch's */
 };
 
 static size_t index_of(const struct ctx *c, const struct gf_node *n)
@@ -319,12 +320,10 @@ static void read_back(const struct gf_backend *be, void *sess, struct run_item *
 	}
 }
 
-/* The bytes node @j will push, once per image, for the upload progress. */
-static void count_uploads(const struct ctx *c, size_t j, const struct run_item *items, size_t ni)
+/* The bytes a node will push, once per image, for the upload progress. */
+static void count_uploads(const struct ctx *c, const struct run_item *items, size_t ni)
 {
-	const struct gf_rollout_hooks *h = &c->run->hooks;
-
-	for (size_t k = 0; h->upload_total && k < ni; k++) {
+	for (size_t k = 0; k < ni; k++) {
 		const struct gf_catalog_image *im = &c->run->cat->v[items[k].pi->image];
 		bool first = items[k].state == GF_RS_NOT_STARTED;
 		struct stat st;
@@ -333,7 +332,7 @@ static void count_uploads(const struct ctx *c, size_t j, const struct run_item *
 			first = !(items[i].state == GF_RS_NOT_STARTED &&
 				  items[i].pi->image == items[k].pi->image);
 		if (first && im->file && stat(im->file, &st) == 0)
-			h->upload_total(h->ud, j, (unsigned long long)st.st_size);
+			atomic_fetch_add(&c->prog->total, (unsigned long long)st.st_size);
 	}
 }
 
@@ -343,12 +342,10 @@ static void run_items(const struct gf_backend *be, void *sess, const struct gf_n
 		      size_t ni, double deadline, struct gf_result *slot)
 {
 	const struct gf_rollout_opts *o = c->run->o;
-	const struct gf_rollout_hooks *h = &c->run->hooks;
 	enum gf_activation host = GF_ACT_NONE;
-	size_t j = index_of(c, n);
 	struct gf_err e = {0};
 
-	count_uploads(c, j, items, ni);
+	count_uploads(c, items, ni);
 	for (size_t i = 0; i < ni; i++) {
 		const struct gf_plan_item *pi = items[i].pi;
 		const struct gf_catalog_image *im = &c->run->cat->v[pi->image];
@@ -370,7 +367,7 @@ static void run_items(const struct gf_backend *be, void *sess, const struct gf_n
 		push = (struct gf_fw_push){
 			.method = method_of(c, p, pi), .file = im->file, .image_uri = im->image_uri,
 			.targets = targets, .ntargets = nt, .apply_now = p->caps.apply_time,
-			.deadline = deadline, .sent = h->upload_sent ? h->upload_sent(h->ud, j) : NULL,
+			.deadline = deadline, .sent = &c->prog->sent,
 		};
 		if (push.method == GF_FW_NONE) {
 			gf_err_set(&e, GF_E_NODE, GF_EK_UNSUPPORTED,
@@ -594,6 +591,7 @@ struct exec {
 	size_t failed;              /* nodes failed so far */
 	size_t ok;                  /* nodes of the batch that ended ok */
 	bool store_failed;
+	struct gf_rollout_progress prog;  /* the batch's */
 };
 
 /* At its version now, but planned for an update before: flashed by an earlier run of it. */
@@ -658,6 +656,7 @@ static void node_done(void *ud, size_t j, const struct gf_result *slot)
 		x->failed++;
 	if (slot->ok)
 		x->ok++;
+	atomic_fetch_add(&x->prog.finished, 1);
 	first = !x->store_failed;
 	if (gf_rollout_nodes_set(x->run->db, x->id, &rn, 1, &err) < 0)
 		x->store_failed = true;
@@ -728,6 +727,13 @@ static int run_batch(struct exec *x, const size_t *idx, size_t k, unsigned b, un
 	x->ctx.out = gf_xcalloc(k, sizeof(*x->ctx.out));
 	x->ctx.reported = gf_xcalloc(k, sizeof(*x->ctx.reported));
 	x->ok = 0;
+	x->prog.batch = b;
+	x->prog.batches = nb;
+	x->prog.nodes = k;
+	atomic_store(&x->prog.finished, 0);
+	atomic_store(&x->prog.total, 0);
+	atomic_store(&x->prog.sent, 0);
+	x->ctx.prog = &x->prog;
 	f = (struct gf_rollout_fanout){
 		.nodes = sub, .n = k, .op = run_op, .ctx = &x->ctx,
 		.audit = x->ctx.resume ? "update resume" : "update run",
@@ -737,10 +743,10 @@ static int run_batch(struct exec *x, const size_t *idx, size_t k, unsigned b, un
 		.on_done = node_done, .done_ud = x,
 	};
 	if (h->batch_start)
-		h->batch_start(h->ud, b, nb, sub, k);
+		h->batch_start(h->ud, &x->prog);
 	rc = run->fan.run(run->fan.ud, &f);
 	if (h->batch_end)
-		h->batch_end(h->ud, b, nb, k, x->ok);
+		h->batch_end(h->ud, &x->prog, x->ok);
 	for (size_t j = 0; j < k; j++)
 		gf_rollout_node_release(&x->ctx.out[j]);
 	free(x->ctx.out);

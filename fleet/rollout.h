@@ -69,21 +69,28 @@ struct gf_rollout_plan {
 
 void gf_rollout_plan_release(struct gf_rollout_plan *p);
 
+/*
+ * A batch as it runs, handed to the hooks: the workers add to its bytes
+ * (the backend to @sent as it hands an image over), the calling thread
+ * counts the nodes stored; any thread may read it while the batch runs.
+ */
+struct gf_rollout_progress {
+	unsigned batch, batches;     /* this one (1-based), of how many */
+	size_t nodes;                /* in the batch */
+	atomic_size_t finished;      /* nodes of the batch stored */
+	atomic_ullong total;         /* bytes of the images its nodes push, once each */
+	atomic_ullong sent;          /* bytes handed to the BMCs so far */
+};
+
 /* Callbacks; any may be NULL. */
 struct gf_rollout_hooks {
 	void *ud;
 	/* Calling thread: node i's plan read (or failed: slot->ok false). */
 	void (*planned)(void *ud, size_t i, const struct gf_rollout_plan *p,
 			const struct gf_result *slot);
-	/* Calling thread: batch @b of @nb starts with the @k nodes @nodes, or ended (@ok of them). */
-	void (*batch_start)(void *ud, unsigned b, unsigned nb, const struct gf_node *nodes, size_t k);
-	void (*batch_end)(void *ud, unsigned b, unsigned nb, size_t k, size_t ok);
-	/*
-	 * Any worker: node j of the batch will push @bytes more; the counter the
-	 * backend adds the bytes handed over to (NULL: not counted).
-	 */
-	void (*upload_total)(void *ud, size_t j, unsigned long long bytes);
-	atomic_ullong *(*upload_sent)(void *ud, size_t j);
+	/* Calling thread: a batch starts (its progress live until it ends), or ended, @ok nodes ok. */
+	void (*batch_start)(void *ud, const struct gf_rollout_progress *p);
+	void (*batch_end)(void *ud, const struct gf_rollout_progress *p, size_t ok);
 	/*
 	 * Calling thread: a node of rollout @id in its new state, stored;
 	 * @store_err: it could not be (the run's first such error; NULL else).

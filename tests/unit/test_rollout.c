@@ -207,7 +207,7 @@ static int teardown(void **state)
 static void add_nodes(struct lab *l, size_t n, const char *const *versions)
 {
 	for (size_t i = 0; i < n; i++) {
-		char name[16];
+		char name[32];
 
 		snprintf(name, sizeof(name), "n%zu", i + 1);
 		l->nodes[i] = (struct gf_node){.name = gf_xstrdup(name), .bmc = gf_xstrdup("192.0.2.1"),
