@@ -110,7 +110,7 @@ static int fan_run(void *ud, const struct gf_rollout_fanout *f)
 	struct cli_bmc_run run = {
 		.cli = u->cli, .nodes = f->nodes, .n = f->n, .op = f->op, .ctx = f->ctx,
 		.audit = f->audit, .opts = &opts, .timeout = f->timeout,
-		.batch = f->stagger ? 1 : 0, .interval = f->stagger && f->n > 1 ? 0.2 : 0,
+		.batch = f->batch, .interval = f->interval,
 		.on_done = f->on_done, .done_ud = f->done_ud, .may_be_restarting = f->may_be_restarting,
 	};
 	int rc = cli_bmc_fanout(&run);

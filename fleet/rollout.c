@@ -739,7 +739,7 @@ static int run_batch(struct exec *x, const size_t *idx, size_t k, unsigned b, un
 		.audit = x->ctx.resume ? "update resume" : "update run",
 		.timeout = run->o->update_timeout + 60,
 		/* Uploads spaced: a batch does not push every image in the same second. */
-		.stagger = true, .may_be_restarting = x->ctx.resume ? left_running : NULL,
+		.batch = 1, .interval = k > 1 ? 0.2 : 0, .may_be_restarting = x->ctx.resume ? left_running : NULL,
 		.on_done = node_done, .done_ud = x,
 	};
 	if (h->batch_start)

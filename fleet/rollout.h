@@ -36,8 +36,8 @@ struct gf_rollout_fanout {
 	const void *ctx;             /* @op's, read-only */
 	const char *audit;           /* NULL: read-only; else the audited action ("update run") */
 	double timeout;              /* > 0: a node's deadline instead of the caller's */
-	bool stagger;                /* nodes started one by one, 0.2 s apart (uploads not all at
-				      * once), no fleet ping */
+	unsigned batch;              /* staggering (gf_exec_opts): nodes started @batch at a */
+	double interval;             /* time, @interval s apart; then no fleet ping */
 	/* NULL, or true for a node whose BMC may be restarting: its session opened again */
 	bool (*may_be_restarting)(const void *ctx, const struct gf_node *n);
 	/* On the calling thread as each node finishes (its slot: ok, err, attempts). */

@@ -124,7 +124,7 @@ static int stub_fan(void *ud, const struct gf_rollout_fanout *rf)
 		.may_be_restarting = rf->may_be_restarting,
 		.backend = &stub,
 		.exec = {.fanout = 2, .timeout = rf->timeout > 0 ? rf->timeout : 30,
-			 .batch = rf->stagger ? 1 : 0},
+			 .batch = rf->batch},  /* no pause between the stubs */
 		.hooks = {.done = rf->on_done, .ud = rf->done_ud},
 	};
 	struct gf_err err = {0};
