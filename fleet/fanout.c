@@ -85,7 +85,8 @@ static void stream(const struct gf_fanout *f, const struct gf_backend *be, size_
 	struct gf_fanout_session s = {
 		.be = be, .node = &f->nodes[i], .i = i, .opts = f->opts, .deadline = deadline,
 	};
-	uint64_t seed = (uint64_t)(gf_monotime() * 1e9) ^ ((uint64_t)i + 1) * UINT64_C(0x9e3779b97f4a7c15);
+	uint64_t seed = (uint64_t)(gf_monotime() * 1e9) ^
+			((uint64_t)i + 1) * UINT64_C(0x9e3779b97f4a7c15);
 	double wait = bmin, next;
 	struct gf_err err = {0};
 	bool up = false;   /* the last session opened */
