@@ -57,7 +57,8 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	case U_YES: a->yes = true; break;
 	case U_REBOOT: o->reboot = true; break;
 	case U_UPDATE_TIMEOUT:
-		rc = gf_parse_seconds(arg, 1, 7 * 86400, &o->update_timeout, &err, "--update-timeout");
+		rc = gf_parse_seconds(arg, 1, 7 * 86400, &o->update_timeout, &err,
+				      "--update-timeout");
 		break;
 	case U_READBACK_WAIT:
 		rc = gf_parse_seconds(arg, 0, 86400, &o->readback_wait, &err, "--readback-wait");
@@ -86,8 +87,8 @@ static void meter_draw(void *ud)
 	bar[METER_WIDTH] = '\0';
 	cli_progress_line("batch %u/%u: uploads [%s] %3u%% %.1f/%.1f MiB, %zu/%zu nodes done",
 			  p->batch, p->batches, bar, total ? (unsigned)(100 * shown / total) : 0,
-			  (double)sent / 1048576, (double)total / 1048576, atomic_load(&p->finished),
-			  p->nodes);
+			  (double)sent / 1048576, (double)total / 1048576,
+			  atomic_load(&p->finished), p->nodes);
 }
 
 /* ---- the engine's fan-out, its hooks, the rendering --------------------- */
@@ -111,7 +112,8 @@ static int fan_run(void *ud, const struct gf_rollout_fanout *f)
 		.cli = u->cli, .nodes = f->nodes, .n = f->n, .op = f->op, .ctx = f->ctx,
 		.audit = f->audit, .opts = &opts, .timeout = f->timeout,
 		.batch = f->batch, .interval = f->interval,
-		.on_done = f->on_done, .done_ud = f->done_ud, .may_be_restarting = f->may_be_restarting,
+		.on_done = f->on_done, .done_ud = f->done_ud,
+		.may_be_restarting = f->may_be_restarting,
 	};
 	int rc = cli_bmc_fanout(&run);
 
@@ -239,7 +241,8 @@ static void on_node_done(void *ud, long id, const struct gf_rollout_node *rn,
 	struct upd *u = ud;
 
 	if (store_err)
-		cli_error("the state of node '%s' could not be stored: %s", rn->node, store_err->msg);
+		cli_error("the state of node '%s' could not be stored: %s", rn->node,
+			  store_err->msg);
 	if (u->cli->format == GF_FMT_NDJSON) {
 		json_t *o = stored_node_json(id, rn);
 		char *line = json_dumps(o, JSON_COMPACT);

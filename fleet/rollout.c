@@ -103,7 +103,8 @@ static void plan_item(const struct ctx *c, const struct node_plan *p, const stru
 	}
 	*ret = (struct gf_rollout_item){
 		.component = gf_xstrdup(pi->component), .from = dup_or_null(pi->from),
-		.to = gf_xstrdup(pi->to), .action = gf_xstrdup(gf_fw_method_name(method_of(c, p, pi))),
+		.to = gf_xstrdup(pi->to),
+		.action = gf_xstrdup(gf_fw_method_name(method_of(c, p, pi))),
 		.activation = gf_xstrdup(gf_activation_name(pi->activation)), .state = state,
 	};
 }
@@ -147,7 +148,8 @@ static void plan_done(void *ud, size_t i, const struct gf_result *slot)
 
 	if (!slot->ok) {
 		gf_rollout_plan_release(p);
-		p->node.state = slot->err.kind == GF_EK_UNSUPPORTED ? GF_RS_UNSUPPORTED : GF_RS_FAILED;
+		p->node.state = slot->err.kind == GF_EK_UNSUPPORTED ? GF_RS_UNSUPPORTED
+			: GF_RS_FAILED;
 		p->node.kind = gf_xstrdup(gf_errkind_name(slot->err.kind));
 		p->node.message = gf_xstrdup(slot->err.msg);
 	}
@@ -198,7 +200,8 @@ int gf_rollout_start(const struct gf_rollout_run *run, const struct gf_rollout_p
 			const struct gf_rollout_item *it = &p->items[k];
 
 			rn->items[rn->nitems++] = (struct gf_rollout_item){
-				.component = gf_xstrdup(it->component), .from = dup_or_null(it->from),
+				.component = gf_xstrdup(it->component),
+				.from = dup_or_null(it->from),
 				.to = dup_or_null(it->to), .action = dup_or_null(it->action),
 				.activation = dup_or_null(it->activation), .state = it->state,
 			};
@@ -683,7 +686,8 @@ static int mark_running(struct exec *x, const size_t *idx, size_t k, struct gf_e
 	rc = gf_rollout_nodes_set(x->run->db, x->id, rn, k, &e);
 	free(rn);
 	if (rc < 0)
-		return gf_err_set(err, rc, GF_EK_NONE, "the rollout could not be stored: %s", e.msg);
+		return gf_err_set(err, rc, GF_EK_NONE, "the rollout could not be stored: %s",
+				  e.msg);
 	return 0;
 }
 
@@ -739,7 +743,8 @@ static int run_batch(struct exec *x, const size_t *idx, size_t k, unsigned b, un
 		.audit = x->ctx.resume ? "update resume" : "update run",
 		.timeout = run->o->update_timeout + 60,
 		/* Uploads spaced: a batch does not push every image in the same second. */
-		.batch = 1, .interval = k > 1 ? 0.2 : 0, .may_be_restarting = x->ctx.resume ? left_running : NULL,
+		.batch = 1, .interval = k > 1 ? 0.2 : 0,
+		.may_be_restarting = x->ctx.resume ? left_running : NULL,
 		.on_done = node_done, .done_ud = x,
 	};
 	if (h->batch_start)
@@ -848,8 +853,8 @@ int gf_rollout_match(const struct gf_rollout *r, struct gf_node *nodes, size_t n
 {
 	if (n != r->n)
 		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-				  "rollout %ld names %zu nodes, the registry has %zu of them", r->id,
-				  r->n, n);
+				  "rollout %ld names %zu nodes, the registry has %zu of them",
+				  r->id, r->n, n);
 	for (size_t i = 0; i < r->n; i++)
 		for (size_t k = i; k < n; k++)
 			if (strcmp(nodes[k].name, r->nodes[i].node) == 0) {

@@ -88,7 +88,7 @@ struct gf_rollout_hooks {
 	/* Calling thread: node i's plan read (or failed: slot->ok false). */
 	void (*planned)(void *ud, size_t i, const struct gf_rollout_plan *p,
 			const struct gf_result *slot);
-	/* Calling thread: a batch starts (its progress live until it ends), or ended, @ok nodes ok. */
+	/* Calling thread: a batch starts (its progress live until it ends); it ended, @ok ok. */
 	void (*batch_start)(void *ud, const struct gf_rollout_progress *p);
 	void (*batch_end)(void *ud, const struct gf_rollout_progress *p, size_t ok);
 	/*
@@ -126,7 +126,8 @@ int gf_rollout_plan(const struct gf_rollout_run *run, struct gf_rollout_plan **r
  * number of nodes to update in *ret_work. 0 or GF_E_* with @err.
  */
 int gf_rollout_start(const struct gf_rollout_run *run, const struct gf_rollout_plan *plans,
-		     const char *user, struct gf_rollout *ret, size_t *ret_work, struct gf_err *err);
+		     const char *user, struct gf_rollout *ret, size_t *ret_work,
+		     struct gf_err *err);
 
 /*
  * Run stored rollout @r, batch by batch: the nodes not started (run), or

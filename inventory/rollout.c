@@ -135,7 +135,8 @@ static int bind_items(struct gf_db *db, sqlite3_stmt *st, long id,
 		    (rc = gf_db_bind_text(db, st, 5, it->to, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st, 6, it->action, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st, 7, it->activation, what, err)) < 0 ||
-		    (rc = gf_db_bind_text(db, st, 8, gf_rollout_state_name(it->state), what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st, 8, gf_rollout_state_name(it->state), what,
+					  err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st, 9, it->kind, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st, 10, it->message, what, err)) < 0 ||
 		    (rc = gf_db_step_done(db, st, what, err)) < 0)

@@ -59,7 +59,8 @@ static int stub_open(const struct gf_bmc_target *t, void **ret, struct gf_err *e
 	struct stub_bmc *b = &the_lab->bmc[find(the_lab, t->node)];
 
 	if (b->dead)
-		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc of node '%s' is down", t->node);
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc of node '%s' is down",
+				  t->node);
 	*ret = b;
 	return 0;
 }
@@ -166,7 +167,8 @@ static void on_stopping(void *ud, size_t failed, unsigned long max)
 }
 
 static const char catalog[] = "{\"images\": [{\"component\": \"bmc\", \"version\": \"2.0\", "
-			      "\"image_uri\": \"http://images/bmc-2.0.bin\", \"activation\": \"none\"}]}";
+			      "\"image_uri\": \"http://images/bmc-2.0.bin\", "
+			      "\"activation\": \"none\"}]}";
 
 static int setup(void **state)
 {
@@ -210,8 +212,10 @@ static void add_nodes(struct lab *l, size_t n, const char *const *versions)
 		char name[32];
 
 		snprintf(name, sizeof(name), "n%zu", i + 1);
-		l->nodes[i] = (struct gf_node){.name = gf_xstrdup(name), .bmc = gf_xstrdup("192.0.2.1"),
-					       .protocol = GF_PROTO_REDFISH};
+		l->nodes[i] = (struct gf_node){
+			.name = gf_xstrdup(name), .bmc = gf_xstrdup("192.0.2.1"),
+			.protocol = GF_PROTO_REDFISH,
+		};
 		snprintf(l->bmc[i].version, sizeof(l->bmc[i].version), "%s", versions[i]);
 	}
 	l->n = n;
