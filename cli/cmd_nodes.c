@@ -8,7 +8,8 @@
 
 #include "cli/inv.h"
 #include "cli/verbs.h"
-#include "inventory/bmc.h"
+#include "fleet/bmc.h"
+#include "fleet/pins.h"
 #include "lib/buf.h"
 #include "lib/file.h"
 
@@ -361,7 +362,7 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 	rc = cli_db(cli, &db);
 	if (rc)
 		goto out;
-	if (gf_pins_load(db, nodes, NULL, n, false, true, &pins, &err) < 0) {
+	if (gf_pins_load(db, nodes, NULL, n, false, NULL, &pins, &err) < 0) {
 		rc = cli_fail(&err);
 		goto out;
 	}

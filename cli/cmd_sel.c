@@ -194,6 +194,7 @@ static int list_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, 
 		.cols = list_cols, .ncols = sizeof(list_cols) / sizeof(list_cols[0]),
 		.rows_key = "entries",
 	};
+	const struct gf_bmc_opts opts = {.log_name = a->log};
 	struct cli_bmc_run run = {0};
 	struct gf_node *nodes = NULL;
 	size_t n = 0;
@@ -208,7 +209,7 @@ static int list_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, 
 		return rc;
 	run = (struct cli_bmc_run){
 		.cli = cli, .nodes = nodes, .n = n, .op = list_op, .ctx = a, .spec = &spec,
-		.log_name = a->log,
+		.opts = &opts,
 	};
 	rc = cli_bmc_fanout(&run);
 	cli_bmc_release(&run);

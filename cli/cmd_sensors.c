@@ -177,6 +177,7 @@ int cmd_sensors(struct gf_cli *cli, int argc, char **argv)
 		.cols = sensor_cols, .ncols = sizeof(sensor_cols) / sizeof(sensor_cols[0]),
 		.rows_key = "sensors",
 	};
+	struct gf_bmc_opts opts = {0};
 	struct cli_bmc_run run = {0};
 	struct gf_node *nodes = NULL;
 	char **args;
@@ -190,11 +191,11 @@ int cmd_sensors(struct gf_cli *cli, int argc, char **argv)
 	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
 	if (rc)
 		goto out;
+	/* Only JSON shows thresholds; the other formats save the commands. */
+	opts.no_thresholds = cli->format != GF_FMT_JSON && cli->format != GF_FMT_NDJSON;
 	run = (struct cli_bmc_run){
 		.cli = cli, .nodes = nodes, .n = n, .op = sensors_op, .ctx = &a,
-		.spec = cli->format == GF_FMT_PROMETHEUS ? NULL : &spec,
-		/* Only JSON shows thresholds; the other formats save the commands. */
-		.no_thresholds = cli->format != GF_FMT_JSON && cli->format != GF_FMT_NDJSON,
+		.spec = cli->format == GF_FMT_PROMETHEUS ? NULL : &spec, .opts = &opts,
 	};
 	rc = cli_bmc_fanout(&run);
 	if (cli->format == GF_FMT_PROMETHEUS && run.slots && rc != GF_EXIT_USAGE)

@@ -1,7 +1,7 @@
 /*
  * gpufleet sweep: everything read-only about every node, stored as one sweep.
  *
- * Parse, collect, store, render: inventory/collect.c reads every node's BMC
+ * Parse, collect, store, render: fleet/collect.c reads every node's BMC
  * (one session: firmware inventory, hardware, event log, sensors) and its
  * host facts over SSH, as two parts of one fan-out, into a typed sweep;
  * inventory/store.c writes it in one transaction.
@@ -12,7 +12,7 @@
 #include "cli/inv.h"
 #include "cli/verbs.h"
 #include "inventory/codec.h"
-#include "inventory/collect.h"
+#include "fleet/collect.h"
 #include "inventory/store.h"
 #include "lib/buf.h"
 #include "lib/util.h"
@@ -139,11 +139,18 @@ static void report_problems(const struct gf_sweep *sw)
 
 /* ---- the verb ------------------------------------------------------------------ */
 
+/* Before anything is sent (@ud: the progress's render). */
+static int sweep_start(void *ud, const struct gf_fanout *f)
+{
+	cli_bmc_warn_insecure(((const struct cli_render *)ud)->cli, f);
+	return 0;
+}
+
 int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 {
 	struct sweep_args a = {0};
 	struct gf_node *nodes = NULL;
-	const struct gf_profile **ssh_profs = NULL;
+	const struct gf_profile **ssh_profs = NULL, **bmc_profs = NULL;
 	struct gf_sel_prev *prev = NULL;
 	struct gf_collect c = {0};
 	struct cli_render pr = {.cli = cli};
@@ -196,33 +203,35 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 		goto out;
 	}
 	if (any_bmc) {
-		rc = cli_bmc_prepare(cli, nodes, n, &c.bmc);
+		rc = cli_profiles(cli, CLI_PROFILE_BMC, nodes, n, &bmc_profs);
 		if (rc) {
 			if (rc != GF_EXIT_USAGE)
 				cli_error("the sweep was not stored");
 			goto out;
 		}
 	}
-	c.bmc.nodes = nodes;
-	c.n = n;
+	cli_bmc_frame(cli, &c.bmc, nodes, n, bmc_profs);
+	pr.nodes = nodes;
+	pr.n = n;
+	c.bmc.hooks = (struct gf_fanout_hooks){
+		.db = cli_bmc_db, .start = sweep_start, .done = cli_progress_done, .ud = &pr,
+	};
 	c.ssh_profs = ssh_profs;
 	c.prev = prev;
 	c.accept_new = a.accept_new;
-	c.bmc.cancel = gf_exec_cancel_flag();
-	cli_exec_opts(cli, &c.exec);
-	pr.nodes = nodes;
-	pr.n = n;
-	c.done = cli_progress_done;
-	c.ud = &pr;
 
 	sw = gf_sweep_new();
 	sw->started = gf_time_ms(gf_walltime());
-	if (gf_collect_sweep(&c, sw, &err) < 0) {
-		rc = cli_fail(&err);
+	rc = gf_collect_sweep(&c, sw, &err);
+	if (rc) {
+		if (rc < 0)
+			rc = cli_fail(&err);
+		if (rc != GF_EXIT_USAGE)
+			cli_error("the sweep was not stored");
 		goto out;
 	}
 	/* A pin that could not be stored, or lost to another run's, fails the run (below). */
-	prc = cli_bmc_store_pins(cli, &c.bmc);
+	prc = cli_bmc_pins_report(cli, &c.bmc);
 	rc = cli_interrupted(GF_EXIT_OK);
 	if (rc) {
 		/* No sweep rather than a sweep of failures. */
@@ -256,7 +265,8 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 		rc = GF_EXIT_FAILED;
 out:
 	gf_sweep_free(sw);
-	cli_bmc_prepared_release(&c.bmc);
+	gf_fanout_release(&c.bmc);
+	free(bmc_profs);
 	free(prev);
 	free(names);
 	free(ssh_profs);

@@ -183,6 +183,22 @@ struct cli_render {
 
 /* The exec "done" callback: streams ndjson and draws progress. @ud is a struct cli_render. */
 void cli_render_done(void *ud, size_t i, const struct gf_result *slot);
+/* Only its ndjson part: node @i's object on stdout when the format is ndjson. */
+void cli_render_stream(struct cli_render *r, size_t i, const struct gf_result *slot);
+/*
+ * A progress line on stderr, drawn over the last one ("\r\033[K", the text,
+ * no line feed); cleared. The caller draws only on a terminal (cli->progress).
+ */
+void cli_progress_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_progress_clear(void);
+/*
+ * A progress line redrawn every @every seconds by a thread of its own that
+ * calls @draw (which draws with cli_progress_line); NULL when no thread
+ * could start. Stopped: drawn a last time, cleared, freed (NULL: nothing).
+ */
+struct cli_ticker;
+struct cli_ticker *cli_ticker_start(void (*draw)(void *ud), void *ud, double every);
+void cli_ticker_stop(struct cli_ticker *t);
 /* The exec "done" callback that only counts, draws progress and prints -v lines (@ud as above). */
 void cli_progress_done(void *ud, size_t i, const struct gf_result *slot);
 /* Print all results (table/json/csv) after the run; returns 0 or 1 (some failed). */

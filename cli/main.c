@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "cli/verbs.h"
-#include "inventory/bmc.h"
+#include "fleet/bmc.h"
 #include "lib/util.h"
 
 enum {

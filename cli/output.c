@@ -1,10 +1,13 @@
 /* The one output path of cli/: errors, warnings, and rendering a fan-out run. */
 #include "cli/common.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "lib/buf.h"
+#include "lib/util.h"
 
 /*
  * Every line cli/ writes on stderr: "@prefix MESSAGE\n", the message made
@@ -130,21 +133,93 @@ void cli_progress_done(void *ud, size_t i, const struct gf_result *slot)
 	}
 }
 
+void cli_render_stream(struct cli_render *r, size_t i, const struct gf_result *slot)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	json_t *o;
+
+	if (r->cli->format != GF_FMT_NDJSON)
+		return;
+	o = node_json(r, i, slot);
+	gf_render_ndjson_one(o, &b);
+	fputs(gf_buf_str(&b), stdout);
+	fflush(stdout);
+	json_decref(o);
+	gf_buf_release(&b);
+}
+
 void cli_render_done(void *ud, size_t i, const struct gf_result *slot)
 {
-	struct cli_render *r = ud;
-
-	if (r->cli->format == GF_FMT_NDJSON) {
-		struct gf_buf b = GF_BUF_INIT;
-		json_t *o = node_json(r, i, slot);
-
-		gf_render_ndjson_one(o, &b);
-		fputs(gf_buf_str(&b), stdout);
-		fflush(stdout);
-		json_decref(o);
-		gf_buf_release(&b);
-	}
+	cli_render_stream(ud, i, slot);
 	cli_progress_done(ud, i, slot);
+}
+
+void cli_progress_line(const char *fmt, ...)
+{
+	struct gf_buf line = GF_BUF_INIT;
+	char text[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	gf_buf_adds(&line, "\r\033[K");
+	gf_term_escape(&line, text, "");
+	fputs(gf_buf_str(&line), stderr);
+	fflush(stderr);
+	gf_buf_release(&line);
+}
+
+void cli_progress_clear(void)
+{
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+}
+
+struct cli_ticker {
+	void (*draw)(void *ud);
+	void *ud;
+	double every;
+	atomic_bool stop;
+	pthread_t thread;
+};
+
+static void *ticker_main(void *ud)
+{
+	struct cli_ticker *t = ud;
+
+	while (!atomic_load(&t->stop)) {
+		double next = gf_monotime() + t->every;
+
+		t->draw(t->ud);
+		while (!atomic_load(&t->stop) && gf_monotime() < next)
+			gf_sleep_until(gf_monotime() + 0.05 < next ? gf_monotime() + 0.05 : next);
+	}
+	return NULL;
+}
+
+struct cli_ticker *cli_ticker_start(void (*draw)(void *ud), void *ud, double every)
+{
+	struct cli_ticker *t = gf_xcalloc(1, sizeof(*t));
+
+	*t = (struct cli_ticker){.draw = draw, .ud = ud, .every = every};
+	atomic_init(&t->stop, false);
+	if (pthread_create(&t->thread, NULL, ticker_main, t) != 0) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void cli_ticker_stop(struct cli_ticker *t)
+{
+	if (!t)
+		return;
+	atomic_store(&t->stop, true);
+	pthread_join(t->thread, NULL);
+	t->draw(t->ud);
+	cli_progress_clear();
+	free(t);
 }
 
 int cli_render_finish(struct cli_render *r, const struct gf_result *slots)

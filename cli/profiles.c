@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "inventory/bmc.h"
+#include "fleet/bmc.h"
 #include "lib/util.h"
 
 /*

@@ -91,6 +91,7 @@ void gf_catalog_release(struct gf_catalog *c)
 		image_release(&c->v[i]);
 	free(c->v);
 	free(c->path);
+	free(c->text);
 	*c = (struct gf_catalog){0};
 }
 
@@ -248,6 +249,10 @@ int gf_catalog_parse(const char *path, const char *text, size_t len, struct gf_c
 				  "catalog '%s' has no \"images\" list", path);
 	}
 	c.path = gf_xstrdup(path);
+	c.text = gf_xmalloc(len + 1);
+	memcpy(c.text, text, len);
+	c.text[len] = '\0';
+	c.len = len;
 	c.v = gf_xcalloc(json_array_size(images) ? json_array_size(images) : 1, sizeof(*c.v));
 	json_array_foreach(images, i, e) {
 		rc = parse_image(path, i, e, &c.v[c.n], err);

@@ -49,6 +49,8 @@ struct gf_catalog_image {
 
 struct gf_catalog {
 	char *path;                  /* as given */
+	char *text;                  /* the bytes parsed, as read (a rollout stores them) */
+	size_t len;
 	struct gf_catalog_image *v;
 	size_t n;
 };

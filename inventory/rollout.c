@@ -1,12 +1,71 @@
 /* Firmware rollouts in the inventory: the plan and each node's state as it changes. */
 #include "inventory/rollout.h"
 
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/buf.h"
 #include "lib/util.h"
+
+static const char *const state_names[] = {
+	[GF_RS_NOT_STARTED] = "not-started", [GF_RS_RUNNING] = "running", [GF_RS_DONE] = "done",
+	[GF_RS_SKIPPED] = "skipped", [GF_RS_FAILED] = "failed",
+	[GF_RS_PENDING] = "pending-activation", [GF_RS_UNSUPPORTED] = "unsupported",
+	[GF_RS_STOPPED] = "stopped", [GF_RS_FINISHED] = "finished",
+};
+
+const char *gf_rollout_state_name(enum gf_rollout_state s)
+{
+	return (size_t)s < sizeof(state_names) / sizeof(state_names[0]) && state_names[s]
+		? state_names[s] : "failed";
+}
+
+int gf_rollout_state_parse(const char *s)
+{
+	for (size_t i = 0; s && i < sizeof(state_names) / sizeof(state_names[0]); i++)
+		if (state_names[i] && strcmp(state_names[i], s) == 0)
+			return (int)i;
+	return -1;
+}
+
+bool gf_rollout_state_ok(enum gf_rollout_state s)
+{
+	return s == GF_RS_DONE || s == GF_RS_SKIPPED;
+}
+
+char *gf_rollout_opts_format(const struct gf_rollout_opts *o)
+{
+	json_t *j = json_pack("{s:s?, s:I, s:I, s:I, s:b, s:f, s:f}", "component", o->component,
+			      "canary", (json_int_t)o->canary, "batch", (json_int_t)o->batch,
+			      "max_failures", (json_int_t)o->max_failures, "reboot", o->reboot,
+			      "update_timeout", o->update_timeout, "readback_wait",
+			      o->readback_wait);
+	char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+
+	json_decref(j);
+	return s;
+}
+
+void gf_rollout_opts_stored(const struct gf_rollout *r, const struct gf_rollout_opts *given,
+			    struct gf_rollout_opts *ret, char **own)
+{
+	json_t *j = json_loads(r->options ? r->options : "{}", 0, NULL);
+	const char *comp = json_string_value(json_object_get(j, "component"));
+	json_t *v;
+
+	*ret = *given;
+	*own = comp ? gf_xstrdup(comp) : NULL;
+	ret->component = *own;
+	ret->reboot = json_is_true(json_object_get(j, "reboot")) || given->reboot;
+	ret->max_failures = (unsigned long)json_integer_value(json_object_get(j, "max_failures"));
+	if (json_is_number(v = json_object_get(j, "update_timeout")))
+		ret->update_timeout = json_number_value(v);
+	if (json_is_number(v = json_object_get(j, "readback_wait")))
+		ret->readback_wait = json_number_value(v);
+	json_decref(j);
+}
 
 void gf_rollout_node_release(struct gf_rollout_node *n)
 {
@@ -20,13 +79,11 @@ void gf_rollout_node_release(struct gf_rollout_node *n)
 		free(it->to);
 		free(it->action);
 		free(it->activation);
-		free(it->state);
 		free(it->kind);
 		free(it->message);
 	}
 	free(n->items);
 	free(n->node);
-	free(n->state);
 	free(n->kind);
 	free(n->message);
 	*n = (struct gf_rollout_node){0};
@@ -40,7 +97,6 @@ void gf_rollout_release(struct gf_rollout *r)
 		gf_rollout_node_release(&r->nodes[i]);
 	free(r->nodes);
 	free(r->user);
-	free(r->state);
 	free(r->catalog_path);
 	free(r->catalog_text);
 	free(r->options);
@@ -57,7 +113,7 @@ static int bind_node(struct gf_db *db, sqlite3_stmt *st, long id, size_t seq,
 		return rc;
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)seq);
 	sqlite3_bind_int64(st, 4, n->batch);
-	if ((rc = gf_db_bind_text(db, st, 5, n->state, what, err)) < 0 ||
+	if ((rc = gf_db_bind_text(db, st, 5, gf_rollout_state_name(n->state), what, err)) < 0 ||
 	    (rc = gf_db_bind_text(db, st, 6, n->kind, what, err)) < 0 ||
 	    (rc = gf_db_bind_text(db, st, 7, n->message, what, err)) < 0)
 		return rc;
@@ -79,7 +135,8 @@ static int bind_items(struct gf_db *db, sqlite3_stmt *st, long id,
 		    (rc = gf_db_bind_text(db, st, 5, it->to, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st, 6, it->action, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st, 7, it->activation, what, err)) < 0 ||
-		    (rc = gf_db_bind_text(db, st, 8, it->state, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st, 8, gf_rollout_state_name(it->state), what,
+					  err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st, 9, it->kind, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st, 10, it->message, what, err)) < 0 ||
 		    (rc = gf_db_step_done(db, st, what, err)) < 0)
@@ -157,7 +214,7 @@ static int set_row(struct gf_db *db, struct sqlite3_stmt *const *st, const char 
 
 	sqlite3_bind_int64(st[0], 1, ud->id);
 	if ((rc = gf_db_bind_text(db, st[0], 2, n->node, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(db, st[0], 3, n->state, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(db, st[0], 3, gf_rollout_state_name(n->state), what, err)) < 0 ||
 	    (rc = gf_db_bind_text(db, st[0], 4, n->kind, what, err)) < 0 ||
 	    (rc = gf_db_bind_text(db, st[0], 5, n->message, what, err)) < 0)
 		return rc;
@@ -186,7 +243,7 @@ int gf_rollout_nodes_set(struct gf_db *db, long id, const struct gf_rollout_node
 
 struct state_ud {
 	long id;
-	const char *state;
+	enum gf_rollout_state state;
 };
 
 static int state_row(struct gf_db *db, struct sqlite3_stmt *const *st, const char *what,
@@ -197,13 +254,14 @@ static int state_row(struct gf_db *db, struct sqlite3_stmt *const *st, const cha
 
 	(void)i;
 	sqlite3_bind_int64(st[0], 1, ud->id);
-	if ((rc = gf_db_bind_text(db, st[0], 2, ud->state, what, err)) < 0)
+	if ((rc = gf_db_bind_text(db, st[0], 2, gf_rollout_state_name(ud->state), what, err)) < 0)
 		return rc;
 	sqlite3_bind_double(st[0], 3, gf_time_ms(gf_walltime()));
 	return gf_db_step_done(db, st[0], what, err);
 }
 
-int gf_rollout_set_state(struct gf_db *db, long id, const char *state, struct gf_err *err)
+int gf_rollout_set_state(struct gf_db *db, long id, enum gf_rollout_state state,
+			 struct gf_err *err)
 {
 	struct state_ud ud = {id, state};
 	const struct gf_db_write w = {
@@ -221,6 +279,19 @@ static char *col_dup(sqlite3_stmt *st, int i)
 	const unsigned char *s = sqlite3_column_text(st, i);
 
 	return s ? gf_xstrdup((const char *)s) : NULL;
+}
+
+/* Column @i as a state; the schema's CHECK keeps it one of the names. */
+static int col_state(sqlite3_stmt *st, int i, enum gf_rollout_state *ret, struct gf_err *err)
+{
+	const char *s = (const char *)sqlite3_column_text(st, i);
+	int v = gf_rollout_state_parse(s);
+
+	if (v < 0)
+		return gf_err_set(err, GF_E_DB, GF_EK_NONE, "reading a rollout: unknown state '%s'",
+				  s ? s : "");
+	*ret = (enum gf_rollout_state)v;
+	return 0;
 }
 
 static int load_items(struct gf_db *db, struct gf_rollout *r, struct gf_err *err)
@@ -249,10 +320,13 @@ static int load_items(struct gf_db *db, struct gf_rollout *r, struct gf_err *err
 		*it = (struct gf_rollout_item){
 			.component = col_dup(st, 1), .from = col_dup(st, 2), .to = col_dup(st, 3),
 			.action = col_dup(st, 4), .activation = col_dup(st, 5),
-			.state = col_dup(st, 6), .kind = col_dup(st, 7), .message = col_dup(st, 8),
+			.kind = col_dup(st, 7), .message = col_dup(st, 8),
 		};
+		if ((rc = col_state(st, 6, &it->state, err)) < 0)
+			break;
 	}
-	rc = rc == SQLITE_DONE ? 0 : gf_db_fail(db, rc, what, err);
+	if (rc >= 0)
+		rc = rc == SQLITE_DONE ? 0 : gf_db_fail(db, rc, what, err);
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -289,11 +363,13 @@ int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf
 	r.started = sqlite3_column_double(st, 1);
 	r.finished = sqlite3_column_double(st, 2);
 	r.user = col_dup(st, 3);
-	r.state = col_dup(st, 4);
 	r.catalog_path = col_dup(st, 5);
 	r.catalog_text = col_dup(st, 6);
 	r.options = col_dup(st, 7);
+	rc = col_state(st, 4, &r.state, err);
 	sqlite3_finalize(st);
+	if (rc < 0)
+		goto out;
 
 	rc = gf_db_prepare(db, "SELECT node, batch, state, kind, message, updated FROM rollout_nodes "
 			   "WHERE rollout = ?1 ORDER BY seq", &st, what, err);
@@ -307,11 +383,14 @@ int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf
 		n = &r.nodes[r.n++];
 		*n = (struct gf_rollout_node){
 			.node = col_dup(st, 0), .batch = (unsigned)sqlite3_column_int64(st, 1),
-			.state = col_dup(st, 2), .kind = col_dup(st, 3), .message = col_dup(st, 4),
+			.kind = col_dup(st, 3), .message = col_dup(st, 4),
 			.updated = sqlite3_column_double(st, 5),
 		};
+		if ((rc = col_state(st, 2, &n->state, err)) < 0)
+			break;
 	}
-	rc = rc == SQLITE_DONE ? 0 : gf_db_fail(db, rc, what, err);
+	if (rc >= 0)
+		rc = rc == SQLITE_DONE ? 0 : gf_db_fail(db, rc, what, err);
 	sqlite3_finalize(st);
 	if (rc == 0)
 		rc = load_items(db, &r, err);

@@ -7,7 +7,9 @@
  * States of a component: not-started, running (sent, outcome unknown until
  * read back), done, skipped, failed (kind and the BMC's message),
  * pending-activation. A node's state is derived the same way, plus
- * unsupported (its protocol cannot update).
+ * unsupported (its protocol cannot update). A rollout is running, stopped
+ * or finished. One enum and one table of names for all of them: the
+ * engine, the store and the renderer use it.
  */
 #ifndef GF_INV_ROLLOUT_H
 #define GF_INV_ROLLOUT_H
@@ -17,19 +19,60 @@
 
 #include "inventory/db.h"
 
+enum gf_rollout_state {
+	GF_RS_NOT_STARTED = 0,
+	GF_RS_RUNNING,          /* a node or item: sent, outcome unknown; a rollout: under way */
+	GF_RS_DONE,
+	GF_RS_SKIPPED,
+	GF_RS_FAILED,
+	GF_RS_PENDING,          /* "pending-activation": staged, waits for its activation */
+	GF_RS_UNSUPPORTED,      /* a node only: its BMC cannot update */
+	GF_RS_STOPPED,          /* a rollout only: nodes were left */
+	GF_RS_FINISHED,         /* a rollout only */
+};
+
+/* "not-started", "running", ..., "pending-activation", ...: the names stored and printed. */
+const char *gf_rollout_state_name(enum gf_rollout_state s);
+/* The inverse; -1 when @s names no state. */
+int gf_rollout_state_parse(const char *s);
+/* Done or skipped: nothing left to do, not an error. */
+bool gf_rollout_state_ok(enum gf_rollout_state s);
+
+/* What a rollout runs with; stored with it (the options column) and read back by resume. */
+struct gf_rollout_opts {
+	const char *component;       /* only components whose key matches (a glob), NULL: all */
+	unsigned long canary;        /* nodes updated first and alone */
+	unsigned long batch;         /* nodes updated at once, 0: the fan-out */
+	unsigned long max_failures;  /* no more nodes started once more than this failed */
+	bool reboot;                 /* restart hosts whose firmware needs it */
+	double update_timeout;       /* a node's whole update, seconds */
+	double readback_wait;        /* how long a new version may take to show, seconds */
+};
+
+/* The options as stored: a JSON object, sorted keys. Free with free(). */
+char *gf_rollout_opts_format(const struct gf_rollout_opts *o);
+struct gf_rollout;
+/*
+ * The options rollout @r was stored with, over @given (resume: --reboot may
+ * be added, the rest is the rollout's). ret->component points into *@own
+ * (free with free()).
+ */
+void gf_rollout_opts_stored(const struct gf_rollout *r, const struct gf_rollout_opts *given,
+			    struct gf_rollout_opts *ret, char **own);
+
 struct gf_rollout_item {
 	char *component;
 	char *from, *to;        /* from: NULL when the node reported none */
 	char *action;           /* "multipart-push", "http-push", "simple-update", "unsupported" */
 	char *activation;
-	char *state;
+	enum gf_rollout_state state;
 	char *kind, *message;   /* failed: the error kind and message; else NULL */
 };
 
 struct gf_rollout_node {
 	char *node;
-	unsigned batch;         /* 0: the canary, then 1, 2, ...; nodes with nothing to do: 0 */
-	char *state;
+	unsigned batch;         /* 1: the canary, then 2, 3, ...; nodes with nothing to do: 0 */
+	enum gf_rollout_state state;
 	char *kind, *message;
 	double updated;         /* epoch seconds of the last change */
 	struct gf_rollout_item *items;
@@ -40,7 +83,7 @@ struct gf_rollout {
 	long id;
 	double started, finished;  /* finished: 0 while it runs or when it stopped */
 	char *user;
-	char *state;               /* "running", "stopped", "finished" */
+	enum gf_rollout_state state;  /* GF_RS_RUNNING, GF_RS_STOPPED, GF_RS_FINISHED */
 	char *catalog_path;
 	char *catalog_text;        /* the catalog as it was read: resume plans with it */
 	char *options;             /* JSON: component, canary, batch, max_failures, reboot, timeouts */
@@ -57,8 +100,9 @@ int gf_rollout_create(struct gf_db *db, const struct gf_rollout *r, long *ret_id
 /* Replace the state of @n nodes (and their items) of rollout @id, in one transaction. */
 int gf_rollout_nodes_set(struct gf_db *db, long id, const struct gf_rollout_node *nodes,
 			 size_t n, struct gf_err *err);
-/* The rollout's own state ("running", "stopped", "finished"); finished stamps the time. */
-int gf_rollout_set_state(struct gf_db *db, long id, const char *state, struct gf_err *err);
+/* The rollout's own state (running, stopped, finished); finished stamps the time. */
+int gf_rollout_set_state(struct gf_db *db, long id, enum gf_rollout_state state,
+			 struct gf_err *err);
 /* Rollout @id, or the last one when @id is 0; GF_E_NOTFOUND when there is none. */
 int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf_err *err);
 

@@ -468,7 +468,7 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	s->host = gf_xstrdup(t->host);
 	s->cache_dir = t->cache_dir ? gf_xstrdup(t->cache_dir) : NULL;
 	s->deadline = t->deadline;
-	s->no_thresholds = t->no_thresholds;
+	s->no_thresholds = t->opts && t->opts->no_thresholds;
 	h = gf_xcalloc(1, sizeof(*h));
 	h->s = s;
 	h->node = gf_xstrdup(node);

@@ -30,6 +30,17 @@ enum gf_power_op {
 const char *gf_power_name(enum gf_power p);        /* "on", "off", "unknown" */
 const char *gf_power_op_name(enum gf_power_op op); /* "on", "off", "cycle", ... */
 
+/*
+ * The knobs of one verb's run that reach the backend: set once by the verb,
+ * handed down as one pointer (the fan-out frame, the target, the session)
+ * and read by the backend when it opens a session. Zero: every default.
+ */
+struct gf_bmc_opts {
+	const char *log_name;            /* sel: the log to use (Redfish LogService Id), NULL: find it */
+	bool no_thresholds;              /* sensors: thresholds will not be shown; skip commands for them */
+	double request_timeout;          /* > 0: each request also bounded by this (update), 0: deadline only */
+};
+
 /* What a backend needs to reach one BMC. Read-only for the backend. */
 struct gf_bmc_target {
 	const char *node;                /* for messages */
@@ -43,10 +54,8 @@ struct gf_bmc_target {
 	bool insecure;                   /* no certificate check at all (the CLI warns) */
 	const char *tls_pin;             /* pinned SHA-256 of the BMC certificate (hex), NULL: none */
 	bool tls_pin_new;                /* no pin yet: accept and report the certificate seen */
-	const char *log_name;            /* sel: the log to use (Redfish LogService Id), NULL: find it */
 	const gf_cancel_flag *cancel;  /* set on Ctrl-C: stop soon, still clean up; NULL: none */
-	bool no_thresholds;              /* sensors: thresholds will not be shown; skip commands for them */
-	double request_timeout;          /* > 0: each request also bounded by this (update), 0: deadline only */
+	const struct gf_bmc_opts *opts;  /* the verb's knobs, NULL: none (every default) */
 };
 
 /* What a BMC offers to update its firmware (update plan and run). */
@@ -131,7 +140,7 @@ struct gf_ping_ops {
  * A backend: NULL members are operations it does not support. Every function
  * is called from one worker thread for one session; sessions are never shared.
  * Functions return 0 or a negative GF_E_* with @err filled (kind set for
- * GF_E_NODE). inventory/bmc.c lists the backends and chooses one per node.
+ * GF_E_NODE). fleet/bmc.c lists the backends and chooses one per node.
  */
 struct gf_backend {
 	const char *name;   /* the protocol: nodes are registered with it, the source of what it reads */

@@ -233,7 +233,7 @@ static int rf_open(const struct gf_bmc_target *t, void **ret, struct gf_err *err
 	s->user = t->prof->bmc_user;
 	s->password = t->prof->bmc_password;
 	s->deadline = t->deadline;
-	s->req_timeout = t->request_timeout;
+	s->req_timeout = t->opts ? t->opts->request_timeout : 0;
 	s->cancel = t->cancel;
 	rc = rf_http_new(&o, &s->http, err);
 	if (rc < 0)
@@ -273,7 +273,7 @@ static int rf_open(const struct gf_bmc_target *t, void **ret, struct gf_err *err
 			goto fail;
 	}
 	rf_client_setup(&s->client, &http_io, s, s->node, root);
-	s->client.log_name = t->log_name;
+	s->client.log_name = t->opts ? t->opts->log_name : NULL;
 	json_decref(root);
 	*ret = s;
 	return 0;

@@ -83,7 +83,7 @@ def include_problems(top, rules):
 # Our own libraries' meson dependency objects, by the folder that builds them.
 OURS = {"libgf_dep": "lib", "libgfipmi_dep": "ipmi", "libgfredfish_dep": "redfish",
         "libgfhost_dep": "host", "libgfhostfacts_dep": "host", "libgfinv_dep": "inventory",
-        "libgfcollect_dep": "inventory"}
+        "libgffleet_dep": "fleet"}
 
 
 def meson_problems(top, rules):
@@ -116,7 +116,7 @@ def meson_problems(top, rules):
 def rules():
     with open(ARCH, encoding="utf-8") as f:
         r = parse_rules(f.read())
-    assert {"lib", "ipmi", "redfish", "host", "inventory", "cli"} <= set(r), \
+    assert {"lib", "ipmi", "redfish", "host", "inventory", "fleet", "cli"} <= set(r), \
         f"ARCHITECTURE.md's table misses folders: {sorted(r)}"
     return r
 
@@ -129,24 +129,39 @@ def test_every_meson_dependency_follows_the_rules(rules):
     assert meson_problems(TOP, rules) == []
 
 
-def test_the_store_reaches_no_peer():
-    """inventory/'s store library (gfinv) includes no backend and no SSH: its tests link none."""
-    with open(os.path.join(TOP, "inventory", "meson.build"), encoding="utf-8") as f:
-        m = re.search(r"inv_src\s*=\s*files\(([^)]*)\)", f.read())
-    assert m, "inventory/meson.build has no inv_src"
-    store = re.findall(r"'([a-z_]+\.c)'", m.group(1))
-    assert "store.c" in store and "db.c" in store
+# What reaches a peer: a backend, SSH, the fleet layer, or their libraries.
+PEER = re.compile(r"(ipmi|redfish|fleet)/|host/(ssh|hostcollect)\.h|libssh2|curl|freeipmi")
+
+
+def test_the_inventory_reaches_no_peer():
+    """inventory/ (the store, model, codec, analyses) includes no backend header,
+    no SSH header and no fleet/ header, and links none of their libraries:
+    its tests link the store alone."""
     bad = []
-    for name in store:
-        for header in (name, name[:-2] + ".h"):
-            path = os.path.join(TOP, "inventory", header)
-            if not os.path.exists(path):
-                continue
-            with open(path, encoding="utf-8") as f:
-                for _, inc in INCLUDE.findall(strip_comments(f.read())):
-                    if re.match(r"(ipmi|redfish)/|host/(ssh|hostcollect)\.h|libssh2|curl|freeipmi", inc):
-                        bad.append(f"inventory/{header}: includes {inc}")
+    d = os.path.join(TOP, "inventory")
+    for name in sorted(os.listdir(d)):
+        if not name.endswith((".c", ".h")):
+            continue
+        with open(os.path.join(d, name), encoding="utf-8") as f:
+            for _, inc in INCLUDE.findall(strip_comments(f.read())):
+                if PEER.match(inc):
+                    bad.append(f"inventory/{name}: includes {inc}")
+    with open(os.path.join(d, "meson.build"), encoding="utf-8") as f:
+        text = re.sub(r"#[^\n]*", "", f.read())
+    for dep in re.findall(r"libgf[a-z]*_dep", text):
+        if dep in ("libgfipmi_dep", "libgfredfish_dep", "libgfhost_dep", "libgffleet_dep"):
+            bad.append(f"inventory/meson.build: links {dep}")
+    assert "store.c" in text and "db.c" in text
     assert bad == []
+
+
+def test_the_peer_check_finds_a_planted_include(tmp_path):
+    """The pattern above catches each kind of peer header."""
+    for inc in ("ipmi/ipmi.h", "redfish/redfish.h", "fleet/bmc.h", "host/ssh.h",
+                "host/hostcollect.h", "libssh2.h", "curl/curl.h"):
+        assert PEER.match(inc), inc
+    for inc in ("host/hostfacts.h", "lib/backend.h", "inventory/db.h"):
+        assert not PEER.match(inc), inc
 
 
 def test_only_cli_may_include_every_folder(rules):
@@ -179,7 +194,7 @@ def test_a_sweep_is_typed_from_collection_to_the_store():
     """No json_t passes between collection and the store: the sweep model and the
     collector never name it (the codec alone turns facts into JSON and back)."""
     bad = []
-    for name in ("inventory/sweep.h", "inventory/collect.h", "inventory/collect.c"):
+    for name in ("inventory/sweep.h", "fleet/collect.h", "fleet/collect.c"):
         with open(os.path.join(TOP, name)) as f:
             src = strip_comments(f.read())
         if re.search(r"\bjson_t\b|jansson\.h|_to_json\s*\(", src):

@@ -2,10 +2,11 @@
  * The TLS pins of one run's nodes, the certificate fingerprints the
  * inventory keeps: read in the main thread before the workers start, the
  * certificate each BMC showed noted by its worker, the new pins written
- * after the run in one transaction. Nothing here prints.
+ * after the run in one transaction. Knows no backend (fleet/bmc.c says
+ * which nodes may show a certificate). Nothing here prints.
  */
-#ifndef GF_PINS_H
-#define GF_PINS_H
+#ifndef GF_FLEET_PINS_H
+#define GF_FLEET_PINS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,18 +25,17 @@ struct gf_pins {
 	                                  run stored first, which was kept; NULL: this run's */
 };
 
-/* Does one of @nodes have a BMC whose pin must be read (gf_bmc_may_pin())? */
-bool gf_pins_needed(const struct gf_node *nodes, size_t n);
-
 /*
- * The pins of @nodes: of those gf_bmc_may_pin() says, or of every node with
- * @all (repin). pin_new[i] is @pin_new or the node's profile's
+ * The pins of @nodes: of those @want says (a run: gf_bmc_may_pin(), whose
+ * BMC may show a certificate), or of every node when @want is NULL (repin).
+ * pin_new[i] is @pin_new or the node's profile's
  * redfish_tls_pin = new (@profs per node, nullable). @db may be NULL when
  * no pin is to be read. On success fills @ret; release with
  * gf_pins_release().
  */
 int gf_pins_load(struct gf_db *db, const struct gf_node *nodes,
-		 const struct gf_profile *const *profs, size_t n, bool pin_new, bool all,
+		 const struct gf_profile *const *profs, size_t n, bool pin_new,
+		 bool (*want)(const struct gf_node *n),
 		 struct gf_pins *ret, struct gf_err *err);
 
 /* Is node @i pinned on first use: pin_new, nothing pinned, a certificate seen? */

@@ -1,5 +1,5 @@
 /* One fan-out of two parts per node, then typed sweep nodes: no JSON in between. */
-#include "inventory/collect.h"
+#include "fleet/collect.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +40,7 @@ struct run {
 	const struct gf_collect *c;
 	struct bmc_part *bmc;          /* per node */
 	struct ssh_part *ssh;          /* per node */
-	struct gf_bmc_gate *gate;      /* the fleet ping, NULL: none */
+	struct gf_fanout_hooks hooks;  /* the caller's */
 };
 
 static void bmc_part_release(struct bmc_part *p)
@@ -154,40 +154,29 @@ static void read_bmc(const struct gf_backend *be, void *sess, const struct gf_no
 	gf_sensor_list_release(&sens);
 }
 
-/* A node's BMC part: retried by the executor while the session cannot be opened. */
-static void bmc_task(const struct run *r, size_t i, double deadline, struct gf_result *slot)
+/* A node's BMC part, on the frame's open session: each read fails on its own. */
+static int bmc_op(const struct gf_backend *be, void *sess, const struct gf_node *n,
+		  const void *vctx, struct gf_result *slot, struct gf_err *err)
 {
-	const struct gf_collect *c = r->c;
-	const struct gf_node *n = &c->bmc.nodes[i];
+	const struct run *r = vctx;
+	size_t i = (size_t)(n - r->c->bmc.nodes);
 	struct bmc_part *p = &r->bmc[i];
-	const struct gf_backend *be;
-	struct gf_err err = {0};
-	void *sess = NULL;
 
 	bmc_part_release(p);
-	if (!n->bmc) {
-		slot->ok = true; /* nothing to read: the SSH part is the node's */
-		return;
-	}
-	be = gf_bmc_choose(&c->bmc, i, deadline, &err);
-	if (!be || gf_bmc_open(&c->bmc, i, be, deadline, &sess, &err) < 0) {
-		gf_result_fail(slot, &err);
-		return;
-	}
-	read_bmc(be, sess, n, &c->prev[i], p);
-	be->close(sess);
+	read_bmc(be, sess, n, &r->c->prev[i], p);
 	p->be = be;
-	slot->ok = true;
+	return 0;
 }
 
 /* A node's SSH part: inside the node's one deadline, shared with its BMC part; tried once. */
-static void ssh_task(const struct run *r, size_t i, double deadline, struct gf_result *slot)
+static void ssh_task(void *vctx, size_t i, double deadline, struct gf_result *slot)
 {
+	const struct run *r = vctx;
 	const struct gf_collect *c = r->c;
 	const struct gf_node *n = &c->bmc.nodes[i];
 	struct gf_ssh_target target = {
 		.node = n->name, .spec = n->ssh, .prof = c->ssh_profs[i],
-		.accept_new = c->accept_new, .deadline = deadline, .cancel = c->bmc.cancel,
+		.accept_new = c->accept_new, .deadline = deadline, .cancel = gf_exec_cancel_flag(),
 	};
 	struct ssh_part *p = &r->ssh[i];
 	struct gf_err err = {0};
@@ -205,41 +194,11 @@ static void ssh_task(const struct run *r, size_t i, double deadline, struct gf_r
 	slot->ok = true;
 }
 
-/*
- * The fleet ping holds a node's BMC part until its BMC answers; its SSH part
- * starts the node at once when there is one.
- */
-static enum gf_gate gate_state(void *ud, size_t k)
-{
-	const struct run *r = ud;
-
-	if (k % NPARTS == PART_BMC)
-		return gf_bmc_gate_state(r->gate, k / NPARTS);
-	return r->c->ssh_profs[k / NPARTS] ? GF_GATE_OPEN : GF_GATE_FOLLOW;
-}
-
-static void gate_wait(void *ud, double until)
-{
-	gf_bmc_gate_wait(((const struct run *)ud)->gate, until);
-}
-
-static void gate_expire(void *ud, size_t k, struct gf_result *slot)
-{
-	const struct run *r = ud;
-	struct gf_err err = {0};
-
-	gf_bmc_gate_expired(r->gate, k / NPARTS, &err);
-	gf_result_fail(slot, &err);
-}
-
-static void task(void *vctx, size_t k, double deadline, struct gf_result *slot)
+static bool has_ssh(void *vctx, size_t i)
 {
 	const struct run *r = vctx;
 
-	if (k % NPARTS == PART_BMC)
-		bmc_task(r, k / NPARTS, deadline, slot);
-	else
-		ssh_task(r, k / NPARTS, deadline, slot);
+	return r->c->ssh_profs[i] != NULL;
 }
 
 /* ---- progress ------------------------------------------------------------- */
@@ -260,8 +219,30 @@ static void node_done(void *ud, size_t i, const struct gf_result *parts)
 	}
 	if (ss->t_end > sum.t_end)
 		sum.t_end = ss->t_end;
-	if (c->done)
-		c->done(c->ud, i, &sum);
+	if (r->hooks.done)
+		r->hooks.done(r->hooks.ud, i, &sum);
+}
+
+/* The caller's other hooks, called with its ud. */
+static int hook_db(void *ud, struct gf_db **ret)
+{
+	const struct run *r = ud;
+
+	return r->hooks.db(r->hooks.ud, ret);
+}
+
+static int hook_start(void *ud, const struct gf_fanout *f)
+{
+	const struct run *r = ud;
+
+	return r->hooks.start(r->hooks.ud, f);
+}
+
+static void hook_finish(void *ud, const struct gf_result *slots)
+{
+	const struct run *r = ud;
+
+	r->hooks.finish(r->hooks.ud, slots);
 }
 
 /* ---- the sweep nodes, on the calling thread --------------------------------- */
@@ -359,41 +340,38 @@ static void add_node(struct gf_sweep *sw, const struct gf_collect *c, const stru
 	sn->status = gf_sweep_node_judge(sn);
 }
 
-int gf_collect_sweep(const struct gf_collect *c, struct gf_sweep *sw, struct gf_err *err)
+int gf_collect_sweep(struct gf_collect *c, struct gf_sweep *sw, struct gf_err *err)
 {
-	struct run r = {.c = c};
-	struct gf_exec_gate gate = {.state = gate_state, .wait = gate_wait, .expire = gate_expire};
-	struct gf_exec_opts eo = c->exec;
-	struct gf_result *slots = gf_xcalloc(NPARTS * (c->n ? c->n : 1), sizeof(*slots));
+	struct gf_fanout *f = &c->bmc;
+	struct run r = {.c = c, .hooks = f->hooks};
+	size_t n = f->n;
 	bool ssh = false;
 	int rc;
 
-	for (size_t i = 0; i < c->n; i++)
+	for (size_t i = 0; i < n; i++)
 		ssh = ssh || c->ssh_profs[i];
-	if (ssh && (rc = gf_ssh_global_init(err)) < 0) {
-		free(slots);
+	if (ssh && (rc = gf_ssh_global_init(err)) < 0)
 		return rc;
-	}
-	r.bmc = gf_xcalloc(c->n ? c->n : 1, sizeof(*r.bmc));
-	r.ssh = gf_xcalloc(c->n ? c->n : 1, sizeof(*r.ssh));
-	eo.parts = NPARTS;
-	if (!eo.batch)
-		r.gate = gf_bmc_gate_start(&c->bmc, c->n, eo.timeout, NULL, NULL);
-	gate.ud = &r;
-	eo.gate = r.gate ? &gate : NULL;
-	rc = gf_exec_run(&eo, c->n, task, &r, slots, node_done, &r, err);
-	gf_bmc_gate_stop(r.gate);
-	for (size_t i = 0; rc == 0 && i < c->n; i++)
-		add_node(sw, c, &r, i, slots);
-	for (size_t i = 0; i < c->n; i++) {
+	r.bmc = gf_xcalloc(n ? n : 1, sizeof(*r.bmc));
+	r.ssh = gf_xcalloc(n ? n : 1, sizeof(*r.ssh));
+	f->mode = GF_FANOUT_ONCE;
+	f->op = bmc_op;
+	f->ctx = &r;
+	f->side = (struct gf_fanout_side){.task = ssh_task, .wanted = has_ssh, .ctx = &r};
+	f->hooks = (struct gf_fanout_hooks){
+		.db = r.hooks.db ? hook_db : NULL, .start = r.hooks.start ? hook_start : NULL,
+		.done = node_done, .finish = r.hooks.finish ? hook_finish : NULL, .ud = &r,
+	};
+	rc = gf_fanout_run(f, err);
+	f->hooks = r.hooks;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		add_node(sw, c, &r, i, f->slots);
+	for (size_t i = 0; i < n; i++) {
 		bmc_part_release(&r.bmc[i]);
 		gf_hostfacts_release(&r.ssh[i].facts);
 	}
-	for (size_t k = 0; k < NPARTS * c->n; k++)
-		gf_result_release(&slots[k]);
 	free(r.bmc);
 	free(r.ssh);
-	free(slots);
 	if (ssh)
 		gf_ssh_global_cleanup();
 	return rc;

@@ -4,31 +4,32 @@
  * secret sent), and opening a session with the node's profile and TLS pin.
  * Nothing here prints.
  */
-#ifndef GF_INV_BMC_H
-#define GF_INV_BMC_H
+#ifndef GF_FLEET_BMC_H
+#define GF_FLEET_BMC_H
 
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "lib/cancel.h"
-#include "inventory/pins.h"
 #include "lib/backend.h"
 #include "lib/exec.h"
 #include "lib/node.h"
 
+struct gf_pins;                  /* fleet/pins.h: below this file, which it does not include */
+
 /* What a fan-out needs to reach its nodes' BMCs; read-only while it runs but pins->seen. */
 struct gf_bmc_run {
 	const struct gf_node *nodes;
-	const struct gf_profile *const *profs;  /* per node, resolved in the main thread */
+	const struct gf_profile *const *profs;  /* per node, resolved in the main thread; NULL: none */
 	struct gf_pins *pins;                    /* per node; seen[i] is written by node i's worker */
 	const char *cache_dir;                   /* IPMI SDR caches, NULL: none */
 	const char *cacert;                      /* CA bundle for BMC certificates, NULL: system CAs */
 	bool insecure;                           /* no certificate checks at all */
-	const char *log_name;                    /* sel: the event log to read (Redfish), NULL: find it */
-	bool no_thresholds;                      /* sensors: thresholds are not shown */
-	double request_timeout;                  /* > 0: each request bounded by this too (update) */
+	const struct gf_bmc_opts *opts;          /* the verb's knobs for the backend, NULL: none */
 	const gf_cancel_flag *cancel;     /* set on Ctrl-C: stop soon, still clean up */
+	const struct gf_backend *backend;        /* NULL: the node's protocol's; else every node's
+						  * (a stub in tests) */
 };
 
 /*

@@ -1,11 +1,12 @@
 /* The backends and the choice among them: a new protocol is one more row here. */
-#include "inventory/bmc.h"
+#include "fleet/bmc.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fleet/pins.h"
 #include "ipmi/ipmi.h"
 #include "redfish/redfish.h"
 #include "lib/buf.h"
@@ -31,11 +32,11 @@ static void target_of(const struct gf_bmc_run *r, size_t i, double deadline,
 	const struct gf_node *n = &r->nodes[i];
 
 	*ret = (struct gf_bmc_target){
-		.node = n->name, .host = n->bmc, .port = n->bmc_port, .prof = r->profs[i],
+		.node = n->name, .host = n->bmc, .port = n->bmc_port,
+		.prof = r->profs ? r->profs[i] : NULL,
 		.deadline = deadline, .cache_dir = r->cache_dir, .cacert = r->cacert,
 		.insecure = r->insecure, .tls_pin = gf_pins_expected(r->pins, i),
-		.tls_pin_new = r->pins->pin_new[i], .log_name = r->log_name, .cancel = r->cancel,
-		.no_thresholds = r->no_thresholds, .request_timeout = r->request_timeout,
+		.tls_pin_new = r->pins->pin_new[i], .cancel = r->cancel, .opts = r->opts,
 	};
 }
 
@@ -50,6 +51,8 @@ const struct gf_backend *gf_bmc_choose(const struct gf_bmc_run *r, size_t i, dou
 		gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "node '%s' has no BMC", n->name);
 		return NULL;
 	}
+	if (r->backend)
+		return r->backend;
 	if (be)
 		return be;
 	target_of(r, i, deadline, &t);
@@ -172,15 +175,16 @@ struct gf_bmc_gate *gf_bmc_gate_start(const struct gf_bmc_run *r, size_t n, doub
 	g->which = gf_xcalloc(n ? n : 1, sizeof(*g->which));
 	for (size_t i = 0; i < n; i++)
 		g->pos[i] = SIZE_MAX;
-	for (size_t k = 0; k < NELEM(backends); k++) {
-		const struct gf_backend *be = backends[k];
+	for (size_t k = 0; k < (r->backend ? 1 : NELEM(backends)); k++) {
+		const struct gf_backend *be = r->backend ? r->backend : backends[k];
 		size_t m = 0;
 
 		g->pings[k].be = be;
 		if (!be->ping)
 			continue;
 		for (size_t i = 0; i < n; i++) {
-			if (!r->nodes[i].bmc || r->nodes[i].protocol != be ||
+			if (!r->nodes[i].bmc ||
+			    (!r->backend && r->nodes[i].protocol != be) ||
 			    (skip && skip(ud, i)))
 				continue;
 			/* No deadline of its own: the ping ends at @timeout. */

@@ -1,18 +1,9 @@
-#include "inventory/pins.h"
+#include "fleet/pins.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "inventory/bmc.h"
 #include "lib/buf.h"
-
-bool gf_pins_needed(const struct gf_node *nodes, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (gf_bmc_may_pin(&nodes[i]))
-			return true;
-	return false;
-}
 
 void gf_pins_release(struct gf_pins *p)
 {
@@ -28,7 +19,8 @@ void gf_pins_release(struct gf_pins *p)
 }
 
 int gf_pins_load(struct gf_db *db, const struct gf_node *nodes,
-		 const struct gf_profile *const *profs, size_t n, bool pin_new, bool all,
+		 const struct gf_profile *const *profs, size_t n, bool pin_new,
+		 bool (*want)(const struct gf_node *n),
 		 struct gf_pins *ret, struct gf_err *err)
 {
 	struct gf_pins p = {.n = n};
@@ -41,7 +33,7 @@ int gf_pins_load(struct gf_db *db, const struct gf_node *nodes,
 		int rc;
 
 		p.pin_new[i] = pin_new || (profs && profs[i] && profs[i]->redfish_tls_pin_new);
-		if (!all && !gf_bmc_may_pin(&nodes[i]))
+		if (want && !want(&nodes[i]))
 			continue;
 		rc = gf_db_tls_pin_get(db, nodes[i].name, &p.pin[i], err);
 		if (rc < 0) {
