@@ -181,55 +181,56 @@ static int doc_bad(const struct doc_at *at, const char *parent, const char *key,
 			  at->node, at->doc, parent ? "." : "", parent ? parent : "", key, want);
 }
 
+/*
+ * Member @key of @o into *@ret when it has @type, NULL when absent or null;
+ * another type is refused as not @want.
+ */
+static int doc_get(const struct doc_at *at, json_t *o, const char *parent, const char *key,
+		   json_type type, const char *want, json_t **ret)
+{
+	json_t *v = json_object_get(o, key);
+
+	*ret = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_typeof(v) != type)
+		return doc_bad(at, parent, key, want);
+	*ret = v;
+	return 0;
+}
+
 /* A string member into a new copy; absent or null leaves *dst NULL. */
 static int doc_str(const struct doc_at *at, json_t *o, const char *parent, const char *key,
 		   char **dst)
 {
-	json_t *v = json_object_get(o, key);
+	json_t *v;
+	int rc = doc_get(at, o, parent, key, JSON_STRING, "a string or null", &v);
 
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return doc_bad(at, parent, key, "a string or null");
-	*dst = gf_xstrdup(json_string_value(v));
-	return 0;
+	if (v)
+		*dst = gf_xstrdup(json_string_value(v));
+	return rc;
 }
 
 /* An object member (NULL when absent or null). */
 static int doc_obj(const struct doc_at *at, json_t *o, const char *parent, const char *key,
 		   json_t **ret)
 {
-	json_t *v = json_object_get(o, key);
-
-	*ret = NULL;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_object(v))
-		return doc_bad(at, parent, key, "an object or null");
-	*ret = v;
-	return 0;
+	return doc_get(at, o, parent, key, JSON_OBJECT, "an object or null", ret);
 }
 
 static int doc_arr(const struct doc_at *at, json_t *o, const char *key, json_t **ret)
 {
-	json_t *v = json_object_get(o, key);
-
-	*ret = NULL;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_array(v))
-		return doc_bad(at, NULL, key, "an array or null");
-	*ret = v;
-	return 0;
+	return doc_get(at, o, NULL, key, JSON_ARRAY, "an array or null", ret);
 }
 
 static int doc_index(const struct doc_at *at, json_t *o, const char *parent, int *dst)
 {
-	json_t *v = json_object_get(o, "index");
+	json_t *v;
+	int rc = doc_get(at, o, parent, "index", JSON_INTEGER, "an integer", &v);
 
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < INT_MIN || json_integer_value(v) > INT_MAX)
+	if (rc < 0 || !v)
+		return rc;
+	if (json_integer_value(v) < INT_MIN || json_integer_value(v) > INT_MAX)
 		return doc_bad(at, parent, "index", "an integer");
 	*dst = (int)json_integer_value(v);
 	return 0;
