@@ -96,11 +96,8 @@ int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double dea
 	char buf[16384];
 	int rc = 0;
 
+	gf_remote_cmds_reset(cmds, n);
 	for (size_t i = 0; i < n; i++) {
-		cmds[i].ran = false;
-		cmds[i].timed_out = false;
-		cmds[i].cut = false;
-		cmds[i].status = -1;
 		ps[i].fd[0] = ps[i].fd[1] = -1;
 		ps[i].pid = -1;
 	}

@@ -1112,6 +1112,16 @@ static int step(struct gf_ssh *s, struct chan *k, struct gf_remote_cmd *c, bool 
 	}
 }
 
+void gf_remote_cmds_reset(struct gf_remote_cmd *cmds, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		cmds[i].ran = false;
+		cmds[i].timed_out = false;
+		cmds[i].cut = false;
+		cmds[i].status = -1;
+	}
+}
+
 int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double deadline,
 	       struct gf_err *err)
 {
@@ -1121,12 +1131,7 @@ int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double de
 	double reopen_at = 0;       /* no open before this (monotonic) */
 	int rc = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		cmds[i].ran = false;
-		cmds[i].timed_out = false;
-		cmds[i].cut = false;
-		cmds[i].status = -1;
-	}
+	gf_remote_cmds_reset(cmds, n);
 	while (done < n) {
 		bool progress = false, opening = false;
 		size_t running = 0;

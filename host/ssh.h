@@ -35,6 +35,9 @@ struct gf_remote_cmd {
  */
 #define GF_REMOTE_MAX_OUTPUT (8u << 20)
 
+/* Mark @n commands as not run yet (their outputs kept): before they are run. */
+void gf_remote_cmds_reset(struct gf_remote_cmd *cmds, size_t n);
+
 /* Keep @n bytes of @c's output in @b (its out or err); false when that went past the bound. */
 bool gf_remote_keep(struct gf_remote_cmd *c, struct gf_buf *b, const char *data, size_t n);
 
