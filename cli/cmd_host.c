@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli/verbs.h"
+#include "fleet/hosts.h"
 #include "host/facts.h"
 #include "host/hostcollect.h"
 #include "lib/buf.h"
@@ -37,53 +38,24 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	return 0;
 }
 
-struct host_task {
-	const struct gf_node *nodes;
-	const struct gf_profile **profs;   /* per node, found in the main thread */
-	bool local;
-	bool accept_new;
-};
-
-static void host_task(void *vctx, size_t i, double deadline, struct gf_result *slot)
+/*
+ * A node's object, built as it finishes: {"status", "host"} (status failed: no "host"), then
+ * streamed (ndjson) and counted. Nothing when it never started.
+ */
+static void host_done(void *ud, size_t i, struct gf_result *slot, enum gf_hosts_status status,
+		      const struct gf_hostfacts *facts)
 {
-	const struct host_task *t = vctx;
-	const struct gf_node *n = &t->nodes[i];
-	struct gf_hostfacts facts = {0};
-	struct gf_err err = {0};
-	int rc;
+	static const char *const names[] = {
+		[GF_HOSTS_FAILED] = "failed", [GF_HOSTS_PARTIAL] = "partial", [GF_HOSTS_OK] = "ok",
+	};
 
-	if (t->local) {
-		struct gf_host_runner runner = {.run = gf_host_run_local,
-						.cancel = gf_exec_cancel_flag()};
-
-		rc = gf_host_collect(&runner, deadline, &facts, &err);
-	} else if (!n->ssh) {
-		rc = gf_err_set(&err, GF_E_NODE, GF_EK_UNSUPPORTED,
-				"node '%s' has no ssh address (nodes add --ssh)", n->name);
-	} else {
-		struct gf_ssh_target target = {
-			.node = n->name, .spec = n->ssh, .prof = t->profs[i],
-			.accept_new = t->accept_new, .deadline = deadline,
-			.cancel = gf_exec_cancel_flag(),
-		};
-
-		rc = gf_host_facts_ssh(&target, &facts, &err);
+	if (status != GF_HOSTS_NOT_RUN) {
+		slot->data = json_object();
+		json_object_set_new(slot->data, "status", json_string(names[status]));
+		if (facts)
+			json_object_set_new(slot->data, "host", gf_hostfacts_to_json(facts));
 	}
-	slot->data = json_object();
-	if (rc < 0) {
-		json_object_set_new(slot->data, "status", json_string("failed"));
-		gf_result_fail(slot, &err);
-		return;
-	}
-	/* A host that answered in part: what it answered is kept, the node fails as partial. */
-	rc = gf_hostfacts_partial_err(&facts, &err);
-	json_object_set_new(slot->data, "status", json_string(rc < 0 ? "partial" : "ok"));
-	json_object_set_new(slot->data, "host", gf_hostfacts_to_json(&facts));
-	gf_hostfacts_release(&facts);
-	if (rc < 0)
-		gf_result_fail(slot, &err);
-	else
-		slot->ok = true;
+	cli_render_done(ud, i, slot);
 }
 
 /* The summary columns of the table: "8x NVIDIA H100 80GB HBM3", "ok, xid 79x2". */
@@ -147,9 +119,8 @@ int cmd_host(struct gf_cli *cli, int argc, char **argv)
 	struct gf_node *nodes = NULL;
 	struct gf_render_spec spec = {host_cols, sizeof(host_cols) / sizeof(host_cols[0]), NULL, false, false};
 	struct cli_render r = {.cli = cli, .spec = &spec};
-	struct host_task t = {0};
-	struct gf_result *slots = NULL;
-	struct gf_exec_opts eo;
+	struct gf_hosts h = {.done = host_done, .ud = &r};
+	const struct gf_profile **profs = NULL;
 	struct gf_err err = {0};
 	char **args;
 	int nargs, rc;
@@ -183,37 +154,30 @@ int cmd_host(struct gf_cli *cli, int argc, char **argv)
 		for (size_t i = 0; cli->hosts && i < n; i++)
 			if (!nodes[i].ssh)
 				nodes[i].ssh = gf_xstrdup(nodes[i].name);
-		rc = cli_profiles(cli, CLI_PROFILE_SSH, nodes, n, &t.profs);
+		rc = cli_profiles(cli, CLI_PROFILE_SSH, nodes, n, &profs);
 		if (rc)
 			goto out;
-		if (gf_ssh_global_init(&err) < 0) {
-			rc = cli_fail(&err);
-			goto out;
-		}
 	}
-	t.nodes = nodes;
-	t.local = a.local;
-	t.accept_new = a.accept_new;
+	h.nodes = nodes;
+	h.n = n;
+	h.profs = profs;
+	h.local = a.local;
+	h.accept_new = a.accept_new;
 	r.nodes = nodes;
 	r.n = n;
-	slots = gf_xcalloc(n ? n : 1, sizeof(*slots));
-	cli_exec_opts(cli, &eo);
-	if (gf_exec_run(&eo, n, host_task, &t, slots, cli_render_done, &r, &err) < 0) {
+	cli_exec_opts(cli, &h.exec);
+	if (gf_hosts_run(&h, &err) < 0) {
 		rc = cli_fail(&err);
 	} else {
 		if (cli->format == GF_FMT_TABLE || cli->format == GF_FMT_CSV)
 			for (size_t i = 0; i < n; i++)
-				if (json_object_get(slots[i].data, "host"))
-					add_summaries(slots[i].data);
-		rc = cli_interrupted(cli_render_finish(&r, slots));
+				if (json_object_get(h.slots[i].data, "host"))
+					add_summaries(h.slots[i].data);
+		rc = cli_interrupted(cli_render_finish(&r, h.slots));
 	}
-	for (size_t i = 0; i < n; i++)
-		gf_result_release(&slots[i]);
-	free(slots);
-	if (!a.local)
-		gf_ssh_global_cleanup();
+	gf_hosts_release(&h);
 out:
-	free(t.profs);
+	free(profs);
 	gf_nodes_free(nodes, n);
 	return rc;
 }

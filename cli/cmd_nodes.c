@@ -9,7 +9,7 @@
 #include "cli/inv.h"
 #include "cli/verbs.h"
 #include "fleet/bmc.h"
-#include "fleet/pins.h"
+#include "fleet/repin.h"
 #include "lib/buf.h"
 #include "lib/file.h"
 
@@ -268,13 +268,6 @@ static int nodes_tag(struct gf_cli *cli, const struct cli_subverb *sub, void *ud
 	return rc;
 }
 
-/* repin: what a worker needs, read-only, and what it leaves per node (pins->seen). */
-struct repin_task {
-	const struct gf_node *nodes;
-	struct gf_pins *pins;               /* per node: the pin before, the certificate seen */
-	const char *expect;                 /* lower-case hex: the only certificate to pin, or NULL */
-};
-
 /*
  * A SHA-256 fingerprint as given ("SHA256:" or "sha256 " before it, colons
  * between the bytes, either case) into @out as 64 lower-case hex digits;
@@ -297,30 +290,19 @@ static bool parse_fingerprint(const char *s, char out[GF_BMC_FP_SIZE])
 	return n == GF_BMC_FP_SIZE - 1;
 }
 
-static void repin_one(void *vctx, size_t i, double deadline, struct gf_result *slot)
+/* A node's object, built as it finishes: its pin before, the one it has now or what it showed. */
+static void repin_done(void *ud, size_t i, struct gf_result *slot, enum gf_repin_status status,
+		       const char *old, const char *seen)
 {
-	const struct repin_task *t = vctx;
-	const struct gf_node *n = &t->nodes[i];
-	const char *old = t->pins->pin[i];
-	struct gf_err err = {0};
-
-	slot->data = json_object();
-	json_object_set_new(slot->data, "previous", old ? json_string(old) : json_null());
-	if (gf_bmc_peek_fingerprint(n, deadline, gf_exec_cancel_flag(), t->pins->seen[i], &err) < 0) {
-		gf_result_fail(slot, &err);
-		return;
+	if (status != GF_REPIN_NOT_RUN) {
+		slot->data = json_object();
+		json_object_set_new(slot->data, "previous", old ? json_string(old) : json_null());
+		if (status == GF_REPIN_OTHER)
+			json_object_set_new(slot->data, "seen", json_string(seen));
+		else if (status == GF_REPIN_OK)
+			json_object_set_new(slot->data, "pin", json_string(seen));
 	}
-	if (t->expect && strcmp(t->expect, t->pins->seen[i]) != 0) {
-		/* Not the certificate the operator was told of: the old pin stays. */
-		gf_err_set(&err, GF_E_NODE, GF_EK_TLS,
-			   "bmc '%s' shows sha256 %s, not the expected %s; the pin was not changed",
-			   n->name, t->pins->seen[i], t->expect);
-		json_object_set_new(slot->data, "seen", json_string(t->pins->seen[i]));
-		gf_result_fail(slot, &err);
-		return;
-	}
-	json_object_set_new(slot->data, "pin", json_string(t->pins->seen[i]));
-	slot->ok = true;
+	cli_render_done(ud, i, slot);
 }
 
 static const struct gf_col repin_cols[] = {{"pin", "PIN"}, {"previous", "PREVIOUS"}};
@@ -336,15 +318,11 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 {
 	struct gf_render_spec spec = {repin_cols, 2, NULL, cli->collapse, cli->color};
 	struct cli_render r = {.cli = cli, .spec = &spec, .show_bmc = true};
-	struct gf_pins pins = {0};
-	struct repin_task t = {.pins = &pins};
+	struct gf_repin rp = {.done = repin_done, .ud = &r};
 	char expect[GF_BMC_FP_SIZE];
-	struct gf_result *slots = NULL;
-	struct gf_exec_opts eo;
 	struct gf_err err = {0};
 	struct gf_node *nodes;
 	struct gf_db *db;
-	bool *which = NULL;
 	const struct nodes_args *a = ud;
 	size_t n;
 	int rc;
@@ -355,41 +333,25 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 			  "(colons and a 'SHA256:' prefix allowed)", a->expect);
 		return GF_EXIT_USAGE;
 	}
-	t.expect = a->expect ? expect : NULL;
+	rp.expect = a->expect ? expect : NULL;
 	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
 	if (rc)
 		return rc;
 	rc = cli_db(cli, &db);
 	if (rc)
 		goto out;
-	if (gf_pins_load(db, nodes, NULL, n, false, NULL, &pins, &err) < 0) {
-		rc = cli_fail(&err);
-		goto out;
-	}
-	t.nodes = nodes;
-	slots = gf_xcalloc(n ? n : 1, sizeof(*slots));
+	rp.nodes = nodes;
+	rp.n = n;
 	r.nodes = nodes;
 	r.n = n;
-	cli_exec_opts(cli, &eo);
-	if (gf_exec_run(&eo, n, repin_one, &t, slots, cli_render_done, &r, &err) < 0) {
+	cli_exec_opts(cli, &rp.exec);
+	if (gf_repin_run(db, &rp, &err) < 0) {
 		rc = cli_fail(&err);
 		goto out;
 	}
-	/* Only what was read (and expected) is written: the others keep the pin they had. */
-	which = gf_xcalloc(n ? n : 1, sizeof(*which));
-	for (size_t i = 0; i < n; i++)
-		which[i] = slots[i].ok;
-	if (gf_pins_replace(db, nodes, &pins, which, &err) < 0) {
-		rc = cli_fail(&err);
-		goto out;
-	}
-	rc = cli_interrupted(cli_render_finish(&r, slots));
+	rc = cli_interrupted(cli_render_finish(&r, rp.slots));
 out:
-	for (size_t i = 0; slots && i < n; i++)
-		gf_result_release(&slots[i]);
-	free(slots);
-	free(which);
-	gf_pins_release(&pins);
+	gf_repin_release(&rp);
 	gf_nodes_free(nodes, n);
 	return rc;
 }

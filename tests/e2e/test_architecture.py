@@ -200,3 +200,19 @@ def test_a_sweep_is_typed_from_collection_to_the_store():
         if re.search(r"\bjson_t\b|jansson\.h|_to_json\s*\(", src):
             bad.append(name)
     assert bad == []
+
+
+def test_no_fan_out_in_cli():
+    """cli/ runs no executor of its own: every fan-out is below it, in fleet/
+    (the BMC frame, the host facts, re-pinning); a verb parses, calls one
+    function and renders."""
+    bad = []
+    d = os.path.join(TOP, "cli")
+    for name in sorted(os.listdir(d)):
+        if not name.endswith((".c", ".h")):
+            continue
+        with open(os.path.join(d, name), encoding="utf-8") as f:
+            src = strip_comments(f.read())
+        if re.search(r"\bgf_exec_run\s*\(", src):
+            bad.append(f"cli/{name}: calls gf_exec_run")
+    assert bad == []
