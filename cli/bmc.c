@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fleet/rollout.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -193,4 +194,23 @@ int cli_bmc_verb(struct gf_cli *cli, int argc, char **argv, gf_fanout_op op,
 	cli_bmc_release(&run);
 	gf_nodes_free(nodes, n);
 	return rc;
+}
+
+int cli_bmc_rollout_fan(void *ud, const struct gf_rollout_fanout *f)
+{
+	struct cli_bmc_fan *fan = ud;
+	const struct gf_bmc_opts opts = {.request_timeout = fan->cli->timeout};
+	struct cli_bmc_run run = {
+		.cli = fan->cli, .nodes = f->nodes, .n = f->n, .op = f->op, .ctx = f->ctx,
+		.audit = f->audit, .opts = &opts, .timeout = f->timeout,
+		.batch = f->batch, .interval = f->interval,
+		.on_done = f->on_done, .done_ud = f->done_ud,
+		.may_be_restarting = f->may_be_restarting,
+	};
+	int rc = cli_bmc_fanout(&run);
+
+	fan->ran = run.slots != NULL;
+	fan->code = rc;
+	cli_bmc_release(&run);
+	return rc == GF_EXIT_FAILED ? 0 : rc;
 }

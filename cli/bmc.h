@@ -61,4 +61,18 @@ void cli_bmc_release(struct cli_bmc_run *run);
 int cli_bmc_verb(struct gf_cli *cli, int argc, char **argv, gf_fanout_op op,
 		 const struct gf_render_spec *spec);
 
+/*
+ * The rollout engine's fan-outs (fleet/rollout.h struct gf_rollout_fan) on
+ * cli_bmc_fanout(), with update's request timeout; @ud is a struct
+ * cli_bmc_fan. Nodes that failed are results (0); any other exit code stops
+ * the rollout and is handed back.
+ */
+struct cli_bmc_fan {
+	struct gf_cli *cli;
+	bool ran;                           /* the last fan-out ran (its nodes were tried) */
+	int code;                           /* its exit code */
+};
+struct gf_rollout_fanout;
+int cli_bmc_rollout_fan(void *ud, const struct gf_rollout_fanout *f);
+
 #endif

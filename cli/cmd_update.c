@@ -96,43 +96,12 @@ static void meter_draw(void *ud)
 struct upd {
 	struct gf_cli *cli;
 	bool dry_run;                /* update run --dry-run: plans say so */
-	bool ran;                    /* the last fan-out ran (its nodes were tried) */
-	int code;                    /* its exit code */
+	struct cli_bmc_fan fan;      /* the engine's fan-outs: whether the last ran, its code */
 	struct cli_render render;    /* plan: rendered once all are read, ndjson as they come */
 	struct gf_result *shown;     /* plan: each node's object as rendered */
 	struct cli_ticker *meter;    /* the batch's upload bar, or NULL */
 	bool progress;               /* cli->progress, while the meter replaces it */
 };
-
-static int fan_run(void *ud, const struct gf_rollout_fanout *f)
-{
-	struct upd *u = ud;
-	const struct gf_bmc_opts opts = {.request_timeout = u->cli->timeout};
-	struct cli_bmc_run run = {
-		.cli = u->cli, .nodes = f->nodes, .n = f->n, .op = f->op, .ctx = f->ctx,
-		.audit = f->audit, .opts = &opts, .timeout = f->timeout,
-		.batch = f->batch, .interval = f->interval,
-		.on_done = f->on_done, .done_ud = f->done_ud,
-		.may_be_restarting = f->may_be_restarting,
-	};
-	int rc = cli_bmc_fanout(&run);
-
-	u->ran = run.slots != NULL;
-	u->code = rc;
-	cli_bmc_release(&run);
-	/* Nodes that failed are results; anything else stops the rollout. */
-	return rc == GF_EXIT_FAILED ? 0 : rc;
-}
-
-/* {"component","from","to","action","activation","host_reboot"} of one item. */
-static json_t *item_json(const struct gf_rollout_item *it)
-{
-	int act = gf_activation_parse(it->activation);
-
-	return json_pack("{s:s, s:s?, s:s, s:s, s:s, s:b}", "component", it->component, "from",
-			 it->from, "to", it->to, "action", it->action, "activation", it->activation,
-			 "host_reboot", act >= 0 && gf_activation_is_host((enum gf_activation)act));
-}
 
 /* A node's plan as rendered: the frame's members (protocol), model, dialect, updates, ... */
 static json_t *plan_json(const struct upd *u, const struct gf_rollout_plan *p,
@@ -152,7 +121,7 @@ static json_t *plan_json(const struct upd *u, const struct gf_rollout_plan *p,
 			json_array_append_new(skipped, json_pack("{s:s, s:s}", "component",
 								 it->component, "version", it->to));
 		else
-			json_array_append_new(ups, item_json(it));
+			json_array_append_new(ups, gf_rollout_item_json(it));
 	}
 	if (p->model)
 		json_object_set_new(o, "model", json_string(p->model));
@@ -205,35 +174,6 @@ static const struct gf_col status_cols[] = {
 	{"component", "COMPONENT"}, {"from", "FROM"}, {"to", "TO"}, {"state", "STATE"},
 };
 
-/* A stored node as the documented object: {"node","ok","rollout","batch","state","updates"}. */
-static json_t *stored_node_json(long id, const struct gf_rollout_node *n)
-{
-	bool ok = gf_rollout_state_ok(n->state);
-	const char *state = gf_rollout_state_name(n->state);
-	json_t *ups = json_array();
-	json_t *o = json_pack("{s:s, s:b, s:I, s:i, s:s}", "node", n->node, "ok", ok,
-			      "rollout", (json_int_t)id, "batch", (int)n->batch, "state", state);
-
-	for (size_t i = 0; i < n->nitems; i++) {
-		const struct gf_rollout_item *it = &n->items[i];
-		json_t *j = json_pack("{s:s, s:s?, s:s, s:s, s:s, s:s}", "component", it->component,
-				      "from", it->from, "to", it->to, "action", it->action,
-				      "activation", it->activation, "state",
-				      gf_rollout_state_name(it->state));
-
-		if (it->kind)
-			json_object_set_new(j, "error", json_pack("{s:s, s:s?}", "kind", it->kind,
-								  "message", it->message));
-		json_array_append_new(ups, j);
-	}
-	json_object_set_new(o, "updates", ups);
-	if (!ok)
-		json_object_set_new(o, "error", json_pack("{s:s, s:s}", "kind",
-			n->kind ? n->kind : (n->state == GF_RS_NOT_STARTED ? "internal" : "refused"),
-			"message", n->message ? n->message : state));
-	return o;
-}
-
 /* As a node of a batch is stored: ndjson streams it. */
 static void on_node_done(void *ud, long id, const struct gf_rollout_node *rn,
 			 const struct gf_err *store_err)
@@ -244,7 +184,7 @@ static void on_node_done(void *ud, long id, const struct gf_rollout_node *rn,
 		cli_error("the state of node '%s' could not be stored: %s", rn->node,
 			  store_err->msg);
 	if (u->cli->format == GF_FMT_NDJSON) {
-		json_t *o = stored_node_json(id, rn);
+		json_t *o = gf_rollout_node_json(id, rn);
 		char *line = json_dumps(o, JSON_COMPACT);
 
 		printf("%s\n", line ? line : "null");
@@ -269,7 +209,7 @@ static void run_init(struct upd *u, const struct gf_catalog *cat, const struct g
 {
 	*ret = (struct gf_rollout_run){
 		.cat = cat, .o = o, .nodes = nodes, .n = n, .fanout = u->cli->fanout, .db = db,
-		.fan = {.run = fan_run, .ud = u},
+		.fan = {.run = cli_bmc_rollout_fan, .ud = &u->fan},
 		.hooks = {
 			.ud = u, .planned = on_planned, .batch_start = on_batch_start,
 			.batch_end = on_batch_end, .node_done = on_node_done,
@@ -317,9 +257,9 @@ static int plan_read(struct upd *u, struct plan_run *p, const struct gf_rollout_
 					.spec = &plan_spec, .show_bmc = true};
 	u->shown = render ? gf_xcalloc(p->n ? p->n : 1, sizeof(*u->shown)) : NULL;
 	gf_rollout_plan(run, &p->plans);
-	if (render && u->ran)
+	if (render && u->fan.ran)
 		cli_render_finish(&u->render, u->shown);
-	return u->code;
+	return u->fan.code;
 }
 
 static void plan_release(struct upd *u, struct plan_run *p)
@@ -352,7 +292,7 @@ static int print_rollout(struct gf_cli *cli, struct gf_db *db, long id, bool qui
 						 : cli_fail(&err);
 	objs = gf_xcalloc(r.n ? r.n : 1, sizeof(*objs));
 	for (size_t i = 0; i < r.n; i++) {
-		objs[i] = stored_node_json(r.id, &r.nodes[i]);
+		objs[i] = gf_rollout_node_json(r.id, &r.nodes[i]);
 		if (!gf_rollout_state_ok(r.nodes[i].state))
 			rc = GF_EXIT_FAILED;
 	}
@@ -398,7 +338,7 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 {
 	const struct update_args *a = ud;
 	bool plan = !sv->data, dry = a->dry_run && !plan;
-	struct upd u = {.cli = cli, .dry_run = dry};
+	struct upd u = {.cli = cli, .dry_run = dry, .fan = {.cli = cli}};
 	struct plan_run p = {0};
 	struct gf_rollout r = {0};
 	struct gf_rollout_run run;
@@ -417,7 +357,7 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 	run_init(&u, &p.cat, &a->o, p.nodes, p.n, db, &run);
 	/* The plan, from a fresh read of every node; plan and --dry-run stop here. */
 	rc = plan_read(&u, &p, &run, plan || dry);
-	if (plan || dry || !u.ran || rc == GF_EXIT_INTERRUPTED)
+	if (plan || dry || !u.fan.ran || rc == GF_EXIT_INTERRUPTED)
 		goto out;
 	if (gf_rollout_start(&run, p.plans, gf_invoking_user(), &r, &work, &err) < 0) {
 		rc = cli_fail(&err);
@@ -468,7 +408,7 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 			 char **args, int nargs)
 {
 	const struct update_args *a = ud;
-	struct upd u = {.cli = cli};
+	struct upd u = {.cli = cli, .fan = {.cli = cli}};
 	struct gf_rollout_resume rs = {0};
 	struct gf_rollout_run run;
 	struct gf_node *nodes = NULL;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "inventory/catalog.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -401,4 +402,43 @@ out:
 	}
 	*ret = r;
 	return 0;
+}
+
+/* {"component","from","to","action","activation","host_reboot"} of one item. */
+json_t *gf_rollout_item_json(const struct gf_rollout_item *it)
+{
+	int act = gf_activation_parse(it->activation);
+
+	return json_pack("{s:s, s:s?, s:s, s:s, s:s, s:b}", "component", it->component, "from",
+			 it->from, "to", it->to, "action", it->action, "activation", it->activation,
+			 "host_reboot", act >= 0 && gf_activation_is_host((enum gf_activation)act));
+}
+
+/* A stored node as the documented object: {"node","ok","rollout","batch","state","updates"}. */
+json_t *gf_rollout_node_json(long id, const struct gf_rollout_node *n)
+{
+	bool ok = gf_rollout_state_ok(n->state);
+	const char *state = gf_rollout_state_name(n->state);
+	json_t *ups = json_array();
+	json_t *o = json_pack("{s:s, s:b, s:I, s:i, s:s}", "node", n->node, "ok", ok,
+			      "rollout", (json_int_t)id, "batch", (int)n->batch, "state", state);
+
+	for (size_t i = 0; i < n->nitems; i++) {
+		const struct gf_rollout_item *it = &n->items[i];
+		json_t *j = json_pack("{s:s, s:s?, s:s, s:s, s:s, s:s}", "component", it->component,
+				      "from", it->from, "to", it->to, "action", it->action,
+				      "activation", it->activation, "state",
+				      gf_rollout_state_name(it->state));
+
+		if (it->kind)
+			json_object_set_new(j, "error", json_pack("{s:s, s:s?}", "kind", it->kind,
+								  "message", it->message));
+		json_array_append_new(ups, j);
+	}
+	json_object_set_new(o, "updates", ups);
+	if (!ok)
+		json_object_set_new(o, "error", json_pack("{s:s, s:s}", "kind",
+			n->kind ? n->kind : (n->state == GF_RS_NOT_STARTED ? "internal" : "refused"),
+			"message", n->message ? n->message : state));
+	return o;
 }

@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "inventory/db.h"
 
 enum gf_rollout_state {
@@ -105,5 +107,14 @@ int gf_rollout_set_state(struct gf_db *db, long id, enum gf_rollout_state state,
 			 struct gf_err *err);
 /* Rollout @id, or the last one when @id is 0; GF_E_NOTFOUND when there is none. */
 int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf_err *err);
+
+/*
+ * The documents of a rollout, as `update` prints them: an item of a plan
+ * {"component","from","to","action","activation","host_reboot"}, and a
+ * stored node of rollout @id {"node","ok","rollout","batch","state",
+ * "updates"[,"error"]}. New references. Thread-safe.
+ */
+json_t *gf_rollout_item_json(const struct gf_rollout_item *it);
+json_t *gf_rollout_node_json(long id, const struct gf_rollout_node *n);
 
 #endif
