@@ -108,7 +108,7 @@ if [ "${GF_VALGRIND:-1}" != 0 ]; then
 	chmod +x "$vg/gpufleet-memcheck"
 	(
 		unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
-		meson test -C "$vg" --suite unit --print-errorlogs --wrap "$memcheck" >"$vg/unit.log" 2>&1
+		meson test -C "$vg" --suite unit --print-errorlogs --timeout-multiplier 4 --wrap "$memcheck" >"$vg/unit.log" 2>&1
 		u=$?
 		tail -n 8 "$vg/unit.log"
 		export GPUFLEET_BIN=$top/$vg/gpufleet-memcheck
