@@ -27,15 +27,15 @@ int cli_dry_run(struct gf_cli *cli, const char *action, const struct gf_node *no
 
 struct cli_audit {
 	struct gf_cli *cli;
-	char *what;                  /* "power cycle" */
+	char *what; /* "power cycle" */
 	const struct gf_node *nodes;
 	size_t n;
-	long long *ids;              /* the intent row of node i, 0: none (yet) */
-	bool failed;                 /* a result could not be written (reported) */
+	long long *ids; /* the intent row of node i, 0: none (yet) */
+	bool failed;    /* a result could not be written (reported) */
 };
 
-struct cli_audit *cli_audit_open(struct gf_cli *cli, const char *what,
-				 const struct gf_node *nodes, size_t n)
+struct cli_audit *cli_audit_open(struct gf_cli *cli, const char *what, const struct gf_node *nodes,
+				 size_t n)
 {
 	struct cli_audit *a = gf_xcalloc(1, sizeof(*a));
 
@@ -59,7 +59,9 @@ int cli_audit_intent(struct cli_audit *a, const size_t *idx, size_t k)
 	int rc;
 
 	for (size_t j = 0; j < m; j++)
-		rows[j] = (struct gf_audit){.time = now, .user = user, .verb = a->what,
+		rows[j] = (struct gf_audit){.time = now,
+					    .user = user,
+					    .verb = a->what,
 					    .node = a->nodes[idx ? idx[j] : j].name};
 	rc = cli_db(a->cli, &db);
 	if (!rc && gf_db_audit_intent(db, rows, m, ids, &err) < 0) {

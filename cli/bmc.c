@@ -11,17 +11,22 @@
 struct bmc_hooks {
 	struct cli_render r;
 	struct cli_audit *audit;
-	int audit_rc;                     /* cli_audit_close()'s */
-	bool render;                      /* spec given: stream, else only count */
+	int audit_rc; /* cli_audit_close()'s */
+	bool render;  /* spec given: stream, else only count */
 	const struct cli_bmc_run *run;
 };
 
-void cli_bmc_frame(struct gf_cli *cli, struct gf_fanout *f, const struct gf_node *nodes,
-		   size_t n, const struct gf_profile *const *profs)
+void cli_bmc_frame(struct gf_cli *cli, struct gf_fanout *f, const struct gf_node *nodes, size_t n,
+		   const struct gf_profile *const *profs)
 {
 	*f = (struct gf_fanout){
-		.nodes = nodes, .n = n, .profs = profs, .cache_dir = cli->cache_dir,
-		.cacert = cli->cacert, .insecure = cli->insecure, .tls_pin_new = cli->tls_pin_new,
+		.nodes = nodes,
+		.n = n,
+		.profs = profs,
+		.cache_dir = cli->cache_dir,
+		.cacert = cli->cacert,
+		.insecure = cli->insecure,
+		.tls_pin_new = cli->tls_pin_new,
 	};
 	cli_exec_opts(cli, &f->exec);
 }
@@ -35,7 +40,7 @@ void cli_bmc_warn_insecure(const struct gf_cli *cli, const struct gf_fanout *f)
 {
 	if (cli->insecure && f->tls)
 		cli_warn(cli, "--insecure: BMC certificates are not checked, so anyone on the path "
-			 "can pose as a BMC and read its credentials");
+			      "can pose as a BMC and read its credentials");
 }
 
 int cli_bmc_pins_report(struct gf_cli *cli, const struct gf_fanout *f)
@@ -59,8 +64,8 @@ int cli_bmc_pins_report(struct gf_cli *cli, const struct gf_fanout *f)
 		/* Another run pinned it first: its pin stays, and this run's certificate is suspect. */
 		cli_error("the certificate of '%s' was pinned by another run meanwhile (sha256 %s); "
 			  "this run saw sha256 %s and kept the other pin (if this one is right, run "
-			  "'gpufleet nodes repin %s --expect %s')", name, p->other, p->seen, name,
-			  p->seen);
+			  "'gpufleet nodes repin %s --expect %s')",
+			  name, p->other, p->seen, name, p->seen);
 		rc = GF_EXIT_FAILED;
 	}
 	return rc;
@@ -111,9 +116,13 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 {
 	struct gf_cli *cli = run->cli;
 	struct bmc_hooks h = {
-		.r = {.cli = cli, .nodes = run->nodes, .n = run->n, .spec = run->spec,
+		.r = {.cli = cli,
+		      .nodes = run->nodes,
+		      .n = run->n,
+		      .spec = run->spec,
 		      .show_bmc = true},
-		.render = run->spec != NULL, .run = run,
+		.render = run->spec != NULL,
+		.run = run,
 	};
 	const struct gf_profile **profs = NULL;
 	struct gf_fanout f;
@@ -134,7 +143,10 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	if (run->timeout > 0)
 		f.exec.timeout = run->timeout;
 	f.hooks = (struct gf_fanout_hooks){
-		.db = cli_bmc_db, .start = bmc_start, .done = bmc_done, .finish = bmc_finish,
+		.db = cli_bmc_db,
+		.start = bmc_start,
+		.done = bmc_done,
+		.finish = bmc_finish,
 		.ud = &h,
 	};
 	rc = gf_fanout_run(&f, &err);
@@ -201,10 +213,18 @@ int cli_bmc_rollout_fan(void *ud, const struct gf_rollout_fanout *f)
 	struct cli_bmc_fan *fan = ud;
 	const struct gf_bmc_opts opts = {.request_timeout = fan->cli->timeout};
 	struct cli_bmc_run run = {
-		.cli = fan->cli, .nodes = f->nodes, .n = f->n, .op = f->op, .ctx = f->ctx,
-		.audit = f->audit, .opts = &opts, .timeout = f->timeout,
-		.batch = f->batch, .interval = f->interval,
-		.on_done = f->on_done, .done_ud = f->done_ud,
+		.cli = fan->cli,
+		.nodes = f->nodes,
+		.n = f->n,
+		.op = f->op,
+		.ctx = f->ctx,
+		.audit = f->audit,
+		.opts = &opts,
+		.timeout = f->timeout,
+		.batch = f->batch,
+		.interval = f->interval,
+		.on_done = f->on_done,
+		.done_ud = f->done_ud,
 		.may_be_restarting = f->may_be_restarting,
 	};
 	int rc = cli_bmc_fanout(&run);

@@ -10,24 +10,24 @@ struct cli_bmc_run {
 	struct gf_cli *cli;
 	const struct gf_node *nodes;
 	size_t n;
-	gf_fanout_op op;                    /* fleet/fanout.h */
+	gf_fanout_op op; /* fleet/fanout.h */
 	const void *ctx;
-	const struct gf_render_spec *spec;  /* NULL: do not render, the caller reads slots */
-	const char *action;                 /* put in every node's "action", also on failure */
-	const char *audit;                  /* destructive: "VERB SUB" audited (cli/audit.c): the
+	const struct gf_render_spec *spec; /* NULL: do not render, the caller reads slots */
+	const char *action;                /* put in every node's "action", also on failure */
+	const char *audit;                 /* destructive: "VERB SUB" audited (cli/audit.c): the
 					     * intents committed before anything is sent (else
 					     * nothing is), each node completed as it finishes */
-	const struct gf_bmc_opts *opts;     /* the verb's knobs for the backend (sel --log, ...),
+	const struct gf_bmc_opts *opts;    /* the verb's knobs for the backend (sel --log, ...),
 					     * NULL: none */
-	unsigned batch;                     /* staggering, see gf_exec_opts */
+	unsigned batch;                    /* staggering, see gf_exec_opts */
 	double interval;
-	double timeout;                     /* > 0: the node's deadline instead of --timeout */
+	double timeout; /* > 0: the node's deadline instead of --timeout */
 	/* NULL, or a node whose BMC may be restarting (struct gf_fanout's). */
 	bool (*may_be_restarting)(const void *ctx, const struct gf_node *n);
 	/* Called on the main thread as each node finishes, after rendering (NULL: none). */
 	void (*on_done)(void *ud, size_t i, const struct gf_result *slot);
 	void *done_ud;
-	struct gf_result *slots;            /* filled by cli_bmc_fanout(); cli_bmc_release() */
+	struct gf_result *slots; /* filled by cli_bmc_fanout(); cli_bmc_release() */
 };
 
 /*
@@ -47,8 +47,8 @@ int cli_bmc_fanout(struct cli_bmc_run *run);
  * (for hooks.start); and after the run, the report of the pins stored on
  * first use (each one warned), 0 or an exit code.
  */
-void cli_bmc_frame(struct gf_cli *cli, struct gf_fanout *f, const struct gf_node *nodes,
-		   size_t n, const struct gf_profile *const *profs);
+void cli_bmc_frame(struct gf_cli *cli, struct gf_fanout *f, const struct gf_node *nodes, size_t n,
+		   const struct gf_profile *const *profs);
 int cli_bmc_db(void *ud, struct gf_db **ret);
 void cli_bmc_warn_insecure(const struct gf_cli *cli, const struct gf_fanout *f);
 int cli_bmc_pins_report(struct gf_cli *cli, const struct gf_fanout *f);
@@ -69,8 +69,8 @@ int cli_bmc_verb(struct gf_cli *cli, int argc, char **argv, gf_fanout_op op,
  */
 struct cli_bmc_fan {
 	struct gf_cli *cli;
-	bool ran;                           /* the last fan-out ran (its nodes were tried) */
-	int code;                           /* its exit code */
+	bool ran; /* the last fan-out ran (its nodes were tried) */
+	int code; /* its exit code */
 };
 struct gf_rollout_fanout;
 int cli_bmc_rollout_fan(void *ud, const struct gf_rollout_fanout *f);

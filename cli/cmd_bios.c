@@ -25,12 +25,25 @@
 enum { B_ATTRIBUTE, B_PENDING, B_APPLY_TIME, B_DRY_RUN, B_YES, B_FROM_BASELINE };
 
 static const struct cli_opt bios_opts[] = {
-	[B_ATTRIBUTE] = {{"attribute", required_argument, NULL, 'a'}, "PATTERN", "show: only attributes whose name matches PATTERN (glob)"},
-	[B_PENDING] = {{"pending", no_argument, NULL, 0}, NULL, "show: only attributes with a value staged for the next reset"},
-	[B_APPLY_TIME] = {{"apply-time", required_argument, NULL, 0}, "on-reset|immediate", "set: when the values take effect (default: the BMC's, usually at the next reset)"},
-	[B_DRY_RUN] = {{"dry-run", no_argument, NULL, 'n'}, NULL, "set: read and check, send nothing"},
-	[B_YES] = {{"yes", no_argument, NULL, 'y'}, NULL, "set: on more than one node without asking"},
-	[B_FROM_BASELINE] = {{"from-baseline", required_argument, NULL, 0}, "FILE", "set: the bios.* values of a drift baseline file, where nodes differ"},
+	[B_ATTRIBUTE] = {{"attribute", required_argument, NULL, 'a'},
+			 "PATTERN",
+			 "show: only attributes whose name matches PATTERN (glob)"},
+	[B_PENDING] = {{"pending", no_argument, NULL, 0},
+		       NULL,
+		       "show: only attributes with a value staged for the next reset"},
+	[B_APPLY_TIME] =
+		{{"apply-time", required_argument, NULL, 0},
+		 "on-reset|immediate",
+		 "set: when the values take effect (default: the BMC's, usually at the next reset)"},
+	[B_DRY_RUN] = {{"dry-run", no_argument, NULL, 'n'},
+		       NULL,
+		       "set: read and check, send nothing"},
+	[B_YES] = {{"yes", no_argument, NULL, 'y'},
+		   NULL,
+		   "set: on more than one node without asking"},
+	[B_FROM_BASELINE] = {{"from-baseline", required_argument, NULL, 0},
+			     "FILE",
+			     "set: the bios.* values of a drift baseline file, where nodes differ"},
 };
 
 struct bios_args {
@@ -64,7 +77,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 struct show_ctx {
 	const char *pattern;
 	bool pending;
-	bool rows;            /* table or CSV: one row per attribute */
+	bool rows; /* table or CSV: one row per attribute */
 };
 
 static bool wanted(const struct show_ctx *ctx, const struct gf_bios *b, const char *name)
@@ -127,7 +140,8 @@ static int show_op(const struct gf_backend *be, void *sess, const struct gf_node
 
 	if (!be->bios_get)
 		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
-				  "%s cannot read the BIOS settings of node '%s'", be->name, n->name);
+				  "%s cannot read the BIOS settings of node '%s'", be->name,
+				  n->name);
 	if (be->bios_get(sess, false, &b, err) < 0)
 		return GF_E_NODE;
 	attrs = filtered(ctx, &b, b.attributes);
@@ -136,16 +150,17 @@ static int show_op(const struct gf_backend *be, void *sess, const struct gf_node
 		json_object_set_new(slot->data, "rows", rows_of(attrs, pending, NULL));
 	json_object_set_new(slot->data, "bios",
 			    json_pack("{s:o, s:o, s:o}", "attributes", attrs, "pending", pending,
-				      "registry", b.registry ? json_string(b.registry) : json_null()));
+				      "registry",
+				      b.registry ? json_string(b.registry) : json_null()));
 	gf_bios_release(&b);
 	return 0;
 }
 
 struct set_ctx {
 	const struct gf_node *nodes;
-	json_t *assigns;                 /* {name: text} for every node */
-	const struct gf_baseline *bl;    /* --from-baseline, else NULL */
-	const char **models;             /* per node index: its model in the last sweep, NULL: unknown */
+	json_t *assigns;              /* {name: text} for every node */
+	const struct gf_baseline *bl; /* --from-baseline, else NULL */
+	const char **models; /* per node index: its model in the last sweep, NULL: unknown */
 	enum gf_bios_apply when;
 	bool dry_run;
 	bool rows;
@@ -235,7 +250,8 @@ static int set_op(const struct gf_backend *be, void *sess, const struct gf_node 
 
 	if (!be->bios_get || !be->bios_set)
 		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
-				  "%s cannot set the BIOS settings of node '%s'", be->name, n->name);
+				  "%s cannot set the BIOS settings of node '%s'", be->name,
+				  n->name);
 	if (be->bios_get(sess, true, &b, err) < 0)
 		return GF_E_NODE;
 	if ((ctx->bl ? values_from_baseline(&b, n, ctx->bl, ctx->models[n - ctx->nodes], immediate,
@@ -255,8 +271,10 @@ static int set_op(const struct gf_backend *be, void *sess, const struct gf_node 
 		json_object_set_new(slot->data, "dry_run", json_true());
 	shown = json_object();
 	json_object_foreach(values, name, v)
-		json_object_set(shown, name, json_object_get(b.attributes, name)
-					     ? json_object_get(b.attributes, name) : json_null());
+		json_object_set(shown, name,
+				json_object_get(b.attributes, name)
+					? json_object_get(b.attributes, name)
+					: json_null());
 	pending = json_object();
 	json_object_foreach(values, name, v)
 		if (json_object_get(b.pending, name))
@@ -265,7 +283,8 @@ static int set_op(const struct gf_backend *be, void *sess, const struct gf_node 
 		json_object_set_new(slot->data, "rows", rows_of(shown, pending, values));
 	json_object_set_new(slot->data, "bios",
 			    json_pack("{s:o, s:o, s:o}", "attributes", shown, "pending", pending,
-				      "registry", b.registry ? json_string(b.registry) : json_null()));
+				      "registry",
+				      b.registry ? json_string(b.registry) : json_null()));
 	rc = 0;
 	if (ctx->dry_run)
 		goto out;
@@ -275,7 +294,8 @@ static int set_op(const struct gf_backend *be, void *sess, const struct gf_node 
 		if (gf_bios_holds(&b, name, v, immediate))
 			continue;
 		want = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-		got = json_dumps(held(&b, name, immediate) ? held(&b, name, immediate) : json_null(),
+		got = json_dumps(held(&b, name, immediate) ? held(&b, name, immediate)
+							   : json_null(),
 				 JSON_ENCODE_ANY | JSON_COMPACT);
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
 				"bmc of node '%s' accepted %s=%s but holds %s", n->name, name,
@@ -291,10 +311,14 @@ out:
 }
 
 static const struct gf_col show_cols[] = {
-	{"attribute", "ATTRIBUTE"}, {"value", "VALUE"}, {"pending", "PENDING"},
+	{"attribute", "ATTRIBUTE"},
+	{"value", "VALUE"},
+	{"pending", "PENDING"},
 };
 static const struct gf_col set_cols[] = {
-	{"attribute", "ATTRIBUTE"}, {"requested", "REQUESTED"}, {"value", "VALUE"},
+	{"attribute", "ATTRIBUTE"},
+	{"requested", "REQUESTED"},
+	{"value", "VALUE"},
 	{"pending", "PENDING"},
 };
 
@@ -307,7 +331,9 @@ static int show_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, 
 		    int nargs)
 {
 	const struct bios_args *a = ud;
-	struct show_ctx ctx = {.pattern = a->pattern, .pending = a->pending, .rows = table_rows(cli)};
+	struct show_ctx ctx = {.pattern = a->pattern,
+			       .pending = a->pending,
+			       .rows = table_rows(cli)};
 	struct gf_render_spec spec = {.cols = show_cols, .ncols = 3, .rows_key = "rows"};
 	struct cli_bmc_run run = {0};
 	struct gf_node *nodes = NULL;
@@ -322,7 +348,11 @@ static int show_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, 
 	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
 	if (rc)
 		return rc;
-	run = (struct cli_bmc_run){.cli = cli, .nodes = nodes, .n = n, .op = show_op, .ctx = &ctx,
+	run = (struct cli_bmc_run){.cli = cli,
+				   .nodes = nodes,
+				   .n = n,
+				   .op = show_op,
+				   .ctx = &ctx,
 				   .spec = &spec};
 	rc = cli_bmc_fanout(&run);
 	cli_bmc_release(&run);
@@ -454,8 +484,13 @@ static int set_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, c
 		gf_buf_addf(&audit, " --from-baseline %s", a->baseline);
 	json_object_foreach(assigns, name, t)
 		gf_buf_addf(&audit, " %s=%s", name, json_string_value(t));
-	run = (struct cli_bmc_run){.cli = cli, .nodes = nodes, .n = n, .op = set_op, .ctx = &ctx,
-				   .spec = &spec, .action = "set",
+	run = (struct cli_bmc_run){.cli = cli,
+				   .nodes = nodes,
+				   .n = n,
+				   .op = set_op,
+				   .ctx = &ctx,
+				   .spec = &spec,
+				   .action = "set",
 				   .audit = a->dry_run ? NULL : gf_buf_str(&audit)};
 	rc = cli_bmc_fanout(&run);
 out:

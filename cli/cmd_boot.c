@@ -19,10 +19,16 @@
 enum { B_PERSISTENT, B_UEFI, B_LEGACY, B_DRY_RUN };
 
 static const struct cli_opt boot_opts[] = {
-	[B_PERSISTENT] = {{"persistent", no_argument, NULL, 0}, NULL, "keep the override for every boot, not only the next"},
+	[B_PERSISTENT] = {{"persistent", no_argument, NULL, 0},
+			  NULL,
+			  "keep the override for every boot, not only the next"},
 	[B_UEFI] = {{"uefi", no_argument, NULL, 0}, NULL, "boot the device in UEFI mode"},
-	[B_LEGACY] = {{"legacy", no_argument, NULL, 0}, NULL, "boot the device in legacy (BIOS) mode"},
-	[B_DRY_RUN] = {{"dry-run", no_argument, NULL, 'n'}, NULL, "show what would be done, send nothing"},
+	[B_LEGACY] = {{"legacy", no_argument, NULL, 0},
+		      NULL,
+		      "boot the device in legacy (BIOS) mode"},
+	[B_DRY_RUN] = {{"dry-run", no_argument, NULL, 'n'},
+		       NULL,
+		       "show what would be done, send nothing"},
 };
 
 struct boot_args {
@@ -56,7 +62,8 @@ static void describe(const struct gf_boot *b, char *buf, size_t size)
 		return;
 	}
 	snprintf(buf, size, "%s (%s%s%s)", gf_boot_dev_name(b->dev),
-		 b->persistent ? "persistent" : "next boot only", mode ? ", " : "", mode ? mode : "");
+		 b->persistent ? "persistent" : "next boot only", mode ? ", " : "",
+		 mode ? mode : "");
 }
 
 /* What the BMC holds is what was asked (a mode not asked for is not compared). */
@@ -101,10 +108,14 @@ static int boot_op(const struct gf_backend *be, void *sess, const struct gf_node
 }
 
 static const struct gf_col status_cols[] = {
-	{"boot.device", "DEVICE"}, {"boot.persistent", "PERSISTENT"}, {"boot.mode", "MODE"},
+	{"boot.device", "DEVICE"},
+	{"boot.persistent", "PERSISTENT"},
+	{"boot.mode", "MODE"},
 };
 static const struct gf_col action_cols[] = {
-	{"action", "ACTION"}, {"boot.device", "DEVICE"}, {"boot.persistent", "PERSISTENT"},
+	{"action", "ACTION"},
+	{"boot.device", "DEVICE"},
+	{"boot.persistent", "PERSISTENT"},
 	{"boot.mode", "MODE"},
 };
 
@@ -139,8 +150,9 @@ static int boot_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, 
 		return GF_EXIT_USAGE;
 	}
 	ctx.want.persistent = a->persistent;
-	ctx.want.mode = a->uefi ? GF_BOOT_MODE_UEFI : a->legacy ? GF_BOOT_MODE_LEGACY
-							       : GF_BOOT_MODE_UNSET;
+	ctx.want.mode = a->uefi     ? GF_BOOT_MODE_UEFI
+			: a->legacy ? GF_BOOT_MODE_LEGACY
+				    : GF_BOOT_MODE_UNSET;
 	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
 	if (rc)
 		return rc;
@@ -158,8 +170,14 @@ static int boot_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, 
 	if (a->uefi || a->legacy)
 		gf_buf_adds(&audit, a->uefi ? " uefi" : " legacy");
 	run = (struct cli_bmc_run){
-		.cli = cli, .nodes = nodes, .n = n, .op = boot_op, .ctx = &ctx, .spec = &spec,
-		.action = ctx.status ? NULL : sub, .audit = ctx.status ? NULL : gf_buf_str(&audit),
+		.cli = cli,
+		.nodes = nodes,
+		.n = n,
+		.op = boot_op,
+		.ctx = &ctx,
+		.spec = &spec,
+		.action = ctx.status ? NULL : sub,
+		.audit = ctx.status ? NULL : gf_buf_str(&audit),
 	};
 	rc = cli_bmc_fanout(&run);
 out:

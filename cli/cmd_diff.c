@@ -9,9 +9,11 @@
 enum { F_COMPONENT, F_IGNORE };
 
 static const struct cli_opt diff_opts[] = {
-	[F_COMPONENT] = {{"component", required_argument, NULL, 0}, "PATTERN",
+	[F_COMPONENT] = {{"component", required_argument, NULL, 0},
+			 "PATTERN",
 			 "only components matching these globs (gpu*.firmware,bmc)"},
-	[F_IGNORE] = {{"ignore", required_argument, NULL, 0}, "PATTERN",
+	[F_IGNORE] = {{"ignore", required_argument, NULL, 0},
+		      "PATTERN",
 		      "leave out components matching these globs"},
 };
 
@@ -43,16 +45,18 @@ static json_t *node_json(const struct gf_diff_node *dn, const struct gf_sweep_in
 	json_object_set_new(o, "node", json_string(dn->node));
 	json_object_set_new(o, "ok", json_true());
 	json_object_set_new(o, "change", json_string(gf_change_name(dn->change)));
-	json_object_set_new(o, "sweeps", json_pack("[I,I]", (json_int_t)sa->id, (json_int_t)sb->id));
+	json_object_set_new(o, "sweeps",
+			    json_pack("[I,I]", (json_int_t)sa->id, (json_int_t)sb->id));
 	if (dn->a && dn->b && dn->a->status != dn->b->status)
 		json_object_set_new(o, "status",
-				    json_pack("{s:s,s:s}", "before", gf_node_status_name(dn->a->status),
-					      "after", gf_node_status_name(dn->b->status)));
+				    json_pack("{s:s,s:s}", "before",
+					      gf_node_status_name(dn->a->status), "after",
+					      gf_node_status_name(dn->b->status)));
 	for (size_t k = 0; k < dn->n; k++) {
 		const struct gf_diff_comp *c = &dn->v[k];
 		json_t *e = json_pack("{s:s,s:o,s:o,s:s,s:s}", "component", c->component, "before",
-				      jver(c->before), "after", jver(c->after), "source",
-				      c->source, "change", gf_change_name(c->change));
+				      jver(c->before), "after", jver(c->after), "source", c->source,
+				      "change", gf_change_name(c->change));
 
 		json_array_append_new(comps, e);
 	}
@@ -73,7 +77,7 @@ static json_t *node_json(const struct gf_diff_node *dn, const struct gf_sweep_in
 
 static const struct gf_col diff_cols[] = {
 	{"change", "CHANGE"}, {"component", "COMPONENT"}, {"before", "BEFORE"},
-	{"after", "AFTER"}, {"source", "SOURCE"},
+	{"after", "AFTER"},   {"source", "SOURCE"},
 };
 
 int cmd_diff(struct gf_cli *cli, int argc, char **argv)
@@ -131,7 +135,8 @@ int cmd_diff(struct gf_cli *cli, int argc, char **argv)
 	{
 		struct gf_store_query qa = {.sweep = sa->id}, qb = {.sweep = sb->id};
 
-		if (gf_store_load(db, &qa, &wa, &err) < 0 || gf_store_load(db, &qb, &wb, &err) < 0) {
+		if (gf_store_load(db, &qa, &wa, &err) < 0 ||
+		    gf_store_load(db, &qb, &wb, &err) < 0) {
 			rc = cli_fail(&err);
 			goto out;
 		}

@@ -8,35 +8,54 @@
 #include "lib/buf.h"
 #include "lib/util.h"
 
-enum { D_MAJORITY, D_BY, D_BASELINE, D_BASELINE_NODE, D_SINCE, D_SWEEP, D_COMPONENT, D_IGNORE,
-       D_FAIL, D_RECONCILE };
+enum {
+	D_MAJORITY,
+	D_BY,
+	D_BASELINE,
+	D_BASELINE_NODE,
+	D_SINCE,
+	D_SWEEP,
+	D_COMPONENT,
+	D_IGNORE,
+	D_FAIL,
+	D_RECONCILE
+};
 
 static const struct cli_opt drift_opts[] = {
-	[D_MAJORITY] = {{"majority", no_argument, NULL, 0}, NULL,
+	[D_MAJORITY] = {{"majority", no_argument, NULL, 0},
+			NULL,
 			"compare with the most common version among peers (the default)"},
-	[D_BY] = {{"by", required_argument, NULL, 0}, "WHAT",
+	[D_BY] = {{"by", required_argument, NULL, 0},
+		  "WHAT",
 		  "peers: same hardware model (model, default), same groups (group), all (fleet)"},
-	[D_BASELINE] = {{"baseline", required_argument, NULL, 0}, "FILE",
+	[D_BASELINE] = {{"baseline", required_argument, NULL, 0},
+			"FILE",
 			"compare with the versions a baseline file expects"},
-	[D_BASELINE_NODE] = {{"baseline-node", required_argument, NULL, 0}, "NODE",
+	[D_BASELINE_NODE] = {{"baseline-node", required_argument, NULL, 0},
+			     "NODE",
 			     "compare with the versions of NODE's last sweep"},
-	[D_SINCE] = {{"since", required_argument, NULL, 0}, "WHEN",
+	[D_SINCE] = {{"since", required_argument, NULL, 0},
+		     "WHEN",
 		     "what changed on each node since sweep N, a date or a duration ago (7d)"},
-	[D_SWEEP] = {{"sweep", required_argument, NULL, 0}, "ID",
+	[D_SWEEP] = {{"sweep", required_argument, NULL, 0},
+		     "ID",
 		     "compare the rows of this sweep instead of each node's last"},
-	[D_COMPONENT] = {{"component", required_argument, NULL, 0}, "PATTERN",
+	[D_COMPONENT] = {{"component", required_argument, NULL, 0},
+			 "PATTERN",
 			 "only components matching these globs (gpu*.firmware,bmc)"},
-	[D_IGNORE] = {{"ignore", required_argument, NULL, 0}, "PATTERN",
+	[D_IGNORE] = {{"ignore", required_argument, NULL, 0},
+		      "PATTERN",
 		      "leave out components matching these globs"},
 	[D_FAIL] = {{"fail-on-drift", no_argument, NULL, 0}, NULL, "exit 3 when anything drifts"},
-	[D_RECONCILE] = {{"reconcile", no_argument, NULL, 0}, NULL,
+	[D_RECONCILE] = {{"reconcile", no_argument, NULL, 0},
+			 NULL,
 			 "also compare the BMC's GPUs with the host's: count, serials, firmware"},
 };
 
 enum by { BY_MODEL, BY_GROUP, BY_FLEET };
 
 struct drift_args {
-	int modes;               /* how many of --majority, --baseline*, --since were given */
+	int modes; /* how many of --majority, --baseline*, --since were given */
 	enum gf_drift_mode mode;
 	enum by by;
 	const char *baseline, *baseline_node, *since, *sweep;
@@ -50,14 +69,25 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	struct drift_args *a = ud;
 
 	switch (idx) {
-	case D_MAJORITY: a->modes++; a->mode = GF_DRIFT_MAJORITY; return 0;
-	case D_BASELINE: a->modes++; a->mode = GF_DRIFT_BASELINE; a->baseline = arg; return 0;
+	case D_MAJORITY:
+		a->modes++;
+		a->mode = GF_DRIFT_MAJORITY;
+		return 0;
+	case D_BASELINE:
+		a->modes++;
+		a->mode = GF_DRIFT_BASELINE;
+		a->baseline = arg;
+		return 0;
 	case D_BASELINE_NODE:
 		a->modes++;
 		a->mode = GF_DRIFT_BASELINE;
 		a->baseline_node = arg;
 		return 0;
-	case D_SINCE: a->modes++; a->mode = GF_DRIFT_SINCE; a->since = arg; return 0;
+	case D_SINCE:
+		a->modes++;
+		a->mode = GF_DRIFT_SINCE;
+		a->since = arg;
+		return 0;
 	case D_SWEEP: a->sweep = arg; return 0;
 	case D_COMPONENT: inv_globs_add(&a->include, arg); return 0;
 	case D_IGNORE: inv_globs_add(&a->ignore, arg); return 0;
@@ -91,7 +121,8 @@ static json_t *item_json(const struct gf_drift_item *it, bool table)
 		json_t *t = json_array();
 
 		for (size_t k = 0; k < it->ntie; k++)
-			json_array_append_new(t, it->tie[k] ? json_string(it->tie[k]) : json_null());
+			json_array_append_new(t,
+					      it->tie[k] ? json_string(it->tie[k]) : json_null());
 		json_object_set_new(o, "tie", t);
 	}
 	if (it->flags & GF_DRIFT_MISSING)
@@ -104,15 +135,16 @@ static json_t *item_json(const struct gf_drift_item *it, bool table)
 		if (it->flags & GF_DRIFT_TIE) {
 			gf_buf_adds(&b, "tie:");
 			for (size_t k = 0; k < it->ntie; k++)
-				gf_buf_addf(&b, "%s%s", k ? "|" : " ", it->tie[k] ? it->tie[k] : "(absent)");
+				gf_buf_addf(&b, "%s%s", k ? "|" : " ",
+					    it->tie[k] ? it->tie[k] : "(absent)");
 		} else {
 			gf_buf_adds(&b, it->expected ? it->expected : "(absent)");
 		}
 		json_object_set_new(o, "expected_t", json_string(gf_buf_str(&b)));
 		json_object_set_new(o, "actual_t",
-				    json_string(it->actual ? it->actual
+				    json_string(it->actual                       ? it->actual
 						: (it->flags & GF_DRIFT_MISSING) ? "(absent)"
-						: "(no version)"));
+										 : "(no version)"));
 		gf_buf_release(&b);
 	}
 	return o;
@@ -122,25 +154,25 @@ static json_t *item_json(const struct gf_drift_item *it, bool table)
  * A finding of --reconcile, in the shape of a drift item with "reconcile":true;
  * its source is both sides: the BMC's protocol (@protocol) and the host's.
  */
-static json_t *reconcile_json(const struct gf_reconcile_item *it, const char *protocol,
-			      bool table)
+static json_t *reconcile_json(const struct gf_reconcile_item *it, const char *protocol, bool table)
 {
 	struct gf_buf src = GF_BUF_INIT;
 	json_t *o;
 
 	gf_buf_addf(&src, "%s/%s", protocol ? protocol : "bmc", GF_SOURCE_HOST);
-	o = json_pack("{s:s,s:o,s:o,s:s,s:b,s:s,s:s}", "component", it->component,
-		      "expected", it->expected ? json_string(it->expected) : json_null(),
-		      "actual", it->actual ? json_string(it->actual) : json_null(),
-		      "source", gf_buf_str(&src), "reconcile", 1, "check", it->check,
-		      "detail", it->detail);
+	o = json_pack("{s:s,s:o,s:o,s:s,s:b,s:s,s:s}", "component", it->component, "expected",
+		      it->expected ? json_string(it->expected) : json_null(), "actual",
+		      it->actual ? json_string(it->actual) : json_null(), "source",
+		      gf_buf_str(&src), "reconcile", 1, "check", it->check, "detail", it->detail);
 	gf_buf_release(&src);
 
 	if (table) {
 		json_object_set_new(o, "expected_t",
-				    json_string(it->expected ? it->expected : "(not listed by the BMC)"));
+				    json_string(it->expected ? it->expected
+							     : "(not listed by the BMC)"));
 		json_object_set_new(o, "actual_t",
-				    json_string(it->actual ? it->actual : "(not seen by the host)"));
+				    json_string(it->actual ? it->actual
+							   : "(not seen by the host)"));
 	}
 	return o;
 }
@@ -167,8 +199,9 @@ static json_t *node_json(const struct gf_drift *d, size_t i, enum gf_drift_mode 
 
 		if (dn->before)
 			json_object_set_new(s, "before",
-					    json_pack("{s:I,s:o}", "sweep", (json_int_t)dn->before->sweep,
-						      "time", inv_time_json(dn->before->time)));
+					    json_pack("{s:I,s:o}", "sweep",
+						      (json_int_t)dn->before->sweep, "time",
+						      inv_time_json(dn->before->time)));
 		else
 			json_object_set_new(s, "before", json_null());
 		json_object_set_new(o, "since", s);
@@ -192,10 +225,11 @@ static json_t *node_json(const struct gf_drift *d, size_t i, enum gf_drift_mode 
 				 n->sweep, n->errors[0].op, n->errors[0].message);
 		else
 			snprintf(msg, sizeof(msg), "sweep %lld read nothing to compare", n->sweep);
-		json_object_set_new(o, "error", json_pack("{s:s,s:s}", "kind",
-							  gf_errkind_name(n->nerrors ? n->errors[0].kind
-									  : GF_EK_UNSUPPORTED),
-							  "message", msg));
+		json_object_set_new(o, "error",
+				    json_pack("{s:s,s:s}", "kind",
+					      gf_errkind_name(n->nerrors ? n->errors[0].kind
+									 : GF_EK_UNSUPPORTED),
+					      "message", msg));
 	}
 	return o;
 }
@@ -219,7 +253,9 @@ static bool has_row(const struct gf_sweep *sw, const char *name)
 }
 
 static const struct gf_col drift_cols[] = {
-	{"component", "COMPONENT"}, {"expected_t", "EXPECTED"}, {"actual_t", "ACTUAL"},
+	{"component", "COMPONENT"},
+	{"expected_t", "EXPECTED"},
+	{"actual_t", "ACTUAL"},
 	{"source", "SOURCE"},
 };
 
@@ -229,8 +265,9 @@ static const char *mode_text(const struct drift_args *a)
 		return "since";
 	if (a->mode == GF_DRIFT_BASELINE)
 		return a->baseline_node ? "baseline node" : "baseline";
-	return a->by == BY_GROUP ? "majority by group" : a->by == BY_FLEET ? "majority of the fleet"
-									   : "majority by model";
+	return a->by == BY_GROUP   ? "majority by group"
+	       : a->by == BY_FLEET ? "majority of the fleet"
+				   : "majority by model";
 }
 
 int cmd_drift(struct gf_cli *cli, int argc, char **argv)
@@ -291,7 +328,7 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 		q.nodes = (const char *const *)targets.names;
 		q.nnodes = targets.n;
 	}
-	q.details = a.reconcile;  /* the hardware and host facts */
+	q.details = a.reconcile; /* the hardware and host facts */
 	if (gf_store_load(db, &q, &cur, &err) < 0) {
 		rc = cli_fail(&err);
 		goto out;
@@ -328,7 +365,8 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 			if (a.by == BY_FLEET)
 				classes[i] = "fleet";
 			else if (a.by == BY_GROUP)
-				classes[i] = owned_classes[i] = inv_groups_of(cli, cur->nodes[i].node);
+				classes[i] = owned_classes[i] = inv_groups_of(cli,
+									      cur->nodes[i].node);
 			else
 				classes[i] = gf_drift_model_class(&cur->nodes[i]);
 		}
@@ -343,8 +381,9 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 
 	/* Output: every node compared (JSON), or only what differs (table). */
 	{
-		struct gf_render_spec spec = {drift_cols, sizeof(drift_cols) / sizeof(drift_cols[0]),
-					      "drift", false, false};
+		struct gf_render_spec spec = {drift_cols,
+					      sizeof(drift_cols) / sizeof(drift_cols[0]), "drift",
+					      false, false};
 		struct inv_out out;
 
 		inv_out_begin(&out, cli, &spec);
@@ -369,9 +408,9 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 			printf("no drift: %zu node%s compared (%s)", compared,
 			       compared == 1 ? "" : "s", mode_text(&a));
 		else
-			printf("drift (%s): %zu of %zu node%s differ on %zu component%s", mode_text(&a),
-			       d->drifting, compared, compared == 1 ? "" : "s", d->components,
-			       d->components == 1 ? "" : "s");
+			printf("drift (%s): %zu of %zu node%s differ on %zu component%s",
+			       mode_text(&a), d->drifting, compared, compared == 1 ? "" : "s",
+			       d->components, d->components == 1 ? "" : "s");
 		if (d->ties)
 			printf(", %zu tie%s", d->ties, d->ties == 1 ? "" : "s");
 		if (d->not_compared + missing)
@@ -379,8 +418,9 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 			       d->not_compared + missing == 1 ? "" : "s");
 		if (rec)
 			printf("; reconcile: %zu finding%s on %zu of %zu node%s with GPUs on both sides",
-			       rec->findings, rec->findings == 1 ? "" : "s", rec->nodes_with_findings,
-			       rec->compared, rec->compared == 1 ? "" : "s");
+			       rec->findings, rec->findings == 1 ? "" : "s",
+			       rec->nodes_with_findings, rec->compared,
+			       rec->compared == 1 ? "" : "s");
 		printf("\n");
 	}
 	if (a.fail && (d->items || (rec && rec->findings)))

@@ -20,13 +20,16 @@ static int firmware_op(const struct gf_backend *be, void *sess, const struct gf_
 }
 
 static const struct gf_col cols[] = {
-	{"key", "COMPONENT"}, {"name", "NAME"}, {"version", "VERSION"},
+	{"key", "COMPONENT"},
+	{"name", "NAME"},
+	{"version", "VERSION"},
 };
 
 int cmd_firmware(struct gf_cli *cli, int argc, char **argv)
 {
-	static const struct gf_render_spec spec = {.cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]),
-					    .rows_key = "components"};
+	static const struct gf_render_spec spec = {.cols = cols,
+						   .ncols = sizeof(cols) / sizeof(cols[0]),
+						   .rows_key = "components"};
 
 	return cli_bmc_verb(cli, argc, argv, firmware_op, &spec);
 }

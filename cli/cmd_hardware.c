@@ -25,13 +25,17 @@ static int hardware_op(const struct gf_backend *be, void *sess, const struct gf_
 }
 
 static const struct gf_col cols[] = {
-	{"system.manufacturer", "MANUFACTURER"}, {"system.model", "MODEL"},
-	{"system.serial", "SERIAL"}, {"system.uuid", "UUID"}, {"system.bios_version", "BIOS"},
+	{"system.manufacturer", "MANUFACTURER"},
+	{"system.model", "MODEL"},
+	{"system.serial", "SERIAL"},
+	{"system.uuid", "UUID"},
+	{"system.bios_version", "BIOS"},
 };
 
 int cmd_hardware(struct gf_cli *cli, int argc, char **argv)
 {
-	static const struct gf_render_spec spec = {.cols = cols, .ncols = sizeof(cols) / sizeof(cols[0])};
+	static const struct gf_render_spec spec = {.cols = cols,
+						   .ncols = sizeof(cols) / sizeof(cols[0])};
 
 	return cli_bmc_verb(cli, argc, argv, hardware_op, &spec);
 }

@@ -13,11 +13,12 @@
 enum { H_LOCAL, H_ACCEPT_NEW, H_COMMANDS };
 
 static const struct cli_opt host_opts[] = {
-	[H_LOCAL] = {{"local", no_argument, NULL, 0}, NULL,
-		     "collect on this machine, without SSH"},
-	[H_ACCEPT_NEW] = {{"ssh-accept-new", no_argument, NULL, 0}, NULL,
+	[H_LOCAL] = {{"local", no_argument, NULL, 0}, NULL, "collect on this machine, without SSH"},
+	[H_ACCEPT_NEW] = {{"ssh-accept-new", no_argument, NULL, 0},
+			  NULL,
 			  "trust and record unknown host keys (never a changed one)"},
-	[H_COMMANDS] = {{"commands", no_argument, NULL, 0}, NULL,
+	[H_COMMANDS] = {{"commands", no_argument, NULL, 0},
+			NULL,
 			"print the commands that run on each host, and exit"},
 };
 
@@ -46,7 +47,9 @@ static void host_done(void *ud, size_t i, struct gf_result *slot, enum gf_hosts_
 		      const struct gf_hostfacts *facts)
 {
 	static const char *const names[] = {
-		[GF_HOSTS_FAILED] = "failed", [GF_HOSTS_PARTIAL] = "partial", [GF_HOSTS_OK] = "ok",
+		[GF_HOSTS_FAILED] = "failed",
+		[GF_HOSTS_PARTIAL] = "partial",
+		[GF_HOSTS_OK] = "ok",
 	};
 
 	if (status != GF_HOSTS_NOT_RUN) {
@@ -70,7 +73,8 @@ static void add_summaries(json_t *data)
 
 	json_array_foreach(gpus, i, g) {
 		const char *name = json_string_value(json_object_get(g, "name"));
-		const char *first = json_string_value(json_object_get(json_array_get(gpus, 0), "name"));
+		const char *first = json_string_value(json_object_get(json_array_get(gpus, 0),
+								      "name"));
 
 		if (name && first && strcmp(name, first) == 0)
 			same++;
@@ -110,14 +114,15 @@ static void print_commands(void)
 
 static const struct gf_col host_cols[] = {
 	{"host.driver", "DRIVER"}, {"host.cuda_driver", "CUDA"}, {"host.cuda_toolkit", "TOOLKIT"},
-	{"gpus", "GPUS"}, {"health", "HEALTH"},
+	{"gpus", "GPUS"},          {"health", "HEALTH"},
 };
 
 int cmd_host(struct gf_cli *cli, int argc, char **argv)
 {
 	struct host_args a = {0};
 	struct gf_node *nodes = NULL;
-	struct gf_render_spec spec = {host_cols, sizeof(host_cols) / sizeof(host_cols[0]), NULL, false, false};
+	struct gf_render_spec spec = {host_cols, sizeof(host_cols) / sizeof(host_cols[0]), NULL,
+				      false, false};
 	struct cli_render r = {.cli = cli, .spec = &spec};
 	struct gf_hosts h = {.done = host_done, .ud = &r};
 	const struct gf_profile **profs = NULL;

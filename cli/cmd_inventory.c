@@ -11,16 +11,21 @@
 enum { I_SWEEP, I_BASELINE, I_COMPONENT, I_KEEP, I_OLDER_THAN, I_PENDING };
 
 static const struct cli_opt inv_opts[] = {
-	[I_SWEEP] = {{"sweep", required_argument, NULL, 0}, "ID",
+	[I_SWEEP] = {{"sweep", required_argument, NULL, 0},
+		     "ID",
 		     "show, export: that sweep instead of the last (show) or all (export)"},
-	[I_BASELINE] = {{"baseline", required_argument, NULL, 0}, "NODE",
+	[I_BASELINE] = {{"baseline", required_argument, NULL, 0},
+			"NODE",
 			"export: a baseline file of NODE's last sweep, for drift --baseline"},
-	[I_COMPONENT] = {{"component", required_argument, NULL, 0}, "PATTERN",
+	[I_COMPONENT] = {{"component", required_argument, NULL, 0},
+			 "PATTERN",
 			 "history: only components matching these globs"},
 	[I_KEEP] = {{"keep", required_argument, NULL, 0}, "N", "prune: keep the newest N sweeps"},
-	[I_OLDER_THAN] = {{"older-than", required_argument, NULL, 0}, "DURATION",
+	[I_OLDER_THAN] = {{"older-than", required_argument, NULL, 0},
+			  "DURATION",
 			  "prune: delete sweeps older than this (90d, 12h)"},
-	[I_PENDING] = {{"pending", no_argument, NULL, 0}, NULL,
+	[I_PENDING] = {{"pending", no_argument, NULL, 0},
+		       NULL,
 		       "audit: only actions whose result was never recorded"},
 };
 
@@ -29,8 +34,8 @@ struct inv_args {
 	struct inv_globs component;
 	long keep;
 	double older_than;
-	bool older;       /* --older-than was given (0s is a valid duration) */
-	bool pending;     /* audit --pending */
+	bool older;   /* --older-than was given (0s is a valid duration) */
+	bool pending; /* audit --pending */
 };
 
 static int on_opt(void *ud, size_t idx, const char *arg)
@@ -62,7 +67,7 @@ struct inv_ctx {
 	struct gf_cli *cli;
 	struct gf_db *db;
 	struct inv_args *a;
-	const char *sub;       /* the sub-verb */
+	const char *sub; /* the sub-verb */
 	char **args;
 	int nargs;
 };
@@ -87,8 +92,8 @@ static const char *uid_of(const struct gf_sweep_info *all, size_t n, long long i
 /* ---- show ------------------------------------------------------------------ */
 
 static const struct gf_col comp_cols[] = {
-	{"key", "COMPONENT"}, {"version", "VERSION"}, {"source", "SOURCE"}, {"id", "ID"},
-	{"name", "NAME"},
+	{"key", "COMPONENT"}, {"version", "VERSION"}, {"source", "SOURCE"},
+	{"id", "ID"},         {"name", "NAME"},
 };
 
 static void show_header(const struct gf_sweep_node *n)
@@ -153,7 +158,8 @@ static int sub_show(struct inv_ctx *c)
 		if (c->a->sweep)
 			cli_error("node '%s' is not in sweep %s", c->args[0], c->a->sweep);
 		else
-			cli_error("node '%s' has not been swept (see 'gpufleet sweep')", c->args[0]);
+			cli_error("node '%s' has not been swept (see 'gpufleet sweep')",
+				  c->args[0]);
 		rc = GF_EXIT_USAGE;
 		goto out;
 	}
@@ -179,7 +185,8 @@ static int sub_show(struct inv_ctx *c)
 				free(rows);
 			}
 		} else {
-			struct gf_render_spec spec = {comp_cols, sizeof(comp_cols) / sizeof(comp_cols[0]),
+			struct gf_render_spec spec = {comp_cols,
+						      sizeof(comp_cols) / sizeof(comp_cols[0]),
 						      GF_CODEC_COMPONENTS, false, false};
 
 			inv_print(c->cli, &o, 1, &spec);
@@ -196,7 +203,7 @@ out:
 /* ---- history ------------------------------------------------------------------ */
 
 static const struct gf_col hist_cols[] = {
-	{"sweep", "SWEEP"}, {"time", "TIME"}, {"status", "STATUS"}, {"component", "COMPONENT"},
+	{"sweep", "SWEEP"},   {"time", "TIME"},   {"status", "STATUS"}, {"component", "COMPONENT"},
 	{"before", "BEFORE"}, {"after", "AFTER"}, {"source", "SOURCE"},
 };
 
@@ -208,7 +215,8 @@ static json_t *jver(const char *s)
 static int sub_history(struct inv_ctx *c)
 {
 	struct gf_store_query q = {.history = NULL};
-	struct gf_keyfilter f = {(const char *const *)c->a->component.v, c->a->component.n, NULL, 0};
+	struct gf_keyfilter f = {(const char *const *)c->a->component.v, c->a->component.n, NULL,
+				 0};
 	struct gf_sweep *sw = NULL;
 	struct gf_err err = {0};
 	json_t **objs = NULL, **rows = NULL;
@@ -235,7 +243,8 @@ static int sub_history(struct inv_ctx *c)
 		const struct gf_sweep_node *prev = NULL;
 
 		for (size_t k = i; k-- > 0 && !prev;)
-			if (sw->nodes[k].fw_read || sw->nodes[k].host_read || sw->nodes[k].bios_read)
+			if (sw->nodes[k].fw_read || sw->nodes[k].host_read ||
+			    sw->nodes[k].bios_read)
 				prev = &sw->nodes[k];
 		gf_diff_rows(prev, n, &f, &dn);
 		for (size_t k = 0; k < dn.n; k++)
@@ -246,10 +255,10 @@ static int sub_history(struct inv_ctx *c)
 							    dn.v[k].source, "change",
 							    gf_change_name(dn.v[k].change)));
 		free(dn.v);
-		objs[i] = json_pack("{s:s,s:b,s:I,s:o,s:s,s:o,s:o}", "node", n->node, "ok", 1, "sweep",
-				    (json_int_t)n->sweep, "time", inv_time_json(n->time), "status",
-				    gf_node_status_name(n->status), "model", jver(n->model),
-				    "changes", ch);
+		objs[i] = json_pack("{s:s,s:b,s:I,s:o,s:s,s:o,s:o}", "node", n->node, "ok", 1,
+				    "sweep", (json_int_t)n->sweep, "time", inv_time_json(n->time),
+				    "status", gf_node_status_name(n->status), "model",
+				    jver(n->model), "changes", ch);
 	}
 	if (inv_is_table(c->cli)) {
 		/* One line per change; a sweep that changed nothing gets one line too. */
@@ -401,9 +410,9 @@ out:
 struct import_state {
 	struct gf_store_tx *tx;
 	size_t sweeps_new, sweeps_seen, rows_new, rows_present;
-	char **uids_seen;           /* each uid counted once */
+	char **uids_seen; /* each uid counted once */
 	size_t nuids;
-	double store_s;             /* time spent in the store (for -v) */
+	double store_s; /* time spent in the store (for -v) */
 };
 
 static bool uid_seen(struct import_state *st, const char *uid)
@@ -481,9 +490,10 @@ static int sub_import(struct inv_ctx *c)
 	rc = gf_store_commit(st.tx, &err);
 	st.tx = NULL;
 	t_commit = gf_monotime() - t_commit;
-	cli_verbose(c->cli, "import: %.3f s in all, %.3f s storing (%.3f s of it committing), the "
-		    "rest reading and checking the file", gf_monotime() - t_start,
-		    st.store_s + t_commit, t_commit);
+	cli_verbose(c->cli,
+		    "import: %.3f s in all, %.3f s storing (%.3f s of it committing), the "
+		    "rest reading and checking the file",
+		    gf_monotime() - t_start, st.store_s + t_commit, t_commit);
 	if (rc < 0) {
 		rc = cli_fail(&err);
 		goto out;
@@ -491,9 +501,9 @@ static int sub_import(struct inv_ctx *c)
 	if (inv_is_table(c->cli)) {
 		if (!c->cli->quiet)
 			printf("imported %zu sweep%s (%zu new), %zu node rows (%zu new, %zu already"
-			       " here)\n", st.sweeps_seen, st.sweeps_seen == 1 ? "" : "s",
-			       st.sweeps_new, st.rows_new + st.rows_present, st.rows_new,
-			       st.rows_present);
+			       " here)\n",
+			       st.sweeps_seen, st.sweeps_seen == 1 ? "" : "s", st.sweeps_new,
+			       st.rows_new + st.rows_present, st.rows_new, st.rows_present);
 	} else {
 		json_t *o = json_pack("{s:I,s:I,s:I,s:I}", "sweeps", (json_int_t)st.sweeps_seen,
 				      "sweeps_new", (json_int_t)st.sweeps_new, "rows_new",
@@ -543,13 +553,13 @@ static int sub_prune(struct inv_ctx *c)
 		cli_error("inventory prune takes no arguments");
 		return GF_EXIT_USAGE;
 	}
-	if (gf_store_prune(c->db, c->a->keep,
-			   c->a->older ? gf_walltime() - c->a->older_than : 0, &pruned,
-			   &left, &err) < 0)
+	if (gf_store_prune(c->db, c->a->keep, c->a->older ? gf_walltime() - c->a->older_than : 0,
+			   &pruned, &left, &err) < 0)
 		return cli_fail(&err);
 	if (inv_is_table(c->cli)) {
 		if (!c->cli->quiet)
-			printf("pruned %zu sweep%s, %zu left\n", pruned, pruned == 1 ? "" : "s", left);
+			printf("pruned %zu sweep%s, %zu left\n", pruned, pruned == 1 ? "" : "s",
+			       left);
 	} else {
 		printf("{\"pruned\":%zu,\"left\":%zu}\n", pruned, left);
 	}
@@ -557,7 +567,7 @@ static int sub_prune(struct inv_ctx *c)
 }
 
 static const struct gf_col sweep_cols[] = {
-	{"sweep", "SWEEP"}, {"time", "TIME"}, {"nodes", "NODES"}, {"ok", "OK"},
+	{"sweep", "SWEEP"},     {"time", "TIME"},     {"nodes", "NODES"},       {"ok", "OK"},
 	{"partial", "PARTIAL"}, {"failed", "FAILED"}, {"imported", "IMPORTED"}, {"uid", "UID"},
 };
 
@@ -579,15 +589,17 @@ static int sub_sweeps(struct inv_ctx *c)
 		objs[i] = json_pack("{s:I,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:b}", "sweep",
 				    (json_int_t)all[i].id, "uid", all[i].uid, "time",
 				    inv_time_json(all[i].started), "finished",
-				    inv_time_json(all[i].finished), "nodes", (json_int_t)all[i].nodes,
-				    "ok", (json_int_t)all[i].ok, "partial", (json_int_t)all[i].partial,
-				    "failed", (json_int_t)all[i].failed, "imported", all[i].imported);
+				    inv_time_json(all[i].finished), "nodes",
+				    (json_int_t)all[i].nodes, "ok", (json_int_t)all[i].ok,
+				    "partial", (json_int_t)all[i].partial, "failed",
+				    (json_int_t)all[i].failed, "imported", all[i].imported);
 	if (inv_is_table(c->cli))
 		inv_table(sweep_cols, sizeof(sweep_cols) / sizeof(sweep_cols[0]), objs, n);
 	else
 		inv_print(c->cli, objs, n,
-			  &(struct gf_render_spec){sweep_cols, sizeof(sweep_cols) / sizeof(sweep_cols[0]),
-						   NULL, false, false});
+			  &(struct gf_render_spec){sweep_cols,
+						   sizeof(sweep_cols) / sizeof(sweep_cols[0]), NULL,
+						   false, false});
 	for (size_t i = 0; i < n; i++)
 		json_decref(objs[i]);
 	free(objs);
@@ -596,7 +608,7 @@ static int sub_sweeps(struct inv_ctx *c)
 }
 
 static const struct gf_col audit_cols[] = {
-	{"id", "ID"}, {"time", "TIME"}, {"user", "USER"}, {"action", "ACTION"},
+	{"id", "ID"},     {"time", "TIME"},     {"user", "USER"},     {"action", "ACTION"},
 	{"node", "NODE"}, {"result", "RESULT"}, {"detail", "DETAIL"},
 };
 
@@ -638,8 +650,10 @@ static int sub_audit(struct inv_ctx *c)
 	}
 	inv_out_end(&o);
 	if (pending && inv_is_table(c->cli))
-		cli_warn(c->cli, "%zu action%s pending: the request may have been sent, its result "
-			 "was never recorded", pending, pending == 1 ? " is" : "s are");
+		cli_warn(c->cli,
+			 "%zu action%s pending: the request may have been sent, its result "
+			 "was never recorded",
+			 pending, pending == 1 ? " is" : "s are");
 out:
 	gf_db_audit_entries_free(e, n);
 	gf_nodeset_release(&targets);

@@ -10,7 +10,8 @@
 enum { M_OUTPUT };
 
 static const struct cli_opt metrics_opts[] = {
-	[M_OUTPUT] = {{"output", required_argument, NULL, 0}, "FILE",
+	[M_OUTPUT] = {{"output", required_argument, NULL, 0},
+		      "FILE",
 		      "write FILE atomically (for node_exporter's textfile collector), not stdout"},
 };
 
@@ -23,8 +24,8 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	return 0;
 }
 
-int inv_metrics_write(struct gf_cli *cli, const char *const *nodes, size_t nnodes,
-		      const char *path, size_t *ret_n)
+int inv_metrics_write(struct gf_cli *cli, const char *const *nodes, size_t nnodes, const char *path,
+		      size_t *ret_n)
 {
 	struct gf_buf b = GF_BUF_INIT;
 	struct gf_err err = {0};
@@ -58,8 +59,9 @@ int cmd_metrics(struct gf_cli *cli, int argc, char **argv)
 	char **args;
 	int nargs, rc;
 
-	rc = cli_parse(cli, argc, argv, metrics_opts, sizeof(metrics_opts) / sizeof(metrics_opts[0]),
-		       on_opt, &output, &args, &nargs);
+	rc = cli_parse(cli, argc, argv, metrics_opts,
+		       sizeof(metrics_opts) / sizeof(metrics_opts[0]), on_opt, &output, &args,
+		       &nargs);
 	if (rc)
 		return rc;
 	if (cli->format != GF_FMT_TABLE && cli->format != GF_FMT_PROMETHEUS) {

@@ -17,23 +17,35 @@ enum { N_BMC, N_SSH, N_GROUP, N_REPLACE, N_ADD_GROUP, N_REMOVE_GROUP, N_EXPECT }
 
 static const struct cli_opt nodes_opts[] = {
 	[N_BMC] = {{"bmc", required_argument, NULL, 0}, "HOST[:PORT]", "the node's BMC (add)"},
-	[N_SSH] = {{"ssh", required_argument, NULL, 0}, "[USER@]HOST[:PORT]", "the node's host, for SSH (add)"},
-	[N_GROUP] = {{"group", required_argument, NULL, 'g'}, "G", "put the node in group G; repeatable (add)"},
-	[N_REPLACE] = {{"replace", no_argument, NULL, 0}, NULL, "update a node that exists (add, import)"},
-	[N_ADD_GROUP] = {{"add-group", required_argument, NULL, 0}, "G", "add group G (tag; same as +G)"},
-	[N_REMOVE_GROUP] = {{"remove-group", required_argument, NULL, 0}, "G", "remove group G (tag; same as -G)"},
-	[N_EXPECT] = {{"expect", required_argument, NULL, 0}, "SHA256", "pin only a certificate with this fingerprint (repin)"},
+	[N_SSH] = {{"ssh", required_argument, NULL, 0},
+		   "[USER@]HOST[:PORT]",
+		   "the node's host, for SSH (add)"},
+	[N_GROUP] = {{"group", required_argument, NULL, 'g'},
+		     "G",
+		     "put the node in group G; repeatable (add)"},
+	[N_REPLACE] = {{"replace", no_argument, NULL, 0},
+		       NULL,
+		       "update a node that exists (add, import)"},
+	[N_ADD_GROUP] = {{"add-group", required_argument, NULL, 0},
+			 "G",
+			 "add group G (tag; same as +G)"},
+	[N_REMOVE_GROUP] = {{"remove-group", required_argument, NULL, 0},
+			    "G",
+			    "remove group G (tag; same as -G)"},
+	[N_EXPECT] = {{"expect", required_argument, NULL, 0},
+		      "SHA256",
+		      "pin only a certificate with this fingerprint (repin)"},
 };
 
 struct nodes_args {
 	const char *bmc;
 	const char *ssh;
 	bool replace;
-	const char **add;    /* groups to add (add, tag) */
+	const char **add; /* groups to add (add, tag) */
 	size_t nadd;
-	const char **del;    /* groups to remove (tag) */
+	const char **del; /* groups to remove (tag) */
 	size_t ndel;
-	const char *expect;  /* repin: the fingerprint the BMC must show */
+	const char *expect; /* repin: the fingerprint the BMC must show */
 };
 
 static void push(const char ***v, size_t *n, const char *s)
@@ -71,7 +83,7 @@ static int check_group(const char *g)
 }
 
 static int nodes_add(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
-		      int nargs)
+		     int nargs)
 {
 	struct nodes_args *a = ud;
 	struct gf_node n = {0};
@@ -122,7 +134,7 @@ static int read_all(const char *path, char **ret)
 }
 
 static int nodes_import(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
-			 int nargs)
+			int nargs)
 {
 	struct nodes_args *a = ud;
 	struct gf_err err = {0};
@@ -157,12 +169,12 @@ static int nodes_import(struct gf_cli *cli, const struct cli_subverb *sub, void 
 }
 
 static const struct gf_col list_cols[] = {
-	{"bmc", "BMC"}, {"protocol", "PROTOCOL"}, {"ssh", "SSH"}, {"profile", "PROFILE"},
-	{"groups", "GROUPS"},
+	{"bmc", "BMC"},         {"protocol", "PROTOCOL"}, {"ssh", "SSH"},
+	{"profile", "PROFILE"}, {"groups", "GROUPS"},
 };
 
 static int nodes_list(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
-		       int nargs)
+		      int nargs)
 {
 	struct gf_render_spec spec = {list_cols, sizeof(list_cols) / sizeof(list_cols[0]), NULL,
 				      cli->collapse, false};
@@ -188,7 +200,8 @@ static int nodes_list(struct gf_cli *cli, const struct cli_subverb *sub, void *u
 			json_object_set_new(o, "bmc", json_null());
 		}
 		json_object_set_new(o, "protocol", json_string(gf_proto_name(nodes[i].protocol)));
-		json_object_set_new(o, "ssh", nodes[i].ssh ? json_string(nodes[i].ssh) : json_null());
+		json_object_set_new(o, "ssh",
+				    nodes[i].ssh ? json_string(nodes[i].ssh) : json_null());
 		json_object_set_new(o, "profile",
 				    json_string(nodes[i].profile ? nodes[i].profile : "default"));
 		for (size_t k = 0; k < nodes[i].ngroups; k++)
@@ -216,7 +229,7 @@ static int nodes_list(struct gf_cli *cli, const struct cli_subverb *sub, void *u
 }
 
 static int nodes_remove(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
-			 int nargs)
+			int nargs)
 {
 	struct gf_err err = {0};
 	struct gf_node *nodes;
@@ -238,7 +251,7 @@ static int nodes_remove(struct gf_cli *cli, const struct cli_subverb *sub, void 
 }
 
 static int nodes_tag(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
-		      int nargs)
+		     int nargs)
 {
 	struct nodes_args *a = ud;
 	struct gf_err err = {0};
@@ -314,7 +327,7 @@ static const struct gf_col repin_cols[] = {{"pin", "PIN"}, {"previous", "PREVIOU
  * keeps the pin it had.
  */
 static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
-			int nargs)
+		       int nargs)
 {
 	struct gf_render_spec spec = {repin_cols, 2, NULL, cli->collapse, cli->color};
 	struct cli_render r = {.cli = cli, .spec = &spec, .show_bmc = true};
@@ -330,7 +343,8 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 	(void)sub;
 	if (a->expect && !parse_fingerprint(a->expect, expect)) {
 		cli_error("bad --expect '%s': give the certificate's SHA-256 as 64 hex digits "
-			  "(colons and a 'SHA256:' prefix allowed)", a->expect);
+			  "(colons and a 'SHA256:' prefix allowed)",
+			  a->expect);
 		return GF_EXIT_USAGE;
 	}
 	rp.expect = a->expect ? expect : NULL;

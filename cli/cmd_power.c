@@ -10,12 +10,22 @@
 enum { P_YES, P_DRY_RUN, P_WAIT, P_WAIT_TIMEOUT, P_BATCH, P_INTERVAL };
 
 static const struct cli_opt power_opts[] = {
-	[P_YES] = {{"yes", no_argument, NULL, 'y'}, NULL, "do it on more than one node without asking"},
-	[P_DRY_RUN] = {{"dry-run", no_argument, NULL, 'n'}, NULL, "show what would be done, send nothing"},
+	[P_YES] = {{"yes", no_argument, NULL, 'y'},
+		   NULL,
+		   "do it on more than one node without asking"},
+	[P_DRY_RUN] = {{"dry-run", no_argument, NULL, 'n'},
+		       NULL,
+		       "show what would be done, send nothing"},
 	[P_WAIT] = {{"wait", no_argument, NULL, 'w'}, NULL, "poll until the power state is reached"},
-	[P_WAIT_TIMEOUT] = {{"wait-timeout", required_argument, NULL, 0}, "SECONDS", "how long --wait polls (default 300)"},
-	[P_BATCH] = {{"batch", required_argument, NULL, 0}, "N", "start at most N nodes per --interval"},
-	[P_INTERVAL] = {{"interval", required_argument, NULL, 0}, "SECONDS", "time between batches (default 5)"},
+	[P_WAIT_TIMEOUT] = {{"wait-timeout", required_argument, NULL, 0},
+			    "SECONDS",
+			    "how long --wait polls (default 300)"},
+	[P_BATCH] = {{"batch", required_argument, NULL, 0},
+		     "N",
+		     "start at most N nodes per --interval"},
+	[P_INTERVAL] = {{"interval", required_argument, NULL, 0},
+			"SECONDS",
+			"time between batches (default 5)"},
 };
 
 struct power_args {
@@ -46,17 +56,16 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 		if (gf_parse_seconds(arg, 0, 3600, &a->interval, &err, "--interval") < 0)
 			return cli_fail(&err);
 		return 0;
-	default:
-		return 0;
+	default: return 0;
 	}
 }
 
 /* What a sub-verb does and what state --wait waits for. */
 struct power_sub {
-	bool status;             /* read only */
+	bool status; /* read only */
 	enum gf_power_op op;
-	enum gf_power reach;     /* for --wait */
-	bool destructive;        /* needs --yes on more than one node */
+	enum gf_power reach; /* for --wait */
+	bool destructive;    /* needs --yes on more than one node */
 };
 
 /* Poll until the power state is @want or @until (monotonic) passes. */
@@ -162,9 +171,16 @@ static int power_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud,
 	ctx = (struct power_ctx){sv->name, sub, a};
 	snprintf(what, sizeof(what), "%s %s", cli->verb, sv->name);
 	run = (struct cli_bmc_run){
-		.cli = cli, .nodes = nodes, .n = n, .op = power_op, .ctx = &ctx, .spec = &spec,
-		.batch = (unsigned)a->batch, .interval = a->interval,
-		.action = sub->status ? NULL : sv->name, .audit = sub->status ? NULL : what,
+		.cli = cli,
+		.nodes = nodes,
+		.n = n,
+		.op = power_op,
+		.ctx = &ctx,
+		.spec = &spec,
+		.batch = (unsigned)a->batch,
+		.interval = a->interval,
+		.action = sub->status ? NULL : sv->name,
+		.audit = sub->status ? NULL : what,
 	};
 	rc = cli_bmc_fanout(&run);
 out:
@@ -174,13 +190,19 @@ out:
 }
 
 static const struct cli_subverb subs[] = {
-	{"status", power_run, &(const struct power_sub){true, GF_POWER_OP_ON, GF_POWER_UNKNOWN, false}, 0},
+	{"status", power_run,
+	 &(const struct power_sub){true, GF_POWER_OP_ON, GF_POWER_UNKNOWN, false}, 0},
 	{"on", power_run, &(const struct power_sub){false, GF_POWER_OP_ON, GF_POWER_ON, false}, 0},
-	{"off", power_run, &(const struct power_sub){false, GF_POWER_OP_OFF, GF_POWER_OFF, true}, 0},
-	{"cycle", power_run, &(const struct power_sub){false, GF_POWER_OP_CYCLE, GF_POWER_ON, true}, 0},
-	{"reset", power_run, &(const struct power_sub){false, GF_POWER_OP_RESET, GF_POWER_ON, true}, 0},
-	{"soft", power_run, &(const struct power_sub){false, GF_POWER_OP_SOFT, GF_POWER_OFF, true}, 0},
-	{"nmi", power_run, &(const struct power_sub){false, GF_POWER_OP_NMI, GF_POWER_UNKNOWN, true}, 0},
+	{"off", power_run, &(const struct power_sub){false, GF_POWER_OP_OFF, GF_POWER_OFF, true},
+	 0},
+	{"cycle", power_run, &(const struct power_sub){false, GF_POWER_OP_CYCLE, GF_POWER_ON, true},
+	 0},
+	{"reset", power_run, &(const struct power_sub){false, GF_POWER_OP_RESET, GF_POWER_ON, true},
+	 0},
+	{"soft", power_run, &(const struct power_sub){false, GF_POWER_OP_SOFT, GF_POWER_OFF, true},
+	 0},
+	{"nmi", power_run,
+	 &(const struct power_sub){false, GF_POWER_OP_NMI, GF_POWER_UNKNOWN, true}, 0},
 };
 
 int cmd_power(struct gf_cli *cli, int argc, char **argv)

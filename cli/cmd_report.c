@@ -10,11 +10,15 @@
 enum { R_HTML, R_BASELINE, R_SINCE };
 
 static const struct cli_opt report_opts[] = {
-	[R_HTML] = {{"html", required_argument, NULL, 0}, "FILE",
+	[R_HTML] = {{"html", required_argument, NULL, 0},
+		    "FILE",
 		    "write the report to FILE (replaced atomically); required"},
-	[R_BASELINE] = {{"baseline", required_argument, NULL, 0}, "FILE",
-			"colour what differs from a baseline file, not from the majority of the model"},
-	[R_SINCE] = {{"since", required_argument, NULL, 0}, "WHEN",
+	[R_BASELINE] =
+		{{"baseline", required_argument, NULL, 0},
+		 "FILE",
+		 "colour what differs from a baseline file, not from the majority of the model"},
+	[R_SINCE] = {{"since", required_argument, NULL, 0},
+		     "WHEN",
 		     "colour what changed since sweep N, a date or a duration ago (7d)"},
 };
 
@@ -111,8 +115,9 @@ int cmd_report(struct gf_cli *cli, int argc, char **argv)
 	missing = every ? 0 : targets.n - r->nodes;
 	if (!cli->quiet)
 		printf("report of %zu node%s written to %s (%zu bytes): %zu with drift, %zu partial,"
-		       " %zu failed\n", r->nodes, r->nodes == 1 ? "" : "s", a.html, page.len,
-		       r->drifting, r->partial, r->failed);
+		       " %zu failed\n",
+		       r->nodes, r->nodes == 1 ? "" : "s", a.html, page.len, r->drifting,
+		       r->partial, r->failed);
 	if (missing) {
 		cli_warn(cli, "%zu of the %zu TARGETS have not been swept (see 'gpufleet sweep')",
 			 missing, targets.n);

@@ -12,27 +12,34 @@
 enum { L_SINCE, L_SEVERITY, L_LAST, L_LOG, L_YES, L_DRY_RUN };
 
 static const struct cli_opt sel_opts[] = {
-	[L_SINCE] = {{"since", required_argument, NULL, 0}, "DATE|DURATION",
-		     "list: only entries from then on (2026-11-29, 2026-11-29T12:00Z, 90m, 12h, 7d)"},
-	[L_SEVERITY] = {{"severity", required_argument, NULL, 0}, "LEVELS",
+	[L_SINCE] =
+		{{"since", required_argument, NULL, 0},
+		 "DATE|DURATION",
+		 "list: only entries from then on (2026-11-29, 2026-11-29T12:00Z, 90m, 12h, 7d)"},
+	[L_SEVERITY] = {{"severity", required_argument, NULL, 0},
+			"LEVELS",
 			"list: only these severities: info, warning, critical"},
-	[L_LAST] = {{"last", required_argument, NULL, 0}, "N",
+	[L_LAST] = {{"last", required_argument, NULL, 0},
+		    "N",
 		    "list: only the N most recent entries of each node"},
-	[L_LOG] = {{"log", required_argument, NULL, 0}, "NAME",
+	[L_LOG] = {{"log", required_argument, NULL, 0},
+		   "NAME",
 		   "list: the Redfish log service to read (default: the system event log)"},
-	[L_YES] = {{"yes", no_argument, NULL, 'y'}, NULL,
+	[L_YES] = {{"yes", no_argument, NULL, 'y'},
+		   NULL,
 		   "clear: do it on more than one node without asking"},
-	[L_DRY_RUN] = {{"dry-run", no_argument, NULL, 'n'}, NULL,
+	[L_DRY_RUN] = {{"dry-run", no_argument, NULL, 'n'},
+		       NULL,
 		       "clear: show what would be done, send nothing"},
 };
 
 struct sel_args {
 	bool has_since;
-	double since;          /* epoch seconds */
-	unsigned severities;   /* bit (1 << enum gf_severity); 0: all */
+	double since;        /* epoch seconds */
+	unsigned severities; /* bit (1 << enum gf_severity); 0: all */
 	bool has_last;
 	unsigned long last;
-	const char *log;       /* Redfish LogService Id, NULL: the backend finds the SEL */
+	const char *log; /* Redfish LogService Id, NULL: the backend finds the SEL */
 	bool yes, dry_run;
 };
 
@@ -48,7 +55,8 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 			a->since = gf_walltime() - dur;
 		} else if (gf_time_parse_iso8601(arg, &a->since) < 0) {
 			cli_error("--since '%s' is neither a date (2026-11-29, 2026-11-29T12:00Z) nor "
-				  "a duration (90m, 12h, 7d)", arg);
+				  "a duration (90m, 12h, 7d)",
+				  arg);
 			return GF_EXIT_USAGE;
 		}
 		a->has_since = true;
@@ -61,7 +69,8 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 
 			free(w);
 			if (len && sev < 0) {
-				cli_error("--severity '%.*s' is not info, warning or critical", (int)len, p);
+				cli_error("--severity '%.*s' is not info, warning or critical",
+					  (int)len, p);
 				return GF_EXIT_USAGE;
 			}
 			if (len)
@@ -128,8 +137,8 @@ static int clear_op(const struct gf_backend *be, void *sess, const struct gf_nod
 		    const void *vctx, struct gf_result *slot, struct gf_err *err)
 {
 	if (!be->sel_clear)
-		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "%s cannot clear the event log",
-				  be->name);
+		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
+				  "%s cannot clear the event log", be->name);
 	slot->no_retry = true; /* from here on the BMC may have erased its log */
 	if (be->sel_clear(sess, err) < 0)
 		return GF_E_NODE;
@@ -137,8 +146,13 @@ static int clear_op(const struct gf_backend *be, void *sess, const struct gf_nod
 }
 
 static const struct gf_col list_cols[] = {
-	{"id", "ID"}, {"time|time_note", "TIME"}, {"sensor", "SENSOR"}, {"sensor_type", "TYPE"},
-	{"severity", "SEVERITY"}, {"direction", "DIRECTION"}, {"event", "EVENT"},
+	{"id", "ID"},
+	{"time|time_note", "TIME"},
+	{"sensor", "SENSOR"},
+	{"sensor_type", "TYPE"},
+	{"severity", "SEVERITY"},
+	{"direction", "DIRECTION"},
+	{"event", "EVENT"},
 };
 static const struct gf_col clear_cols[] = {{"action", "ACTION"}};
 
@@ -152,7 +166,8 @@ static int sel_clear(struct gf_cli *cli, const char *sub, struct sel_args *a, st
 
 	if (a->has_since || a->severities || a->has_last || a->log) {
 		cli_error("%s %s takes no --since, --severity, --last or --log (it clears the "
-			  "system event log)", cli->verb, sub);
+			  "system event log)",
+			  cli->verb, sub);
 		return GF_EXIT_USAGE;
 	}
 	if (a->dry_run)
@@ -162,8 +177,14 @@ static int sel_clear(struct gf_cli *cli, const char *sub, struct sel_args *a, st
 	if (rc)
 		return rc;
 	run = (struct cli_bmc_run){
-		.cli = cli, .nodes = nodes, .n = n, .op = clear_op, .ctx = a, .spec = &spec,
-		.action = sub, .audit = what,
+		.cli = cli,
+		.nodes = nodes,
+		.n = n,
+		.op = clear_op,
+		.ctx = a,
+		.spec = &spec,
+		.action = sub,
+		.audit = what,
 	};
 	rc = cli_bmc_fanout(&run);
 	cli_bmc_release(&run);
@@ -191,7 +212,8 @@ static int list_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, 
 {
 	struct sel_args *a = ud;
 	struct gf_render_spec spec = {
-		.cols = list_cols, .ncols = sizeof(list_cols) / sizeof(list_cols[0]),
+		.cols = list_cols,
+		.ncols = sizeof(list_cols) / sizeof(list_cols[0]),
 		.rows_key = "entries",
 	};
 	const struct gf_bmc_opts opts = {.log_name = a->log};
@@ -208,7 +230,12 @@ static int list_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, 
 	if (rc)
 		return rc;
 	run = (struct cli_bmc_run){
-		.cli = cli, .nodes = nodes, .n = n, .op = list_op, .ctx = a, .spec = &spec,
+		.cli = cli,
+		.nodes = nodes,
+		.n = n,
+		.op = list_op,
+		.ctx = a,
+		.spec = &spec,
 		.opts = &opts,
 	};
 	rc = cli_bmc_fanout(&run);

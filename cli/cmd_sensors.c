@@ -9,23 +9,26 @@
 enum { S_TYPE, S_STATE };
 
 static const struct cli_opt sensors_opts[] = {
-	[S_TYPE] = {{"type", required_argument, NULL, 't'}, "TYPES",
-		    "only these types: temperature (temp), fan, power, voltage, current, power_supply (psu), ..."},
-	[S_STATE] = {{"state", required_argument, NULL, 's'}, "STATES",
+	[S_TYPE] =
+		{{"type", required_argument, NULL, 't'},
+		 "TYPES",
+		 "only these types: temperature (temp), fan, power, voltage, current, power_supply (psu), ..."},
+	[S_STATE] = {{"state", required_argument, NULL, 's'},
+		     "STATES",
 		     "only sensors in these states: nominal, warning, critical, unknown"},
 };
 
 struct sensors_args {
-	char **types;      /* canonical type names, owned; NULL: all */
+	char **types; /* canonical type names, owned; NULL: all */
 	size_t ntypes;
-	unsigned states;   /* bit (1 << enum gf_sensor_state); 0: all */
+	unsigned states; /* bit (1 << enum gf_sensor_state); 0: all */
 };
 
 /* Short names people type for the canonical ones. */
 static const struct {
 	const char *alias, *type;
 } type_aliases[] = {
-	{"amp", "current"}, {"amps", "current"}, {"psu", "power_supply"},
+	{"amp", "current"},      {"amps", "current"}, {"psu", "power_supply"},
 	{"temp", "temperature"}, {"volt", "voltage"}, {"volts", "voltage"},
 };
 
@@ -97,7 +100,8 @@ static int state_item(void *ud, const char *s, size_t len)
 
 	free(t);
 	if (st < 0) {
-		cli_error("--state '%.*s' is not nominal, warning, critical or unknown", (int)len, s);
+		cli_error("--state '%.*s' is not nominal, warning, critical or unknown", (int)len,
+			  s);
 		return GF_EXIT_USAGE;
 	}
 	a->states |= 1u << st;
@@ -144,8 +148,8 @@ static int sensors_op(const struct gf_backend *be, void *sess, const struct gf_n
 }
 
 static const struct gf_col sensor_cols[] = {
-	{"name", "SENSOR"}, {"type", "TYPE"}, {"reading", "READING"}, {"unit", "UNIT"},
-	{"state", "STATE"}, {"state_text", "EVENT"},
+	{"name", "SENSOR"}, {"type", "TYPE"},   {"reading", "READING"},
+	{"unit", "UNIT"},   {"state", "STATE"}, {"state_text", "EVENT"},
 };
 
 /* --format prometheus: rendered once every node has answered. */
@@ -174,7 +178,8 @@ int cmd_sensors(struct gf_cli *cli, int argc, char **argv)
 {
 	struct sensors_args a = {0};
 	struct gf_render_spec spec = {
-		.cols = sensor_cols, .ncols = sizeof(sensor_cols) / sizeof(sensor_cols[0]),
+		.cols = sensor_cols,
+		.ncols = sizeof(sensor_cols) / sizeof(sensor_cols[0]),
 		.rows_key = "sensors",
 	};
 	struct gf_bmc_opts opts = {0};
@@ -184,8 +189,8 @@ int cmd_sensors(struct gf_cli *cli, int argc, char **argv)
 	int nargs, rc;
 	size_t n = 0;
 
-	rc = cli_parse(cli, argc, argv, sensors_opts, sizeof(sensors_opts) / sizeof(sensors_opts[0]),
-		       on_opt, &a, &args, &nargs);
+	rc = cli_parse(cli, argc, argv, sensors_opts,
+		       sizeof(sensors_opts) / sizeof(sensors_opts[0]), on_opt, &a, &args, &nargs);
 	if (rc)
 		goto out;
 	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
@@ -194,8 +199,13 @@ int cmd_sensors(struct gf_cli *cli, int argc, char **argv)
 	/* Only JSON shows thresholds; the other formats save the commands. */
 	opts.no_thresholds = cli->format != GF_FMT_JSON && cli->format != GF_FMT_NDJSON;
 	run = (struct cli_bmc_run){
-		.cli = cli, .nodes = nodes, .n = n, .op = sensors_op, .ctx = &a,
-		.spec = cli->format == GF_FMT_PROMETHEUS ? NULL : &spec, .opts = &opts,
+		.cli = cli,
+		.nodes = nodes,
+		.n = n,
+		.op = sensors_op,
+		.ctx = &a,
+		.spec = cli->format == GF_FMT_PROMETHEUS ? NULL : &spec,
+		.opts = &opts,
 	};
 	rc = cli_bmc_fanout(&run);
 	if (cli->format == GF_FMT_PROMETHEUS && run.slots && rc != GF_EXIT_USAGE)

@@ -20,19 +20,22 @@
 enum { S_WAIT_LOCK, S_NO_SSH, S_ACCEPT_NEW, S_METRICS };
 
 static const struct cli_opt sweep_opts[] = {
-	[S_WAIT_LOCK] = {{"wait-lock", required_argument, NULL, 0}, "SECONDS",
+	[S_WAIT_LOCK] = {{"wait-lock", required_argument, NULL, 0},
+			 "SECONDS",
 			 "wait this long for another sweep to end (default 0: exit at once)"},
 	[S_NO_SSH] = {{"no-ssh", no_argument, NULL, 0}, NULL, "do not collect host facts over SSH"},
-	[S_ACCEPT_NEW] = {{"ssh-accept-new", no_argument, NULL, 0}, NULL,
+	[S_ACCEPT_NEW] = {{"ssh-accept-new", no_argument, NULL, 0},
+			  NULL,
 			  "trust and record unknown SSH host keys (never a changed one)"},
-	[S_METRICS] = {{"metrics", required_argument, NULL, 0}, "FILE",
+	[S_METRICS] = {{"metrics", required_argument, NULL, 0},
+		       "FILE",
 		       "once stored, write gpufleet metrics to FILE (atomically)"},
 };
 
 struct sweep_args {
 	double wait_lock;
 	bool no_ssh, accept_new;
-	const char *metrics;  /* --metrics FILE */
+	const char *metrics; /* --metrics FILE */
 };
 
 static int on_opt(void *ud, size_t idx, const char *arg)
@@ -55,7 +58,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 /* ---- output ---------------------------------------------------------------- */
 
 static const struct gf_col sweep_cols[] = {
-	{"status", "STATUS"}, {"model", "MODEL"}, {"ncomponents", "COMPONENTS"},
+	{"status", "STATUS"},   {"model", "MODEL"},           {"ncomponents", "COMPONENTS"},
 	{"sel_new", "SEL NEW"}, {"sensor_health", "SENSORS"},
 };
 
@@ -87,8 +90,9 @@ static json_t *node_output(const struct gf_cli *cli, const struct gf_node *n,
 			gf_buf_addf(&msg, "%s%s: %s", k ? "; " : "", sn->errors[k].op,
 				    sn->errors[k].message);
 		json_object_set_new(o, "error",
-				    json_pack("{s:s,s:s}", "kind", gf_errkind_name(sn->errors[0].kind),
-					      "message", gf_buf_str(&msg)));
+				    json_pack("{s:s,s:s}", "kind",
+					      gf_errkind_name(sn->errors[0].kind), "message",
+					      gf_buf_str(&msg)));
 		gf_buf_release(&msg);
 	}
 	if (table) {
@@ -214,7 +218,10 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 	pr.nodes = nodes;
 	pr.n = n;
 	c.bmc.hooks = (struct gf_fanout_hooks){
-		.db = cli_bmc_db, .start = sweep_start, .done = cli_progress_done, .ud = &pr,
+		.db = cli_bmc_db,
+		.start = sweep_start,
+		.done = cli_progress_done,
+		.ud = &pr,
 	};
 	c.ssh_profs = ssh_profs;
 	c.prev = prev;

@@ -15,27 +15,51 @@
 #include "lib/util.h"
 
 enum {
-	U_CATALOG, U_COMPONENT, U_CANARY, U_BATCH, U_MAX_FAILURES, U_DRY_RUN, U_YES, U_REBOOT,
-	U_UPDATE_TIMEOUT, U_READBACK_WAIT,
+	U_CATALOG,
+	U_COMPONENT,
+	U_CANARY,
+	U_BATCH,
+	U_MAX_FAILURES,
+	U_DRY_RUN,
+	U_YES,
+	U_REBOOT,
+	U_UPDATE_TIMEOUT,
+	U_READBACK_WAIT,
 };
 
 static const struct cli_opt update_opts[] = {
-	[U_CATALOG] = {{"catalog", required_argument, NULL, 0}, "FILE", "the firmware catalog (JSON, see gpufleet-update(1))"},
-	[U_COMPONENT] = {{"component", required_argument, NULL, 0}, "PATTERN", "only components whose key matches"},
+	[U_CATALOG] = {{"catalog", required_argument, NULL, 0},
+		       "FILE",
+		       "the firmware catalog (JSON, see gpufleet-update(1))"},
+	[U_COMPONENT] = {{"component", required_argument, NULL, 0},
+			 "PATTERN",
+			 "only components whose key matches"},
 	[U_CANARY] = {{"canary", required_argument, NULL, 0}, "N", "update N nodes first and alone"},
-	[U_BATCH] = {{"batch", required_argument, NULL, 0}, "N", "nodes updated at once (default: the fan-out)"},
-	[U_MAX_FAILURES] = {{"max-failures", required_argument, NULL, 0}, "K", "stop starting nodes once more than K failed (default 0)"},
+	[U_BATCH] = {{"batch", required_argument, NULL, 0},
+		     "N",
+		     "nodes updated at once (default: the fan-out)"},
+	[U_MAX_FAILURES] = {{"max-failures", required_argument, NULL, 0},
+			    "K",
+			    "stop starting nodes once more than K failed (default 0)"},
 	[U_DRY_RUN] = {{"dry-run", no_argument, NULL, 'n'}, NULL, "show the plan, send nothing"},
-	[U_YES] = {{"yes", no_argument, NULL, 'y'}, NULL, "update more than one node without asking"},
-	[U_REBOOT] = {{"reboot", no_argument, NULL, 0}, NULL, "restart hosts whose firmware needs it"},
-	[U_UPDATE_TIMEOUT] = {{"update-timeout", required_argument, NULL, 0}, "SECONDS", "a node's whole update (default 1800)"},
-	[U_READBACK_WAIT] = {{"readback-wait", required_argument, NULL, 0}, "SECONDS", "how long a new version may take to show (default 60)"},
+	[U_YES] = {{"yes", no_argument, NULL, 'y'},
+		   NULL,
+		   "update more than one node without asking"},
+	[U_REBOOT] = {{"reboot", no_argument, NULL, 0},
+		      NULL,
+		      "restart hosts whose firmware needs it"},
+	[U_UPDATE_TIMEOUT] = {{"update-timeout", required_argument, NULL, 0},
+			      "SECONDS",
+			      "a node's whole update (default 1800)"},
+	[U_READBACK_WAIT] = {{"readback-wait", required_argument, NULL, 0},
+			     "SECONDS",
+			     "how long a new version may take to show (default 60)"},
 };
 
 struct update_args {
 	const char *catalog;
 	bool dry_run, yes;
-	struct gf_rollout_opts o;  /* what the rollout runs with */
+	struct gf_rollout_opts o; /* what the rollout runs with */
 };
 
 static int on_opt(void *ud, size_t idx, const char *arg)
@@ -95,12 +119,12 @@ static void meter_draw(void *ud)
 
 struct upd {
 	struct gf_cli *cli;
-	bool dry_run;                /* update run --dry-run: plans say so */
-	struct cli_bmc_fan fan;      /* the engine's fan-outs: whether the last ran, its code */
-	struct cli_render render;    /* plan: rendered once all are read, ndjson as they come */
-	struct gf_result *shown;     /* plan: each node's object as rendered */
-	struct cli_ticker *meter;    /* the batch's upload bar, or NULL */
-	bool progress;               /* cli->progress, while the meter replaces it */
+	bool dry_run;             /* update run --dry-run: plans say so */
+	struct cli_bmc_fan fan;   /* the engine's fan-outs: whether the last ran, its code */
+	struct cli_render render; /* plan: rendered once all are read, ndjson as they come */
+	struct gf_result *shown;  /* plan: each node's object as rendered */
+	struct cli_ticker *meter; /* the batch's upload bar, or NULL */
+	bool progress;            /* cli->progress, while the meter replaces it */
 };
 
 /* A node's plan as rendered: the frame's members (protocol), model, dialect, updates, ... */
@@ -171,7 +195,10 @@ static void on_batch_end(void *ud, const struct gf_rollout_progress *p, size_t o
 }
 
 static const struct gf_col status_cols[] = {
-	{"component", "COMPONENT"}, {"from", "FROM"}, {"to", "TO"}, {"state", "STATE"},
+	{"component", "COMPONENT"},
+	{"from", "FROM"},
+	{"to", "TO"},
+	{"state", "STATE"},
 };
 
 /* As a node of a batch is stored: ndjson streams it. */
@@ -208,23 +235,34 @@ static void run_init(struct upd *u, const struct gf_catalog *cat, const struct g
 		     struct gf_rollout_run *ret)
 {
 	*ret = (struct gf_rollout_run){
-		.cat = cat, .o = o, .nodes = nodes, .n = n, .fanout = u->cli->fanout, .db = db,
+		.cat = cat,
+		.o = o,
+		.nodes = nodes,
+		.n = n,
+		.fanout = u->cli->fanout,
+		.db = db,
 		.fan = {.run = cli_bmc_rollout_fan, .ud = &u->fan},
-		.hooks = {
-			.ud = u, .planned = on_planned, .batch_start = on_batch_start,
-			.batch_end = on_batch_end, .node_done = on_node_done,
-			.stopping = on_stopping,
-		},
+		.hooks =
+			{
+				.ud = u,
+				.planned = on_planned,
+				.batch_start = on_batch_start,
+				.batch_end = on_batch_end,
+				.node_done = on_node_done,
+				.stopping = on_stopping,
+			},
 	};
 }
 
 static const struct gf_col plan_cols[] = {
-	{"component", "COMPONENT"}, {"from", "FROM"}, {"to", "TO"}, {"action", "ACTION"},
+	{"component", "COMPONENT"},   {"from", "FROM"}, {"to", "TO"}, {"action", "ACTION"},
 	{"activation", "ACTIVATION"},
 };
 
 static const struct gf_render_spec plan_spec = {
-	.cols = plan_cols, .ncols = sizeof(plan_cols) / sizeof(plan_cols[0]), .rows_key = "updates",
+	.cols = plan_cols,
+	.ncols = sizeof(plan_cols) / sizeof(plan_cols[0]),
+	.rows_key = "updates",
 };
 
 /* What plan and run share: the catalog, the targets, the plan of each. */
@@ -253,8 +291,11 @@ static int plan_load(struct gf_cli *cli, const struct update_args *a, char **arg
 static int plan_read(struct upd *u, struct plan_run *p, const struct gf_rollout_run *run,
 		     bool render)
 {
-	u->render = (struct cli_render){.cli = u->cli, .nodes = p->nodes, .n = p->n,
-					.spec = &plan_spec, .show_bmc = true};
+	u->render = (struct cli_render){.cli = u->cli,
+					.nodes = p->nodes,
+					.n = p->n,
+					.spec = &plan_spec,
+					.show_bmc = true};
 	u->shown = render ? gf_xcalloc(p->n ? p->n : 1, sizeof(*u->shown)) : NULL;
 	gf_rollout_plan(run, &p->plans);
 	if (render && u->fan.ran)
@@ -279,7 +320,8 @@ static void plan_release(struct upd *u, struct plan_run *p)
 static int print_rollout(struct gf_cli *cli, struct gf_db *db, long id, bool quiet_ndjson)
 {
 	static const struct gf_render_spec spec = {
-		.cols = status_cols, .ncols = sizeof(status_cols) / sizeof(status_cols[0]),
+		.cols = status_cols,
+		.ncols = sizeof(status_cols) / sizeof(status_cols[0]),
 		.rows_key = "updates",
 	};
 	struct gf_rollout r = {0};
@@ -390,8 +432,8 @@ static int rollout_arg(struct gf_cli *cli, char **args, int nargs, long *ret)
 	return 0;
 }
 
-static int update_status(struct gf_cli *cli, const struct cli_subverb *sv, void *ud,
-			 char **args, int nargs)
+static int update_status(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
+			 int nargs)
 {
 	struct gf_db *db;
 	long id;
@@ -404,8 +446,8 @@ static int update_status(struct gf_cli *cli, const struct cli_subverb *sv, void 
 	return print_rollout(cli, db, id, false);
 }
 
-static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void *ud,
-			 char **args, int nargs)
+static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
+			 int nargs)
 {
 	const struct update_args *a = ud;
 	struct upd u = {.cli = cli, .fan = {.cli = cli}};

@@ -21,24 +21,24 @@
 /* Exit codes, the same for every verb. */
 enum {
 	GF_EXIT_OK = 0,
-	GF_EXIT_FAILED = 1,   /* at least one target failed */
-	GF_EXIT_USAGE = 2,    /* usage or configuration error */
-	GF_EXIT_DRIFT = 3,    /* drift found, with --fail-on-drift */
-	GF_EXIT_REFUSED = 4,  /* refused for safety */
-	GF_EXIT_INTERRUPTED = 130,  /* Ctrl-C stopped a fan-out */
+	GF_EXIT_FAILED = 1,        /* at least one target failed */
+	GF_EXIT_USAGE = 2,         /* usage or configuration error */
+	GF_EXIT_DRIFT = 3,         /* drift found, with --fail-on-drift */
+	GF_EXIT_REFUSED = 4,       /* refused for safety */
+	GF_EXIT_INTERRUPTED = 130, /* Ctrl-C stopped a fan-out */
 };
 
 /* Global options, after parsing. */
 struct gf_cli {
 	const char *prog;
 	const char *verb;
-	const char *usage;         /* the verb's usage text, for --help */
-	const char *db_path;       /* resolved: option, env, or XDG default */
+	const char *usage;   /* the verb's usage text, for --help */
+	const char *db_path; /* resolved: option, env, or XDG default */
 	const char *creds_path;
-	const char *cache_dir;     /* $XDG_CACHE_HOME/gpufleet: SDR caches */
-	bool creds_explicit;       /* given by option or env: must exist */
+	const char *cache_dir; /* $XDG_CACHE_HOME/gpufleet: SDR caches */
+	bool creds_explicit;   /* given by option or env: must exist */
 	enum gf_format format;
-	bool allow_prometheus;     /* the verb can print --format prometheus */
+	bool allow_prometheus; /* the verb can print --format prometheus */
 	bool collapse;
 	unsigned fanout;
 	double timeout;
@@ -47,18 +47,18 @@ struct gf_cli {
 	int verbose;
 	bool progress;
 	bool color;
-	const char *hosts;         /* -H: ad-hoc BMC hosts */
-	const char *protocol;      /* --protocol for -H, or nodes add */
-	const char *profile;       /* --profile for -H, or nodes add */
-	const char *cacert;        /* --cacert: CA bundle for Redfish BMC certificates */
-	bool insecure;             /* --insecure: no Redfish certificate checks */
-	bool tls_pin_new;          /* --tls-pin new: pin Redfish certificates on first use */
-	const struct cli_opt *verb_opts;     /* the verb's option table, as cli_parse saw it */
+	const char *hosts;               /* -H: ad-hoc BMC hosts */
+	const char *protocol;            /* --protocol for -H, or nodes add */
+	const char *profile;             /* --profile for -H, or nodes add */
+	const char *cacert;              /* --cacert: CA bundle for Redfish BMC certificates */
+	bool insecure;                   /* --insecure: no Redfish certificate checks */
+	bool tls_pin_new;                /* --tls-pin new: pin Redfish certificates on first use */
+	const struct cli_opt *verb_opts; /* the verb's option table, as cli_parse saw it */
 	size_t nverb_opts;
-	unsigned long long verb_opts_given;  /* which of them were given: CLI_OPT(index) */
+	unsigned long long verb_opts_given; /* which of them were given: CLI_OPT(index) */
 
-	struct gf_db *db;          /* opened on demand by cli_db() */
-	struct gf_node *reg;       /* the registry, loaded on demand */
+	struct gf_db *db;    /* opened on demand by cli_db() */
+	struct gf_node *reg; /* the registry, loaded on demand */
 	size_t nreg;
 	bool reg_loaded;
 	struct gf_creds creds;
@@ -68,7 +68,7 @@ struct gf_cli {
 /* A verb's own option: getopt_long entry plus help text. */
 struct cli_opt {
 	struct option lo;
-	const char *arg;    /* metavar for help, NULL if no argument */
+	const char *arg; /* metavar for help, NULL if no argument */
 	const char *help;
 };
 
@@ -113,7 +113,7 @@ struct cli_subverb {
 	const char *name;
 	int (*run)(struct gf_cli *cli, const struct cli_subverb *sub, void *ud, char **args,
 		   int nargs);
-	const void *data;   /* what @run needs to know of this sub-verb, or NULL */
+	const void *data; /* what @run needs to know of this sub-verb, or NULL */
 	/*
 	 * The verb options it takes, a bit per index in the verb's option table
 	 * (CLI_OPT(i)); 0: every one. CLI_NO_OPTS: none. Another one given is a
@@ -143,8 +143,8 @@ int cli_creds(struct gf_cli *cli);
  * names are a usage error that lists them. With @all_if_empty, no targets
  * means every registered node. Returns 0 or an exit code (printed).
  */
-int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
-		struct gf_node **ret, size_t *ret_n);
+int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty, struct gf_node **ret,
+		size_t *ret_n);
 /*
  * Only the names TARGETS (@nargs > 0) name, @group members from the registry,
  * names not checked against it (verbs that read the inventory name imported
@@ -154,8 +154,8 @@ struct gf_nodeset;
 int cli_target_names(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *ret);
 
 enum cli_profile_use {
-	CLI_PROFILE_BMC,  /* nodes with a BMC; BMC password (command) resolved */
-	CLI_PROFILE_SSH,  /* nodes with an SSH address; key passphrase (command) resolved */
+	CLI_PROFILE_BMC, /* nodes with a BMC; BMC password (command) resolved */
+	CLI_PROFILE_SSH, /* nodes with an SSH address; key passphrase (command) resolved */
 };
 
 /*
@@ -178,7 +178,7 @@ struct cli_render {
 	const struct gf_render_spec *spec;
 	size_t finished;
 	size_t failed;
-	bool show_bmc;       /* add "bmc"/"protocol" to each object */
+	bool show_bmc; /* add "bmc"/"protocol" to each object */
 };
 
 /* The exec "done" callback: streams ndjson and draws progress. @ud is a struct cli_render. */
@@ -208,7 +208,8 @@ int cli_render_finish(struct cli_render *r, const struct gf_result *slots);
  * cli/guard.c: the safety guard of destructive verbs: more than one node needs @yes, or a
  * "y" on a terminal. Returns 0 to go on, or GF_EXIT_REFUSED (printed).
  */
-int cli_guard(struct gf_cli *cli, const char *what, const struct gf_node *nodes, size_t n, bool yes);
+int cli_guard(struct gf_cli *cli, const char *what, const struct gf_node *nodes, size_t n,
+	      bool yes);
 /* cli/audit.c: render {"action":@action,"dry_run":true} for every node; sends nothing. */
 int cli_dry_run(struct gf_cli *cli, const char *action, const struct gf_node *nodes, size_t n,
 		const struct gf_render_spec *spec);
@@ -235,8 +236,8 @@ int cli_dry_run(struct gf_cli *cli, const char *action, const struct gf_node *no
  * pending).
  */
 struct cli_audit;
-struct cli_audit *cli_audit_open(struct gf_cli *cli, const char *what,
-				 const struct gf_node *nodes, size_t n);
+struct cli_audit *cli_audit_open(struct gf_cli *cli, const char *what, const struct gf_node *nodes,
+				 size_t n);
 int cli_audit_intent(struct cli_audit *a, const size_t *idx, size_t k);
 void cli_audit_done(struct cli_audit *a, size_t i, const struct gf_result *slot);
 int cli_audit_close(struct cli_audit *a, const struct gf_result *slots);

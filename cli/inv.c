@@ -11,13 +11,13 @@
 #include "lib/file.h"
 #include "lib/util.h"
 
-int inv_targets(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *ret,
-		bool *ret_all)
+int inv_targets(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *ret, bool *ret_all)
 {
 	int rc;
 
 	if (cli->hosts) {
-		cli_error("'%s' reads the inventory: name nodes as TARGETS, not with -H", cli->verb);
+		cli_error("'%s' reads the inventory: name nodes as TARGETS, not with -H",
+			  cli->verb);
 		return GF_EXIT_USAGE;
 	}
 	if (nargs == 0) {
@@ -93,16 +93,12 @@ void inv_print(const struct gf_cli *cli, json_t *const *objs, size_t n,
 	s.collapse = cli->collapse;
 	s.color = cli->color;
 	switch (cli->format) {
-	case GF_FMT_JSON:
-		gf_render_json(objs, n, &b);
-		break;
+	case GF_FMT_JSON: gf_render_json(objs, n, &b); break;
 	case GF_FMT_NDJSON:
 		for (size_t i = 0; i < n; i++)
 			gf_render_ndjson_one(objs[i], &b);
 		break;
-	case GF_FMT_CSV:
-		gf_render_csv(objs, n, &s, &b);
-		break;
+	case GF_FMT_CSV: gf_render_csv(objs, n, &s, &b); break;
 	default:
 		if (n)
 			gf_render_table(objs, n, &s, &b);
@@ -235,8 +231,8 @@ int inv_load_baseline(struct gf_db *db, const char *file, const char *node,
 	if (rc == 0 && sw->n == 1)
 		*ret = gf_baseline_from_node(&sw->nodes[0]);
 	else if (rc == 0)
-		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "baseline node '%s' has not been swept",
-				node);
+		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				"baseline node '%s' has not been swept", node);
 	gf_sweep_free(sw);
 	return rc;
 }
@@ -268,7 +264,8 @@ int inv_since_bound(const char *s, const struct gf_sweep_info *all, size_t nall,
 
 		if (gf_parse_duration(s, &d, &err) < 0) {
 			cli_error("--since '%s' is not a sweep number, a date (2026-11-29T12:00:00Z)"
-				  " or a duration (7d)", s);
+				  " or a duration (7d)",
+				  s);
 			return GF_EXIT_USAGE;
 		}
 		t = gf_walltime() - d;

@@ -12,8 +12,7 @@
  * registry, but names need not be registered (imported nodes are not).
  * No TARGETS: @ret is empty and *ret_all is true. 0 or an exit code (printed).
  */
-int inv_targets(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *ret,
-		bool *ret_all);
+int inv_targets(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *ret, bool *ret_all);
 
 /* A growing list of shell globs from options like --component a,b --component c. */
 struct inv_globs {
@@ -65,9 +64,9 @@ void inv_table(const struct gf_col *cols, size_t ncols, json_t *const *rows, siz
 struct inv_out {
 	const struct gf_cli *cli;
 	const struct gf_render_spec *spec;
-	json_t **objs;   /* table, csv */
+	json_t **objs; /* table, csv */
 	size_t n, cap;
-	bool any;        /* json: an object was written */
+	bool any; /* json: an object was written */
 };
 
 void inv_out_begin(struct inv_out *o, const struct gf_cli *cli, const struct gf_render_spec *spec);
@@ -87,7 +86,7 @@ char *inv_groups_of(const struct gf_cli *cli, const char *node);
  * stdout when @path is NULL. *ret_n (nullable): the nodes with a sweep.
  * 0 or an exit code (printed). cli/cmd_metrics.c.
  */
-int inv_metrics_write(struct gf_cli *cli, const char *const *nodes, size_t nnodes,
-		      const char *path, size_t *ret_n);
+int inv_metrics_write(struct gf_cli *cli, const char *const *nodes, size_t nnodes, const char *path,
+		      size_t *ret_n);
 
 #endif

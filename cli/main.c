@@ -11,7 +11,7 @@
 #include "lib/util.h"
 
 enum {
-	VERB_PROMETHEUS = 1 << 0,  /* can print --format prometheus */
+	VERB_PROMETHEUS = 1 << 0, /* can print --format prometheus */
 };
 
 struct cli_verb {
@@ -51,8 +51,7 @@ static const struct cli_verb verbs[] = {
 	{"firmware", cmd_firmware, 0, "firmware versions the BMC reports (BMC, BIOS, ...)",
 	 "usage: gpufleet firmware TARGETS\n"
 	 "       gpufleet firmware -H BMCHOSTS [--protocol P] [--profile NAME]\n"},
-	{"hardware", cmd_hardware, 0,
-	 "model, serials, UUID and FRU data the BMC reports",
+	{"hardware", cmd_hardware, 0, "model, serials, UUID and FRU data the BMC reports",
 	 "usage: gpufleet hardware TARGETS\n"
 	 "       gpufleet hardware -H BMCHOSTS [--protocol P] [--profile NAME]\n"},
 	{"host", cmd_host, 0, "NVIDIA driver, CUDA, GPUs and their health, over SSH",
@@ -61,7 +60,8 @@ static const struct cli_verb verbs[] = {
 	 "       gpufleet host --local\n"
 	 "       gpufleet host --commands\n"
 	 "Runs fixed, read-only commands on each node (see --commands and gpufleet-host(1)).\n"},
-	{"inventory", cmd_inventory, 0, "stored sweeps: show, history, export, import, prune; the audit log",
+	{"inventory", cmd_inventory, 0,
+	 "stored sweeps: show, history, export, import, prune; the audit log",
 	 "usage: gpufleet inventory show NODE\n"
 	 "       gpufleet inventory history NODE [--component PATTERN]\n"
 	 "       gpufleet inventory export [--sweep ID] [--format ndjson|json] [TARGETS]\n"
@@ -83,8 +83,7 @@ static const struct cli_verb verbs[] = {
 	 "       gpufleet nodes remove TARGETS\n"
 	 "       gpufleet nodes repin TARGETS [--expect SHA256]\n"
 	 "       gpufleet nodes tag TARGETS [+GROUP | -GROUP | --add-group G | --remove-group G]...\n"},
-	{"power", cmd_power, 0,
-	 "power status|on|off|cycle|reset|soft|nmi through the BMC",
+	{"power", cmd_power, 0, "power status|on|off|cycle|reset|soft|nmi through the BMC",
 	 "usage: gpufleet power status|on|off|cycle|reset|soft|nmi [OPTIONS] TARGETS\n"
 	 "       gpufleet power ... -H BMCHOSTS [--protocol P] [--profile NAME]\n"
 	 "off, cycle, reset, soft and nmi on more than one node need --yes.\n"},
@@ -92,8 +91,7 @@ static const struct cli_verb verbs[] = {
 	 "usage: gpufleet report --html FILE [--baseline FILE | --since WHEN] [TARGETS]\n"
 	 "Drift heat map, versions of each component, failed nodes and GPU health of each\n"
 	 "node's last sweep; FILE is replaced atomically. See gpufleet-report(1).\n"},
-	{"sel", cmd_sel, 0,
-	 "the BMCs' system event logs: list, clear",
+	{"sel", cmd_sel, 0, "the BMCs' system event logs: list, clear",
 	 "usage: gpufleet sel list|clear [OPTIONS] TARGETS\n"
 	 "       gpufleet sel list [--since DATE|DURATION] [--severity LEVELS] [--last N] TARGETS\n"
 	 "       gpufleet sel clear [--yes] [--dry-run] TARGETS\n"
@@ -126,13 +124,15 @@ static void main_help(FILE *f)
 {
 	fputs("usage: gpufleet [GLOBAL OPTIONS] VERB [SUBVERB] [OPTIONS] [TARGETS]\n"
 	      "\nDrive the BMCs and hosts of a GPU fleet; keep what they report in one inventory.\n"
-	      "\nVerbs:\n", f);
+	      "\nVerbs:\n",
+	      f);
 	for (size_t i = 0; i < nverbs; i++)
 		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
 	cli_print_global_opts(f);
 	fputs("\nTargets: gpu[001-128], r[1-2]n[01-04], @group, ',' union, '!' difference,\n"
 	      "'&' intersection. Exit codes: 0 all ok, 1 some failed, 2 usage, 3 drift, 4 refused.\n"
-	      "See gpufleet(1) and 'gpufleet VERB --help'.\n", f);
+	      "See gpufleet(1) and 'gpufleet VERB --help'.\n",
+	      f);
 }
 
 /* Does the global option @arg (as written on the command line) swallow the next word? */

@@ -11,8 +11,19 @@
 
 /* Global options: accepted before and after the verb. Sorted by long name. */
 enum {
-	OPT_COLOR = 1000, OPT_CREDENTIALS, OPT_DB, OPT_FANOUT, OPT_FORMAT, OPT_NO_PROGRESS,
-	OPT_PROFILE, OPT_PROTOCOL, OPT_RETRIES, OPT_TIMEOUT, OPT_CACERT, OPT_INSECURE, OPT_TLS_PIN,
+	OPT_COLOR = 1000,
+	OPT_CREDENTIALS,
+	OPT_DB,
+	OPT_FANOUT,
+	OPT_FORMAT,
+	OPT_NO_PROGRESS,
+	OPT_PROFILE,
+	OPT_PROTOCOL,
+	OPT_RETRIES,
+	OPT_TIMEOUT,
+	OPT_CACERT,
+	OPT_INSECURE,
+	OPT_TLS_PIN,
 };
 
 /* --protocol: the backends' names, from their table. */
@@ -27,23 +38,43 @@ static char *protocol_help(void)
 }
 
 const struct cli_opt cli_global_opts[] = {
-	{{"cacert", required_argument, NULL, OPT_CACERT}, "FILE", "CA bundle that signs the BMC certificates (Redfish)"},
-	{{"collapse", no_argument, NULL, 'C'}, NULL, "fold identical results into node[1-4,7] ranges"},
+	{{"cacert", required_argument, NULL, OPT_CACERT},
+	 "FILE",
+	 "CA bundle that signs the BMC certificates (Redfish)"},
+	{{"collapse", no_argument, NULL, 'C'},
+	 NULL,
+	 "fold identical results into node[1-4,7] ranges"},
 	{{"color", required_argument, NULL, OPT_COLOR}, "WHEN", "auto, always or never"},
-	{{"credentials", required_argument, NULL, OPT_CREDENTIALS}, "FILE", "credentials file (mode 0600)"},
+	{{"credentials", required_argument, NULL, OPT_CREDENTIALS},
+	 "FILE",
+	 "credentials file (mode 0600)"},
 	{{"db", required_argument, NULL, OPT_DB}, "PATH", "inventory database"},
-	{{"fanout", required_argument, NULL, OPT_FANOUT}, "N", "nodes worked on at once (1-1024, default 64)"},
+	{{"fanout", required_argument, NULL, OPT_FANOUT},
+	 "N",
+	 "nodes worked on at once (1-1024, default 64)"},
 	{{"format", required_argument, NULL, OPT_FORMAT}, "FMT", "table, json, ndjson or csv"},
 	{{"help", no_argument, NULL, 'h'}, NULL, "show help"},
-	{{"hosts", required_argument, NULL, 'H'}, "HOSTS", "ad-hoc BMC hosts instead of registered nodes"},
-	{{"insecure", no_argument, NULL, OPT_INSECURE}, NULL, "do not check BMC certificates (Redfish; warns)"},
+	{{"hosts", required_argument, NULL, 'H'},
+	 "HOSTS",
+	 "ad-hoc BMC hosts instead of registered nodes"},
+	{{"insecure", no_argument, NULL, OPT_INSECURE},
+	 NULL,
+	 "do not check BMC certificates (Redfish; warns)"},
 	{{"no-progress", no_argument, NULL, OPT_NO_PROGRESS}, NULL, "no progress bar on stderr"},
-	{{"profile", required_argument, NULL, OPT_PROFILE}, "NAME", "credentials profile for -H hosts"},
+	{{"profile", required_argument, NULL, OPT_PROFILE},
+	 "NAME",
+	 "credentials profile for -H hosts"},
 	{{"protocol", required_argument, NULL, OPT_PROTOCOL}, "PROTO", NULL /* protocol_help() */},
 	{{"quiet", no_argument, NULL, 'q'}, NULL, "print only results and errors"},
-	{{"retries", required_argument, NULL, OPT_RETRIES}, "N", "extra attempts after a timeout, within the deadline (default 1)"},
-	{{"timeout", required_argument, NULL, OPT_TIMEOUT}, "SECONDS", "deadline of each node, all attempts included (default 10)"},
-	{{"tls-pin", required_argument, NULL, OPT_TLS_PIN}, "new", "pin BMC certificates on first use (Redfish)"},
+	{{"retries", required_argument, NULL, OPT_RETRIES},
+	 "N",
+	 "extra attempts after a timeout, within the deadline (default 1)"},
+	{{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	 "SECONDS",
+	 "deadline of each node, all attempts included (default 10)"},
+	{{"tls-pin", required_argument, NULL, OPT_TLS_PIN},
+	 "new",
+	 "pin BMC certificates on first use (Redfish)"},
 	{{"verbose", no_argument, NULL, 'v'}, NULL, "say more on stderr"},
 	{{"version", no_argument, NULL, 'V'}, NULL, "show the version"},
 };
@@ -104,7 +135,8 @@ static int global_opt(struct gf_cli *cli, int c, const char *arg)
 	case OPT_INSECURE: cli->insecure = true; return 0;
 	case OPT_TLS_PIN:
 		if (strcmp(arg, "new") != 0) {
-			cli_error("unknown --tls-pin '%s' (new: pin certificates on first use)", arg);
+			cli_error("unknown --tls-pin '%s' (new: pin certificates on first use)",
+				  arg);
 			return GF_EXIT_USAGE;
 		}
 		cli->tls_pin_new = true;
@@ -152,8 +184,7 @@ static int global_opt(struct gf_cli *cli, int c, const char *arg)
 		if (gf_parse_seconds(arg, 0.1, 3600, &cli->timeout, &err, "--timeout") < 0)
 			return cli_fail(&err);
 		return 0;
-	default:
-		return GF_EXIT_USAGE;
+	default: return GF_EXIT_USAGE;
 	}
 }
 
@@ -190,9 +221,11 @@ int cli_parse(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *o
 			const char *bad = argv[optind - 1];
 
 			if (c == ':')
-				cli_error("option '%s' needs a value; see 'gpufleet %s --help'", bad, cli->verb);
+				cli_error("option '%s' needs a value; see 'gpufleet %s --help'",
+					  bad, cli->verb);
 			else
-				cli_error("unknown option '%s'; see 'gpufleet %s --help'", bad, cli->verb);
+				cli_error("unknown option '%s'; see 'gpufleet %s --help'", bad,
+					  cli->verb);
 			rc = GF_EXIT_USAGE;
 			goto out;
 		}
@@ -223,7 +256,8 @@ int cli_parse(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *o
 			goto out;
 	}
 	if (cli->format == GF_FMT_PROMETHEUS && !cli->allow_prometheus) {
-		cli_error("'%s' cannot print --format prometheus (table, json, ndjson, csv)", cli->verb);
+		cli_error("'%s' cannot print --format prometheus (table, json, ndjson, csv)",
+			  cli->verb);
 		rc = GF_EXIT_USAGE;
 		goto out;
 	}

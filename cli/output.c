@@ -14,8 +14,8 @@
  * terminal-safe (it may carry a BMC's or a host's text): controls escaped as
  * gf_term_escape() does, but its own line feeds kept.
  */
-__attribute__((format(printf, 2, 0)))
-static void say(const char *prefix, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void say(const char *prefix, const char *fmt,
+						      va_list ap)
 {
 	struct gf_buf line = GF_BUF_INIT;
 	char *text;
@@ -92,10 +92,8 @@ int cli_fail(const struct gf_err *err)
 	cli_error("%s", err->msg[0] ? err->msg : "unknown error");
 	switch (err->code) {
 	case GF_E_USAGE:
-	case GF_E_CONFIG:
-		return GF_EXIT_USAGE;
-	default:
-		return GF_EXIT_FAILED;
+	case GF_E_CONFIG: return GF_EXIT_USAGE;
+	default: return GF_EXIT_FAILED;
 	}
 }
 
@@ -120,8 +118,9 @@ void cli_progress_done(void *ud, size_t i, const struct gf_result *slot)
 	if (r->nodes)
 		cli_verbose(r->cli, "%s: %s in %.3f s (%u attempt%s)%s%s", r->nodes[i].name,
 			    slot->ok ? "ok" : gf_errkind_name(slot->err.kind),
-			    slot->t_end - slot->t_start, slot->attempts, slot->attempts == 1 ? "" : "s",
-			    slot->ok ? "" : ": ", slot->ok ? "" : slot->err.msg);
+			    slot->t_end - slot->t_start, slot->attempts,
+			    slot->attempts == 1 ? "" : "s", slot->ok ? "" : ": ",
+			    slot->ok ? "" : slot->err.msg);
 	r->finished++;
 	if (!slot->ok)
 		r->failed++;
@@ -240,15 +239,9 @@ int cli_render_finish(struct cli_render *r, const struct gf_result *slots)
 	spec.collapse = r->cli->collapse;
 	spec.color = r->cli->color;
 	switch (r->cli->format) {
-	case GF_FMT_JSON:
-		gf_render_json(objs, r->n, &b);
-		break;
-	case GF_FMT_CSV:
-		gf_render_csv(objs, r->n, &spec, &b);
-		break;
-	default:
-		gf_render_table(objs, r->n, &spec, &b);
-		break;
+	case GF_FMT_JSON: gf_render_json(objs, r->n, &b); break;
+	case GF_FMT_CSV: gf_render_csv(objs, r->n, &spec, &b); break;
+	default: gf_render_table(objs, r->n, &spec, &b); break;
 	}
 	fputs(gf_buf_str(&b), stdout);
 	fflush(stdout);

@@ -16,8 +16,8 @@ int cli_creds(struct gf_cli *cli)
 
 	if (cli->creds_loaded)
 		return 0;
-	if (gf_creds_load(cli->creds_path, cli->creds_explicit, gf_bmc_profile_check,
-			  &cli->creds, &err) < 0)
+	if (gf_creds_load(cli->creds_path, cli->creds_explicit, gf_bmc_profile_check, &cli->creds,
+			  &err) < 0)
 		return cli_fail(&err);
 	cli->creds_loaded = true;
 	return 0;

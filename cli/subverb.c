@@ -37,9 +37,9 @@ int cli_subverb_run(struct gf_cli *cli, const struct cli_subverb *subs, size_t n
 	if (nargs > 0)
 		for (size_t i = 0; i < n; i++)
 			if (strcmp(subs[i].name, args[0]) == 0)
-				return takes_given(cli, &subs[i]) ? subs[i].run(cli, &subs[i], ud, args + 1,
-										nargs - 1)
-								   : GF_EXIT_USAGE;
+				return takes_given(cli, &subs[i])
+					       ? subs[i].run(cli, &subs[i], ud, args + 1, nargs - 1)
+					       : GF_EXIT_USAGE;
 	list_names(subs, n, nargs < 1, &b);
 	if (nargs < 1)
 		cli_error("%s needs a subverb: %s", cli->verb, gf_buf_str(&b));

@@ -120,8 +120,8 @@ int cli_target_names(struct gf_cli *cli, char **args, int nargs, struct gf_nodes
 	return rc < 0 ? cli_fail(&err) : 0;
 }
 
-int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty,
-		struct gf_node **ret, size_t *ret_n)
+int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty, struct gf_node **ret,
+		size_t *ret_n)
 {
 	struct gf_nodeset set;
 	struct gf_buf unknown = GF_BUF_INIT;

@@ -32,11 +32,18 @@ static void target_of(const struct gf_bmc_run *r, size_t i, double deadline,
 	const struct gf_node *n = &r->nodes[i];
 
 	*ret = (struct gf_bmc_target){
-		.node = n->name, .host = n->bmc, .port = n->bmc_port,
+		.node = n->name,
+		.host = n->bmc,
+		.port = n->bmc_port,
 		.prof = r->profs ? r->profs[i] : NULL,
-		.deadline = deadline, .cache_dir = r->cache_dir, .cacert = r->cacert,
-		.insecure = r->insecure, .tls_pin = gf_pins_expected(r->pins, i),
-		.tls_pin_new = r->pins->pin_new[i], .cancel = r->cancel, .opts = r->opts,
+		.deadline = deadline,
+		.cache_dir = r->cache_dir,
+		.cacert = r->cacert,
+		.insecure = r->insecure,
+		.tls_pin = gf_pins_expected(r->pins, i),
+		.tls_pin_new = r->pins->pin_new[i],
+		.cancel = r->cancel,
+		.opts = r->opts,
 	};
 }
 
@@ -65,8 +72,8 @@ const struct gf_backend *gf_bmc_choose(const struct gf_bmc_run *r, size_t i, dou
 	return fallback;
 }
 
-int gf_bmc_open(const struct gf_bmc_run *r, size_t i, const struct gf_backend *be,
-		double deadline, void **ret_session, struct gf_err *err)
+int gf_bmc_open(const struct gf_bmc_run *r, size_t i, const struct gf_backend *be, double deadline,
+		void **ret_session, struct gf_err *err)
 {
 	struct gf_bmc_target t;
 	const char *fp;
@@ -104,12 +111,15 @@ bool gf_bmc_may_pin(const struct gf_node *n)
 	return pinnable(n) != NULL;
 }
 
-int gf_bmc_peek_fingerprint(const struct gf_node *n, double deadline,
-			    const gf_cancel_flag *cancel, char *ret, struct gf_err *err)
+int gf_bmc_peek_fingerprint(const struct gf_node *n, double deadline, const gf_cancel_flag *cancel,
+			    char *ret, struct gf_err *err)
 {
 	const struct gf_backend *be = pinnable(n);
 	struct gf_bmc_target t = {
-		.node = n->name, .host = n->bmc, .port = n->bmc_port, .deadline = deadline,
+		.node = n->name,
+		.host = n->bmc,
+		.port = n->bmc_port,
+		.deadline = deadline,
 		.cancel = cancel,
 	};
 	char fp[GF_BMC_FP_SIZE];
@@ -122,8 +132,8 @@ int gf_bmc_peek_fingerprint(const struct gf_node *n, double deadline,
 		for (size_t k = 0; k < NELEM(backends) && !*title; k++)
 			if (backends[k]->peek_fingerprint)
 				title = backends[k]->title;
-		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "node '%s' has no %s BMC to pin",
-				  n->name, title);
+		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
+				  "node '%s' has no %s BMC to pin", n->name, title);
 	}
 	rc = be->peek_fingerprint(&t, fp, err);
 	if (rc < 0)
@@ -135,7 +145,8 @@ int gf_bmc_peek_fingerprint(const struct gf_node *n, double deadline,
 int gf_bmc_profile_check(const char *key, const char *value, struct gf_err *err)
 {
 	for (size_t k = 0; k < NELEM(backends); k++) {
-		int rc = backends[k]->profile_check ? backends[k]->profile_check(key, value, err) : 0;
+		int rc = backends[k]->profile_check ? backends[k]->profile_check(key, value, err)
+						    : 0;
 
 		if (rc < 0)
 			return rc;
@@ -151,10 +162,10 @@ struct gf_bmc_gate {
 	size_t n;
 	struct gate_ping {
 		const struct gf_backend *be;
-		struct gf_ping *p;       /* NULL: this backend pings nobody */
+		struct gf_ping *p; /* NULL: this backend pings nobody */
 	} pings[NELEM(backends)];
-	size_t *pos;                     /* per node: SIZE_MAX, or its place in its ping */
-	unsigned char *which;            /* per node: its backend's index in pings */
+	size_t *pos;          /* per node: SIZE_MAX, or its place in its ping */
+	unsigned char *which; /* per node: its backend's index in pings */
 };
 
 struct gf_bmc_gate *gf_bmc_gate_start(const struct gf_bmc_run *r, size_t n, double timeout,
@@ -183,8 +194,7 @@ struct gf_bmc_gate *gf_bmc_gate_start(const struct gf_bmc_run *r, size_t n, doub
 		if (!be->ping)
 			continue;
 		for (size_t i = 0; i < n; i++) {
-			if (!r->nodes[i].bmc ||
-			    (!r->backend && r->nodes[i].protocol != be) ||
+			if (!r->nodes[i].bmc || (!r->backend && r->nodes[i].protocol != be) ||
 			    (skip && skip(ud, i)))
 				continue;
 			/* No deadline of its own: the ping ends at @timeout. */
@@ -215,7 +225,8 @@ enum gf_gate gf_bmc_gate_state(const struct gf_bmc_gate *g, size_t i)
 	if (!g || i >= g->n || g->pos[i] == SIZE_MAX)
 		return GF_GATE_OPEN;
 	gp = &g->pings[g->which[i]];
-	return gp->be->ping->state(gp->p, g->pos[i]) == GF_PING_WAITING ? GF_GATE_HELD : GF_GATE_OPEN;
+	return gp->be->ping->state(gp->p, g->pos[i]) == GF_PING_WAITING ? GF_GATE_HELD
+									: GF_GATE_OPEN;
 }
 
 void gf_bmc_gate_wait(struct gf_bmc_gate *g, double until)
@@ -228,9 +239,9 @@ void gf_bmc_gate_wait(struct gf_bmc_gate *g, double until)
 		if (!g->pings[k].p)
 			continue;
 		/* With several pings, each is waited on in turn for a short while. */
-		g->pings[k].be->ping->wait(g->pings[k].p,
-					   np > 1 && until > gf_monotime() + 0.01 ? gf_monotime() + 0.01
-										   : until);
+		g->pings[k].be->ping->wait(g->pings[k].p, np > 1 && until > gf_monotime() + 0.01
+								  ? gf_monotime() + 0.01
+								  : until);
 	}
 }
 
@@ -241,7 +252,8 @@ void gf_bmc_gate_expired(const struct gf_bmc_gate *g, size_t i, struct gf_err *e
 
 	gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
 		   "bmc '%s' at %s did not answer in %g s (no answer to the %s ping sent at the "
-		   "start of the run; no session was opened)", n->name, n->bmc, g->timeout, title);
+		   "start of the run; no session was opened)",
+		   n->name, n->bmc, g->timeout, title);
 }
 
 void gf_bmc_gate_stop(struct gf_bmc_gate *g)

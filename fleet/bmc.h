@@ -16,19 +16,19 @@
 #include "lib/exec.h"
 #include "lib/node.h"
 
-struct gf_pins;                  /* fleet/pins.h: below this file, which it does not include */
+struct gf_pins; /* fleet/pins.h: below this file, which it does not include */
 
 /* What a fan-out needs to reach its nodes' BMCs; read-only while it runs but pins->seen. */
 struct gf_bmc_run {
 	const struct gf_node *nodes;
-	const struct gf_profile *const *profs;  /* per node, resolved in the main thread; NULL: none */
-	struct gf_pins *pins;                    /* per node; seen[i] is written by node i's worker */
-	const char *cache_dir;                   /* IPMI SDR caches, NULL: none */
-	const char *cacert;                      /* CA bundle for BMC certificates, NULL: system CAs */
-	bool insecure;                           /* no certificate checks at all */
-	const struct gf_bmc_opts *opts;          /* the verb's knobs for the backend, NULL: none */
+	const struct gf_profile *const *profs; /* per node, resolved in the main thread; NULL: none */
+	struct gf_pins *pins;                  /* per node; seen[i] is written by node i's worker */
+	const char *cache_dir;                 /* IPMI SDR caches, NULL: none */
+	const char *cacert;               /* CA bundle for BMC certificates, NULL: system CAs */
+	bool insecure;                    /* no certificate checks at all */
+	const struct gf_bmc_opts *opts;   /* the verb's knobs for the backend, NULL: none */
 	const gf_cancel_flag *cancel;     /* set on Ctrl-C: stop soon, still clean up */
-	const struct gf_backend *backend;        /* NULL: the node's protocol's; else every node's
+	const struct gf_backend *backend; /* NULL: the node's protocol's; else every node's
 						  * (a stub in tests) */
 };
 
@@ -51,8 +51,8 @@ const struct gf_backend *gf_bmc_choose(const struct gf_bmc_run *r, size_t i, dou
  * certificate its BMC showed in r->pins->seen[i]. Close it with be->close().
  * Thread-safe for distinct nodes.
  */
-int gf_bmc_open(const struct gf_bmc_run *r, size_t i, const struct gf_backend *be,
-		double deadline, void **ret_session, struct gf_err *err);
+int gf_bmc_open(const struct gf_bmc_run *r, size_t i, const struct gf_backend *be, double deadline,
+		void **ret_session, struct gf_err *err);
 
 /*
  * The fleet ping of a fan-out (struct gf_ping_ops): started just before it,
@@ -73,7 +73,7 @@ enum gf_gate gf_bmc_gate_state(const struct gf_bmc_gate *g, size_t i);
 void gf_bmc_gate_wait(struct gf_bmc_gate *g, double until);
 /* The error of node @i whose BMC never answered: a timeout. */
 void gf_bmc_gate_expired(const struct gf_bmc_gate *g, size_t i, struct gf_err *err);
-void gf_bmc_gate_stop(struct gf_bmc_gate *g);   /* NULL: nothing */
+void gf_bmc_gate_stop(struct gf_bmc_gate *g); /* NULL: nothing */
 
 /*
  * The backends' checks of the profile keys they read, for gf_creds_load():
@@ -89,7 +89,7 @@ bool gf_bmc_may_pin(const struct gf_node *n);
  * into @ret (GF_BMC_FP_SIZE bytes): for re-pinning. GF_E_NODE (unsupported)
  * when its protocol has no certificates. Thread-safe.
  */
-int gf_bmc_peek_fingerprint(const struct gf_node *n, double deadline,
-			    const gf_cancel_flag *cancel, char *ret, struct gf_err *err);
+int gf_bmc_peek_fingerprint(const struct gf_node *n, double deadline, const gf_cancel_flag *cancel,
+			    char *ret, struct gf_err *err);
 
 #endif

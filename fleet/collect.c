@@ -13,20 +13,20 @@ enum { PART_BMC, PART_SSH, NPARTS };
 
 /* An operation of the BMC part that failed, or that the backend cannot do. */
 struct op_error {
-	const char *op;          /* GF_OP_* */
+	const char *op; /* GF_OP_* */
 	struct gf_err err;
 };
 
 /* What a node's BMC part read; written by its worker only. */
 struct bmc_part {
-	const struct gf_backend *be;   /* the backend of the session, once one was opened */
+	const struct gf_backend *be; /* the backend of the session, once one was opened */
 	bool hw_read, fw_read, bios_read;
 	struct gf_hardware hw;
 	struct gf_component_list fw;
 	struct gf_bios bios;
 	struct gf_sel_summary sel;
 	struct gf_sensor_summary sensors;
-	struct op_error errs[5];       /* hardware, firmware, sel, sensors, bios */
+	struct op_error errs[5]; /* hardware, firmware, sel, sensors, bios */
 	size_t nerrs;
 };
 
@@ -38,9 +38,9 @@ struct ssh_part {
 
 struct run {
 	const struct gf_collect *c;
-	struct bmc_part *bmc;          /* per node */
-	struct ssh_part *ssh;          /* per node */
-	struct gf_fanout_hooks hooks;  /* the caller's */
+	struct bmc_part *bmc;         /* per node */
+	struct ssh_part *ssh;         /* per node */
+	struct gf_fanout_hooks hooks; /* the caller's */
 };
 
 static void bmc_part_release(struct bmc_part *p)
@@ -72,8 +72,10 @@ static void sel_summary(const struct gf_sel_list *l, const struct gf_sel_prev *p
 			struct gf_sel_summary *ret)
 {
 	unsigned by[3] = {0};
-	struct gf_sel_summary s = {.read = true, .total = (unsigned)l->n,
-				   .has_mark = prev->has_mark, .mark = prev->mark};
+	struct gf_sel_summary s = {.read = true,
+				   .total = (unsigned)l->n,
+				   .has_mark = prev->has_mark,
+				   .mark = prev->mark};
 
 	for (size_t i = 0; i < l->n; i++) {
 		const struct gf_sel_entry *e = &l->v[i];
@@ -175,8 +177,12 @@ static void ssh_task(void *vctx, size_t i, double deadline, struct gf_result *sl
 	const struct gf_collect *c = r->c;
 	const struct gf_node *n = &c->bmc.nodes[i];
 	struct gf_ssh_target target = {
-		.node = n->name, .spec = n->ssh, .prof = c->ssh_profs[i],
-		.accept_new = c->accept_new, .deadline = deadline, .cancel = gf_exec_cancel_flag(),
+		.node = n->name,
+		.spec = n->ssh,
+		.prof = c->ssh_profs[i],
+		.accept_new = c->accept_new,
+		.deadline = deadline,
+		.cancel = gf_exec_cancel_flag(),
 	};
 	struct ssh_part *p = &r->ssh[i];
 	struct gf_err err = {0};
@@ -302,8 +308,8 @@ static int add_bmc(struct gf_sweep *sw, struct gf_sweep_node *sn, const struct g
 	return 0;
 }
 
-static void add_node(struct gf_sweep *sw, const struct gf_collect *c, const struct run *r,
-		     size_t i, const struct gf_result *slots)
+static void add_node(struct gf_sweep *sw, const struct gf_collect *c, const struct run *r, size_t i,
+		     const struct gf_result *slots)
 {
 	const struct gf_node *n = &c->bmc.nodes[i];
 	struct gf_sweep_node *sn = gf_sweep_add_node(sw, n->name);
@@ -359,8 +365,11 @@ int gf_collect_sweep(struct gf_collect *c, struct gf_sweep *sw, struct gf_err *e
 	f->ctx = &r;
 	f->side = (struct gf_fanout_side){.task = ssh_task, .wanted = has_ssh, .ctx = &r};
 	f->hooks = (struct gf_fanout_hooks){
-		.db = r.hooks.db ? hook_db : NULL, .start = r.hooks.start ? hook_start : NULL,
-		.done = node_done, .finish = r.hooks.finish ? hook_finish : NULL, .ud = &r,
+		.db = r.hooks.db ? hook_db : NULL,
+		.start = r.hooks.start ? hook_start : NULL,
+		.done = node_done,
+		.finish = r.hooks.finish ? hook_finish : NULL,
+		.ud = &r,
 	};
 	rc = gf_fanout_run(f, err);
 	f->hooks = r.hooks;

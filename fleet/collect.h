@@ -30,9 +30,9 @@ struct gf_collect {
 	 * (bmc.pinned) and calls gf_fanout_release().
 	 */
 	struct gf_fanout bmc;
-	const struct gf_profile *const *ssh_profs;  /* per node, NULL entries: no host facts */
-	const struct gf_sel_prev *prev;             /* per node: its previous SEL read */
-	bool accept_new;                            /* SSH: record unknown host keys */
+	const struct gf_profile *const *ssh_profs; /* per node, NULL entries: no host facts */
+	const struct gf_sel_prev *prev;            /* per node: its previous SEL read */
+	bool accept_new;                           /* SSH: record unknown host keys */
 };
 
 /*

@@ -81,13 +81,17 @@ static void stream(const struct gf_fanout *f, const struct gf_backend *be, size_
 	double bmin = f->backoff_min > 0 ? f->backoff_min : BACKOFF_MIN_S;
 	double bmax = f->backoff_max > 0 ? f->backoff_max : BACKOFF_MAX_S;
 	struct gf_fanout_session s = {
-		.be = be, .node = &f->nodes[i], .i = i, .opts = f->opts, .deadline = deadline,
+		.be = be,
+		.node = &f->nodes[i],
+		.i = i,
+		.opts = f->opts,
+		.deadline = deadline,
 	};
 	uint64_t seed = (uint64_t)(gf_monotime() * 1e9) ^
 			((uint64_t)i + 1) * UINT64_C(0x9e3779b97f4a7c15);
 	double wait = bmin, next;
 	struct gf_err err = {0};
-	bool up = false;   /* the last session opened */
+	bool up = false; /* the last session opened */
 	int rc;
 
 	slot->no_retry = true; /* the loop below is the node's retries */
@@ -140,8 +144,8 @@ static void bmc_task(const struct gf_fanout *f, size_t i, double deadline, struc
 		return;
 	}
 	if (gf_exec_cancelled()) {
-		gf_err_set(&err, GF_E_NODE, GF_EK_INTERNAL, "interrupted before node '%s' was started",
-			   n->name);
+		gf_err_set(&err, GF_E_NODE, GF_EK_INTERNAL,
+			   "interrupted before node '%s' was started", n->name);
 		goto fail;
 	}
 	be = gf_bmc_choose(&f->bmc, i, deadline, &err);
@@ -258,7 +262,10 @@ static int pins_load(struct gf_fanout *f, struct gf_err *err)
 	}
 	/* Without an inventory nothing is read: every node has no pin. */
 	return gf_pins_load(db, f->nodes, f->profs, f->n, f->tls_pin_new,
-			    !db ? no_node : f->backend ? has_bmc : gf_bmc_may_pin, &f->pins, err);
+			    !db          ? no_node
+			    : f->backend ? has_bmc
+					 : gf_bmc_may_pin,
+			    &f->pins, err);
 }
 
 /* After the run: the certificates seen on first use stored, into f->pinned. */
@@ -282,7 +289,9 @@ static void pins_store(struct gf_fanout *f)
 	for (size_t i = 0; i < p->n; i++)
 		if (gf_pins_first_use(p, i))
 			f->pinned[f->npinned++] = (struct gf_fanout_pinned){
-				.i = i, .seen = p->seen[i], .other = p->other ? p->other[i] : NULL,
+				.i = i,
+				.seen = p->seen[i],
+				.other = p->other ? p->other[i] : NULL,
 			};
 }
 
@@ -291,7 +300,10 @@ static void pins_store(struct gf_fanout *f)
 int gf_fanout_run(struct gf_fanout *f, struct gf_err *err)
 {
 	struct gf_exec_gate gate = {
-		.state = gate_state, .wait = gate_wait, .expire = gate_expire, .ud = f,
+		.state = gate_state,
+		.wait = gate_wait,
+		.expire = gate_expire,
+		.ud = f,
 	};
 	struct gf_exec_opts eo = f->exec;
 	int rc;
@@ -300,9 +312,15 @@ int gf_fanout_run(struct gf_fanout *f, struct gf_err *err)
 	if (rc)
 		return rc;
 	f->bmc = (struct gf_bmc_run){
-		.nodes = f->nodes, .profs = f->profs, .pins = &f->pins, .cache_dir = f->cache_dir,
-		.cacert = f->cacert, .insecure = f->insecure, .opts = f->opts,
-		.cancel = gf_exec_cancel_flag(), .backend = f->backend,
+		.nodes = f->nodes,
+		.profs = f->profs,
+		.pins = &f->pins,
+		.cache_dir = f->cache_dir,
+		.cacert = f->cacert,
+		.insecure = f->insecure,
+		.opts = f->opts,
+		.cancel = gf_exec_cancel_flag(),
+		.backend = f->backend,
 	};
 	if (f->hooks.start) {
 		rc = f->hooks.start(f->hooks.ud, f);

@@ -78,8 +78,8 @@ typedef int (*gf_fanout_op)(const struct gf_backend *be, void *sess, const struc
 			    const void *ctx, struct gf_result *slot, struct gf_err *err);
 
 enum gf_fanout_mode {
-	GF_FANOUT_ONCE = 0,     /* one session per node, one op (with executor retries) */
-	GF_FANOUT_STREAM,       /* a long-lived op, its session opened again until the deadline */
+	GF_FANOUT_ONCE = 0, /* one session per node, one op (with executor retries) */
+	GF_FANOUT_STREAM,   /* a long-lived op, its session opened again until the deadline */
 };
 
 /* What a stream op returns besides an error (see the contract above). */
@@ -90,13 +90,13 @@ enum {
 
 /* What a stream op is given: one open session of its node. */
 struct gf_fanout_session {
-	const struct gf_backend *be;      /* the node's backend */
-	void *sess;                       /* the open session; the frame closes it */
+	const struct gf_backend *be; /* the node's backend */
+	void *sess;                  /* the open session; the frame closes it */
 	const struct gf_node *node;
-	size_t i;                         /* the node's index in the run */
-	const struct gf_bmc_opts *opts;   /* the run's knobs (the backend has them too), NULL: none */
-	double deadline;                  /* monotonic: the stream's end, every call ends by then */
-	unsigned opened;                  /* sessions opened for this node so far, this one included */
+	size_t i;                       /* the node's index in the run */
+	const struct gf_bmc_opts *opts; /* the run's knobs (the backend has them too), NULL: none */
+	double deadline;                /* monotonic: the stream's end, every call ends by then */
+	unsigned opened; /* sessions opened for this node so far, this one included */
 };
 
 /* A stream op: GF_FANOUT_DONE, GF_FANOUT_RECONNECT, or < 0 with @err. */
@@ -107,19 +107,19 @@ struct gf_fanout {
 	/* ---- given by the caller ---------------------------------------------- */
 	const struct gf_node *nodes;
 	size_t n;
-	const struct gf_profile *const *profs;  /* per node, resolved (NULL: none, nor entries) */
-	const char *cache_dir;                  /* IPMI SDR caches, NULL: none */
-	const char *cacert;                     /* CA bundle for BMC certificates, NULL: system CAs */
-	bool insecure;                          /* no certificate checks at all */
-	bool tls_pin_new;                       /* --tls-pin new: pin a certificate on first use */
-	const struct gf_bmc_opts *opts;         /* the verb's knobs for the backend, NULL: none */
-	struct gf_exec_opts exec;               /* fanout, timeout (a node's deadline), retries,
+	const struct gf_profile *const *profs; /* per node, resolved (NULL: none, nor entries) */
+	const char *cache_dir;                 /* IPMI SDR caches, NULL: none */
+	const char *cacert;             /* CA bundle for BMC certificates, NULL: system CAs */
+	bool insecure;                  /* no certificate checks at all */
+	bool tls_pin_new;               /* --tls-pin new: pin a certificate on first use */
+	const struct gf_bmc_opts *opts; /* the verb's knobs for the backend, NULL: none */
+	struct gf_exec_opts exec;       /* fanout, timeout (a node's deadline), retries,
 						 * batch (staggered: no fleet ping) */
 	enum gf_fanout_mode mode;
-	gf_fanout_op op;                        /* GF_FANOUT_ONCE */
-	gf_fanout_stream_op stream;             /* GF_FANOUT_STREAM */
-	const void *ctx;                        /* the op's, read-only */
-	const char *action;                     /* NULL, or put in every node's slot->data "action",
+	gf_fanout_op op;            /* GF_FANOUT_ONCE */
+	gf_fanout_stream_op stream; /* GF_FANOUT_STREAM */
+	const void *ctx;            /* the op's, read-only */
+	const char *action;         /* NULL, or put in every node's slot->data "action",
 						 * also on failure */
 	/*
 	 * NULL, or true for a node whose BMC may be restarting when the run
@@ -142,7 +142,7 @@ struct gf_fanout {
 		bool (*wanted)(void *ctx, size_t i);
 		void *ctx;
 	} side;
-	double backoff_min, backoff_max;        /* STREAM: seconds between sessions (0: 1 and 30) */
+	double backoff_min, backoff_max; /* STREAM: seconds between sessions (0: 1 and 30) */
 	/* NULL: each node's backend, chosen by fleet/bmc.c; else this one for all (tests: stubs). */
 	const struct gf_backend *backend;
 	/*
@@ -167,19 +167,19 @@ struct gf_fanout {
 	} hooks;
 
 	/* ---- filled by gf_fanout_run(), freed by gf_fanout_release() ------------- */
-	bool tls;                               /* some node's BMC may show a certificate: set
+	bool tls;                /* some node's BMC may show a certificate: set
 						 * before hooks.start */
-	struct gf_result *slots;                /* n (or n * 2 with a side part); the caller may
+	struct gf_result *slots; /* n (or n * 2 with a side part); the caller may
 						 * take them (then set NULL) */
 	/* The certificates pinned on first use, in node order (into f->pins: live as long). */
 	struct gf_fanout_pinned {
-		size_t i;                       /* the node */
-		const char *seen;               /* what it showed, now its pin unless @other */
-		const char *other;              /* NULL, or the pin another run stored first: kept,
+		size_t i;          /* the node */
+		const char *seen;  /* what it showed, now its pin unless @other */
+		const char *other; /* NULL, or the pin another run stored first: kept,
 						 * and this run's certificate is suspect */
-	} *pinned;
+	} * pinned;
 	size_t npinned;
-	int pins_rc;                            /* 0; or not stored: hooks.db's code, or a GF_E_*
+	int pins_rc; /* 0; or not stored: hooks.db's code, or a GF_E_*
 						 * with pins_err */
 	struct gf_err pins_err;
 

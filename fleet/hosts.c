@@ -14,7 +14,7 @@ struct host_part {
 
 struct run {
 	struct gf_hosts *h;
-	struct host_part *parts;       /* per node */
+	struct host_part *parts; /* per node */
 };
 
 static void host_task(void *vctx, size_t i, double deadline, struct gf_result *slot)
@@ -38,8 +38,11 @@ static void host_task(void *vctx, size_t i, double deadline, struct gf_result *s
 				"node '%s' has no ssh address (nodes add --ssh)", n->name);
 	} else {
 		struct gf_ssh_target target = {
-			.node = n->name, .spec = n->ssh, .prof = h->profs[i],
-			.accept_new = h->accept_new, .deadline = deadline,
+			.node = n->name,
+			.spec = n->ssh,
+			.prof = h->profs[i],
+			.accept_new = h->accept_new,
+			.deadline = deadline,
 			.cancel = gf_exec_cancel_flag(),
 		};
 

@@ -18,9 +18,9 @@
 
 /* What a node's host answered. */
 enum gf_hosts_status {
-	GF_HOSTS_NOT_RUN = 0,   /* never started (Ctrl-C) */
-	GF_HOSTS_FAILED,        /* nothing read: the slot's err says why */
-	GF_HOSTS_PARTIAL,       /* some read: the slot failed, its err names what is missing */
+	GF_HOSTS_NOT_RUN = 0, /* never started (Ctrl-C) */
+	GF_HOSTS_FAILED,      /* nothing read: the slot's err says why */
+	GF_HOSTS_PARTIAL,     /* some read: the slot failed, its err names what is missing */
 	GF_HOSTS_OK,
 };
 
@@ -28,9 +28,9 @@ struct gf_hosts {
 	/* ---- given by the caller ---------------------------------------------- */
 	const struct gf_node *nodes;
 	size_t n;
-	const struct gf_profile *const *profs;  /* per node, its SSH profile; NULL with local */
-	bool local;                             /* this machine, without SSH (n is 1) */
-	bool accept_new;                        /* SSH: record unknown host keys */
+	const struct gf_profile *const *profs; /* per node, its SSH profile; NULL with local */
+	bool local;                            /* this machine, without SSH (n is 1) */
+	bool accept_new;                       /* SSH: record unknown host keys */
 	struct gf_exec_opts exec;
 	/*
 	 * Called on the calling thread as node @i finishes: @slot (ok, err; the
@@ -42,7 +42,7 @@ struct gf_hosts {
 	void *ud;
 
 	/* ---- filled by gf_hosts_run(), freed by gf_hosts_release() --------------- */
-	struct gf_result *slots;                /* n */
+	struct gf_result *slots; /* n */
 };
 
 /*

@@ -20,8 +20,7 @@ void gf_pins_release(struct gf_pins *p)
 
 int gf_pins_load(struct gf_db *db, const struct gf_node *nodes,
 		 const struct gf_profile *const *profs, size_t n, bool pin_new,
-		 bool (*want)(const struct gf_node *n),
-		 struct gf_pins *ret, struct gf_err *err)
+		 bool (*want)(const struct gf_node *n), struct gf_pins *ret, struct gf_err *err)
 {
 	struct gf_pins p = {.n = n};
 	size_t cap = n ? n : 1;

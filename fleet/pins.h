@@ -18,10 +18,10 @@
 
 struct gf_pins {
 	size_t n;
-	char **pin;                    /* per node: the pinned fingerprint (hex), NULL: none */
-	bool *pin_new;                 /* per node: pin the certificate seen when none is pinned */
-	char (*seen)[GF_BMC_FP_SIZE];  /* per node: what its BMC showed, "": nothing (its worker's) */
-	char **other;                  /* per node, after gf_pins_store_first_use(): the pin another
+	char **pin;                   /* per node: the pinned fingerprint (hex), NULL: none */
+	bool *pin_new;                /* per node: pin the certificate seen when none is pinned */
+	char (*seen)[GF_BMC_FP_SIZE]; /* per node: what its BMC showed, "": nothing (its worker's) */
+	char **other;                 /* per node, after gf_pins_store_first_use(): the pin another
 	                                  run stored first, which was kept; NULL: this run's */
 };
 
@@ -35,8 +35,7 @@ struct gf_pins {
  */
 int gf_pins_load(struct gf_db *db, const struct gf_node *nodes,
 		 const struct gf_profile *const *profs, size_t n, bool pin_new,
-		 bool (*want)(const struct gf_node *n),
-		 struct gf_pins *ret, struct gf_err *err);
+		 bool (*want)(const struct gf_node *n), struct gf_pins *ret, struct gf_err *err);
 
 /* Is node @i pinned on first use: pin_new, nothing pinned, a certificate seen? */
 bool gf_pins_first_use(const struct gf_pins *p, size_t i);

@@ -9,7 +9,7 @@
 
 struct run {
 	struct gf_repin *r;
-	enum gf_repin_status *status;  /* per node, written by its worker only (and pins.seen[i]) */
+	enum gf_repin_status *status; /* per node, written by its worker only (and pins.seen[i]) */
 };
 
 static void repin_one(void *vctx, size_t i, double deadline, struct gf_result *slot)

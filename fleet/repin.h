@@ -20,17 +20,17 @@
 
 /* What node i's BMC showed. */
 enum gf_repin_status {
-	GF_REPIN_NOT_RUN = 0,   /* never started (Ctrl-C) */
-	GF_REPIN_FAILED,        /* nothing read: the slot's err says why */
-	GF_REPIN_OTHER,         /* not the expected certificate (the slot failed): pin kept */
-	GF_REPIN_OK,            /* its certificate is the node's pin now */
+	GF_REPIN_NOT_RUN = 0, /* never started (Ctrl-C) */
+	GF_REPIN_FAILED,      /* nothing read: the slot's err says why */
+	GF_REPIN_OTHER,       /* not the expected certificate (the slot failed): pin kept */
+	GF_REPIN_OK,          /* its certificate is the node's pin now */
 };
 
 struct gf_repin {
 	/* ---- given by the caller ---------------------------------------------- */
 	const struct gf_node *nodes;
 	size_t n;
-	const char *expect;                     /* lower-case hex: the only certificate to pin,
+	const char *expect; /* lower-case hex: the only certificate to pin,
 						 * or NULL */
 	struct gf_exec_opts exec;
 	/*
@@ -43,7 +43,7 @@ struct gf_repin {
 	void *ud;
 
 	/* ---- filled by gf_repin_run(), freed by gf_repin_release() --------------- */
-	struct gf_result *slots;                /* n */
+	struct gf_result *slots; /* n */
 	struct gf_pins pins;
 };
 

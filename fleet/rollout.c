@@ -29,14 +29,14 @@ static char *dup_or_null(const char *s)
 /* What the workers read: read-only while they run, but for each node's own result. */
 struct ctx {
 	const struct gf_rollout_run *run;
-	const struct gf_node *nodes;  /* as handed to the fan-out: a worker's index is n - nodes */
+	const struct gf_node *nodes; /* as handed to the fan-out: a worker's index is n - nodes */
 	bool resume;
 	const struct gf_rollout *stored;  /* resume: the rollout as stored before it */
-	const size_t *idx;            /* the batch: indices into stored->nodes */
-	struct gf_rollout_plan *plans;   /* plan: per node */
-	struct gf_rollout_node *out;     /* run: per node of the batch, its items as they ended */
-	unsigned *reported;              /* run: the attempt that filled out[j], 0: none */
-	struct gf_rollout_progress *prog;  /* run: the batch's */
+	const size_t *idx;                /* the batch: indices into stored->nodes */
+	struct gf_rollout_plan *plans;    /* plan: per node */
+	struct gf_rollout_node *out;      /* run: per node of the batch, its items as they ended */
+	unsigned *reported;               /* run: the attempt that filled out[j], 0: none */
+	struct gf_rollout_progress *prog; /* run: the batch's */
 };
 
 static size_t index_of(const struct ctx *c, const struct gf_node *n)
@@ -95,17 +95,22 @@ static void plan_item(const struct ctx *c, const struct node_plan *p, const stru
 {
 	if (pi->skip && !ran) {
 		*ret = (struct gf_rollout_item){
-			.component = gf_xstrdup(pi->component), .from = gf_xstrdup(pi->to),
-			.to = gf_xstrdup(pi->to), .action = gf_xstrdup("none"),
-			.activation = gf_xstrdup("none"), .state = GF_RS_SKIPPED,
+			.component = gf_xstrdup(pi->component),
+			.from = gf_xstrdup(pi->to),
+			.to = gf_xstrdup(pi->to),
+			.action = gf_xstrdup("none"),
+			.activation = gf_xstrdup("none"),
+			.state = GF_RS_SKIPPED,
 		};
 		return;
 	}
 	*ret = (struct gf_rollout_item){
-		.component = gf_xstrdup(pi->component), .from = dup_or_null(pi->from),
+		.component = gf_xstrdup(pi->component),
+		.from = dup_or_null(pi->from),
 		.to = gf_xstrdup(pi->to),
 		.action = gf_xstrdup(gf_fw_method_name(method_of(c, p, pi))),
-		.activation = gf_xstrdup(gf_activation_name(pi->activation)), .state = state,
+		.activation = gf_xstrdup(gf_activation_name(pi->activation)),
+		.state = state,
 	};
 }
 
@@ -149,7 +154,7 @@ static void plan_done(void *ud, size_t i, const struct gf_result *slot)
 	if (!slot->ok) {
 		gf_rollout_plan_release(p);
 		p->node.state = slot->err.kind == GF_EK_UNSUPPORTED ? GF_RS_UNSUPPORTED
-			: GF_RS_FAILED;
+								    : GF_RS_FAILED;
 		p->node.kind = gf_xstrdup(gf_errkind_name(slot->err.kind));
 		p->node.message = gf_xstrdup(slot->err.msg);
 	}
@@ -163,8 +168,12 @@ int gf_rollout_plan(const struct gf_rollout_run *run, struct gf_rollout_plan **r
 	struct gf_rollout_plan *plans = gf_xcalloc(run->n ? run->n : 1, sizeof(*plans));
 	struct ctx c = {.run = run, .nodes = run->nodes, .plans = plans};
 	struct gf_rollout_fanout f = {
-		.nodes = run->nodes, .n = run->n, .op = plan_op, .ctx = &c,
-		.on_done = plan_done, .done_ud = &c,
+		.nodes = run->nodes,
+		.n = run->n,
+		.op = plan_op,
+		.ctx = &c,
+		.on_done = plan_done,
+		.done_ud = &c,
 	};
 	int rc = run->fan.run(run->fan.ud, &f);
 
@@ -178,9 +187,12 @@ int gf_rollout_start(const struct gf_rollout_run *run, const struct gf_rollout_p
 	const struct gf_rollout_opts *o = run->o;
 	unsigned long per = o->batch ? o->batch : run->fanout;
 	struct gf_rollout r = {
-		.user = gf_xstrdup(user), .catalog_path = gf_xstrdup(run->cat->path),
-		.catalog_text = gf_xstrdup(run->cat->text), .options = gf_rollout_opts_format(o),
-		.state = GF_RS_RUNNING, .nodes = gf_xcalloc(run->n ? run->n : 1, sizeof(*r.nodes)),
+		.user = gf_xstrdup(user),
+		.catalog_path = gf_xstrdup(run->cat->path),
+		.catalog_text = gf_xstrdup(run->cat->text),
+		.options = gf_rollout_opts_format(o),
+		.state = GF_RS_RUNNING,
+		.nodes = gf_xcalloc(run->n ? run->n : 1, sizeof(*r.nodes)),
 		.n = run->n,
 	};
 	size_t work = 0;
@@ -191,8 +203,10 @@ int gf_rollout_start(const struct gf_rollout_run *run, const struct gf_rollout_p
 		struct gf_rollout_node *rn = &r.nodes[i];
 
 		*rn = (struct gf_rollout_node){
-			.node = gf_xstrdup(run->nodes[i].name), .state = p->state,
-			.kind = dup_or_null(p->kind), .message = dup_or_null(p->message),
+			.node = gf_xstrdup(run->nodes[i].name),
+			.state = p->state,
+			.kind = dup_or_null(p->kind),
+			.message = dup_or_null(p->message),
 			.updated = gf_walltime(),
 			.items = gf_xcalloc(p->nitems ? p->nitems : 1, sizeof(*rn->items)),
 		};
@@ -202,8 +216,10 @@ int gf_rollout_start(const struct gf_rollout_run *run, const struct gf_rollout_p
 			rn->items[rn->nitems++] = (struct gf_rollout_item){
 				.component = gf_xstrdup(it->component),
 				.from = dup_or_null(it->from),
-				.to = dup_or_null(it->to), .action = dup_or_null(it->action),
-				.activation = dup_or_null(it->activation), .state = it->state,
+				.to = dup_or_null(it->to),
+				.action = dup_or_null(it->action),
+				.activation = dup_or_null(it->activation),
+				.state = it->state,
 			};
 		}
 		if (rn->state != GF_RS_NOT_STARTED)
@@ -229,10 +245,10 @@ int gf_rollout_start(const struct gf_rollout_run *run, const struct gf_rollout_p
 
 struct run_item {
 	const struct gf_plan_item *pi;
-	enum gf_rollout_state state;  /* not-started, skipped, done, failed, pending-activation */
-	bool staged;               /* the BMC took the image and its task did not fail */
-	bool wait;                 /* activated: wait for the new version to show */
-	struct gf_err err;         /* failed: why */
+	enum gf_rollout_state state; /* not-started, skipped, done, failed, pending-activation */
+	bool staged;                 /* the BMC took the image and its task did not fail */
+	bool wait;                   /* activated: wait for the new version to show */
+	struct gf_err err;           /* failed: why */
 };
 
 static void item_fail(struct run_item *it, const struct gf_err *e)
@@ -298,8 +314,10 @@ static void read_back(const struct gf_backend *be, void *sess, struct run_item *
 				if (!it->staged || it->state == GF_RS_DONE)
 					continue;
 				for (size_t k = 0; k < l.n; k++)
-					if (l.v[k].key && strcmp(l.v[k].key, it->pi->component) == 0 &&
-					    l.v[k].version && strcmp(l.v[k].version, it->pi->to) == 0)
+					if (l.v[k].key &&
+					    strcmp(l.v[k].key, it->pi->component) == 0 &&
+					    l.v[k].version &&
+					    strcmp(l.v[k].version, it->pi->to) == 0)
 						it->state = GF_RS_DONE;
 				if (it->state != GF_RS_DONE && it->wait)
 					missing = true;
@@ -357,13 +375,18 @@ static void run_items(const struct gf_backend *be, void *sess, const struct gf_n
 		/* Every component this image covers goes in one push. */
 		targets = gf_xcalloc(ni, sizeof(*targets));
 		for (size_t k = i; k < ni; k++)
-			if (items[k].state == GF_RS_NOT_STARTED && items[k].pi->image == pi->image &&
-			    items[k].pi->raw_id)
+			if (items[k].state == GF_RS_NOT_STARTED &&
+			    items[k].pi->image == pi->image && items[k].pi->raw_id)
 				targets[nt++] = items[k].pi->raw_id;
 		push = (struct gf_fw_push){
-			.method = method_of(c, p, pi), .file = im->file, .image_uri = im->image_uri,
-			.targets = targets, .ntargets = nt, .apply_now = p->caps.apply_time,
-			.deadline = deadline, .sent = &c->prog->sent,
+			.method = method_of(c, p, pi),
+			.file = im->file,
+			.image_uri = im->image_uri,
+			.targets = targets,
+			.ntargets = nt,
+			.apply_now = p->caps.apply_time,
+			.deadline = deadline,
+			.sent = &c->prog->sent,
 		};
 		if (push.method == GF_FW_NONE) {
 			gf_err_set(&e, GF_E_NODE, GF_EK_UNSUPPORTED,
@@ -405,12 +428,16 @@ static void run_items(const struct gf_backend *be, void *sess, const struct gf_n
 	}
 	/* Host firmware: one restart for all of it, and only when allowed. */
 	if (!e.code && host != GF_ACT_NONE && o->reboot && be->power_set) {
-		if (be->power_set(sess, host == GF_ACT_HOST_POWER_CYCLE ? GF_POWER_OP_CYCLE
-				  : GF_POWER_OP_RESET, &e) == 0 && be->bmc_wait)
+		if (be->power_set(sess,
+				  host == GF_ACT_HOST_POWER_CYCLE ? GF_POWER_OP_CYCLE
+								  : GF_POWER_OP_RESET,
+				  &e) == 0 &&
+		    be->bmc_wait)
 			be->bmc_wait(sess, deadline, &e);
 		if (e.code)
 			for (size_t k = 0; k < ni; k++)
-				if (items[k].staged && gf_activation_is_host(items[k].pi->activation))
+				if (items[k].staged &&
+				    gf_activation_is_host(items[k].pi->activation))
 					item_fail(&items[k], &e);
 	}
 	{
@@ -433,8 +460,8 @@ static void run_items(const struct gf_backend *be, void *sess, const struct gf_n
 			else
 				gf_err_set(&fe, GF_E_NODE, GF_EK_REFUSED,
 					   "bmc of node '%s' does not report '%s' at %s after its "
-					   "update task ended without error", n->name,
-					   it->pi->component, it->pi->to);
+					   "update task ended without error",
+					   n->name, it->pi->component, it->pi->to);
 			item_fail(it, &fe);
 		}
 	}
@@ -459,8 +486,8 @@ static enum gf_rollout_state node_state_of(const struct run_item *items, size_t 
 }
 
 /* The items as they ended, into the node's result (its own slot of c->out). */
-static void report_items(const struct ctx *c, size_t j, unsigned attempt,
-			 const struct node_plan *p, const struct run_item *items, size_t n)
+static void report_items(const struct ctx *c, size_t j, unsigned attempt, const struct node_plan *p,
+			 const struct run_item *items, size_t n)
 {
 	struct gf_rollout_node *rn = &c->out[j];
 
@@ -508,8 +535,9 @@ static int activate_left(const struct gf_backend *be, void *sess, const struct g
 	if (bmc && be->bmc_reset && be->bmc_reset(sess, deadline, err) < 0)
 		return GF_E_NODE;
 	if (host != GF_ACT_NONE && be->power_set &&
-	    (be->power_set(sess, host == GF_ACT_HOST_POWER_CYCLE ? GF_POWER_OP_CYCLE
-			   : GF_POWER_OP_RESET, err) < 0 ||
+	    (be->power_set(sess,
+			   host == GF_ACT_HOST_POWER_CYCLE ? GF_POWER_OP_CYCLE : GF_POWER_OP_RESET,
+			   err) < 0 ||
 	     (be->bmc_wait && be->bmc_wait(sess, deadline, err) < 0)))
 		return GF_E_NODE;
 	return read_plan(be, sess, n, c, p, err);
@@ -559,7 +587,8 @@ static int run_op(const struct gf_backend *be, void *sess, const struct gf_node 
 			break;
 		}
 		if (items[i].state == GF_RS_NOT_STARTED) {
-			rc = gf_err_set(err, GF_E_NODE, gf_exec_cancelled() ? GF_EK_INTERNAL : GF_EK_TIMEOUT,
+			rc = gf_err_set(err, GF_E_NODE,
+					gf_exec_cancelled() ? GF_EK_INTERNAL : GF_EK_TIMEOUT,
 					"node '%s': '%s' was not started (%s)", n->name,
 					items[i].pi->component,
 					gf_exec_cancelled() ? "interrupted" : "out of time");
@@ -584,10 +613,10 @@ struct exec {
 	struct ctx ctx;
 	long id;
 	const struct gf_rollout *r;
-	size_t failed;              /* nodes failed so far */
-	size_t ok;                  /* nodes of the batch that ended ok */
+	size_t failed; /* nodes failed so far */
+	size_t ok;     /* nodes of the batch that ended ok */
 	bool store_failed;
-	struct gf_rollout_progress prog;  /* the batch's */
+	struct gf_rollout_progress prog; /* the batch's */
 };
 
 /* At its version now, but planned for an update before: flashed by an earlier run of it. */
@@ -631,13 +660,14 @@ static void node_done(void *ud, size_t j, const struct gf_result *slot)
 	bool first;
 
 	if (x->ctx.reported[j] && x->ctx.reported[j] == slot->attempts) {
-		rn = x->ctx.out[j];   /* moved */
+		rn = x->ctx.out[j]; /* moved */
 		x->ctx.out[j] = (struct gf_rollout_node){0};
 	} else {
 		/* No items: the node failed before it got to them, or never started. */
 		gf_rollout_node_release(&x->ctx.out[j]);
-		rn.state = slot->ok ? GF_RS_FAILED
-			: slot->attempts == 0 ? GF_RS_NOT_STARTED : GF_RS_FAILED;
+		rn.state = slot->ok              ? GF_RS_FAILED
+			   : slot->attempts == 0 ? GF_RS_NOT_STARTED
+						 : GF_RS_FAILED;
 	}
 	rn.node = gf_xstrdup(x->r->nodes[gi].node);
 	rn.batch = x->r->nodes[gi].batch;
@@ -673,8 +703,10 @@ static int mark_running(struct exec *x, const size_t *idx, size_t k, struct gf_e
 	for (size_t j = 0; j < k; j++) {
 		const struct gf_rollout_node *src = &x->r->nodes[idx[j]];
 
-		rn[j] = (struct gf_rollout_node){.node = src->node, .batch = src->batch,
-						 .state = GF_RS_RUNNING, .updated = gf_walltime()};
+		rn[j] = (struct gf_rollout_node){.node = src->node,
+						 .batch = src->batch,
+						 .state = GF_RS_RUNNING,
+						 .updated = gf_walltime()};
 	}
 	rc = gf_rollout_nodes_set(x->run->db, x->id, rn, k, &e);
 	free(rn);
@@ -732,13 +764,18 @@ static int run_batch(struct exec *x, const size_t *idx, size_t k, unsigned b, un
 	atomic_store(&x->prog.sent, 0);
 	x->ctx.prog = &x->prog;
 	f = (struct gf_rollout_fanout){
-		.nodes = sub, .n = k, .op = run_op, .ctx = &x->ctx,
+		.nodes = sub,
+		.n = k,
+		.op = run_op,
+		.ctx = &x->ctx,
 		.audit = x->ctx.resume ? "update resume" : "update run",
 		.timeout = run->o->update_timeout + 60,
 		/* Uploads spaced: a batch does not push every image in the same second. */
-		.batch = 1, .interval = k > 1 ? 0.2 : 0,
+		.batch = 1,
+		.interval = k > 1 ? 0.2 : 0,
 		.may_be_restarting = x->ctx.resume ? left_running : NULL,
-		.on_done = node_done, .done_ud = x,
+		.on_done = node_done,
+		.done_ud = x,
 	};
 	if (h->batch_start)
 		h->batch_start(h->ud, &x->prog);
@@ -759,7 +796,9 @@ int gf_rollout_execute(const struct gf_rollout_run *run, const struct gf_rollout
 		       bool *ret_store_failed, struct gf_err *err)
 {
 	struct exec x = {
-		.run = run, .id = r->id, .r = r,
+		.run = run,
+		.id = r->id,
+		.r = r,
 		.ctx = {.run = run, .resume = resume, .stored = resume ? r : NULL},
 	};
 	size_t n = r->n, *idx = gf_xcalloc(n ? n : 1, sizeof(*idx));

@@ -32,12 +32,12 @@
 struct gf_rollout_fanout {
 	const struct gf_node *nodes;
 	size_t n;
-	gf_fanout_op op;             /* the frame's short op, on node i's open session */
-	const void *ctx;             /* @op's, read-only */
-	const char *audit;           /* NULL: read-only; else the audited action ("update run") */
-	double timeout;              /* > 0: a node's deadline instead of the caller's */
-	unsigned batch;              /* staggering (gf_exec_opts): nodes started @batch at a */
-	double interval;             /* time, @interval s apart; then no fleet ping */
+	gf_fanout_op op;   /* the frame's short op, on node i's open session */
+	const void *ctx;   /* @op's, read-only */
+	const char *audit; /* NULL: read-only; else the audited action ("update run") */
+	double timeout;    /* > 0: a node's deadline instead of the caller's */
+	unsigned batch;    /* staggering (gf_exec_opts): nodes started @batch at a */
+	double interval;   /* time, @interval s apart; then no fleet ping */
 	/* NULL, or true for a node whose BMC may be restarting: its session opened again */
 	bool (*may_be_restarting)(const void *ctx, const struct gf_node *n);
 	/* On the calling thread as each node finishes (its slot: ok, err, attempts). */
@@ -58,7 +58,7 @@ struct gf_rollout_fan {
 
 /* One node's plan, fresh from its BMC. */
 struct gf_rollout_plan {
-	char *model, *dialect;       /* as its BMC names them, NULL: unknown */
+	char *model, *dialect; /* as its BMC names them, NULL: unknown */
 	/*
 	 * As stored: state not-started (items to update, listed first, then
 	 * those already at their version, skipped), skipped (nothing to do),
@@ -75,11 +75,11 @@ void gf_rollout_plan_release(struct gf_rollout_plan *p);
  * counts the nodes stored; any thread may read it while the batch runs.
  */
 struct gf_rollout_progress {
-	unsigned batch, batches;     /* this one (1-based), of how many */
-	size_t nodes;                /* in the batch */
-	atomic_size_t finished;      /* nodes of the batch stored */
-	atomic_ullong total;         /* bytes of the images its nodes push, once each */
-	atomic_ullong sent;          /* bytes handed to the BMCs so far */
+	unsigned batch, batches; /* this one (1-based), of how many */
+	size_t nodes;            /* in the batch */
+	atomic_size_t finished;  /* nodes of the batch stored */
+	atomic_ullong total;     /* bytes of the images its nodes push, once each */
+	atomic_ullong sent;      /* bytes handed to the BMCs so far */
 };
 
 /* Callbacks; any may be NULL. */
@@ -104,12 +104,12 @@ struct gf_rollout_hooks {
 struct gf_rollout_run {
 	const struct gf_catalog *cat;
 	const struct gf_rollout_opts *o;
-	const struct gf_node *nodes;     /* plan: the targets; run, resume: node i is r->nodes[i] */
+	const struct gf_node *nodes; /* plan: the targets; run, resume: node i is r->nodes[i] */
 	size_t n;
-	unsigned fanout;                 /* the batch size when o->batch is 0 */
+	unsigned fanout; /* the batch size when o->batch is 0 */
 	struct gf_rollout_fan fan;
 	struct gf_rollout_hooks hooks;
-	struct gf_db *db;                /* run and resume */
+	struct gf_db *db; /* run and resume */
 };
 
 /*
@@ -147,10 +147,10 @@ size_t gf_rollout_left(const struct gf_rollout *r);
 /* A stored rollout to resume, with the catalog and the options it was started with. */
 struct gf_rollout_resume {
 	struct gf_rollout r;
-	struct gf_catalog cat;       /* parsed from the bytes stored */
-	struct gf_rollout_opts o;    /* the rollout's, --reboot added when given */
-	char **names;                /* its nodes' names, in its order (borrowed from r) */
-	char *component;             /* o.component's */
+	struct gf_catalog cat;    /* parsed from the bytes stored */
+	struct gf_rollout_opts o; /* the rollout's, --reboot added when given */
+	char **names;             /* its nodes' names, in its order (borrowed from r) */
+	char *component;          /* o.component's */
 };
 
 /*

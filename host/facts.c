@@ -32,24 +32,23 @@ json_t *gf_hardware_to_json(const struct gf_hardware *h)
 	for (size_t i = 0; i < h->ncpus; i++)
 		json_array_append_new(cpus, str(h->cpus[i]));
 	for (size_t i = 0; i < h->ngpus; i++)
-		json_array_append_new(gpus, json_pack("{s:i,s:o,s:o,s:o}", "index", h->gpus[i].index,
-						      "model", str(h->gpus[i].model),
-						      "serial", str(h->gpus[i].serial),
-						      "firmware", str(h->gpus[i].firmware)));
+		json_array_append_new(gpus,
+				      json_pack("{s:i,s:o,s:o,s:o}", "index", h->gpus[i].index,
+						"model", str(h->gpus[i].model), "serial",
+						str(h->gpus[i].serial), "firmware",
+						str(h->gpus[i].firmware)));
 	return json_pack("{s:{s:o,s:o,s:o,s:o,s:o}, s:{s:o,s:o}, s:{s:o,s:o,s:o,s:o},"
 			 " s:{s:o,s:o,s:o,s:o,s:o}, s:o, s:o, s:o}",
-			 "system", "manufacturer", str(h->system.manufacturer),
-			 "model", str(h->system.model), "serial", str(h->system.serial),
-			 "uuid", str(h->system.uuid), "bios_version", str(h->system.bios_version),
-			 "chassis", "serial", str(h->chassis.serial),
-			 "part_number", str(h->chassis.part_number),
-			 "board", "manufacturer", str(h->board.manufacturer),
-			 "product", str(h->board.product), "serial", str(h->board.serial),
-			 "part_number", str(h->board.part_number),
-			 "product", "manufacturer", str(h->product.manufacturer),
-			 "name", str(h->product.name), "serial", str(h->product.serial),
-			 "part_number", str(h->product.part_number),
-			 "asset_tag", str(h->product.asset_tag),
+			 "system", "manufacturer", str(h->system.manufacturer), "model",
+			 str(h->system.model), "serial", str(h->system.serial), "uuid",
+			 str(h->system.uuid), "bios_version", str(h->system.bios_version),
+			 "chassis", "serial", str(h->chassis.serial), "part_number",
+			 str(h->chassis.part_number), "board", "manufacturer",
+			 str(h->board.manufacturer), "product", str(h->board.product), "serial",
+			 str(h->board.serial), "part_number", str(h->board.part_number), "product",
+			 "manufacturer", str(h->product.manufacturer), "name", str(h->product.name),
+			 "serial", str(h->product.serial), "part_number",
+			 str(h->product.part_number), "asset_tag", str(h->product.asset_tag),
 			 "cpus", cpus, "memory_gib", num(h->memory_gib), "gpus", gpus);
 }
 
@@ -60,8 +59,7 @@ static json_t *jstr(const char *s)
 
 static json_t *jcount(struct gf_count c)
 {
-	return c.set && c.v <= (uint64_t)LLONG_MAX ? json_integer((json_int_t)c.v)
-							  : json_null();
+	return c.set && c.v <= (uint64_t)LLONG_MAX ? json_integer((json_int_t)c.v) : json_null();
 }
 
 static json_t *jbool(enum gf_tri t)
@@ -71,7 +69,8 @@ static json_t *jbool(enum gf_tri t)
 
 static json_t *jmode(enum gf_tri t)
 {
-	return t == GF_TRI_UNKNOWN ? json_null() : json_string(t == GF_TRI_YES ? "enabled" : "disabled");
+	return t == GF_TRI_UNKNOWN ? json_null()
+				   : json_string(t == GF_TRI_YES ? "enabled" : "disabled");
 }
 
 static json_t *gpu_json(const struct gf_host_gpu *g)
@@ -87,11 +86,12 @@ static json_t *gpu_json(const struct gf_host_gpu *g)
 	json_object_set_new(o, "memory_total_mib", jcount(g->memory_total_mib));
 	json_object_set_new(o, "mig_mode", jmode(g->mig_mode));
 	json_object_set_new(o, "persistence_mode", jmode(g->persistence_mode));
-	json_object_set_new(o, "ecc", json_pack("{s:{s:o,s:o},s:{s:o,s:o}}",
-		"volatile", "corrected", jcount(g->ecc_volatile_corrected),
-		"uncorrected", jcount(g->ecc_volatile_uncorrected),
-		"aggregate", "corrected", jcount(g->ecc_aggregate_corrected),
-		"uncorrected", jcount(g->ecc_aggregate_uncorrected)));
+	json_object_set_new(o, "ecc",
+			    json_pack("{s:{s:o,s:o},s:{s:o,s:o}}", "volatile", "corrected",
+				      jcount(g->ecc_volatile_corrected), "uncorrected",
+				      jcount(g->ecc_volatile_uncorrected), "aggregate", "corrected",
+				      jcount(g->ecc_aggregate_corrected), "uncorrected",
+				      jcount(g->ecc_aggregate_uncorrected)));
 	json_object_set_new(o, "retired_pages_pending", jbool(g->retired_pages_pending));
 	json_object_set_new(o, "remapped_rows_pending", jbool(g->remapped_rows_pending));
 	json_object_set_new(o, "inforom", jstr(g->inforom));
@@ -100,7 +100,8 @@ static json_t *gpu_json(const struct gf_host_gpu *g)
 
 json_t *gf_hostfacts_to_json(const struct gf_hostfacts *f)
 {
-	json_t *o = json_object(), *gpus = json_array(), *health = json_object(), *notes = json_array();
+	json_t *o = json_object(), *gpus = json_array(), *health = json_object(),
+	       *notes = json_array();
 	json_t *failed = json_array();
 	const char *module = gf_driver_module_name(f->driver_module);
 
@@ -141,8 +142,9 @@ json_t *gf_hostfacts_to_json(const struct gf_hostfacts *f)
 		json_array_append_new(notes, json_string(f->notes[i]));
 	json_object_set_new(o, "notes", notes);
 	for (size_t i = 0; i < f->nfailed; i++)
-		json_array_append_new(failed, json_pack("{s:s,s:s}", "command", f->failed[i].command,
-							"message", f->failed[i].message));
+		json_array_append_new(failed,
+				      json_pack("{s:s,s:s}", "command", f->failed[i].command,
+						"message", f->failed[i].message));
 	json_object_set_new(o, "failed", failed);
 	return o;
 }
@@ -171,7 +173,7 @@ char *gf_hostfacts_text(const struct gf_hostfacts *f)
 /* Where a member of a facts document is, for messages: node, document, path. */
 struct doc_at {
 	const char *node;
-	const char *doc;       /* "hardware", "host" */
+	const char *doc; /* "hardware", "host" */
 	struct gf_err *err;
 };
 
@@ -237,9 +239,9 @@ static int doc_index(const struct doc_at *at, json_t *o, const char *parent, int
 }
 
 struct doc_field {
-	const char *parent;    /* NULL: a member of the document itself */
+	const char *parent; /* NULL: a member of the document itself */
 	const char *key;
-	size_t off;            /* of the char * in the struct */
+	size_t off; /* of the char * in the struct */
 };
 
 static int doc_fields(const struct doc_at *at, json_t *doc, const struct doc_field *f, size_t n,
@@ -258,15 +260,24 @@ static int doc_fields(const struct doc_at *at, json_t *doc, const struct doc_fie
 	return 0;
 }
 
-#define HW(parent, key, member) {parent, key, offsetof(struct gf_hardware, member)}
+#define HW(parent, key, member)                                   \
+	{                                                         \
+		parent, key, offsetof(struct gf_hardware, member) \
+	}
 static const struct doc_field hw_fields[] = {
-	HW("system", "manufacturer", system.manufacturer), HW("system", "model", system.model),
-	HW("system", "serial", system.serial), HW("system", "uuid", system.uuid),
+	HW("system", "manufacturer", system.manufacturer),
+	HW("system", "model", system.model),
+	HW("system", "serial", system.serial),
+	HW("system", "uuid", system.uuid),
 	HW("system", "bios_version", system.bios_version),
-	HW("chassis", "serial", chassis.serial), HW("chassis", "part_number", chassis.part_number),
-	HW("board", "manufacturer", board.manufacturer), HW("board", "product", board.product),
-	HW("board", "serial", board.serial), HW("board", "part_number", board.part_number),
-	HW("product", "manufacturer", product.manufacturer), HW("product", "name", product.name),
+	HW("chassis", "serial", chassis.serial),
+	HW("chassis", "part_number", chassis.part_number),
+	HW("board", "manufacturer", board.manufacturer),
+	HW("board", "product", board.product),
+	HW("board", "serial", board.serial),
+	HW("board", "part_number", board.part_number),
+	HW("product", "manufacturer", product.manufacturer),
+	HW("product", "name", product.name),
 	HW("product", "serial", product.serial),
 	HW("product", "part_number", product.part_number),
 	HW("product", "asset_tag", product.asset_tag),
@@ -309,16 +320,15 @@ static int hw_lists(const struct doc_at *at, json_t *o, struct gf_hardware *h)
 	return 0;
 }
 
-int gf_hardware_from_json(json_t *o, const char *node, struct gf_hardware *ret,
-			  struct gf_err *err)
+int gf_hardware_from_json(json_t *o, const char *node, struct gf_hardware *ret, struct gf_err *err)
 {
 	const struct doc_at at = {node, "hardware", err};
 	struct gf_hardware h = {0};
 	int rc;
 
 	if (!json_is_object(o))
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s': 'hardware' must be an object",
-				  node);
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "node '%s': 'hardware' must be an object", node);
 	if ((rc = doc_fields(&at, o, hw_fields, NELEM(hw_fields), &h)) < 0 ||
 	    (rc = hw_lists(&at, o, &h)) < 0) {
 		gf_hardware_release(&h);
@@ -358,15 +368,18 @@ static int doc_tri(const struct doc_at *at, json_t *o, const char *parent, const
 	else if (on && json_is_string(v) && strcmp(json_string_value(v), off) == 0)
 		*dst = GF_TRI_NO;
 	else
-		return doc_bad(at, parent, key, on ? "\"enabled\", \"disabled\" or null"
-						   : "a boolean or null");
+		return doc_bad(at, parent, key,
+			       on ? "\"enabled\", \"disabled\" or null" : "a boolean or null");
 	return 0;
 }
 
-#define HG(key, member) {NULL, key, offsetof(struct gf_host_gpu, member)}
+#define HG(key, member)                                         \
+	{                                                       \
+		NULL, key, offsetof(struct gf_host_gpu, member) \
+	}
 static const struct doc_field gpu_fields[] = {
-	HG("name", name), HG("serial", serial), HG("uuid", uuid), HG("pci", pci),
-	HG("vbios", vbios), HG("inforom", inforom),
+	HG("name", name), HG("serial", serial), HG("uuid", uuid),
+	HG("pci", pci),   HG("vbios", vbios),   HG("inforom", inforom),
 };
 #undef HG
 
@@ -403,7 +416,8 @@ static int host_gpu(const struct doc_at *gat, json_t *v, struct gf_host_gpu *g)
 
 static int xid_cmp(const void *a, const void *b)
 {
-	unsigned x = ((const struct gf_xid_count *)a)->code, y = ((const struct gf_xid_count *)b)->code;
+	unsigned x = ((const struct gf_xid_count *)a)->code,
+		 y = ((const struct gf_xid_count *)b)->code;
 
 	return x < y ? -1 : x > y;
 }
@@ -444,10 +458,18 @@ static int host_health(const struct doc_at *at, json_t *o, struct gf_hostfacts *
 	return 0;
 }
 
-#define HF(key, member) {NULL, key, offsetof(struct gf_hostfacts, member)}
+#define HF(key, member)                                          \
+	{                                                        \
+		NULL, key, offsetof(struct gf_hostfacts, member) \
+	}
 static const struct doc_field host_fields[] = {
-	HF("driver", driver), HF("cuda_driver", cuda_driver), HF("cuda_toolkit", cuda_toolkit),
-	HF("kernel", kernel), HF("os", os), HF("fabricmanager", fabricmanager), HF("ofed", ofed),
+	HF("driver", driver),
+	HF("cuda_driver", cuda_driver),
+	HF("cuda_toolkit", cuda_toolkit),
+	HF("kernel", kernel),
+	HF("os", os),
+	HF("fabricmanager", fabricmanager),
+	HF("ofed", ofed),
 	HF("driver_library", driver_library),
 };
 #undef HF
@@ -485,7 +507,8 @@ static int host_doc(const struct doc_at *at, json_t *o, struct gf_hostfacts *f)
 		int m = json_is_string(v) ? gf_driver_module_parse(json_string_value(v)) : -1;
 
 		if (m < 0)
-			return doc_bad(at, NULL, "driver_module", "\"open\", \"proprietary\" or null");
+			return doc_bad(at, NULL, "driver_module",
+				       "\"open\", \"proprietary\" or null");
 		f->driver_module = (enum gf_driver_module)m;
 	}
 	if ((rc = doc_arr(at, o, "gpus", &gpus)) < 0 || (rc = doc_arr(at, o, "notes", &notes)) < 0)
@@ -516,8 +539,8 @@ int gf_hostfacts_from_json(json_t *o, const char *node, struct gf_hostfacts *ret
 	int rc;
 
 	if (!json_is_object(o))
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s': 'host' must be an object",
-				  node);
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "node '%s': 'host' must be an object", node);
 	if ((rc = host_doc(&at, o, &f)) < 0) {
 		gf_hostfacts_release(&f);
 		return rc;

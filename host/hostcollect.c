@@ -25,8 +25,7 @@ static int run_ssh(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadli
 	return gf_ssh_run(ud, cmds, n, deadline, err);
 }
 
-int gf_host_facts_ssh(const struct gf_ssh_target *t, struct gf_hostfacts *ret,
-		      struct gf_err *err)
+int gf_host_facts_ssh(const struct gf_ssh_target *t, struct gf_hostfacts *ret, struct gf_err *err)
 {
 	struct gf_host_runner runner = {.run = run_ssh, .cancel = t->cancel};
 	struct gf_ssh *ssh = NULL;
@@ -45,7 +44,7 @@ int gf_host_facts_ssh(const struct gf_ssh_target *t, struct gf_hostfacts *ret,
 
 struct proc {
 	pid_t pid;
-	int fd[2];     /* stdout, stderr read ends; -1 once closed */
+	int fd[2]; /* stdout, stderr read ends; -1 once closed */
 	bool exited;
 };
 
@@ -53,7 +52,10 @@ static int spawn(struct gf_remote_cmd *c, struct proc *p, struct gf_err *err)
 {
 	/* Its own process group, so that a hung command and its children can be killed. */
 	static const struct gf_proc_opts how = {
-		.in = GF_PROC_NULL, .out = GF_PROC_PIPE, .err = GF_PROC_PIPE, .own_group = true,
+		.in = GF_PROC_NULL,
+		.out = GF_PROC_PIPE,
+		.err = GF_PROC_PIPE,
+		.own_group = true,
 	};
 	struct gf_proc child;
 	int rc = gf_proc_spawn(c->line, &how, &child, err);
@@ -139,8 +141,8 @@ int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double dea
 				if (ps[i].fd[k] < 0)
 					continue;
 				while ((got = read(ps[i].fd[k], buf, sizeof(buf))) > 0 &&
-				       gf_remote_keep(&cmds[i], k ? &cmds[i].err : &cmds[i].out, buf,
-						      (size_t)got))
+				       gf_remote_keep(&cmds[i], k ? &cmds[i].err : &cmds[i].out,
+						      buf, (size_t)got))
 					;
 				if (cmds[i].cut) {
 					/* Printed past the bound: no more of it (reaped below). */
@@ -161,8 +163,8 @@ int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double dea
 	for (size_t i = 0; i < n; i++) {
 		if (ps[i].pid < 0)
 			continue;
-		while (!ps[i].exited && ps[i].fd[0] < 0 && ps[i].fd[1] < 0 && gf_monotime() < deadline &&
-		       !(cancel && *cancel)) {
+		while (!ps[i].exited && ps[i].fd[0] < 0 && ps[i].fd[1] < 0 &&
+		       gf_monotime() < deadline && !(cancel && *cancel)) {
 			reap(&cmds[i], &ps[i], false);
 			if (!ps[i].exited)
 				gf_sleep_until(gf_monotime() + 0.002);
@@ -256,7 +258,8 @@ int gf_host_collect(const struct gf_host_runner *r, double deadline, struct gf_h
 	qline = gf_hostfacts_query_cmd(fields, nfields);
 	res[GF_HC_SMI_QUERY].line = qline;
 	for (int c = 0; c <= GF_HC_JOURNAL; c++)
-		round_add(rd, (enum gf_hostcmd)c, c == GF_HC_SMI_QUERY ? qline : gf_hostcmd_line(c));
+		round_add(rd, (enum gf_hostcmd)c,
+			  c == GF_HC_SMI_QUERY ? qline : gf_hostcmd_line(c));
 	rc = round_run(r, rd, cdl, res, err);
 
 	for (int i = 0; rc == 0 && i < MAX_ROUNDS; i++) {
@@ -264,8 +267,10 @@ int gf_host_collect(const struct gf_host_runner *r, double deadline, struct gf_h
 
 		for (int c = 0; c < GF_HC_COUNT; c++) {
 			outs[c] = (struct gf_cmd_out){
-				.ran = res[c].ran || res[c].timed_out, .timed_out = res[c].timed_out,
-				.status = res[c].status, .out = gf_buf_str(&res[c].out),
+				.ran = res[c].ran || res[c].timed_out,
+				.timed_out = res[c].timed_out,
+				.status = res[c].status,
+				.out = gf_buf_str(&res[c].out),
 				.err = gf_buf_str(&res[c].err),
 			};
 		}
@@ -297,8 +302,10 @@ int gf_host_collect(const struct gf_host_runner *r, double deadline, struct gf_h
 	if (rc == 0) {
 		for (int c = 0; c < GF_HC_COUNT; c++) {
 			outs[c] = (struct gf_cmd_out){
-				.ran = res[c].ran || res[c].timed_out, .timed_out = res[c].timed_out,
-				.status = res[c].status, .out = gf_buf_str(&res[c].out),
+				.ran = res[c].ran || res[c].timed_out,
+				.timed_out = res[c].timed_out,
+				.status = res[c].status,
+				.out = gf_buf_str(&res[c].out),
 				.err = gf_buf_str(&res[c].err),
 			};
 		}

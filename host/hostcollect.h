@@ -21,7 +21,7 @@ struct gf_host_runner {
 	int (*run)(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
 		   const gf_cancel_flag *cancel, struct gf_err *err);
 	void *ud;
-	const gf_cancel_flag *cancel;  /* set on Ctrl-C: stop soon; NULL: none */
+	const gf_cancel_flag *cancel; /* set on Ctrl-C: stop soon; NULL: none */
 };
 
 /*
@@ -45,7 +45,6 @@ int gf_host_run_local(void *ud, struct gf_remote_cmd *cmds, size_t n, double dea
  * errors are GF_E_NODE with the kind of gf_ssh_open() or gf_host_collect().
  * Needs gf_ssh_global_init(); thread-safe for distinct targets.
  */
-int gf_host_facts_ssh(const struct gf_ssh_target *t, struct gf_hostfacts *ret,
-		      struct gf_err *err);
+int gf_host_facts_ssh(const struct gf_ssh_target *t, struct gf_hostfacts *ret, struct gf_err *err);
 
 #endif

@@ -35,11 +35,22 @@ static const struct {
 };
 
 const char *const gf_hostfacts_query_fields[] = {
-	"index", "name", "serial", "uuid", "pci.bus_id", "vbios_version", "memory.total",
-	"mig.mode.current", "persistence_mode",
-	"ecc.errors.corrected.volatile.total", "ecc.errors.uncorrected.volatile.total",
-	"ecc.errors.corrected.aggregate.total", "ecc.errors.uncorrected.aggregate.total",
-	"retired_pages.pending", "remapped_rows.pending", "inforom.img",
+	"index",
+	"name",
+	"serial",
+	"uuid",
+	"pci.bus_id",
+	"vbios_version",
+	"memory.total",
+	"mig.mode.current",
+	"persistence_mode",
+	"ecc.errors.corrected.volatile.total",
+	"ecc.errors.uncorrected.volatile.total",
+	"ecc.errors.corrected.aggregate.total",
+	"ecc.errors.uncorrected.aggregate.total",
+	"retired_pages.pending",
+	"remapped_rows.pending",
+	"inforom.img",
 };
 const size_t gf_hostfacts_nquery_fields = NELEM(gf_hostfacts_query_fields);
 
@@ -124,8 +135,8 @@ static size_t version_len(const char *s, size_t max)
 
 	if (!max || !isdigit((unsigned char)s[0]))
 		return 0;
-	while (n < max && (isalnum((unsigned char)s[n]) || s[n] == '.' || s[n] == '-' ||
-			   s[n] == '_')) {
+	while (n < max &&
+	       (isalnum((unsigned char)s[n]) || s[n] == '.' || s[n] == '-' || s[n] == '_')) {
 		dot |= s[n] == '.';
 		n++;
 	}
@@ -316,8 +327,23 @@ static struct gf_count value_count(const char *v, size_t len)
 }
 
 enum qf {
-	QF_INDEX, QF_NAME, QF_SERIAL, QF_UUID, QF_PCI, QF_VBIOS, QF_MEMORY, QF_MIG, QF_PERSIST,
-	QF_ECC_VC, QF_ECC_VU, QF_ECC_AC, QF_ECC_AU, QF_RETIRED, QF_REMAPPED, QF_INFOROM, QF_OTHER,
+	QF_INDEX,
+	QF_NAME,
+	QF_SERIAL,
+	QF_UUID,
+	QF_PCI,
+	QF_VBIOS,
+	QF_MEMORY,
+	QF_MIG,
+	QF_PERSIST,
+	QF_ECC_VC,
+	QF_ECC_VU,
+	QF_ECC_AC,
+	QF_ECC_AU,
+	QF_RETIRED,
+	QF_REMAPPED,
+	QF_INFOROM,
+	QF_OTHER,
 };
 
 static enum qf field_id(const char *f)
@@ -326,17 +352,27 @@ static enum qf field_id(const char *f)
 		const char *name;
 		enum qf id;
 	} names[] = {
-		{"index", QF_INDEX}, {"name", QF_NAME}, {"gpu_name", QF_NAME},
-		{"serial", QF_SERIAL}, {"gpu_serial", QF_SERIAL}, {"uuid", QF_UUID},
-		{"gpu_uuid", QF_UUID}, {"pci.bus_id", QF_PCI}, {"gpu_bus_id", QF_PCI},
-		{"vbios_version", QF_VBIOS}, {"memory.total", QF_MEMORY},
-		{"mig.mode.current", QF_MIG}, {"persistence_mode", QF_PERSIST},
+		{"index", QF_INDEX},
+		{"name", QF_NAME},
+		{"gpu_name", QF_NAME},
+		{"serial", QF_SERIAL},
+		{"gpu_serial", QF_SERIAL},
+		{"uuid", QF_UUID},
+		{"gpu_uuid", QF_UUID},
+		{"pci.bus_id", QF_PCI},
+		{"gpu_bus_id", QF_PCI},
+		{"vbios_version", QF_VBIOS},
+		{"memory.total", QF_MEMORY},
+		{"mig.mode.current", QF_MIG},
+		{"persistence_mode", QF_PERSIST},
 		{"ecc.errors.corrected.volatile.total", QF_ECC_VC},
 		{"ecc.errors.uncorrected.volatile.total", QF_ECC_VU},
 		{"ecc.errors.corrected.aggregate.total", QF_ECC_AC},
 		{"ecc.errors.uncorrected.aggregate.total", QF_ECC_AU},
-		{"retired_pages.pending", QF_RETIRED}, {"remapped_rows.pending", QF_REMAPPED},
-		{"inforom.img", QF_INFOROM}, {"inforom.image", QF_INFOROM},
+		{"retired_pages.pending", QF_RETIRED},
+		{"remapped_rows.pending", QF_REMAPPED},
+		{"inforom.img", QF_INFOROM},
+		{"inforom.image", QF_INFOROM},
 	};
 
 	for (size_t i = 0; i < NELEM(names); i++)
@@ -450,7 +486,8 @@ int gf_hostfacts_parse_query_csv(const char *text, const char *const *fields, si
 			gpu_release(&g);
 			gf_host_gpus_free(gpus, n);
 			return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-					  "nvidia-smi --query-gpu lists more than %d GPUs", GF_HOST_MAX_GPUS);
+					  "nvidia-smi --query-gpu lists more than %d GPUs",
+					  GF_HOST_MAX_GPUS);
 		}
 		if (!has_index)
 			g.index = (int)n;
@@ -489,8 +526,9 @@ int gf_hostfacts_parse_proc_version(const char *text, char **ret_version,
 		n = version_len(t, (size_t)(end - t));
 		if (n) {
 			*ret_version = gf_xstrndup(t, n);
-			*ret_module = memcasemem(l, (size_t)(k - l), "Open ") ? GF_MODULE_OPEN
-									   : GF_MODULE_PROPRIETARY;
+			*ret_module = memcasemem(l, (size_t)(k - l), "Open ")
+					      ? GF_MODULE_OPEN
+					      : GF_MODULE_PROPRIETARY;
 			return 0;
 		}
 		while (t < end && !isspace((unsigned char)*t))
@@ -552,7 +590,8 @@ int gf_hostfacts_parse_nvcc(const char *text, char **ret)
 int gf_hostfacts_parse_cuda_json(const char *text, char **ret)
 {
 	json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
-	const char *v = json_string_value(json_object_get(json_object_get(root, "cuda"), "version"));
+	const char *v = json_string_value(json_object_get(json_object_get(root, "cuda"),
+							  "version"));
 	int rc = GF_E_NOTFOUND;
 
 	if (v && version_len(v, strlen(v)) == strlen(v)) {
@@ -819,8 +858,8 @@ int gf_hostfacts_partial_err(const struct gf_hostfacts *f, struct gf_err *err)
 		return 0;
 	for (size_t i = 0; i < f->nfailed; i++)
 		gf_buf_addf(&b, "%s%s", i ? "; " : "", f->failed[i].message);
-	rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL, "answered in part: %s (the other facts are kept)",
-			gf_buf_str(&b));
+	rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+			"answered in part: %s (the other facts are kept)", gf_buf_str(&b));
 	gf_buf_release(&b);
 	return rc;
 }
@@ -856,14 +895,16 @@ static char *first_line_of(const struct gf_cmd_out *o)
 static bool log_denied(const struct gf_cmd_out *o)
 {
 	static const char *const needles[] = {
-		"insufficient permissions", "not seeing messages from other users",
+		"insufficient permissions",
+		"not seeing messages from other users",
 		"read kernel buffer failed",
 	};
 
 	for (size_t i = 0; i < NELEM(needles); i++) {
 		size_t len;
 
-		if (find_line_with(o->err, needles[i], &len) || find_line_with(o->out, needles[i], &len))
+		if (find_line_with(o->err, needles[i], &len) ||
+		    find_line_with(o->out, needles[i], &len))
 			return true;
 	}
 	return false;
@@ -883,8 +924,7 @@ bool gf_hostfacts_need_fallback(enum gf_hostcmd c, const struct gf_cmd_out outs[
 		return outs[GF_HC_DMESG].ran && !outs[GF_HC_DMESG].timed_out &&
 		       !succeeded(&outs[GF_HC_DMESG]) && !gf_hostcmd_missing(&outs[GF_HC_DMESG]) &&
 		       !log_denied(&outs[GF_HC_DMESG]);
-	default:
-		return false;
+	default: return false;
 	}
 }
 
@@ -923,8 +963,9 @@ static void build_health(const struct gf_cmd_out outs[GF_HC_COUNT], struct gf_ho
 	}
 	if ((q->ran && q->timed_out) || (s->ran && s->timed_out)) {
 		f->health = GF_HEALTH_TIMEOUT;
-		f->health_detail = gf_xstrdup(q->timed_out ? "nvidia-smi --query-gpu did not finish in time"
-							   : "nvidia-smi did not finish in time");
+		f->health_detail =
+			gf_xstrdup(q->timed_out ? "nvidia-smi --query-gpu did not finish in time"
+						: "nvidia-smi did not finish in time");
 	}
 }
 
@@ -952,7 +993,8 @@ static void build_xids(const struct gf_cmd_out outs[GF_HC_COUNT], struct gf_host
 		f->xid_source = gf_xstrdup("dmesg-boot");
 		return;
 	}
-	denied = (j->ran && log_denied(j)) || (d->ran && log_denied(d)) || (da->ran && log_denied(da));
+	denied = (j->ran && log_denied(j)) || (d->ran && log_denied(d)) ||
+		 (da->ran && log_denied(da));
 	if (denied)
 		f->xid_note = gf_xstrdup("no permission to read the kernel log");
 	else if ((j->ran && j->timed_out) || (d->ran && d->timed_out) || (da->ran && da->timed_out))
@@ -970,10 +1012,12 @@ static void query_failed(const struct gf_cmd_out *q, struct gf_err *e)
 	char *bad = gf_hostfacts_invalid_field(q->out);
 
 	if (bad)
-		gf_err_set(e, GF_E_NODE, GF_EK_PROTOCOL, "nvidia-smi refused the query field '%s'", bad);
+		gf_err_set(e, GF_E_NODE, GF_EK_PROTOCOL, "nvidia-smi refused the query field '%s'",
+			   bad);
 	else
-		gf_err_set(e, GF_E_NODE, GF_EK_PROTOCOL, "nvidia-smi --query-gpu failed (exit %d)%s%s",
-			   q->status, line ? ": " : "", line ? line : "");
+		gf_err_set(e, GF_E_NODE, GF_EK_PROTOCOL,
+			   "nvidia-smi --query-gpu failed (exit %d)%s%s", q->status,
+			   line ? ": " : "", line ? line : "");
 	free(line);
 	free(bad);
 }
@@ -994,7 +1038,8 @@ int gf_hostfacts_build(const struct gf_cmd_out outs[GF_HC_COUNT], const char *co
 		if (q->status != 0)
 			query_failed(q, &qe);
 		else
-			gf_hostfacts_parse_query_csv(q->out, fields, nfields, &f.gpus, &f.ngpus, &qe);
+			gf_hostfacts_parse_query_csv(q->out, fields, nfields, &f.gpus, &f.ngpus,
+						     &qe);
 		if (qe.msg[0]) {
 			gf_hostfacts_add_failure(&f, gf_hostcmd_name(GF_HC_SMI_QUERY), qe.msg);
 			f.health = GF_HEALTH_UNKNOWN;
@@ -1003,10 +1048,12 @@ int gf_hostfacts_build(const struct gf_cmd_out outs[GF_HC_COUNT], const char *co
 	} else if (f.health == GF_HEALTH_DRIVER_MISMATCH) {
 		/* nvidia-smi names the library it loaded: "NVML library version: 570.124". */
 		if (version_after(q->out, "NVML library version", &f.driver_library) < 0)
-			version_after(outs[GF_HC_SMI].out, "NVML library version", &f.driver_library);
+			version_after(outs[GF_HC_SMI].out, "NVML library version",
+				      &f.driver_library);
 	} else if (f.health == GF_HEALTH_GPU_LOST && q->ran && !q->timed_out) {
 		/* The GPUs still on the bus answer; the lost one is in health. */
-		if (gf_hostfacts_parse_query_csv(q->out, fields, nfields, &f.gpus, &f.ngpus, NULL) < 0) {
+		if (gf_hostfacts_parse_query_csv(q->out, fields, nfields, &f.gpus, &f.ngpus, NULL) <
+		    0) {
 			f.gpus = NULL;
 			f.ngpus = 0;
 		}
@@ -1015,7 +1062,8 @@ int gf_hostfacts_build(const struct gf_cmd_out outs[GF_HC_COUNT], const char *co
 	if (succeeded(&outs[GF_HC_SMI]) || outs[GF_HC_SMI].ran)
 		gf_hostfacts_parse_smi_versions(outs[GF_HC_SMI].out, &f.driver, &f.cuda_driver);
 	if (succeeded(&outs[GF_HC_PROC_VERSION]) &&
-	    gf_hostfacts_parse_proc_version(outs[GF_HC_PROC_VERSION].out, &pdrv, &f.driver_module) == 0) {
+	    gf_hostfacts_parse_proc_version(outs[GF_HC_PROC_VERSION].out, &pdrv,
+					    &f.driver_module) == 0) {
 		if (!f.driver)
 			f.driver = pdrv;
 		else
@@ -1037,7 +1085,8 @@ int gf_hostfacts_build(const struct gf_cmd_out outs[GF_HC_COUNT], const char *co
 		gf_hostfacts_parse_ofed(outs[GF_HC_OFED].out, &f.ofed);
 	build_xids(outs, &f);
 
-	if (f.cuda_toolkit && f.cuda_driver && gf_cuda_version_cmp(f.cuda_toolkit, f.cuda_driver) > 0) {
+	if (f.cuda_toolkit && f.cuda_driver &&
+	    gf_cuda_version_cmp(f.cuda_toolkit, f.cuda_driver) > 0) {
 		struct gf_buf b = GF_BUF_INIT;
 
 		gf_buf_addf(&b, "cuda toolkit %s is newer than the driver supports (%s)",

@@ -17,12 +17,12 @@
 
 enum gf_host_health {
 	GF_HEALTH_OK = 0,
-	GF_HEALTH_NO_NVIDIA_SMI,  /* nvidia-smi is not installed (or not on PATH) */
-	GF_HEALTH_NO_DRIVER,      /* "couldn't communicate with the NVIDIA driver" */
-	GF_HEALTH_GPU_LOST,       /* "Unable to determine the device handle": fell off the bus */
-	GF_HEALTH_TIMEOUT,        /* nvidia-smi did not answer before the deadline */
+	GF_HEALTH_NO_NVIDIA_SMI, /* nvidia-smi is not installed (or not on PATH) */
+	GF_HEALTH_NO_DRIVER,     /* "couldn't communicate with the NVIDIA driver" */
+	GF_HEALTH_GPU_LOST,      /* "Unable to determine the device handle": fell off the bus */
+	GF_HEALTH_TIMEOUT,       /* nvidia-smi did not answer before the deadline */
 	GF_HEALTH_DRIVER_MISMATCH, /* "Driver/library version mismatch": a driver installed, not loaded */
-	GF_HEALTH_UNKNOWN,        /* nvidia-smi failed for a reason it did not name: see failed[] */
+	GF_HEALTH_UNKNOWN, /* nvidia-smi failed for a reason it did not name: see failed[] */
 };
 
 /* A yes/no fact that a driver may not report. */
@@ -43,16 +43,16 @@ struct gf_host_gpu {
 	char *name;
 	char *serial;
 	char *uuid;
-	char *pci;                    /* "00000000:19:00.0" */
+	char *pci; /* "00000000:19:00.0" */
 	char *vbios;
 	struct gf_count memory_total_mib;
-	enum gf_tri mig_mode;         /* current MIG mode: yes = enabled */
+	enum gf_tri mig_mode; /* current MIG mode: yes = enabled */
 	enum gf_tri persistence_mode;
 	struct gf_count ecc_volatile_corrected, ecc_volatile_uncorrected;
 	struct gf_count ecc_aggregate_corrected, ecc_aggregate_uncorrected;
 	enum gf_tri retired_pages_pending;
 	enum gf_tri remapped_rows_pending;
-	char *inforom;                /* InfoROM image version */
+	char *inforom; /* InfoROM image version */
 };
 
 struct gf_xid_count {
@@ -62,39 +62,39 @@ struct gf_xid_count {
 
 /* A command that failed for a reason no health state names: the node answered in part. */
 struct gf_host_failure {
-	char *command;                /* gf_hostcmd_name(): "nvidia-smi --query-gpu" */
-	char *message;                /* "nvidia-smi --query-gpu failed (exit 4): ..." */
+	char *command; /* gf_hostcmd_name(): "nvidia-smi --query-gpu" */
+	char *message; /* "nvidia-smi --query-gpu failed (exit 4): ..." */
 };
 
 enum gf_driver_module {
 	GF_MODULE_UNKNOWN = 0,
-	GF_MODULE_OPEN,               /* "Open Kernel Module" */
+	GF_MODULE_OPEN, /* "Open Kernel Module" */
 	GF_MODULE_PROPRIETARY,
 };
 
 struct gf_hostfacts {
-	char *driver;                 /* the loaded kernel module: "590.48.01" (KMD version from 610 on) */
-	char *driver_library;         /* the user-space NVML library, set only when it is not the
+	char *driver;         /* the loaded kernel module: "590.48.01" (KMD version from 610 on) */
+	char *driver_library; /* the user-space NVML library, set only when it is not the
 	                                 loaded module's (driver-mismatch): "570.124" */
 	enum gf_driver_module driver_module;
-	char *cuda_driver;            /* the CUDA version the driver supports: "13.1" */
-	char *cuda_toolkit;           /* the toolkit installed: "12.8.93" */
-	char *kernel;                 /* uname -r */
-	char *os;                     /* os-release PRETTY_NAME */
-	char *fabricmanager;          /* nv-fabricmanager version */
-	char *ofed;                   /* "MLNX_OFED_LINUX-23.10-3.2.2.0" */
+	char *cuda_driver;   /* the CUDA version the driver supports: "13.1" */
+	char *cuda_toolkit;  /* the toolkit installed: "12.8.93" */
+	char *kernel;        /* uname -r */
+	char *os;            /* os-release PRETTY_NAME */
+	char *fabricmanager; /* nv-fabricmanager version */
+	char *ofed;          /* "MLNX_OFED_LINUX-23.10-3.2.2.0" */
 	struct gf_host_gpu *gpus;
 	size_t ngpus;
 	enum gf_host_health health;
-	char *health_detail;          /* the line that told the health state, or NULL */
-	bool xid_read;                /* the kernel log could be read */
-	char *xid_source;             /* "journal", "dmesg" (last 24 h) or "dmesg-boot" (since boot) */
-	char *xid_note;               /* why the kernel log could not be read */
-	struct gf_xid_count *xids;    /* sorted by code */
+	char *health_detail;       /* the line that told the health state, or NULL */
+	bool xid_read;             /* the kernel log could be read */
+	char *xid_source;          /* "journal", "dmesg" (last 24 h) or "dmesg-boot" (since boot) */
+	char *xid_note;            /* why the kernel log could not be read */
+	struct gf_xid_count *xids; /* sorted by code */
 	size_t nxids;
-	char **notes;                 /* other things worth flagging (toolkit newer than driver) */
+	char **notes; /* other things worth flagging (toolkit newer than driver) */
 	size_t nnotes;
-	struct gf_host_failure *failed;  /* commands that failed unexplained: the facts are partial */
+	struct gf_host_failure *failed; /* commands that failed unexplained: the facts are partial */
 	size_t nfailed;
 };
 
@@ -107,8 +107,8 @@ void gf_hostfacts_add_failure(struct gf_hostfacts *f, const char *command, const
  * which keeps the facts.
  */
 int gf_hostfacts_partial_err(const struct gf_hostfacts *f, struct gf_err *err);
-const char *gf_host_health_name(enum gf_host_health h);  /* "ok", "no-nvidia-smi", ... */
-int gf_host_health_parse(const char *s);                  /* -1 when unknown */
+const char *gf_host_health_name(enum gf_host_health h); /* "ok", "no-nvidia-smi", ... */
+int gf_host_health_parse(const char *s);                /* -1 when unknown */
 /* "open", "proprietary", NULL when unknown; and back (-1 when not one of them). */
 const char *gf_driver_module_name(enum gf_driver_module m);
 int gf_driver_module_parse(const char *s);
@@ -117,20 +117,20 @@ int gf_driver_module_parse(const char *s);
 
 /* The commands the collector runs, each on its own channel (or process). */
 enum gf_hostcmd {
-	GF_HC_SMI_QUERY = 0,   /* nvidia-smi --query-gpu=... (built from the field list) */
-	GF_HC_SMI,             /* nvidia-smi: the header has the driver and CUDA versions */
-	GF_HC_PROC_VERSION,    /* cat /proc/driver/nvidia/version */
-	GF_HC_NVCC,            /* nvcc --version */
-	GF_HC_CUDA_JSON,       /* cat /usr/local/cuda/version.json */
-	GF_HC_UNAME,           /* uname -r */
-	GF_HC_OS_RELEASE,      /* cat /etc/os-release */
-	GF_HC_FABRICMANAGER,   /* nv-fabricmanager --version */
-	GF_HC_OFED,            /* ofed_info -s */
-	GF_HC_JOURNAL,         /* journalctl -k --since=-24h */
+	GF_HC_SMI_QUERY = 0, /* nvidia-smi --query-gpu=... (built from the field list) */
+	GF_HC_SMI,           /* nvidia-smi: the header has the driver and CUDA versions */
+	GF_HC_PROC_VERSION,  /* cat /proc/driver/nvidia/version */
+	GF_HC_NVCC,          /* nvcc --version */
+	GF_HC_CUDA_JSON,     /* cat /usr/local/cuda/version.json */
+	GF_HC_UNAME,         /* uname -r */
+	GF_HC_OS_RELEASE,    /* cat /etc/os-release */
+	GF_HC_FABRICMANAGER, /* nv-fabricmanager --version */
+	GF_HC_OFED,          /* ofed_info -s */
+	GF_HC_JOURNAL,       /* journalctl -k --since=-24h */
 	/* Fallbacks, run only when the ones above did not answer. */
-	GF_HC_CUDA_TXT,        /* cat /usr/local/cuda/version.txt, when version.json is absent */
-	GF_HC_DMESG,           /* dmesg --since=-24h, when journalctl is absent or not allowed */
-	GF_HC_DMESG_ALL,       /* dmesg, when its --since is not known (util-linux before 2.37) */
+	GF_HC_CUDA_TXT,  /* cat /usr/local/cuda/version.txt, when version.json is absent */
+	GF_HC_DMESG,     /* dmesg --since=-24h, when journalctl is absent or not allowed */
+	GF_HC_DMESG_ALL, /* dmesg, when its --since is not known (util-linux before 2.37) */
 	GF_HC_COUNT,
 };
 
@@ -151,11 +151,11 @@ char *gf_hostfacts_query_cmd(const char *const *fields, size_t n);
 
 /* One command's outcome as the collector saw it. */
 struct gf_cmd_out {
-	bool ran;              /* false: not run; the rest is meaningless */
-	bool timed_out;        /* killed at the deadline: output may be partial */
-	int status;            /* exit status, -1 when killed by a signal */
-	const char *out;       /* stdout, NUL terminated ("" when none) */
-	const char *err;       /* stderr, NUL terminated ("" when none) */
+	bool ran;        /* false: not run; the rest is meaningless */
+	bool timed_out;  /* killed at the deadline: output may be partial */
+	int status;      /* exit status, -1 when killed by a signal */
+	const char *out; /* stdout, NUL terminated ("" when none) */
+	const char *err; /* stderr, NUL terminated ("" when none) */
 };
 
 /*

@@ -28,16 +28,16 @@
 
 struct gf_ssh {
 	const char *node;
-	char *host;               /* as given, for known_hosts and messages */
+	char *host; /* as given, for known_hosts and messages */
 	int port;
 	char *user;
 	int sock;
 	LIBSSH2_SESSION *sess;
-	bool broken;              /* do not try a clean disconnect */
-	bool abandoned;           /* channels of commands still running: freed with the session */
-	unsigned long long rx;    /* bytes received: tells whether a pass read anything */
-	unsigned long ended;      /* channels closed on this session (the server may lag) */
-	const gf_cancel_flag *cancel;  /* Ctrl-C: stop waiting soon */
+	bool broken;           /* do not try a clean disconnect */
+	bool abandoned;        /* channels of commands still running: freed with the session */
+	unsigned long long rx; /* bytes received: tells whether a pass read anything */
+	unsigned long ended;   /* channels closed on this session (the server may lag) */
+	const gf_cancel_flag *cancel; /* Ctrl-C: stop waiting soon */
 };
 
 /* How long one wait on the peer lasts at most when Ctrl-C may end it. */
@@ -73,7 +73,8 @@ int gf_ssh_global_init(struct gf_err *err)
 	int rc = libssh2_init(0);
 
 	if (rc)
-		return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "libssh2 failed to initialise (%d)", rc);
+		return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "libssh2 failed to initialise (%d)",
+				  rc);
 	return 0;
 }
 
@@ -84,8 +85,7 @@ void gf_ssh_global_cleanup(void)
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static const char b64chars[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /* Base64 of @len bytes at @p onto @b, without padding. */
 static void b64_add(struct gf_buf *b, const unsigned char *p, size_t len)
@@ -167,7 +167,7 @@ static const char *ssh_errmsg(LIBSSH2_SESSION *sess)
 static enum gf_errkind rc_kind(int rc)
 {
 	return rc == LIBSSH2_ERROR_SOCKET_DISCONNECT || rc == LIBSSH2_ERROR_SOCKET_RECV ||
-		       rc == LIBSSH2_ERROR_SOCKET_SEND
+			       rc == LIBSSH2_ERROR_SOCKET_SEND
 		       ? GF_EK_CONNECT
 		       : GF_EK_PROTOCOL;
 }
@@ -186,8 +186,8 @@ static int wait_socket(struct gf_ssh *s, double deadline, const char *what, stru
 	if (cancelled(s))
 		return interrupted(s, err);
 	if (left <= 0)
-		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT, "ssh '%s' did not finish %s in time",
-				  s->node, what);
+		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
+				  "ssh '%s' did not finish %s in time", s->node, what);
 	if (dir & LIBSSH2_SESSION_BLOCK_INBOUND)
 		pfd.events |= POLLIN;
 	if (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND)
@@ -196,8 +196,8 @@ static int wait_socket(struct gf_ssh *s, double deadline, const char *what, stru
 		pfd.events = POLLIN;
 	rc = poll(&pfd, 1, poll_ms(s, left));
 	if (rc < 0 && errno != EINTR)
-		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "ssh '%s' poll failed (%s)", s->node,
-				  strerror(errno));
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "ssh '%s' poll failed (%s)",
+				  s->node, strerror(errno));
 	return 0;
 }
 
@@ -230,7 +230,8 @@ static int split_spec(const char *node, const char *spec, char **ret_user, char 
 	if (at) {
 		if (at == spec)
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-					  "node '%s' has an empty user in its ssh address '%s'", node, spec);
+					  "node '%s' has an empty user in its ssh address '%s'",
+					  node, spec);
 		user = gf_xstrndup(spec, (size_t)(at - spec));
 	}
 	if (gf_hostport_parse(at ? at + 1 : spec, &host, &port, err) < 0) {
@@ -240,8 +241,8 @@ static int split_spec(const char *node, const char *spec, char **ret_user, char 
 	if (!host || !*host) {
 		free(user);
 		free(host);
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' has no host in its ssh address '%s'",
-				  node, spec);
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "node '%s' has no host in its ssh address '%s'", node, spec);
 	}
 	*ret_user = user;
 	*ret_host = host;
@@ -312,9 +313,11 @@ static int tcp_connect(struct gf_ssh *s, double deadline, struct gf_err *err)
 		return interrupted(s, err);
 	if (timed_out)
 		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
-				  "ssh '%s' did not answer on %s port %d in time", s->node, s->host, s->port);
-	return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "ssh '%s' cannot connect to %s port %d (%s)",
-			  s->node, s->host, s->port, strerror(last ? last : ECONNREFUSED));
+				  "ssh '%s' did not answer on %s port %d in time", s->node, s->host,
+				  s->port);
+	return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT,
+			  "ssh '%s' cannot connect to %s port %d (%s)", s->node, s->host, s->port,
+			  strerror(last ? last : ECONNREFUSED));
 }
 
 /* ---- known hosts ------------------------------------------------------ */
@@ -324,14 +327,15 @@ static pthread_mutex_t known_hosts_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Host key types in preference order: libssh2 method name, known_hosts key type. */
 static const struct {
 	const char *methods;
-	int kh;        /* LIBSSH2_KNOWNHOST_KEY_* */
-	int hk;        /* LIBSSH2_HOSTKEY_TYPE_* */
+	int kh; /* LIBSSH2_KNOWNHOST_KEY_* */
+	int hk; /* LIBSSH2_HOSTKEY_TYPE_* */
 } key_types[] = {
 	{"ssh-ed25519", LIBSSH2_KNOWNHOST_KEY_ED25519, LIBSSH2_HOSTKEY_TYPE_ED25519},
 	{"ecdsa-sha2-nistp256", LIBSSH2_KNOWNHOST_KEY_ECDSA_256, LIBSSH2_HOSTKEY_TYPE_ECDSA_256},
 	{"ecdsa-sha2-nistp384", LIBSSH2_KNOWNHOST_KEY_ECDSA_384, LIBSSH2_HOSTKEY_TYPE_ECDSA_384},
 	{"ecdsa-sha2-nistp521", LIBSSH2_KNOWNHOST_KEY_ECDSA_521, LIBSSH2_HOSTKEY_TYPE_ECDSA_521},
-	{"rsa-sha2-512,rsa-sha2-256,ssh-rsa", LIBSSH2_KNOWNHOST_KEY_SSHRSA, LIBSSH2_HOSTKEY_TYPE_RSA},
+	{"rsa-sha2-512,rsa-sha2-256,ssh-rsa", LIBSSH2_KNOWNHOST_KEY_SSHRSA,
+	 LIBSSH2_HOSTKEY_TYPE_RSA},
 	{"ssh-dss", LIBSSH2_KNOWNHOST_KEY_SSHDSS, LIBSSH2_HOSTKEY_TYPE_DSS},
 };
 
@@ -349,9 +353,9 @@ static char *kh_name(const struct gf_ssh *s)
 
 /* What known_hosts says beyond the entries libssh2 reads. */
 struct kh_extra {
-	char **revoked;      /* base64 key blobs (unpadded) of the @revoked lines */
+	char **revoked; /* base64 key blobs (unpadded) of the @revoked lines */
 	size_t nrevoked;
-	bool other_known;    /* a line libssh2 cannot read (a key type it lacks) names the host */
+	bool other_known; /* a line libssh2 cannot read (a key type it lacks) names the host */
 };
 
 static void kh_extra_release(struct kh_extra *x)
@@ -425,7 +429,8 @@ static LIBSSH2_KNOWNHOSTS *kh_load(struct gf_ssh *s, const char *path, const cha
 				continue;
 			while (kl && key[kl - 1] == '=')
 				kl--;
-			x->revoked = gf_xrealloc(x->revoked, (x->nrevoked + 1) * sizeof(*x->revoked));
+			x->revoked = gf_xrealloc(x->revoked,
+						 (x->nrevoked + 1) * sizeof(*x->revoked));
 			x->revoked[x->nrevoked++] = gf_xstrndup(key, kl);
 			continue;
 		}
@@ -465,7 +470,8 @@ static bool kh_holds(LIBSSH2_KNOWNHOSTS *kh, const char *name, int kt)
 	static const char dummy[] = "gpufleet-probe";
 
 	return libssh2_knownhost_check(kh, name, dummy, sizeof(dummy) - 1,
-				       LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | kt,
+				       LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW |
+					       kt,
 				       NULL) == LIBSSH2_KNOWNHOST_CHECK_MISMATCH;
 }
 
@@ -563,8 +569,8 @@ static int kh_append(struct gf_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const char *path,
 	} else {
 		flock(fd, LOCK_EX);
 		if (write(fd, line, outlen) != (ssize_t)outlen)
-			rc = gf_err_set(err, GF_E_NODE, GF_EK_HOSTKEY, "cannot write '%s' (%s)", path,
-					strerror(errno));
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_HOSTKEY, "cannot write '%s' (%s)",
+					path, strerror(errno));
 		flock(fd, LOCK_UN);
 		close(fd);
 	}
@@ -588,27 +594,29 @@ static int check_host_key(struct gf_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const struct
 	char *fp;
 
 	if (!key || !hash)
-		return gf_err_set(err, GF_E_NODE, GF_EK_HOSTKEY, "ssh '%s' sent no host key", s->node);
+		return gf_err_set(err, GF_E_NODE, GF_EK_HOSTKEY, "ssh '%s' sent no host key",
+				  s->node);
 	kt = kh_type_of(type);
 	fp = gf_ssh_fingerprint((const unsigned char *)hash, 32);
 	if (kh_revoked(x, key, keylen)) {
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_HOSTKEY,
 				"host key of '%s' (%s) is revoked: %s is marked @revoked in '%s'; "
-				"refusing it", s->node, name, fp, path);
+				"refusing it",
+				s->node, name, fp, path);
 		free(fp);
 		return rc;
 	}
 	rc = libssh2_knownhost_check(kh, name, key, keylen,
-				     LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | kt,
+				     LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW |
+					     kt,
 				     NULL);
 	switch (rc) {
-	case LIBSSH2_KNOWNHOST_CHECK_MATCH:
-		rc = 0;
-		break;
+	case LIBSSH2_KNOWNHOST_CHECK_MATCH: rc = 0; break;
 	case LIBSSH2_KNOWNHOST_CHECK_MISMATCH:
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_HOSTKEY,
 				"host key of '%s' (%s) changed: it is now %s, which '%s' does not hold; "
-				"refusing it", s->node, name, fp, path);
+				"refusing it",
+				s->node, name, fp, path);
 		break;
 	case LIBSSH2_KNOWNHOST_CHECK_NOTFOUND:
 		if (known) {
@@ -628,8 +636,9 @@ static int check_host_key(struct gf_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const struct
 				s->node, name, fp, path);
 		break;
 	default:
-		rc = gf_err_set(err, GF_E_NODE, GF_EK_HOSTKEY, "ssh '%s' host key check failed (%s)",
-				s->node, ssh_errmsg(s->sess));
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_HOSTKEY,
+				"ssh '%s' host key check failed (%s)", s->node,
+				ssh_errmsg(s->sess));
 		break;
 	}
 	free(fp);
@@ -674,10 +683,10 @@ out:
 
 /* How trying one key file went. */
 enum key_try {
-	KEY_OK,        /* logged in */
-	KEY_REFUSED,   /* the server refused it */
-	KEY_ABSENT,    /* no such file */
-	KEY_UNUSABLE,  /* unreadable, open to others, or a wrong or missing passphrase */
+	KEY_OK,       /* logged in */
+	KEY_REFUSED,  /* the server refused it */
+	KEY_ABSENT,   /* no such file */
+	KEY_UNUSABLE, /* unreadable, open to others, or a wrong or missing passphrase */
 };
 
 /*
@@ -686,8 +695,8 @@ enum key_try {
  * KEY_UNUSABLE. A key file that its group or others may read is refused, as
  * OpenSSH does.
  */
-static int try_key_file(struct gf_ssh *s, const char *path, const char *passphrase,
-			double deadline, enum key_try *ret, struct gf_buf *why, struct gf_err *err)
+static int try_key_file(struct gf_ssh *s, const char *path, const char *passphrase, double deadline,
+			enum key_try *ret, struct gf_buf *why, struct gf_err *err)
 {
 	struct stat st;
 	int rc;
@@ -704,14 +713,12 @@ static int try_key_file(struct gf_ssh *s, const char *path, const char *passphra
 		return 0;
 	}
 	while ((rc = libssh2_userauth_publickey_fromfile_ex(s->sess, s->user,
-							     (unsigned)strlen(s->user), NULL, path,
-							     passphrase)) == LIBSSH2_ERROR_EAGAIN)
+							    (unsigned)strlen(s->user), NULL, path,
+							    passphrase)) == LIBSSH2_ERROR_EAGAIN)
 		if (wait_socket(s, deadline, "authentication", err) < 0)
 			return GF_E_NODE;
 	switch (rc) {
-	case 0:
-		*ret = KEY_OK;
-		return 0;
+	case 0: *ret = KEY_OK; return 0;
 	case LIBSSH2_ERROR_FILE:
 		*ret = KEY_UNUSABLE;
 		gf_buf_addf(why, "ssh key '%s' cannot be used (%s; a wrong or missing passphrase?)",
@@ -720,11 +727,10 @@ static int try_key_file(struct gf_ssh *s, const char *path, const char *passphra
 	case LIBSSH2_ERROR_SOCKET_DISCONNECT:
 	case LIBSSH2_ERROR_SOCKET_SEND:
 	case LIBSSH2_ERROR_SOCKET_RECV:
-		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "ssh '%s' dropped the connection (%s)",
-				  s->node, ssh_errmsg(s->sess));
-	default:
-		*ret = KEY_REFUSED;
-		return 0;
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT,
+				  "ssh '%s' dropped the connection (%s)", s->node,
+				  ssh_errmsg(s->sess));
+	default: *ret = KEY_REFUSED; return 0;
 	}
 }
 
@@ -740,15 +746,16 @@ static int auth_methods(struct gf_ssh *s, double deadline, bool *ret_done, struc
 			return 0;
 		}
 		if (libssh2_session_last_errno(s->sess) != LIBSSH2_ERROR_EAGAIN)
-			return gf_err_set(err, GF_E_NODE, GF_EK_AUTH, "ssh '%s' refused user '%s' (%s)",
-					  s->node, s->user, ssh_errmsg(s->sess));
+			return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
+					  "ssh '%s' refused user '%s' (%s)", s->node, s->user,
+					  ssh_errmsg(s->sess));
 		if (wait_socket(s, deadline, "authentication", err) < 0)
 			return GF_E_NODE;
 	}
 	if (!strstr(l, "publickey"))
 		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
-				  "ssh '%s' does not accept public keys for '%s' (only %s)", s->node,
-				  s->user, l);
+				  "ssh '%s' does not accept public keys for '%s' (only %s)",
+				  s->node, s->user, l);
 	return 0;
 }
 
@@ -805,7 +812,8 @@ static int authenticate(struct gf_ssh *s, const struct gf_profile *prof, double 
 	}
 	rc = gf_err_set(err, GF_E_NODE, GF_EK_AUTH, "ssh '%s' refused user '%s' with %s%s%s",
 			s->node, s->user,
-			tried.len ? gf_buf_str(&tried) : "no key at all (no agent key, no key file)",
+			tried.len ? gf_buf_str(&tried)
+				  : "no key at all (no agent key, no key file)",
 			why.len ? "; " : "", gf_buf_str(&why));
 out:
 	gf_buf_release(&tried);
@@ -838,13 +846,15 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 		goto fail;
 	}
 	if (!s->user)
-		s->user = t->prof && t->prof->ssh_user ? gf_xstrdup(t->prof->ssh_user) : login_name();
+		s->user = t->prof && t->prof->ssh_user ? gf_xstrdup(t->prof->ssh_user)
+						       : login_name();
 	rc = tcp_connect(s, t->deadline, err);
 	if (rc < 0)
 		goto fail;
 	s->sess = libssh2_session_init_ex(NULL, NULL, NULL, s);
 	if (!s->sess) {
-		rc = gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "ssh '%s': no memory for a session", s->node);
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "ssh '%s': no memory for a session",
+				s->node);
 		goto fail;
 	}
 	libssh2_session_set_blocking(s->sess, 0);
@@ -861,7 +871,8 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 	name = kh_name(s);
 	kh = kh_load(s, khpath, name, &x);
 	if (!kh) {
-		rc = gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "ssh '%s': no memory for known hosts", s->node);
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+				"ssh '%s': no memory for known hosts", s->node);
 		goto fail;
 	}
 	set_hostkey_pref(s, kh, name, &known);
@@ -882,11 +893,12 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 		if (rc == LIBSSH2_ERROR_KEX_FAILURE && known)
 			rc = gf_err_set(err, GF_E_NODE, GF_EK_HOSTKEY,
 					"host key of '%s' (%s) changed: it offers none of the key types "
-					"that '%s' holds for it; refusing it", s->node, name, khpath);
+					"that '%s' holds for it; refusing it",
+					s->node, name, khpath);
 		else
-			rc = gf_err_set(err, GF_E_NODE,
-					rc_kind(rc),
-					"ssh '%s' handshake failed (%s)", s->node, ssh_errmsg(s->sess));
+			rc = gf_err_set(err, GF_E_NODE, rc_kind(rc),
+					"ssh '%s' handshake failed (%s)", s->node,
+					ssh_errmsg(s->sess));
 		s->broken = true;
 		goto fail;
 	}
@@ -938,7 +950,8 @@ static void await_server_close(int sock)
 		if (poll(&pfd, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
 			return;
 		got = recv(sock, sink, sizeof(sink), MSG_DONTWAIT);
-		if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+		if (got == 0 ||
+		    (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
 			return; /* closed by the server, or reset */
 	}
 }
@@ -952,7 +965,8 @@ void gf_ssh_close(struct gf_ssh *s)
 			double until = gf_monotime() + 0.2;
 			int rc;
 
-			while ((rc = libssh2_session_disconnect(s->sess, "done")) == LIBSSH2_ERROR_EAGAIN &&
+			while ((rc = libssh2_session_disconnect(s->sess, "done")) ==
+				       LIBSSH2_ERROR_EAGAIN &&
 			       gf_monotime() < until) {
 				struct pollfd pfd = {.fd = s->sock, .events = POLLOUT};
 
@@ -968,7 +982,8 @@ void gf_ssh_close(struct gf_ssh *s)
 		 */
 		if (s->sock >= 0)
 			shutdown(s->sock, SHUT_RDWR);
-		for (int i = 0; i < 50 && libssh2_session_free(s->sess) == LIBSSH2_ERROR_EAGAIN; i++)
+		for (int i = 0; i < 50 && libssh2_session_free(s->sess) == LIBSSH2_ERROR_EAGAIN;
+		     i++)
 			;
 	}
 	if (s->sock >= 0)
@@ -981,13 +996,13 @@ void gf_ssh_close(struct gf_ssh *s)
 /* ---- running commands ------------------------------------------------- */
 
 enum ch_state {
-	CH_IDLE = 0,   /* not started */
-	CH_OPEN,       /* channel being opened */
-	CH_EXEC,       /* exec request sent */
-	CH_EOF,        /* sending EOF on its stdin */
-	CH_READ,       /* reading its output */
-	CH_CLOSE,      /* closing */
-	CH_WAIT,       /* waiting for the peer's close */
+	CH_IDLE = 0, /* not started */
+	CH_OPEN,     /* channel being opened */
+	CH_EXEC,     /* exec request sent */
+	CH_EOF,      /* sending EOF on its stdin */
+	CH_READ,     /* reading its output */
+	CH_CLOSE,    /* closing */
+	CH_WAIT,     /* waiting for the peer's close */
 	CH_DONE,
 };
 
@@ -1014,8 +1029,9 @@ static int drain(LIBSSH2_CHANNEL *ch, struct gf_remote_cmd *c)
 
 	for (int stream = 0; stream < 2; stream++) {
 		for (;;) {
-			ssize_t n = libssh2_channel_read_ex(ch, stream ? SSH_EXTENDED_DATA_STDERR : 0, buf,
-							    sizeof(buf));
+			ssize_t n = libssh2_channel_read_ex(ch,
+							    stream ? SSH_EXTENDED_DATA_STDERR : 0,
+							    buf, sizeof(buf));
 
 			if (n == LIBSSH2_ERROR_EAGAIN || n == 0)
 				break;
@@ -1093,7 +1109,8 @@ static int step(struct gf_ssh *s, struct chan *k, struct gf_remote_cmd *c, bool 
 			if (rc == LIBSSH2_ERROR_EAGAIN)
 				return 0;
 			c->status = libssh2_channel_get_exit_status(k->ch);
-			if (libssh2_channel_get_exit_signal(k->ch, &sig, NULL, NULL, NULL, NULL, NULL) == 0 &&
+			if (libssh2_channel_get_exit_signal(k->ch, &sig, NULL, NULL, NULL, NULL,
+							    NULL) == 0 &&
 			    sig) {
 				c->status = -1;
 				libssh2_free(s->sess, sig);
@@ -1106,8 +1123,7 @@ static int step(struct gf_ssh *s, struct chan *k, struct gf_remote_cmd *c, bool 
 			return 0;
 		}
 		case CH_IDLE:
-		case CH_DONE:
-			return 0;
+		case CH_DONE: return 0;
 		}
 	}
 }
@@ -1127,8 +1143,8 @@ int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double de
 {
 	struct chan *ks = gf_xcalloc(n ? n : 1, sizeof(*ks));
 	size_t next = 0, done = 0, limit = MAX_CHANNELS;
-	double refused_at = 0;      /* an open refused while none of ours ran: see below */
-	double reopen_at = 0;       /* no open before this (monotonic) */
+	double refused_at = 0; /* an open refused while none of ours ran: see below */
+	double reopen_at = 0;  /* no open before this (monotonic) */
 	int rc = 0;
 
 	gf_remote_cmds_reset(cmds, n);
@@ -1177,10 +1193,9 @@ int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double de
 			if (!rc && before == CH_OPEN && ks[i].st != CH_OPEN)
 				refused_at = 0; /* opened: the next open has its own tries */
 			if (rc) {
-				rc = gf_err_set(err, GF_E_NODE,
-						rc_kind(rc),
-						"ssh '%s' failed running '%s' (%s)", s->node, cmds[i].line,
-						ssh_errmsg(s->sess));
+				rc = gf_err_set(err, GF_E_NODE, rc_kind(rc),
+						"ssh '%s' failed running '%s' (%s)", s->node,
+						cmds[i].line, ssh_errmsg(s->sess));
 				s->broken = true;
 				goto out;
 			}

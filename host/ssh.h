@@ -19,13 +19,13 @@
 
 /* One command to run, and what came of it. */
 struct gf_remote_cmd {
-	const char *line;      /* in: the command line, run by the remote user's shell */
-	bool ran;              /* out: it was started */
-	bool timed_out;        /* out: it had not finished by the deadline */
-	int status;            /* out: exit status; -1 when killed by a signal or unknown */
-	struct gf_buf out;     /* out: stdout (at most GF_REMOTE_MAX_OUTPUT bytes) */
-	struct gf_buf err;     /* out: stderr (the same) */
-	bool cut;              /* out: it printed more than that on a stream: stopped there */
+	const char *line;  /* in: the command line, run by the remote user's shell */
+	bool ran;          /* out: it was started */
+	bool timed_out;    /* out: it had not finished by the deadline */
+	int status;        /* out: exit status; -1 when killed by a signal or unknown */
+	struct gf_buf out; /* out: stdout (at most GF_REMOTE_MAX_OUTPUT bytes) */
+	struct gf_buf err; /* out: stderr (the same) */
+	bool cut;          /* out: it printed more than that on a stream: stopped there */
 };
 
 /*
@@ -44,12 +44,13 @@ bool gf_remote_keep(struct gf_remote_cmd *c, struct gf_buf *b, const char *data,
 void gf_remote_cmd_release(struct gf_remote_cmd *c);
 
 struct gf_ssh_target {
-	const char *node;               /* for messages */
-	const char *spec;               /* "[user@]host[:port]" */
-	const struct gf_profile *prof;  /* ssh_user, ssh_key, ssh_key_passphrase_env, ssh_known_hosts */
-	bool accept_new;                /* record an unknown host key (never a changed one) */
-	double deadline;                /* monotonic: every call returns by then */
-	const gf_cancel_flag *cancel;  /* set on Ctrl-C: every call returns soon; NULL: none */
+	const char *node; /* for messages */
+	const char *spec; /* "[user@]host[:port]" */
+	const struct gf_profile
+		*prof;   /* ssh_user, ssh_key, ssh_key_passphrase_env, ssh_known_hosts */
+	bool accept_new; /* record an unknown host key (never a changed one) */
+	double deadline; /* monotonic: every call returns by then */
+	const gf_cancel_flag *cancel; /* set on Ctrl-C: every call returns soon; NULL: none */
 };
 
 struct gf_ssh;

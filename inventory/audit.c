@@ -10,8 +10,8 @@
 #include "lib/buf.h"
 #include "lib/util.h"
 
-static int audit_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
-		     const void *ud, size_t i, struct gf_err *err)
+static int audit_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what, const void *ud,
+		     size_t i, struct gf_err *err)
 {
 	const struct gf_audit *a = &((const struct gf_audit *)ud)[i];
 	int rc;

@@ -11,12 +11,12 @@ struct gf_db;
 
 /* One line of the audit table. */
 struct gf_audit {
-	double time;         /* epoch seconds the action was sent */
-	const char *user;    /* login user */
-	const char *verb;    /* "power on", "power off", ... */
+	double time;      /* epoch seconds the action was sent */
+	const char *user; /* login user */
+	const char *verb; /* "power on", "power off", ... */
 	const char *node;
-	const char *result;  /* "ok", or the error kind */
-	const char *detail;  /* message, may be NULL */
+	const char *result; /* "ok", or the error kind */
+	const char *detail; /* message, may be NULL */
 };
 
 /* Append finished audit rows in one transaction. */
@@ -43,9 +43,9 @@ int gf_db_audit_finish(struct gf_db *db, const long long *ids, const struct gf_a
 /* One row of the audit table as read back. */
 struct gf_audit_entry {
 	long long id;
-	double time;         /* intent written, or when the action was sent */
-	double finished;     /* when the result was recorded; 0 while pending */
-	bool pending;        /* an intent never completed: the action may have happened */
+	double time;     /* intent written, or when the action was sent */
+	double finished; /* when the result was recorded; 0 while pending */
+	bool pending;    /* an intent never completed: the action may have happened */
 	char *user, *verb, *node, *result, *detail;
 };
 /* Every audit row (or only the pending ones), oldest first. Free with _entries_free(). */

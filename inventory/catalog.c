@@ -118,16 +118,15 @@ static int bad(struct gf_err *err, const char *path, size_t i, const json_t *e, 
 }
 
 /* A string member that, when present, must be a non-empty string. */
-static int opt_string(const char *path, size_t i, const json_t *e, const char *field,
-		      char **ret, struct gf_err *err)
+static int opt_string(const char *path, size_t i, const json_t *e, const char *field, char **ret,
+		      struct gf_err *err)
 {
 	json_t *v = json_object_get(e, field);
 
 	*ret = NULL;
 	if (!v)
 		return 0;
-	if (!json_is_string(v) || !*json_string_value(v))
-	{
+	if (!json_is_string(v) || !*json_string_value(v)) {
 		char what[96];
 
 		snprintf(what, sizeof(what), "'%s' must be a non-empty string", field);
@@ -152,8 +151,8 @@ static char *resolve_file(const char *catalog, const char *file)
 static int parse_image(const char *path, size_t i, const json_t *e, struct gf_catalog_image *ret,
 		       struct gf_err *err)
 {
-	static const char *const known[] = {"model", "component", "version", "file", "image_uri",
-					    "activation", "comment"};
+	static const char *const known[] = {"model",     "component",  "version", "file",
+					    "image_uri", "activation", "comment"};
 	struct gf_catalog_image im = {0};
 	char *file = NULL, *act = NULL;
 	const char *key;
@@ -325,7 +324,8 @@ void gf_catalog_plan(const struct gf_catalog *c, const char *model, const char *
 				.skip = cp->version && strcmp(cp->version, im->version) == 0,
 				.image = i,
 				.activation = im->activation != GF_ACT_DEFAULT
-					? im->activation : gf_activation_default(dialect, cp->kind),
+						      ? im->activation
+						      : gf_activation_default(dialect, cp->kind),
 			};
 			break;
 		}

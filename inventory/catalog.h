@@ -39,17 +39,17 @@ bool gf_activation_is_host(enum gf_activation a);
 enum gf_activation gf_activation_default(const char *dialect, const char *kind);
 
 struct gf_catalog_image {
-	char *model;                 /* glob against the node's model; NULL: any */
-	char *component;             /* canonical key or key glob ("gpu*.firmware") */
+	char *model;     /* glob against the node's model; NULL: any */
+	char *component; /* canonical key or key glob ("gpu*.firmware") */
 	char *version;
-	char *file;                  /* absolute (resolved against the catalog's folder), or NULL */
-	char *image_uri;             /* for BMCs that pull (SimpleUpdate), or NULL */
+	char *file;      /* absolute (resolved against the catalog's folder), or NULL */
+	char *image_uri; /* for BMCs that pull (SimpleUpdate), or NULL */
 	enum gf_activation activation;
 };
 
 struct gf_catalog {
-	char *path;                  /* as given */
-	char *text;                  /* the bytes parsed, as read (a rollout stores them) */
+	char *path; /* as given */
+	char *text; /* the bytes parsed, as read (a rollout stores them) */
 	size_t len;
 	struct gf_catalog_image *v;
 	size_t n;
@@ -71,13 +71,13 @@ void gf_catalog_release(struct gf_catalog *c);
 
 /* One component of a node against the catalog. */
 struct gf_plan_item {
-	char *component;             /* the node's canonical key */
-	char *raw_id;                /* its FirmwareInventory member id, as the BMC names it */
-	char *from;                  /* the version the node reports, NULL: none */
-	char *to;                    /* the catalog's */
-	bool skip;                   /* already at @to */
-	size_t image;                /* index into the catalog */
-	enum gf_activation activation;  /* resolved (never DEFAULT) */
+	char *component;               /* the node's canonical key */
+	char *raw_id;                  /* its FirmwareInventory member id, as the BMC names it */
+	char *from;                    /* the version the node reports, NULL: none */
+	char *to;                      /* the catalog's */
+	bool skip;                     /* already at @to */
+	size_t image;                  /* index into the catalog */
+	enum gf_activation activation; /* resolved (never DEFAULT) */
 };
 
 struct gf_plan {

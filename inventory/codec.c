@@ -39,8 +39,8 @@ static json_t *sorted(json_t *doc)
 json_t *gf_codec_comp_to_json(const struct gf_inv_comp *c)
 {
 	return json_pack("{s:s,s:o,s:s,s:o,s:o,s:o}", "key", c->key, "version", jstr(c->version),
-			 "source", c->source, "id", jstr(c->raw_id), "name",
-			 jstr(c->name), "kind", jstr(c->kind));
+			 "source", c->source, "id", jstr(c->raw_id), "name", jstr(c->name), "kind",
+			 jstr(c->kind));
 }
 
 json_t *gf_codec_errors_to_json(const struct gf_sweep_node *n)
@@ -59,8 +59,8 @@ json_t *gf_codec_sel_to_json(const struct gf_sel_summary *s)
 	if (!s->read)
 		return json_null();
 	return json_pack("{s:I,s:{s:I,s:I,s:I},s:o}", "total", (json_int_t)s->total, "new", "info",
-			 (json_int_t)s->new_info, "warning", (json_int_t)s->new_warning,
-			 "critical", (json_int_t)s->new_critical, "mark",
+			 (json_int_t)s->new_info, "warning", (json_int_t)s->new_warning, "critical",
+			 (json_int_t)s->new_critical, "mark",
 			 s->has_mark ? json_real(s->mark) : json_null());
 }
 
@@ -91,8 +91,9 @@ json_t *gf_codec_node_to_json(const struct gf_sweep *sw, const struct gf_sweep_n
 	json_object_set_new(o, "errors", gf_codec_errors_to_json(n));
 	json_object_set_new(o, "protocol", jstr(n->protocol));
 	json_object_set_new(o, "model", jstr(n->model));
-	json_object_set_new(o, "collected", json_pack("{s:b,s:b,s:b}", "firmware", n->fw_read,
-						      "bios", n->bios_read, "host", n->host_read));
+	json_object_set_new(o, "collected",
+			    json_pack("{s:b,s:b,s:b}", "firmware", n->fw_read, "bios", n->bios_read,
+				      "host", n->host_read));
 	for (size_t i = 0; i < n->set->n; i++)
 		json_array_append_new(comps, gf_codec_comp_to_json(&n->set->v[i]));
 	json_object_set_new(o, GF_CODEC_COMPONENTS, comps);
@@ -134,8 +135,8 @@ static int get_count(json_t *o, const char *key, unsigned *ret, const char *wher
 		return 0;
 	}
 	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 0x7fffffff)
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-				  "%s member '%s' is not a count", where, key);
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "%s member '%s' is not a count",
+				  where, key);
 	*ret = (unsigned)json_integer_value(v);
 	return 0;
 }
@@ -160,7 +161,8 @@ static int norm_key(struct gf_sweep *sw, const char *key, const char **ret, cons
 			gf_buf_release(&b);
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
 					  "node '%s' has a component key '%s' with a character that"
-					  " is not allowed", node, key);
+					  " is not allowed",
+					  node, key);
 		}
 		gf_buf_addc(&b, (char)tolower((unsigned char)*p));
 	}
@@ -327,8 +329,8 @@ int gf_codec_node_from_json(struct gf_sweep *sw, json_t *o, struct gf_err *err)
 	st = status ? gf_node_status_parse(status) : -1;
 	if (st < 0)
 		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-				  "node '%s' has an unknown status '%s' (ok, partial, failed)", name,
-				  status ? status : "");
+				  "node '%s' has an unknown status '%s' (ok, partial, failed)",
+				  name, status ? status : "");
 	hw = json_object_get(o, "hardware");
 	host = json_object_get(o, "host");
 	coll = json_object_get(o, "collected");
@@ -365,7 +367,8 @@ int gf_codec_node_from_json(struct gf_sweep *sw, json_t *o, struct gf_err *err)
 		n->fw_read = json_is_true(json_object_get(coll, "firmware"));
 		n->host_read = json_is_true(json_object_get(coll, "host"));
 	} else {
-		n->fw_read = n->protocol && !has_error(n, GF_OP_BMC) && !has_error(n, GF_OP_FIRMWARE);
+		n->fw_read = n->protocol && !has_error(n, GF_OP_BMC) &&
+			     !has_error(n, GF_OP_FIRMWARE);
 		n->host_read = n->host != NULL;
 	}
 	/* Records written before the settings were collected say nothing: they were read if kept. */
@@ -388,7 +391,7 @@ fail:
 
 struct reader {
 	const struct gf_codec_sink *sink;
-	struct gf_sweep *sw;     /* the sweep of the last record */
+	struct gf_sweep *sw; /* the sweep of the last record */
 };
 
 /* The identity of a record's sweep: its uid, else one made of its number and time. */
@@ -464,8 +467,7 @@ static int located(struct gf_err *e, int code, const char *path, const char *uni
 }
 
 /* A JSON array (export --format json), read whole; @skipped lines came before it. */
-static int read_array(struct reader *r, FILE *f, const char *path, size_t skipped,
-		      struct gf_err *e)
+static int read_array(struct reader *r, FILE *f, const char *path, size_t skipped, struct gf_err *e)
 {
 	json_error_t je;
 	json_t *arr = json_loadf(f, 0, &je), *o;
@@ -474,8 +476,9 @@ static int read_array(struct reader *r, FILE *f, const char *path, size_t skippe
 
 	if (!arr || !json_is_array(arr)) {
 		json_decref(arr);
-		return gf_err_set(e, GF_E_USAGE, GF_EK_NONE, "'%s' is not a JSON array (line %zu: %s)",
-				  path, je.line > 0 ? (size_t)je.line + skipped : skipped + 1, je.text);
+		return gf_err_set(e, GF_E_USAGE, GF_EK_NONE,
+				  "'%s' is not a JSON array (line %zu: %s)", path,
+				  je.line > 0 ? (size_t)je.line + skipped : skipped + 1, je.text);
 	}
 	json_array_foreach(arr, i, o) {
 		if (read_record(r, o, e) < 0) {
@@ -488,8 +491,7 @@ static int read_array(struct reader *r, FILE *f, const char *path, size_t skippe
 }
 
 /* One record a line (ndjson); blank lines are skipped, @skipped of them read already. */
-static int read_lines(struct reader *r, FILE *f, const char *path, size_t skipped,
-		      struct gf_err *e)
+static int read_lines(struct reader *r, FILE *f, const char *path, size_t skipped, struct gf_err *e)
 {
 	char *line = NULL;
 	size_t cap = 0, lineno = skipped;
@@ -524,12 +526,11 @@ static int read_lines(struct reader *r, FILE *f, const char *path, size_t skippe
 	return rc;
 }
 
-int gf_codec_read(FILE *f, const char *path, const struct gf_codec_sink *sink,
-		  struct gf_err *err)
+int gf_codec_read(FILE *f, const char *path, const struct gf_codec_sink *sink, struct gf_err *err)
 {
 	struct reader r = {.sink = sink};
 	struct gf_err e = {0};
-	size_t skipped = 0;  /* whole lines before the first record: error lines count them */
+	size_t skipped = 0; /* whole lines before the first record: error lines count them */
 	int ch, rc;
 
 	while ((ch = fgetc(f)) != EOF && isspace(ch))
@@ -573,7 +574,8 @@ static int parse_rules(json_t *obj, struct gf_baseline_scope *scope, bool flat, 
 			continue;
 		if (!*key)
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-					  "baseline '%s': %s has an empty component key", name, where);
+					  "baseline '%s': %s has an empty component key", name,
+					  where);
 		if (json_is_string(v)) {
 			const char *one = json_string_value(v);
 
@@ -583,7 +585,8 @@ static int parse_rules(json_t *obj, struct gf_baseline_scope *scope, bool flat, 
 		if (!json_is_array(v))
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
 					  "baseline '%s': the version of '%s' in %s is not a string or"
-					  " a list of strings", name, key, where);
+					  " a list of strings",
+					  name, key, where);
 		if (json_array_size(v) == 0)
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
 					  "baseline '%s': the list of versions of '%s' in %s is empty",
@@ -594,7 +597,8 @@ static int parse_rules(json_t *obj, struct gf_baseline_scope *scope, bool flat, 
 				free(versions);
 				return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
 						  "baseline '%s': a version of '%s' in %s is not a"
-						  " string", name, key, where);
+						  " string",
+						  name, key, where);
 			}
 			versions[n++] = json_string_value(e);
 		}
@@ -620,16 +624,17 @@ static int parse_ignore(json_t *a, const char *name, struct gf_baseline *b, stru
 		if (!json_is_string(e) || !*json_string_value(e))
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
 					  "baseline '%s': 'ignore' item %zu is not a component key"
-					  " pattern", name, i + 1);
+					  " pattern",
+					  name, i + 1);
 		gf_baseline_add_ignore(b, json_string_value(e));
 	}
 	return 0;
 }
 
-static int parse_baseline(json_t *root, const char *name, struct gf_baseline *b,
-			  struct gf_err *err)
+static int parse_baseline(json_t *root, const char *name, struct gf_baseline *b, struct gf_err *err)
 {
-	json_t *comps = json_object_get(root, "components"), *models = json_object_get(root, "models");
+	json_t *comps = json_object_get(root, "components"),
+	       *models = json_object_get(root, "models");
 	const char *key;
 	json_t *v;
 	int rc;
@@ -657,7 +662,8 @@ static int parse_baseline(json_t *root, const char *name, struct gf_baseline *b,
 		char where[160];
 
 		snprintf(where, sizeof(where), "model '%s'", key);
-		if ((rc = parse_rules(v, gf_baseline_add_model(b, key), false, name, where, err)) < 0)
+		if ((rc = parse_rules(v, gf_baseline_add_model(b, key), false, name, where, err)) <
+		    0)
 			return rc;
 	}
 	return 0;
@@ -672,8 +678,9 @@ int gf_codec_baseline_parse(const char *text, const char *name, struct gf_baseli
 	int rc;
 
 	if (!root)
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "baseline '%s' is not JSON (line %d: %s)",
-				  name, je.line, je.text);
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "baseline '%s' is not JSON (line %d: %s)", name, je.line,
+				  je.text);
 	if (!json_is_object(root)) {
 		json_decref(root);
 		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "baseline '%s' is not a JSON object",
@@ -720,9 +727,10 @@ json_t *gf_codec_baseline_to_json(const struct gf_baseline *b, const struct gf_s
 		char when[40];
 
 		gf_time_format(from->time, when, sizeof(when));
-		json_object_set_new(o, "from", json_pack("{s:s,s:I,s:s,s:o}", "node", from->node,
-							 "sweep", (json_int_t)from->sweep, "time",
-							 when, "model", jstr(from->model)));
+		json_object_set_new(o, "from",
+				    json_pack("{s:s,s:I,s:s,s:o}", "node", from->node, "sweep",
+					      (json_int_t)from->sweep, "time", when, "model",
+					      jstr(from->model)));
 	}
 	json_object_set_new(o, "components", rules_to_json(&b->scopes[0]));
 	if (b->nignore) {

@@ -45,8 +45,8 @@ int gf_codec_node_from_json(struct gf_sweep *sw, json_t *obj, struct gf_err *err
 
 /* The parts of a record, for outputs that show them: new references. */
 json_t *gf_codec_comp_to_json(const struct gf_inv_comp *c);
-json_t *gf_codec_errors_to_json(const struct gf_sweep_node *n);    /* [] when none */
-json_t *gf_codec_sel_to_json(const struct gf_sel_summary *s);      /* null when not read */
+json_t *gf_codec_errors_to_json(const struct gf_sweep_node *n);      /* [] when none */
+json_t *gf_codec_sel_to_json(const struct gf_sel_summary *s);        /* null when not read */
 json_t *gf_codec_sensors_to_json(const struct gf_sensor_summary *s); /* null when not read */
 
 /*
@@ -79,8 +79,7 @@ struct gf_codec_sink {
  * the first bad record or failed call with the message prefixed by where
  * it is ("'PATH' line 6: ..."); @path names the file in messages only.
  */
-int gf_codec_read(FILE *f, const char *path, const struct gf_codec_sink *sink,
-		  struct gf_err *err);
+int gf_codec_read(FILE *f, const char *path, const struct gf_codec_sink *sink, struct gf_err *err);
 
 /* ---- baseline files ------------------------------------------------------ */
 

@@ -20,8 +20,8 @@
 #define GF_DB_BUSY_MS 10000
 
 struct gf_db {
-	sqlite3 *h;  /* one connection, used by one thread */
-	char *path;  /* as given to gf_db_open(), for messages */
+	sqlite3 *h; /* one connection, used by one thread */
+	char *path; /* as given to gf_db_open(), for messages */
 };
 
 /*
@@ -58,8 +58,8 @@ static const char *const migrations[] = {
 	"CREATE INDEX audit_time ON audit(time);",
 	/* 1 -> 2: TLS certificate pins of Redfish BMCs (trust on first use) */
 	"CREATE TABLE tls_pins ("
-	"  node TEXT PRIMARY KEY,"        /* registry name, or the host for -H */
-	"  fingerprint TEXT NOT NULL,"    /* SHA-256 of the DER certificate, hex */
+	"  node TEXT PRIMARY KEY,"     /* registry name, or the host for -H */
+	"  fingerprint TEXT NOT NULL," /* SHA-256 of the DER certificate, hex */
 	"  first_seen REAL NOT NULL"
 	");",
 	/*
@@ -68,10 +68,10 @@ static const char *const migrations[] = {
 	 */
 	"CREATE TABLE sweeps ("
 	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
-	"  uid TEXT NOT NULL UNIQUE,"     /* random, the identity across sites */
+	"  uid TEXT NOT NULL UNIQUE," /* random, the identity across sites */
 	"  started REAL NOT NULL,"
 	"  finished REAL NOT NULL,"
-	"  imported REAL,"                /* when inventory import added it */
+	"  imported REAL," /* when inventory import added it */
 	"  nodes INTEGER NOT NULL DEFAULT 0,"
 	"  ok INTEGER NOT NULL DEFAULT 0,"
 	"  partial INTEGER NOT NULL DEFAULT 0,"
@@ -81,7 +81,7 @@ static const char *const migrations[] = {
 	"CREATE TABLE csets ("
 	"  id INTEGER PRIMARY KEY,"
 	"  hash INTEGER NOT NULL,"
-	"  body BLOB NOT NULL"            /* canonical form of the list */
+	"  body BLOB NOT NULL" /* canonical form of the list */
 	");"
 	"CREATE INDEX csets_hash ON csets(hash);"
 	"CREATE TABLE components ("
@@ -97,14 +97,14 @@ static const char *const migrations[] = {
 	"CREATE TABLE blobs ("
 	"  id INTEGER PRIMARY KEY,"
 	"  hash INTEGER NOT NULL,"
-	"  body TEXT NOT NULL"            /* compact JSON, keys sorted */
+	"  body TEXT NOT NULL" /* compact JSON, keys sorted */
 	");"
 	"CREATE INDEX blobs_hash ON blobs(hash);"
 	"CREATE TABLE sweep_nodes ("
 	"  sweep INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,"
 	"  node TEXT NOT NULL,"
 	"  status TEXT NOT NULL CHECK (status IN ('ok', 'partial', 'failed')),"
-	"  errors TEXT,"                  /* JSON [{"op","kind","message"}], NULL: none */
+	"  errors TEXT," /* JSON [{"op","kind","message"}], NULL: none */
 	"  protocol TEXT,"
 	"  model TEXT,"
 	"  fw_read INTEGER NOT NULL DEFAULT 0,"
@@ -112,12 +112,12 @@ static const char *const migrations[] = {
 	"  cset INTEGER NOT NULL REFERENCES csets(id),"
 	"  hardware INTEGER REFERENCES blobs(id),"
 	"  host INTEGER REFERENCES blobs(id),"
-	"  sel_total INTEGER,"            /* NULL: the SEL was not read */
+	"  sel_total INTEGER," /* NULL: the SEL was not read */
 	"  sel_info INTEGER,"
 	"  sel_warning INTEGER,"
 	"  sel_critical INTEGER,"
 	"  sel_mark REAL,"
-	"  sens_nominal INTEGER,"         /* NULL: sensors were not read */
+	"  sens_nominal INTEGER," /* NULL: sensors were not read */
 	"  sens_warning INTEGER,"
 	"  sens_critical INTEGER,"
 	"  sens_unknown INTEGER,"
@@ -127,7 +127,7 @@ static const char *const migrations[] = {
 	"CREATE INDEX sweep_nodes_cset ON sweep_nodes(cset);"
 	"CREATE INDEX sweep_nodes_hardware ON sweep_nodes(hardware);"
 	"CREATE INDEX sweep_nodes_host ON sweep_nodes(host);"
-	"CREATE TABLE node_last ("         /* each node's newest row */
+	"CREATE TABLE node_last (" /* each node's newest row */
 	"  node TEXT PRIMARY KEY,"
 	"  sweep INTEGER NOT NULL,"
 	"  started REAL NOT NULL"
@@ -149,13 +149,13 @@ static const char *const migrations[] = {
 	"  user TEXT,"
 	"  state TEXT NOT NULL CHECK (state IN ('running', 'stopped', 'finished')),"
 	"  catalog_path TEXT NOT NULL,"
-	"  catalog TEXT NOT NULL,"        /* the catalog as read: resume plans with it */
-	"  options TEXT NOT NULL"         /* JSON */
+	"  catalog TEXT NOT NULL," /* the catalog as read: resume plans with it */
+	"  options TEXT NOT NULL"  /* JSON */
 	");"
 	"CREATE TABLE rollout_nodes ("
 	"  rollout INTEGER NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,"
 	"  node TEXT NOT NULL,"
-	"  seq INTEGER NOT NULL,"         /* the order of the plan */
+	"  seq INTEGER NOT NULL," /* the order of the plan */
 	"  batch INTEGER NOT NULL,"
 	"  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
 	"    'failed', 'pending-activation', 'unsupported')),"
@@ -185,7 +185,7 @@ static const char *const migrations[] = {
 	 * whatever its firmware and host facts: 400 settings are not copied
 	 * each time a driver changes. NULL: none.
 	 */
-	"ALTER TABLE sweep_nodes ADD COLUMN bios_cset INTEGER;"   /* a csets id; no FOREIGN KEY: ALTER TABLE cannot add one */
+	"ALTER TABLE sweep_nodes ADD COLUMN bios_cset INTEGER;" /* a csets id; no FOREIGN KEY: ALTER TABLE cannot add one */
 	/* were the settings read (what drift compares them on, as fw_read for firmware) */
 	"ALTER TABLE sweep_nodes ADD COLUMN bios_read INTEGER NOT NULL DEFAULT 0;"
 	/* rows of version 5 read none */,
@@ -199,7 +199,7 @@ static const char *const migrations[] = {
 	"  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
 	"  key TEXT NOT NULL,"
 	"  version TEXT,"
-	"  source TEXT NOT NULL,"         /* where it was read: a protocol's name, or ssh */
+	"  source TEXT NOT NULL," /* where it was read: a protocol's name, or ssh */
 	"  raw_id TEXT,"
 	"  name TEXT,"
 	"  kind TEXT,"
@@ -249,8 +249,8 @@ int gf_db_fail(struct gf_db *db, int rc, const char *what, struct gf_err *err)
 				  "file '%s' is not a gpufleet database (%s)", db->path, msg);
 		break;
 	default:
-		code = gf_err_set(err, GF_E_DB, GF_EK_NONE, "%s in database '%s' failed (%s)",
-				  what, db->path, msg);
+		code = gf_err_set(err, GF_E_DB, GF_EK_NONE, "%s in database '%s' failed (%s)", what,
+				  db->path, msg);
 		break;
 	}
 	if (err)
@@ -315,8 +315,7 @@ int gf_db_exec(struct gf_db *db, const char *sql, const char *what, struct gf_er
 }
 
 /* Run a statement that yields one integer row (a PRAGMA read). */
-static int db_int(struct gf_db *db, const char *sql, const char *what, int *ret,
-		  struct gf_err *err)
+static int db_int(struct gf_db *db, const char *sql, const char *what, int *ret, struct gf_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = gf_db_prepare(db, sql, &st, what, err);
@@ -366,8 +365,8 @@ int gf_db_bind_text(struct gf_db *db, sqlite3_stmt *st, int i, const char *s, co
 	return rc == SQLITE_OK ? 0 : gf_db_fail(db, rc, what, err);
 }
 
-int gf_db_bind_int64(struct gf_db *db, sqlite3_stmt *st, int i, sqlite3_int64 v,
-		     const char *what, struct gf_err *err)
+int gf_db_bind_int64(struct gf_db *db, sqlite3_stmt *st, int i, sqlite3_int64 v, const char *what,
+		     struct gf_err *err)
 {
 	int rc = sqlite3_bind_int64(st, i, v);
 
@@ -537,14 +536,16 @@ int gf_db_open(const char *path, struct gf_db **ret, struct gf_err *err)
 		if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
 			return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
 					  "database '%s' is a symbolic link; gpufleet does not follow "
-					  "it (name the file itself)", path);
+					  "it (name the file itself)",
+					  path);
 	}
 
 	db = gf_xcalloc(1, sizeof(*db));
 	db->path = gf_xstrdup(path);
 	/* NOFOLLOW: a link swapped in after the check is refused by SQLite itself. */
 	rc = sqlite3_open_v2(path, &db->h,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL);
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+			     NULL);
 	if (rc != SQLITE_OK) {
 		const char *msg = db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc);
 

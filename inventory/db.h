@@ -85,11 +85,11 @@ void gf_db_rollback(struct gf_db *db);
  */
 #define GF_DB_WRITE_MAX 3
 struct gf_db_write {
-	const char *what;                      /* the operation, for messages */
+	const char *what; /* the operation, for messages */
 	const char *sql[GF_DB_WRITE_MAX];
 	int (*row)(struct gf_db *db, struct sqlite3_stmt *const *st, const char *what,
 		   const void *ud, size_t i, struct gf_err *err);
-	const void *ud;                        /* for @row */
+	const void *ud; /* for @row */
 };
 int gf_db_write(struct gf_db *db, const struct gf_db_write *w, size_t n, struct gf_err *err);
 

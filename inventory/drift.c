@@ -44,7 +44,7 @@ static enum part part_of(const struct gf_inv_comp *c)
 
 static enum part part_of_key(const char *key)
 {
-	return gf_norm_key_is_host(key)		 ? PART_HOST
+	return gf_norm_key_is_host(key)        ? PART_HOST
 	       : strncmp(key, "bios.", 5) == 0 ? PART_BIOS_OR_FW
 					       : PART_FW;
 }
@@ -160,7 +160,8 @@ struct gf_baseline *gf_baseline_from_node(const struct gf_sweep_node *n)
 
 	for (size_t i = 0; i < n->set->n; i++)
 		if (n->set->v[i].version)
-			gf_baseline_add_rule(&b->scopes[0], n->set->v[i].key, &n->set->v[i].version, 1);
+			gf_baseline_add_rule(&b->scopes[0], n->set->v[i].key, &n->set->v[i].version,
+					     1);
 	return b;
 }
 
@@ -176,7 +177,7 @@ static const struct gf_baseline_rule *scope_find(const struct gf_baseline_scope 
 }
 
 static const struct gf_baseline_rule *bl_find(const struct gf_baseline *b, const char *model,
-				     const char *key)
+					      const char *key)
 {
 	const struct gf_baseline_rule *r = NULL;
 
@@ -247,7 +248,8 @@ static const char *shown(const char *v)
 
 static int ptr_cmp(const void *a, const void *b)
 {
-	uintptr_t x = (uintptr_t) * (const char *const *)a, y = (uintptr_t) * (const char *const *)b;
+	uintptr_t x = (uintptr_t) * (const char *const *)a,
+		  y = (uintptr_t) * (const char *const *)b;
 
 	return x < y ? -1 : x > y;
 }
@@ -284,15 +286,15 @@ struct class_ctx {
 	const struct gf_sweep *cur;
 	struct gf_drift *d;
 	const struct gf_keyfilter *filter;
-	size_t *members;          /* indices into cur->nodes, compared ones only */
+	size_t *members; /* indices into cur->nodes, compared ones only */
 	size_t nmembers;
-	size_t *row_of;           /* per member: its row */
-	const struct gf_inv_set **sets;  /* the distinct lists, sorted by address */
+	size_t *row_of;                 /* per member: its row */
+	const struct gf_inv_set **sets; /* the distinct lists, sorted by address */
 	size_t nsets;
-	const char **keys;        /* the class's keys, sorted */
+	const char **keys; /* the class's keys, sorted */
 	size_t nkeys;
-	const struct gf_inv_comp **rows;  /* nsets x nkeys, NULL: absent */
-	const struct gf_inv_comp **any;   /* per key: some member's component */
+	const struct gf_inv_comp **rows; /* nsets x nkeys, NULL: absent */
+	const struct gf_inv_comp **any;  /* per key: some member's component */
 	/* scratch, reused for every key */
 	const char **vals;
 	struct tally *tally;
@@ -589,8 +591,7 @@ static void baseline_missing(const struct gf_sweep_node *n, const struct gf_base
 		struct gf_drift_item *it;
 
 		if (rule->glob || !gf_keyfilter_match(f, rule->pattern) || !reads(n, part) ||
-		    gf_baseline_ignores(b, rule->pattern) ||
-		    gf_inv_set_find(n->set, rule->pattern))
+		    gf_baseline_ignores(b, rule->pattern) || gf_inv_set_find(n->set, rule->pattern))
 			continue;
 		/* A model's own rule for the key wins over the general one: report it once. */
 		if (!model_scope && bl_find(b, n->model, rule->pattern) != rule)
@@ -600,7 +601,8 @@ static void baseline_missing(const struct gf_sweep_node *n, const struct gf_base
 		it->expected = rule->display;
 		/* Missing: it would have come from the node's BMC, or its host. */
 		it->source = part == PART_HOST ? GF_SOURCE_HOST
-			     : n->protocol ? n->protocol : "unknown";
+			     : n->protocol     ? n->protocol
+					       : "unknown";
 		it->flags = GF_DRIFT_MISSING;
 	}
 }
@@ -745,9 +747,11 @@ int gf_drift_compute(const struct gf_sweep *cur, const struct gf_drift_opts *o,
 	struct gf_drift *d;
 
 	if (o->mode == GF_DRIFT_BASELINE && !o->baseline)
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a baseline comparison needs a baseline");
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "a baseline comparison needs a baseline");
 	if (o->mode == GF_DRIFT_SINCE && !o->before)
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a since comparison needs earlier rows");
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "a since comparison needs earlier rows");
 	d = gf_xcalloc(1, sizeof(*d));
 	d->nodes = gf_xcalloc(cur->n ? cur->n : 1, sizeof(*d->nodes));
 	d->n = cur->n;
@@ -759,15 +763,9 @@ int gf_drift_compute(const struct gf_sweep *cur, const struct gf_drift_opts *o,
 			d->not_compared++;
 	}
 	switch (o->mode) {
-	case GF_DRIFT_BASELINE:
-		drift_baseline(cur, o, d);
-		break;
-	case GF_DRIFT_SINCE:
-		drift_since(cur, o, d);
-		break;
-	default:
-		drift_majority(cur, o, d);
-		break;
+	case GF_DRIFT_BASELINE: drift_baseline(cur, o, d); break;
+	case GF_DRIFT_SINCE: drift_since(cur, o, d); break;
+	default: drift_majority(cur, o, d); break;
 	}
 	{
 		/* Totals: distinct components by name across all items. */

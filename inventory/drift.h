@@ -22,23 +22,23 @@
 
 /* What a baseline expects, per model; its file form is in inventory/codec.h. */
 struct gf_baseline_rule {
-	char *pattern;      /* a component key or a shell glob, lower case */
-	bool glob;          /* has * ? or [ */
-	char **versions;    /* the accepted versions, at least one */
+	char *pattern;   /* a component key or a shell glob, lower case */
+	bool glob;       /* has * ? or [ */
+	char **versions; /* the accepted versions, at least one */
 	size_t nversions;
-	char *display;      /* "1.2" or "1.2|1.3" */
+	char *display; /* "1.2" or "1.2|1.3" */
 };
 
 struct gf_baseline_scope {
-	char *model;                     /* NULL: every model */
-	struct gf_baseline_rule *rules;  /* in file order */
+	char *model;                    /* NULL: every model */
+	struct gf_baseline_rule *rules; /* in file order */
 	size_t n;
 };
 
 struct gf_baseline {
-	struct gf_baseline_scope *scopes;  /* [0]: every model, then one per model */
+	struct gf_baseline_scope *scopes; /* [0]: every model, then one per model */
 	size_t n;
-	char **ignore;                     /* key globs it does not judge (its "ignore"), any case */
+	char **ignore; /* key globs it does not judge (its "ignore"), any case */
 	size_t nignore;
 };
 
@@ -75,7 +75,7 @@ const char *gf_baseline_expect(const struct gf_baseline *b, const char *model, c
 
 /* --component and --ignore: shell globs on component keys, matched without regard to case. */
 struct gf_keyfilter {
-	const char *const *include;  /* none: every key */
+	const char *const *include; /* none: every key */
 	size_t ninclude;
 	const char *const *ignore;
 	size_t nignore;
@@ -86,52 +86,52 @@ bool gf_keyfilter_match(const struct gf_keyfilter *f, const char *key);
 /* ---- drift ------------------------------------------------------------------ */
 
 enum gf_drift_mode {
-	GF_DRIFT_MAJORITY = 0,  /* the most common version among a node's class */
-	GF_DRIFT_BASELINE,      /* what a baseline expects */
-	GF_DRIFT_SINCE,         /* what the node had before */
+	GF_DRIFT_MAJORITY = 0, /* the most common version among a node's class */
+	GF_DRIFT_BASELINE,     /* what a baseline expects */
+	GF_DRIFT_SINCE,        /* what the node had before */
 };
 
 struct gf_drift_opts {
 	enum gf_drift_mode mode;
-	const char *const *classes;          /* majority: per node of cur its class (NULL: one class) */
-	const struct gf_baseline *baseline;  /* baseline */
-	const struct gf_sweep *before;       /* since: earlier rows, matched by node name */
+	const char *const *classes; /* majority: per node of cur its class (NULL: one class) */
+	const struct gf_baseline *baseline; /* baseline */
+	const struct gf_sweep *before;      /* since: earlier rows, matched by node name */
 	struct gf_keyfilter filter;
 };
 
 enum {
-	GF_DRIFT_TIE = 1 << 0,      /* no single most common version: see tie */
-	GF_DRIFT_MISSING = 1 << 1,  /* the node lacks the component */
-	GF_DRIFT_EXTRA = 1 << 2,    /* only the node has it (majority), or it is new (since) */
+	GF_DRIFT_TIE = 1 << 0,     /* no single most common version: see tie */
+	GF_DRIFT_MISSING = 1 << 1, /* the node lacks the component */
+	GF_DRIFT_EXTRA = 1 << 2,   /* only the node has it (majority), or it is new (since) */
 };
 
 struct gf_drift_item {
 	const char *component;
-	const char *expected;   /* NULL: absent, or a tie */
-	const char *actual;     /* NULL: absent on the node, or reported without a version */
-	const char *source;     /* where it was read (inventory/sweep.h) */
+	const char *expected; /* NULL: absent, or a tie */
+	const char *actual;   /* NULL: absent on the node, or reported without a version */
+	const char *source;   /* where it was read (inventory/sweep.h) */
 	unsigned flags;
-	const char **tie;       /* the tied versions, most common first (NULL: absent) */
+	const char **tie; /* the tied versions, most common first (NULL: absent) */
 	size_t ntie;
 };
 
 struct gf_drift_node {
-	const struct gf_sweep_node *node;    /* in cur */
-	const char *class;                   /* majority: its class ("" when none) */
-	bool compared;                       /* false: its sweep read nothing to compare */
-	size_t peers;                        /* majority: nodes compared in its class */
-	const struct gf_sweep_node *before;  /* since: the earlier row, NULL: none */
+	const struct gf_sweep_node *node;   /* in cur */
+	const char *class;                  /* majority: its class ("" when none) */
+	bool compared;                      /* false: its sweep read nothing to compare */
+	size_t peers;                       /* majority: nodes compared in its class */
+	const struct gf_sweep_node *before; /* since: the earlier row, NULL: none */
 	struct gf_drift_item *items;
 	size_t n;
 };
 
 struct gf_drift {
-	struct gf_drift_node *nodes;  /* one per node of cur, in its order */
+	struct gf_drift_node *nodes; /* one per node of cur, in its order */
 	size_t n;
-	size_t drifting;              /* nodes with items */
+	size_t drifting; /* nodes with items */
 	size_t items;
-	size_t ties;                  /* (class, component) pairs without a majority */
-	size_t components;            /* distinct components with items */
+	size_t ties;       /* (class, component) pairs without a majority */
+	size_t components; /* distinct components with items */
 	size_t not_compared;
 };
 
@@ -155,28 +155,28 @@ enum gf_change {
 	GF_CHANGE_CHANGED,
 };
 
-const char *gf_change_name(enum gf_change c);  /* "added", "removed", "changed" */
+const char *gf_change_name(enum gf_change c); /* "added", "removed", "changed" */
 
 struct gf_diff_comp {
 	const char *component;
-	const char *before, *after;  /* NULL: absent (or no version) */
-	const char *source;     /* where it was read (inventory/sweep.h) */
+	const char *before, *after; /* NULL: absent (or no version) */
+	const char *source;         /* where it was read (inventory/sweep.h) */
 	enum gf_change change;
 };
 
 struct gf_diff_node {
 	const char *node;
-	enum gf_change change;       /* the node itself: in B only, in A only, in both */
+	enum gf_change change; /* the node itself: in B only, in A only, in both */
 	const struct gf_sweep_node *a, *b;
 	struct gf_diff_comp *v;
 	size_t n;
 };
 
 struct gf_diff {
-	struct gf_diff_node *nodes;  /* only nodes with a change, in natural name order */
+	struct gf_diff_node *nodes; /* only nodes with a change, in natural name order */
 	size_t n;
-	size_t added, removed, changed;  /* nodes */
-	size_t comps;                    /* component changes */
+	size_t added, removed, changed; /* nodes */
+	size_t comps;                   /* component changes */
 };
 
 /*

@@ -63,8 +63,9 @@ static void node_families(const struct gf_sweep *sw, struct gf_buf *out)
 		label(out, "protocol", sw->nodes[i].protocol);
 		value(out, 1);
 	}
-	gf_prom_family(out, "gpufleet_node_status",
-		       "1 for the status of the node's last sweep (ok, partial, failed), 0 for the others.");
+	gf_prom_family(
+		out, "gpufleet_node_status",
+		"1 for the status of the node's last sweep (ok, partial, failed), 0 for the others.");
 	for (size_t i = 0; i < sw->n; i++)
 		for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) {
 			sample(out, "gpufleet_node_status", &sw->nodes[i]);
@@ -161,8 +162,9 @@ static void gpus(const struct gf_sweep *sw, struct gf_buf *out)
 			value(out, (double)n->hardware->ngpus);
 		}
 	}
-	gf_prom_family(out, "gpufleet_gpu_xid_errors",
-		       "NVIDIA Xid errors in the host's kernel log over the last 24 hours, by Xid code.");
+	gf_prom_family(
+		out, "gpufleet_gpu_xid_errors",
+		"NVIDIA Xid errors in the host's kernel log over the last 24 hours, by Xid code.");
 	for (size_t i = 0; i < sw->n; i++) {
 		const struct gf_hostfacts *h = sw->nodes[i].host;
 
@@ -231,8 +233,8 @@ void gf_metrics_render(const struct gf_sweep *sw, const struct gf_drift *d, stru
 	sel_and_sensors(sw, out);
 }
 
-int gf_metrics_build(struct gf_db *db, const char *const *nodes, size_t nnodes,
-		     struct gf_buf *out, size_t *ret_n, struct gf_err *err)
+int gf_metrics_build(struct gf_db *db, const char *const *nodes, size_t nnodes, struct gf_buf *out,
+		     size_t *ret_n, struct gf_err *err)
 {
 	struct gf_store_query q = {.details = true};
 	struct gf_drift_opts o = {.mode = GF_DRIFT_MAJORITY};

@@ -28,7 +28,7 @@ void gf_metrics_render(const struct gf_sweep *sw, const struct gf_drift *d, stru
  * compute its drift by model as `gpufleet drift` does by default, and
  * append the metrics to @out. *ret_n (nullable): how many nodes had rows.
  */
-int gf_metrics_build(struct gf_db *db, const char *const *nodes, size_t nnodes,
-		     struct gf_buf *out, size_t *ret_n, struct gf_err *err);
+int gf_metrics_build(struct gf_db *db, const char *const *nodes, size_t nnodes, struct gf_buf *out,
+		     size_t *ret_n, struct gf_err *err);
 
 #endif

@@ -172,9 +172,9 @@ static char *lower(const char *s)
 	return c;
 }
 
-int gf_norm_bmc_components(struct gf_sweep *sw, const char *node,
-			   const struct gf_component_list *l, const struct gf_hardware *hw,
-			   const char *source, struct gf_inv_set *set, struct gf_err *err)
+int gf_norm_bmc_components(struct gf_sweep *sw, const char *node, const struct gf_component_list *l,
+			   const struct gf_hardware *hw, const char *source, struct gf_inv_set *set,
+			   struct gf_err *err)
 {
 	unsigned counts[GF_COMPKEY_NROWS] = {0};
 	const struct gf_compkey_rule *bios = &gf_compkey_rules[GF_COMPKEY_BIOS];
@@ -194,11 +194,12 @@ int gf_norm_bmc_components(struct gf_sweep *sw, const char *node,
 			char *names = gf_source_names();
 			int rc = !known ? gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 						     "node '%s': component '%s' has an unknown "
-						     "source '%s' (%s)", node, key,
-						     source ? source : "", names)
+						     "source '%s' (%s)",
+						     node, key, source ? source : "", names)
 					: gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 						     "node '%s' has a component key '%s' with a "
-						     "character that is not allowed", node, key);
+						     "character that is not allowed",
+						     node, key);
 
 			free(names);
 			free(key);
@@ -206,13 +207,12 @@ int gf_norm_bmc_components(struct gf_sweep *sw, const char *node,
 		}
 		if (strcmp(key, bios->key) == 0)
 			have_bios = true;
-		add(sw, set, key, c->version, source, c->id, c->name,
-		    c->kind ? c->kind : "other");
+		add(sw, set, key, c->version, source, c->id, c->name, c->kind ? c->kind : "other");
 		free(key);
 	}
 	if (!have_bios && known && hw && hw->system.bios_version && *hw->system.bios_version)
-		add(sw, set, bios->key, hw->system.bios_version, source,
-		    "system.bios_version", "System BIOS", bios->kind);
+		add(sw, set, bios->key, hw->system.bios_version, source, "system.bios_version",
+		    "System BIOS", bios->kind);
 	return 0;
 }
 

@@ -35,9 +35,9 @@ void gf_norm_host_components(struct gf_sweep *sw, const struct gf_hostfacts *f,
  * when a component cannot be kept (an unknown source, a key that is not
  * canonical): then @set may hold some of them, and the caller drops them.
  */
-int gf_norm_bmc_components(struct gf_sweep *sw, const char *node,
-			   const struct gf_component_list *l, const struct gf_hardware *hw,
-			   const char *source, struct gf_inv_set *set, struct gf_err *err);
+int gf_norm_bmc_components(struct gf_sweep *sw, const char *node, const struct gf_component_list *l,
+			   const struct gf_hardware *hw, const char *source, struct gf_inv_set *set,
+			   struct gf_err *err);
 
 /*
  * Append one component per BIOS attribute of @b: key bios.<name> (lower

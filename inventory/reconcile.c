@@ -95,8 +95,10 @@ static void reconcile_node(const struct gf_sweep_node *n, struct gf_reconcile_no
 		if (!hg) {
 			struct gf_buf d = GF_BUF_INIT;
 
-			gf_buf_addf(&d, "GPU serial %s: the BMC lists it (gpu%d), the host does not see it"
-				    " (fallen off the bus?)", g->serial, g->index);
+			gf_buf_addf(&d,
+				    "GPU serial %s: the BMC lists it (gpu%d), the host does not see it"
+				    " (fallen off the bus?)",
+				    g->serial, g->index);
 			add(rn, gf_xstrdup("gpus"), "serial", g->serial, NULL, &d);
 			free(key);
 			continue;
@@ -105,9 +107,10 @@ static void reconcile_node(const struct gf_sweep_node *n, struct gf_reconcile_no
 		if (held && hg->vbios && *hg->vbios && strcasecmp(held, hg->vbios) != 0) {
 			struct gf_buf d = GF_BUF_INIT;
 
-			gf_buf_addf(&d, "GPU serial %s: the BMC holds firmware %s, the driver runs VBIOS %s"
-				    " on GPU %d (staged, waiting for a power cycle?)", g->serial, held,
-				    hg->vbios, hg->index);
+			gf_buf_addf(&d,
+				    "GPU serial %s: the BMC holds firmware %s, the driver runs VBIOS %s"
+				    " on GPU %d (staged, waiting for a power cycle?)",
+				    g->serial, held, hg->vbios, hg->index);
 			add(rn, key, "firmware", held, hg->vbios, &d);
 			key = NULL;
 		}
@@ -119,8 +122,10 @@ static void reconcile_node(const struct gf_sweep_node *n, struct gf_reconcile_no
 
 		if (!has_serial(hg->serial) || bmc_has_serial(hw, hg->serial))
 			continue;
-		gf_buf_addf(&d, "GPU serial %s: the host sees it (GPU %d), the BMC does not list it"
-			    " (a stale BMC inventory?)", hg->serial, hg->index);
+		gf_buf_addf(&d,
+			    "GPU serial %s: the host sees it (GPU %d), the BMC does not list it"
+			    " (a stale BMC inventory?)",
+			    hg->serial, hg->index);
 		add(rn, gf_xstrdup("gpus"), "serial", NULL, hg->serial, &d);
 	}
 }

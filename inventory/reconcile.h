@@ -32,13 +32,13 @@ struct gf_reconcile_item {
 
 struct gf_reconcile_node {
 	const struct gf_sweep_node *node;
-	bool compared;     /* both sides listed GPUs */
+	bool compared; /* both sides listed GPUs */
 	struct gf_reconcile_item *items;
 	size_t n;
 };
 
 struct gf_reconcile {
-	struct gf_reconcile_node *nodes;  /* one per node of the sweep, in its order */
+	struct gf_reconcile_node *nodes; /* one per node of the sweep, in its order */
 	size_t n;
 	size_t compared, findings, nodes_with_findings;
 };

@@ -75,8 +75,8 @@ struct nodes_add {
 
 enum { ADD_PUT, ADD_CLEAR, ADD_GROUP };
 
-static int node_add_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
-			const void *ud, size_t i, struct gf_err *err)
+static int node_add_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what, const void *ud,
+			size_t i, struct gf_err *err)
 {
 	const struct nodes_add *a = ud;
 	const struct gf_node *nd = &a->nodes[i];
@@ -89,8 +89,8 @@ static int node_add_row(struct gf_db *db, sqlite3_stmt *const *st, const char *w
 			rc = gf_db_step_done(db, st[ADD_CLEAR], what, err);
 	}
 	if (rc == 0)
-		rc = step_groups(db, st[ADD_GROUP], id, (const char *const *)nd->groups, nd->ngroups,
-				 what, err);
+		rc = step_groups(db, st[ADD_GROUP], id, (const char *const *)nd->groups,
+				 nd->ngroups, what, err);
 	return rc;
 }
 
@@ -102,7 +102,8 @@ int gf_db_nodes_add(struct gf_db *db, const struct gf_node *nodes, size_t n, boo
 		.what = "adding nodes",
 		.sql = {[ADD_PUT] = replace ? sql_node_upsert : sql_node_insert,
 			[ADD_CLEAR] = "DELETE FROM node_groups WHERE node_id = ?1",
-			[ADD_GROUP] = "INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)"},
+			[ADD_GROUP] =
+				"INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)"},
 		.row = node_add_row,
 		.ud = &a,
 	};
@@ -118,8 +119,7 @@ int gf_db_nodes_add(struct gf_db *db, const struct gf_node *nodes, size_t n, boo
 	return gf_db_write(db, &w, n, err);
 }
 
-static int node_from_row(struct gf_db *db, sqlite3_stmt *st, struct gf_node *n,
-			 struct gf_err *err)
+static int node_from_row(struct gf_db *db, sqlite3_stmt *st, struct gf_node *n, struct gf_err *err)
 {
 	const unsigned char *proto = sqlite3_column_text(st, 4);
 	const struct gf_backend *p;
@@ -250,8 +250,8 @@ struct nodes_tag {
 
 enum { TAG_FIND, TAG_ADD, TAG_DEL };
 
-static int node_tag_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what,
-			const void *ud, size_t i, struct gf_err *err)
+static int node_tag_row(struct gf_db *db, sqlite3_stmt *const *st, const char *what, const void *ud,
+			size_t i, struct gf_err *err)
 {
 	const struct nodes_tag *t = ud;
 	sqlite3_stmt *find = st[TAG_FIND];
@@ -281,15 +281,15 @@ static int node_tag_row(struct gf_db *db, sqlite3_stmt *const *st, const char *w
 	return rc;
 }
 
-int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n,
-		    const char *const *add, size_t nadd, const char *const *del, size_t ndel,
-		    struct gf_err *err)
+int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n, const char *const *add,
+		    size_t nadd, const char *const *del, size_t ndel, struct gf_err *err)
 {
 	const struct nodes_tag t = {names, add, del, nadd, ndel};
 	const struct gf_db_write w = {
 		.what = "tagging nodes",
 		.sql = {[TAG_FIND] = "SELECT id FROM nodes WHERE name = ?1",
-			[TAG_ADD] = "INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)",
+			[TAG_ADD] =
+				"INSERT OR IGNORE INTO node_groups (node_id, grp) VALUES (?1, ?2)",
 			[TAG_DEL] = "DELETE FROM node_groups WHERE node_id = ?1 AND grp = ?2"},
 		.row = node_tag_row,
 		.ud = &t,

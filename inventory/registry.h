@@ -21,8 +21,7 @@ int gf_db_nodes_load(struct gf_db *db, struct gf_node **ret, size_t *ret_n, stru
 /* Remove nodes (and their group memberships) in one transaction. */
 int gf_db_nodes_remove(struct gf_db *db, const char *const *names, size_t n, struct gf_err *err);
 /* Add and remove groups of nodes in one transaction. */
-int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n,
-		    const char *const *add, size_t nadd, const char *const *del, size_t ndel,
-		    struct gf_err *err);
+int gf_db_nodes_tag(struct gf_db *db, const char *const *names, size_t n, const char *const *add,
+		    size_t nadd, const char *const *del, size_t ndel, struct gf_err *err);
 
 #endif

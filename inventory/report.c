@@ -10,9 +10,9 @@
 /* ---- folding: equal signatures, in the order of their first node ------------ */
 
 struct keyed {
-	const char *sig;   /* what makes nodes alike */
-	size_t idx;        /* the node, in sweep order (natural name order) */
-	size_t count;      /* a number that goes with it (Xid count ...) */
+	const char *sig; /* what makes nodes alike */
+	size_t idx;      /* the node, in sweep order (natural name order) */
+	size_t count;    /* a number that goes with it (Xid count ...) */
 	const char *detail;
 };
 
@@ -95,7 +95,7 @@ static int row_cmp(const void *a, const void *b)
 	if ((x->items == NULL) != (y->items == NULL))
 		return x->items == NULL ? -1 : 1;
 	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;  /* the biggest groups on top */
+		return x->count > y->count ? -1 : 1; /* the biggest groups on top */
 	return x->first < y->first ? -1 : x->first > y->first;
 }
 
@@ -112,7 +112,8 @@ static void heat_rows(struct gf_report *r)
 		gf_buf_addf(&b, "%s\x1f%d\x1f%d", dn->class ? dn->class : "", (int)dn->node->status,
 			    dn->compared);
 		for (size_t k = 0; k < dn->n; k++)
-			gf_buf_addf(&b, "\x1f%s\x1e%d", dn->items[k].component, (int)cell_of(&dn->items[k]));
+			gf_buf_addf(&b, "\x1f%s\x1e%d", dn->items[k].component,
+				    (int)cell_of(&dn->items[k]));
 		sigs[i] = gf_buf_detach(&b);
 		v[i].sig = sigs[i];
 		v[i].idx = i;
@@ -155,7 +156,7 @@ static void heat_rows(struct gf_report *r)
 /* ---- versions of every component ---------------------------------------------- */
 
 struct held {
-	const char *key, *version;  /* pooled in the sweep: equal strings are one pointer */
+	const char *key, *version; /* pooled in the sweep: equal strings are one pointer */
 	const char *source;
 	size_t idx;
 };
@@ -234,7 +235,7 @@ static void versions(struct gf_report *r)
 			free(names);
 		}
 		qsort(c->v, c->n, sizeof(*c->v), version_cmp);
-		free(c->v[0].nodes);  /* everyone else: the list says nothing */
+		free(c->v[0].nodes); /* everyone else: the list says nothing */
 		c->v[0].nodes = NULL;
 	}
 	free(v);
@@ -244,7 +245,7 @@ static void versions(struct gf_report *r)
 
 struct issues {
 	struct keyed *v;
-	char **owned;      /* the signatures made here */
+	char **owned; /* the signatures made here */
 	size_t n, cap;
 };
 
@@ -264,8 +265,9 @@ static void issue_add(struct issues *is, char *what, size_t idx, size_t count, c
  * with the total of their counts as detail when @counted, else the first
  * node's detail.
  */
-static struct gf_report_issue *issues_fold(const struct gf_sweep *sw, struct issues *is, bool counted,
-					   bool (*severe)(const char *what), size_t *ret_n)
+static struct gf_report_issue *issues_fold(const struct gf_sweep *sw, struct issues *is,
+					   bool counted, bool (*severe)(const char *what),
+					   size_t *ret_n)
 {
 	struct gf_report_issue *out = gf_xcalloc(is->n ? is->n : 1, sizeof(*out));
 	size_t n = 0;
@@ -403,8 +405,8 @@ static void health(struct gf_report *r)
 
 /* ---- the whole ------------------------------------------------------------------ */
 
-struct gf_report *gf_report_build(struct gf_sweep *sw, struct gf_sweep *before,
-				  struct gf_drift *d, const char *mode)
+struct gf_report *gf_report_build(struct gf_sweep *sw, struct gf_sweep *before, struct gf_drift *d,
+				  const char *mode)
 {
 	struct gf_report *r = gf_xcalloc(1, sizeof(*r));
 

@@ -25,66 +25,66 @@
 
 /* A heat-map cell: how the nodes of a row stand on a component. */
 enum gf_report_cell {
-	GF_RCELL_SAME = 0,  /* as expected */
-	GF_RCELL_OFF,       /* another version */
-	GF_RCELL_MISSING,   /* expected, absent */
-	GF_RCELL_EXTRA,     /* present, not expected (or new since) */
-	GF_RCELL_TIE,       /* no majority among the peers */
-	GF_RCELL_NONE,      /* not compared: the sweep read nothing */
+	GF_RCELL_SAME = 0, /* as expected */
+	GF_RCELL_OFF,      /* another version */
+	GF_RCELL_MISSING,  /* expected, absent */
+	GF_RCELL_EXTRA,    /* present, not expected (or new since) */
+	GF_RCELL_TIE,      /* no majority among the peers */
+	GF_RCELL_NONE,     /* not compared: the sweep read nothing */
 };
 
 /* Nodes alike: the same class, status and drifting components. */
 struct gf_report_row {
-	const char *class;         /* the model (or "" outside majority mode) */
+	const char *class; /* the model (or "" outside majority mode) */
 	enum gf_node_status status;
 	bool compared;
-	char *nodes;               /* folded range form, owned */
+	char *nodes; /* folded range form, owned */
 	size_t count;
-	size_t first;              /* its first node, an index into the sweep */
-	unsigned char *cells;      /* one enum gf_report_cell per column */
-	const struct gf_drift_item **items;  /* per column: the first node's item, NULL when same */
+	size_t first;                       /* its first node, an index into the sweep */
+	unsigned char *cells;               /* one enum gf_report_cell per column */
+	const struct gf_drift_item **items; /* per column: the first node's item, NULL when same */
 };
 
 /* One version of a component, and who has it. */
 struct gf_report_version {
-	const char *version;       /* NULL: reported without one */
+	const char *version; /* NULL: reported without one */
 	size_t count;
-	char *nodes;               /* folded, owned; NULL for the most common version */
+	char *nodes; /* folded, owned; NULL for the most common version */
 };
 
 struct gf_report_comp {
 	const char *key;
-	const char *source;     /* where it was read (inventory/sweep.h) */
-	bool drifted;              /* a column of the heat map */
-	struct gf_report_version *v;  /* most common first */
+	const char *source;          /* where it was read (inventory/sweep.h) */
+	bool drifted;                /* a column of the heat map */
+	struct gf_report_version *v; /* most common first */
 	size_t n;
 };
 
 /* A problem shared by nodes: a failure (op and error kind), or a GPU health finding. */
 struct gf_report_issue {
-	char *what;                /* "failed: bmc connect", "Xid 79" (owned) */
-	char *detail;              /* an example message or the total count (owned, nullable) */
-	char *nodes;               /* folded, owned */
+	char *what;   /* "failed: bmc connect", "Xid 79" (owned) */
+	char *detail; /* an example message or the total count (owned, nullable) */
+	char *nodes;  /* folded, owned */
 	size_t count;
-	bool severe;               /* failed nodes, Xid 79/48/... , uncorrected ECC */
+	bool severe; /* failed nodes, Xid 79/48/... , uncorrected ECC */
 };
 
 struct gf_report {
-	const char *mode;          /* "majority by model", "baseline", "since ..." (a constant or owned) */
-	double oldest, newest;     /* the nodes' sweep times */
+	const char *mode; /* "majority by model", "baseline", "since ..." (a constant or owned) */
+	double oldest, newest; /* the nodes' sweep times */
 	size_t nodes, ok, partial, failed;
 	size_t drifting, not_compared, items;
-	const char **cols;         /* heat-map columns: the components with drift, sorted */
+	const char **cols; /* heat-map columns: the components with drift, sorted */
 	size_t ncols;
 	struct gf_report_row *rows;
 	size_t nrows;
-	struct gf_report_comp *comps;  /* every component, sorted by key */
+	struct gf_report_comp *comps; /* every component, sorted by key */
 	size_t ncomps;
 	struct gf_report_issue *failures;
 	size_t nfailures;
 	struct gf_report_issue *health;
-	size_t nhealth, health_nodes;  /* findings; nodes with host facts read */
-	struct gf_reconcile *rec;      /* the BMC's GPUs against the host's */
+	size_t nhealth, health_nodes; /* findings; nodes with host facts read */
+	struct gf_reconcile *rec;     /* the BMC's GPUs against the host's */
 	/* owned inputs */
 	struct gf_sweep *sw, *before;
 	struct gf_drift *drift;
@@ -92,12 +92,12 @@ struct gf_report {
 };
 
 struct gf_report_query {
-	const char *const *nodes;  /* only these (NULL: every node) */
+	const char *const *nodes; /* only these (NULL: every node) */
 	size_t nnodes;
 	enum gf_drift_mode mode;
-	const struct gf_baseline *baseline;  /* GF_DRIFT_BASELINE */
-	const struct gf_store_query *since;  /* GF_DRIFT_SINCE: the bound of the earlier rows */
-	const char *since_text;              /* for the page: what --since said */
+	const struct gf_baseline *baseline; /* GF_DRIFT_BASELINE */
+	const struct gf_store_query *since; /* GF_DRIFT_SINCE: the bound of the earlier rows */
+	const char *since_text;             /* for the page: what --since said */
 };
 
 /*
@@ -109,8 +109,8 @@ int gf_report_load(struct gf_db *db, const struct gf_report_query *q, struct gf_
 		   struct gf_err *err);
 
 /* Build the report of @sw and its drift @d (taken over: freed with the report). */
-struct gf_report *gf_report_build(struct gf_sweep *sw, struct gf_sweep *before,
-				  struct gf_drift *d, const char *mode);
+struct gf_report *gf_report_build(struct gf_sweep *sw, struct gf_sweep *before, struct gf_drift *d,
+				  const char *mode);
 void gf_report_free(struct gf_report *r);
 
 /* The page: a whole HTML document, appended to @out. Pure. */

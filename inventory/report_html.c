@@ -60,7 +60,7 @@ static void node_list(struct gf_buf *out, const char *nodes)
 		return;
 	}
 	while (cut > 0 && ((unsigned char)nodes[cut] & 0xc0) == 0x80)
-		cut--;  /* not inside a UTF-8 sequence */
+		cut--; /* not inside a UTF-8 sequence */
 	{
 		char *head = gf_xstrndup(nodes, cut);
 
@@ -126,7 +126,9 @@ static void cell_title(struct gf_buf *out, const char *key, const struct gf_drif
 {
 	esc(out, key);
 	gf_buf_adds(out, ": ");
-	esc(out, it->actual ? it->actual : (it->flags & GF_DRIFT_MISSING) ? "(absent)" : "(no version)");
+	esc(out, it->actual                       ? it->actual
+		 : (it->flags & GF_DRIFT_MISSING) ? "(absent)"
+						  : "(no version)");
 	gf_buf_adds(out, ", expected ");
 	if (it->flags & GF_DRIFT_TIE) {
 		gf_buf_adds(out, "one of");
@@ -146,8 +148,8 @@ static void heatmap(const struct gf_report *r, struct gf_buf *out)
 	gf_buf_adds(out, "<section id=\"heatmap\"><h2>Drift by node and component</h2>\n"
 			 "<p class=\"legend\">");
 	for (size_t k = 0; k < sizeof(cells) / sizeof(cells[0]); k++)
-		gf_buf_addf(out, "<span class=\"%s\" style=\"background:%s\">%s %s</span>", cells[k].cls,
-			    cells[k].colour, cells[k].mark, cells[k].what);
+		gf_buf_addf(out, "<span class=\"%s\" style=\"background:%s\">%s %s</span>",
+			    cells[k].cls, cells[k].colour, cells[k].mark, cells[k].what);
 	gf_buf_adds(out, "</p>\n");
 	if (r->ncols == 0)
 		gf_buf_adds(out, "<p id=\"no-drift\">No drift: every node compared agrees.</p>\n");
@@ -164,7 +166,8 @@ static void heatmap(const struct gf_report *r, struct gf_buf *out)
 	for (size_t k = 0; k < r->nrows; k++) {
 		const struct gf_report_row *row = &r->rows[k];
 
-		gf_buf_addf(out, "<tr class=\"%s\" data-nodes=\"", gf_node_status_name(row->status));
+		gf_buf_addf(out, "<tr class=\"%s\" data-nodes=\"",
+			    gf_node_status_name(row->status));
 		esc(out, row->nodes);
 		gf_buf_adds(out, "\"><th class=\"n\">");
 		node_list(out, row->nodes);
@@ -230,8 +233,10 @@ static void issues(struct gf_buf *out, const char *id, const char *title, const 
 		gf_buf_addf(out, "<p>%s</p></section>\n", none);
 		return;
 	}
-	gf_buf_addf(out, "<table class=\"list\"><thead><tr><th>finding</th><th>nodes</th>"
-			 "<th>count</th><th>%s</th></tr></thead><tbody>\n", detail_title);
+	gf_buf_addf(out,
+		    "<table class=\"list\"><thead><tr><th>finding</th><th>nodes</th>"
+		    "<th>count</th><th>%s</th></tr></thead><tbody>\n",
+		    detail_title);
 	for (size_t k = 0; k < n; k++) {
 		gf_buf_addf(out, "<tr data-nodes=\"");
 		esc(out, v[k].nodes);
@@ -248,15 +253,18 @@ static void issues(struct gf_buf *out, const char *id, const char *title, const 
 
 static void reconcile(const struct gf_reconcile *rec, struct gf_buf *out)
 {
-	gf_buf_addf(out, "<section id=\"reconcile\"><h2>BMC and host</h2>\n<p class=\"muted\">"
-			 "GPU count, serials and firmware, where the BMC and the host both list GPUs "
-			 "(%zu node%s).</p>\n", rec->compared, rec->compared == 1 ? "" : "s");
+	gf_buf_addf(out,
+		    "<section id=\"reconcile\"><h2>BMC and host</h2>\n<p class=\"muted\">"
+		    "GPU count, serials and firmware, where the BMC and the host both list GPUs "
+		    "(%zu node%s).</p>\n",
+		    rec->compared, rec->compared == 1 ? "" : "s");
 	if (rec->findings == 0) {
 		gf_buf_adds(out, "<p>The BMCs and the hosts agree.</p></section>\n");
 		return;
 	}
-	gf_buf_adds(out, "<table class=\"list\"><thead><tr><th>node</th><th>component</th>"
-			 "<th>check</th><th>BMC</th><th>host</th><th>finding</th></tr></thead><tbody>\n");
+	gf_buf_adds(out,
+		    "<table class=\"list\"><thead><tr><th>node</th><th>component</th>"
+		    "<th>check</th><th>BMC</th><th>host</th><th>finding</th></tr></thead><tbody>\n");
 	for (size_t i = 0; i < rec->n; i++)
 		for (size_t k = 0; k < rec->nodes[i].n; k++) {
 			const struct gf_reconcile_item *it = &rec->nodes[i].items[k];
@@ -287,18 +295,23 @@ void gf_report_html(const struct gf_report *r, struct gf_buf *out)
 	gf_buf_adds(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
 			 "<meta name=\"viewport\" content=\"width=device-width\">\n"
 			 "<meta name=\"generator\" content=\"gpufleet report\">\n");
-	gf_buf_addf(out, "<title>gpufleet report: %zu nodes %s</title>\n<style>%s</style></head>\n"
-			 "<body>\n<h1>gpufleet inventory report</h1>\n", r->nodes, when, css);
+	gf_buf_addf(out,
+		    "<title>gpufleet report: %zu nodes %s</title>\n<style>%s</style></head>\n"
+		    "<body>\n<h1>gpufleet inventory report</h1>\n",
+		    r->nodes, when, css);
 	summary(r, out);
 	heatmap(r, out);
 	versions(r, out);
 	issues(out, "failures", "Failed and partial nodes", "Every node was read in full.",
 	       "first message", r->failures, r->nfailures);
-	gf_buf_addf(out, "<section id=\"gpu-health-note\"><p class=\"muted\">GPU health from the host "
-			 "facts of %zu node%s (nvidia-smi and the kernel log over SSH).</p></section>\n",
+	gf_buf_addf(out,
+		    "<section id=\"gpu-health-note\"><p class=\"muted\">GPU health from the host "
+		    "facts of %zu node%s (nvidia-smi and the kernel log over SSH).</p></section>\n",
 		    r->health_nodes, r->health_nodes == 1 ? "" : "s");
-	issues(out, "gpu-health", "GPU health", "No Xid errors, uncorrected ECC errors or pending "
-	       "row remaps.", "total", r->health, r->nhealth);
+	issues(out, "gpu-health", "GPU health",
+	       "No Xid errors, uncorrected ECC errors or pending "
+	       "row remaps.",
+	       "total", r->health, r->nhealth);
 	reconcile(r->rec, out);
 	gf_buf_adds(out, "</body></html>\n");
 }

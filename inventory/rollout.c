@@ -11,16 +11,22 @@
 #include "lib/util.h"
 
 static const char *const state_names[] = {
-	[GF_RS_NOT_STARTED] = "not-started", [GF_RS_RUNNING] = "running", [GF_RS_DONE] = "done",
-	[GF_RS_SKIPPED] = "skipped", [GF_RS_FAILED] = "failed",
-	[GF_RS_PENDING] = "pending-activation", [GF_RS_UNSUPPORTED] = "unsupported",
-	[GF_RS_STOPPED] = "stopped", [GF_RS_FINISHED] = "finished",
+	[GF_RS_NOT_STARTED] = "not-started",
+	[GF_RS_RUNNING] = "running",
+	[GF_RS_DONE] = "done",
+	[GF_RS_SKIPPED] = "skipped",
+	[GF_RS_FAILED] = "failed",
+	[GF_RS_PENDING] = "pending-activation",
+	[GF_RS_UNSUPPORTED] = "unsupported",
+	[GF_RS_STOPPED] = "stopped",
+	[GF_RS_FINISHED] = "finished",
 };
 
 const char *gf_rollout_state_name(enum gf_rollout_state s)
 {
 	return (size_t)s < sizeof(state_names) / sizeof(state_names[0]) && state_names[s]
-		? state_names[s] : "failed";
+		       ? state_names[s]
+		       : "failed";
 }
 
 int gf_rollout_state_parse(const char *s)
@@ -122,8 +128,8 @@ static int bind_node(struct gf_db *db, sqlite3_stmt *st, long id, size_t seq,
 	return gf_db_step_done(db, st, what, err);
 }
 
-static int bind_items(struct gf_db *db, sqlite3_stmt *st, long id,
-		      const struct gf_rollout_node *n, const char *what, struct gf_err *err)
+static int bind_items(struct gf_db *db, sqlite3_stmt *st, long id, const struct gf_rollout_node *n,
+		      const char *what, struct gf_err *err)
 {
 	for (size_t i = 0; i < n->nitems; i++) {
 		const struct gf_rollout_item *it = &n->items[i];
@@ -136,8 +142,8 @@ static int bind_items(struct gf_db *db, sqlite3_stmt *st, long id,
 		    (rc = gf_db_bind_text(db, st, 5, it->to, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st, 6, it->action, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st, 7, it->activation, what, err)) < 0 ||
-		    (rc = gf_db_bind_text(db, st, 8, gf_rollout_state_name(it->state), what,
-					  err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st, 8, gf_rollout_state_name(it->state), what, err)) <
+			    0 ||
 		    (rc = gf_db_bind_text(db, st, 9, it->kind, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st, 10, it->message, what, err)) < 0 ||
 		    (rc = gf_db_step_done(db, st, what, err)) < 0)
@@ -146,11 +152,13 @@ static int bind_items(struct gf_db *db, sqlite3_stmt *st, long id,
 	return 0;
 }
 
-#define NODE_SQL "INSERT INTO rollout_nodes (rollout, node, seq, batch, state, kind, message, " \
-		 "updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
-#define ITEM_SQL "INSERT OR REPLACE INTO rollout_items (rollout, node, component, from_version, " \
-		 "to_version, action, activation, state, kind, message) " \
-		 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+#define NODE_SQL                                                                       \
+	"INSERT INTO rollout_nodes (rollout, node, seq, batch, state, kind, message, " \
+	"updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+#define ITEM_SQL                                                                         \
+	"INSERT OR REPLACE INTO rollout_items (rollout, node, component, from_version, " \
+	"to_version, action, activation, state, kind, message) "                         \
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
 
 struct create_ud {
 	const struct gf_rollout *r;
@@ -170,7 +178,8 @@ static int create_row(struct gf_db *db, struct sqlite3_stmt *const *st, const ch
 		    (rc = gf_db_bind_text(db, st[0], 3, r->catalog_text, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st[0], 4, r->options, what, err)) < 0)
 			return rc;
-		sqlite3_bind_double(st[0], 5, gf_time_ms(r->started > 0 ? r->started : gf_walltime()));
+		sqlite3_bind_double(st[0], 5,
+				    gf_time_ms(r->started > 0 ? r->started : gf_walltime()));
 		if ((rc = gf_db_step_done(db, st[0], what, err)) < 0)
 			return rc;
 		*ud->id = (long)sqlite3_last_insert_rowid(gf_db_sqlite(db));
@@ -188,8 +197,10 @@ int gf_rollout_create(struct gf_db *db, const struct gf_rollout *r, long *ret_id
 	const struct gf_db_write w = {
 		.what = "storing a rollout",
 		.sql = {"INSERT INTO rollouts (user, catalog_path, catalog, options, started, state) "
-			"VALUES (?1, ?2, ?3, ?4, ?5, 'running')", NODE_SQL, ITEM_SQL},
-		.row = create_row, .ud = &ud,
+			"VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
+			NODE_SQL, ITEM_SQL},
+		.row = create_row,
+		.ud = &ud,
 	};
 	int rc;
 
@@ -228,15 +239,17 @@ static int set_row(struct gf_db *db, struct sqlite3_stmt *const *st, const char 
 	return bind_items(db, st[1], ud->id, n, what, err);
 }
 
-int gf_rollout_nodes_set(struct gf_db *db, long id, const struct gf_rollout_node *nodes,
-			 size_t n, struct gf_err *err)
+int gf_rollout_nodes_set(struct gf_db *db, long id, const struct gf_rollout_node *nodes, size_t n,
+			 struct gf_err *err)
 {
 	struct set_ud ud = {id, nodes};
 	const struct gf_db_write w = {
 		.what = "storing the state of a rollout",
 		.sql = {"UPDATE rollout_nodes SET state = ?3, kind = ?4, message = ?5, updated = ?6 "
-			"WHERE rollout = ?1 AND node = ?2", ITEM_SQL},
-		.row = set_row, .ud = &ud,
+			"WHERE rollout = ?1 AND node = ?2",
+			ITEM_SQL},
+		.row = set_row,
+		.ud = &ud,
 	};
 
 	return gf_db_write(db, &w, n, err);
@@ -261,15 +274,15 @@ static int state_row(struct gf_db *db, struct sqlite3_stmt *const *st, const cha
 	return gf_db_step_done(db, st[0], what, err);
 }
 
-int gf_rollout_set_state(struct gf_db *db, long id, enum gf_rollout_state state,
-			 struct gf_err *err)
+int gf_rollout_set_state(struct gf_db *db, long id, enum gf_rollout_state state, struct gf_err *err)
 {
 	struct state_ud ud = {id, state};
 	const struct gf_db_write w = {
 		.what = "storing the state of a rollout",
 		.sql = {"UPDATE rollouts SET state = ?2, finished = CASE WHEN ?2 = 'finished' "
 			"THEN ?3 ELSE NULL END WHERE id = ?1"},
-		.row = state_row, .ud = &ud,
+		.row = state_row,
+		.ud = &ud,
 	};
 
 	return gf_db_write(db, &w, 1, err);
@@ -299,9 +312,11 @@ static int load_items(struct gf_db *db, struct gf_rollout *r, struct gf_err *err
 {
 	static const char what[] = "reading a rollout";
 	sqlite3_stmt *st = NULL;
-	int rc = gf_db_prepare(db, "SELECT node, component, from_version, to_version, action, "
+	int rc = gf_db_prepare(db,
+			       "SELECT node, component, from_version, to_version, action, "
 			       "activation, state, kind, message FROM rollout_items "
-			       "WHERE rollout = ?1 ORDER BY node, component", &st, what, err);
+			       "WHERE rollout = ?1 ORDER BY node, component",
+			       &st, what, err);
 
 	if (rc < 0)
 		return rc;
@@ -319,9 +334,13 @@ static int load_items(struct gf_db *db, struct gf_rollout *r, struct gf_err *err
 		n->items = gf_xrealloc(n->items, (n->nitems + 1) * sizeof(*n->items));
 		it = &n->items[n->nitems++];
 		*it = (struct gf_rollout_item){
-			.component = col_dup(st, 1), .from = col_dup(st, 2), .to = col_dup(st, 3),
-			.action = col_dup(st, 4), .activation = col_dup(st, 5),
-			.kind = col_dup(st, 7), .message = col_dup(st, 8),
+			.component = col_dup(st, 1),
+			.from = col_dup(st, 2),
+			.to = col_dup(st, 3),
+			.action = col_dup(st, 4),
+			.activation = col_dup(st, 5),
+			.kind = col_dup(st, 7),
+			.message = col_dup(st, 8),
 		};
 		if ((rc = col_state(st, 6, &it->state, err)) < 0)
 			break;
@@ -339,11 +358,13 @@ int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	rc = gf_db_prepare(db, id > 0
-			   ? "SELECT id, started, finished, user, state, catalog_path, catalog, options "
-			     "FROM rollouts WHERE id = ?1"
-			   : "SELECT id, started, finished, user, state, catalog_path, catalog, options "
-			     "FROM rollouts ORDER BY id DESC LIMIT 1", &st, what, err);
+	rc = gf_db_prepare(
+		db,
+		id > 0 ? "SELECT id, started, finished, user, state, catalog_path, catalog, options "
+			 "FROM rollouts WHERE id = ?1"
+		       : "SELECT id, started, finished, user, state, catalog_path, catalog, options "
+			 "FROM rollouts ORDER BY id DESC LIMIT 1",
+		&st, what, err);
 	if (rc < 0)
 		return rc;
 	if (id > 0)
@@ -352,7 +373,8 @@ int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf
 	if (rc == SQLITE_DONE) {
 		sqlite3_finalize(st);
 		if (id > 0)
-			return gf_err_set(err, GF_E_NOTFOUND, GF_EK_NONE, "there is no rollout %ld", id);
+			return gf_err_set(err, GF_E_NOTFOUND, GF_EK_NONE, "there is no rollout %ld",
+					  id);
 		return gf_err_set(err, GF_E_NOTFOUND, GF_EK_NONE, "there is no rollout yet");
 	}
 	if (rc != SQLITE_ROW) {
@@ -372,8 +394,10 @@ int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf
 	if (rc < 0)
 		goto out;
 
-	rc = gf_db_prepare(db, "SELECT node, batch, state, kind, message, updated FROM rollout_nodes "
-			   "WHERE rollout = ?1 ORDER BY seq", &st, what, err);
+	rc = gf_db_prepare(db,
+			   "SELECT node, batch, state, kind, message, updated FROM rollout_nodes "
+			   "WHERE rollout = ?1 ORDER BY seq",
+			   &st, what, err);
 	if (rc < 0)
 		goto out;
 	sqlite3_bind_int64(st, 1, r.id);
@@ -383,8 +407,10 @@ int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf
 		r.nodes = gf_xrealloc(r.nodes, (r.n + 1) * sizeof(*r.nodes));
 		n = &r.nodes[r.n++];
 		*n = (struct gf_rollout_node){
-			.node = col_dup(st, 0), .batch = (unsigned)sqlite3_column_int64(st, 1),
-			.kind = col_dup(st, 3), .message = col_dup(st, 4),
+			.node = col_dup(st, 0),
+			.batch = (unsigned)sqlite3_column_int64(st, 1),
+			.kind = col_dup(st, 3),
+			.message = col_dup(st, 4),
 			.updated = sqlite3_column_double(st, 5),
 		};
 		if ((rc = col_state(st, 2, &n->state, err)) < 0)
@@ -420,8 +446,8 @@ json_t *gf_rollout_node_json(long id, const struct gf_rollout_node *n)
 	bool ok = gf_rollout_state_ok(n->state);
 	const char *state = gf_rollout_state_name(n->state);
 	json_t *ups = json_array();
-	json_t *o = json_pack("{s:s, s:b, s:I, s:i, s:s}", "node", n->node, "ok", ok,
-			      "rollout", (json_int_t)id, "batch", (int)n->batch, "state", state);
+	json_t *o = json_pack("{s:s, s:b, s:I, s:i, s:s}", "node", n->node, "ok", ok, "rollout",
+			      (json_int_t)id, "batch", (int)n->batch, "state", state);
 
 	for (size_t i = 0; i < n->nitems; i++) {
 		const struct gf_rollout_item *it = &n->items[i];
@@ -431,14 +457,18 @@ json_t *gf_rollout_node_json(long id, const struct gf_rollout_node *n)
 				      gf_rollout_state_name(it->state));
 
 		if (it->kind)
-			json_object_set_new(j, "error", json_pack("{s:s, s:s?}", "kind", it->kind,
-								  "message", it->message));
+			json_object_set_new(j, "error",
+					    json_pack("{s:s, s:s?}", "kind", it->kind, "message",
+						      it->message));
 		json_array_append_new(ups, j);
 	}
 	json_object_set_new(o, "updates", ups);
 	if (!ok)
-		json_object_set_new(o, "error", json_pack("{s:s, s:s}", "kind",
-			n->kind ? n->kind : (n->state == GF_RS_NOT_STARTED ? "internal" : "refused"),
-			"message", n->message ? n->message : state));
+		json_object_set_new(o, "error",
+				    json_pack("{s:s, s:s}", "kind",
+					      n->kind ? n->kind
+						      : (n->state == GF_RS_NOT_STARTED ? "internal"
+										       : "refused"),
+					      "message", n->message ? n->message : state));
 	return o;
 }

@@ -23,14 +23,14 @@
 
 enum gf_rollout_state {
 	GF_RS_NOT_STARTED = 0,
-	GF_RS_RUNNING,          /* a node or item: sent, outcome unknown; a rollout: under way */
+	GF_RS_RUNNING, /* a node or item: sent, outcome unknown; a rollout: under way */
 	GF_RS_DONE,
 	GF_RS_SKIPPED,
 	GF_RS_FAILED,
-	GF_RS_PENDING,          /* "pending-activation": staged, waits for its activation */
-	GF_RS_UNSUPPORTED,      /* a node only: its BMC cannot update */
-	GF_RS_STOPPED,          /* a rollout only: nodes were left */
-	GF_RS_FINISHED,         /* a rollout only */
+	GF_RS_PENDING,     /* "pending-activation": staged, waits for its activation */
+	GF_RS_UNSUPPORTED, /* a node only: its BMC cannot update */
+	GF_RS_STOPPED,     /* a rollout only: nodes were left */
+	GF_RS_FINISHED,    /* a rollout only */
 };
 
 /* "not-started", "running", ..., "pending-activation", ...: the names stored and printed. */
@@ -42,13 +42,13 @@ bool gf_rollout_state_ok(enum gf_rollout_state s);
 
 /* What a rollout runs with; stored with it (the options column) and read back by resume. */
 struct gf_rollout_opts {
-	const char *component;       /* only components whose key matches (a glob), NULL: all */
-	unsigned long canary;        /* nodes updated first and alone */
-	unsigned long batch;         /* nodes updated at once, 0: the fan-out */
-	unsigned long max_failures;  /* no more nodes started once more than this failed */
-	bool reboot;                 /* restart hosts whose firmware needs it */
-	double update_timeout;       /* a node's whole update, seconds */
-	double readback_wait;        /* how long a new version may take to show, seconds */
+	const char *component;      /* only components whose key matches (a glob), NULL: all */
+	unsigned long canary;       /* nodes updated first and alone */
+	unsigned long batch;        /* nodes updated at once, 0: the fan-out */
+	unsigned long max_failures; /* no more nodes started once more than this failed */
+	bool reboot;                /* restart hosts whose firmware needs it */
+	double update_timeout;      /* a node's whole update, seconds */
+	double readback_wait;       /* how long a new version may take to show, seconds */
 };
 
 /* The options as stored: a JSON object, sorted keys. Free with free(). */
@@ -64,31 +64,31 @@ void gf_rollout_opts_stored(const struct gf_rollout *r, const struct gf_rollout_
 
 struct gf_rollout_item {
 	char *component;
-	char *from, *to;        /* from: NULL when the node reported none */
-	char *action;           /* "multipart-push", "http-push", "simple-update", "unsupported" */
+	char *from, *to; /* from: NULL when the node reported none */
+	char *action;    /* "multipart-push", "http-push", "simple-update", "unsupported" */
 	char *activation;
 	enum gf_rollout_state state;
-	char *kind, *message;   /* failed: the error kind and message; else NULL */
+	char *kind, *message; /* failed: the error kind and message; else NULL */
 };
 
 struct gf_rollout_node {
 	char *node;
-	unsigned batch;         /* 1: the canary, then 2, 3, ...; nodes with nothing to do: 0 */
+	unsigned batch; /* 1: the canary, then 2, 3, ...; nodes with nothing to do: 0 */
 	enum gf_rollout_state state;
 	char *kind, *message;
-	double updated;         /* epoch seconds of the last change */
+	double updated; /* epoch seconds of the last change */
 	struct gf_rollout_item *items;
 	size_t nitems;
 };
 
 struct gf_rollout {
 	long id;
-	double started, finished;  /* finished: 0 while it runs or when it stopped */
+	double started, finished; /* finished: 0 while it runs or when it stopped */
 	char *user;
-	enum gf_rollout_state state;  /* GF_RS_RUNNING, GF_RS_STOPPED, GF_RS_FINISHED */
+	enum gf_rollout_state state; /* GF_RS_RUNNING, GF_RS_STOPPED, GF_RS_FINISHED */
 	char *catalog_path;
-	char *catalog_text;        /* the catalog as it was read: resume plans with it */
-	char *options;             /* JSON: component, canary, batch, max_failures, reboot, timeouts */
+	char *catalog_text; /* the catalog as it was read: resume plans with it */
+	char *options;      /* JSON: component, canary, batch, max_failures, reboot, timeouts */
 	struct gf_rollout_node *nodes;
 	size_t n;
 };
@@ -100,8 +100,8 @@ void gf_rollout_node_release(struct gf_rollout_node *n);
 int gf_rollout_create(struct gf_db *db, const struct gf_rollout *r, long *ret_id,
 		      struct gf_err *err);
 /* Replace the state of @n nodes (and their items) of rollout @id, in one transaction. */
-int gf_rollout_nodes_set(struct gf_db *db, long id, const struct gf_rollout_node *nodes,
-			 size_t n, struct gf_err *err);
+int gf_rollout_nodes_set(struct gf_db *db, long id, const struct gf_rollout_node *nodes, size_t n,
+			 struct gf_err *err);
 /* The rollout's own state (running, stopped, finished); finished stamps the time. */
 int gf_rollout_set_state(struct gf_db *db, long id, enum gf_rollout_state state,
 			 struct gf_err *err);

@@ -35,8 +35,17 @@ static const char *col_str(sqlite3_stmt *st, int i)
 /* ---- writing ------------------------------------------------------------- */
 
 enum {
-	S_SWEEP_BY_UID, S_SWEEP_ID_FREE, S_SWEEP_INSERT, S_NODE_EXISTS, S_NODE_INSERT,
-	S_CSET_FIND, S_CSET_INSERT, S_COMP_INSERT, S_BLOB_FIND, S_BLOB_INSERT, S_LAST_PUT,
+	S_SWEEP_BY_UID,
+	S_SWEEP_ID_FREE,
+	S_SWEEP_INSERT,
+	S_NODE_EXISTS,
+	S_NODE_INSERT,
+	S_CSET_FIND,
+	S_CSET_INSERT,
+	S_COMP_INSERT,
+	S_BLOB_FIND,
+	S_BLOB_INSERT,
+	S_LAST_PUT,
 	S_COUNT,
 };
 
@@ -59,11 +68,12 @@ static const char *const tx_sql[S_COUNT] = {
 			  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[S_BLOB_FIND] = "SELECT id, body FROM blobs WHERE hash = ?1",
 	[S_BLOB_INSERT] = "INSERT INTO blobs (hash, body) VALUES (?1, ?2) RETURNING id",
-	[S_LAST_PUT] = "INSERT INTO node_last (node, sweep, started) VALUES (?1, ?2, ?3)"
-		       " ON CONFLICT (node) DO UPDATE SET sweep = excluded.sweep,"
-		       " started = excluded.started"
-		       " WHERE excluded.started > node_last.started"
-		       " OR (excluded.started = node_last.started AND excluded.sweep > node_last.sweep)",
+	[S_LAST_PUT] =
+		"INSERT INTO node_last (node, sweep, started) VALUES (?1, ?2, ?3)"
+		" ON CONFLICT (node) DO UPDATE SET sweep = excluded.sweep,"
+		" started = excluded.started"
+		" WHERE excluded.started > node_last.started"
+		" OR (excluded.started = node_last.started AND excluded.sweep > node_last.sweep)",
 };
 
 /* The last content found or added, per table: consecutive nodes often repeat it. */
@@ -77,7 +87,7 @@ struct recent {
 struct gf_store_tx {
 	struct gf_db *db;
 	sqlite3_stmt *st[S_COUNT];
-	long long *touched;   /* sweeps whose counts need recomputing */
+	long long *touched; /* sweeps whose counts need recomputing */
 	size_t ntouched;
 	double sweep_started; /* of the sweep being written */
 	struct recent recent_set, recent_blob;
@@ -171,8 +181,8 @@ static int step_find(struct gf_store_tx *tx, sqlite3_stmt *st, bool *found, long
 	return 0;
 }
 
-int gf_store_put_sweep(struct gf_store_tx *tx, struct gf_sweep *sw, bool import,
-		       bool *ret_existed, struct gf_err *err)
+int gf_store_put_sweep(struct gf_store_tx *tx, struct gf_sweep *sw, bool import, bool *ret_existed,
+		       struct gf_err *err)
 {
 	static const char what[] = "writing a sweep";
 	sqlite3_stmt *st;
@@ -182,7 +192,8 @@ int gf_store_put_sweep(struct gf_store_tx *tx, struct gf_sweep *sw, bool import,
 
 	if (!sw->uid) {
 		if (import)
-			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "an imported sweep has no uid");
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "an imported sweep has no uid");
 		rc = gf_sweep_make_uid(sw, err);
 		if (rc < 0)
 			return rc;
@@ -252,7 +263,8 @@ static int put_content(struct gf_store_tx *tx, bool set, const char *body, size_
 	bool found = false;
 	int rc;
 
-	if (rec->body && rec->hash == hash && rec->len == len && memcmp(rec->body, body, len) == 0) {
+	if (rec->body && rec->hash == hash && rec->len == len &&
+	    memcmp(rec->body, body, len) == 0) {
 		*ret_id = rec->id;
 		*ret_new = false;
 		return 0;
@@ -542,15 +554,14 @@ int gf_store_sweep_add(struct gf_db *db, struct gf_sweep *sw, struct gf_err *err
 		return 0;
 	}
 fail:
-	sw->id = id_before;  /* nothing was stored */
+	sw->id = id_before; /* nothing was stored */
 	sw->uid = uid_before;
 	return rc;
 }
 
 /* ---- reading ------------------------------------------------------------- */
 
-int gf_store_sweeps(struct gf_db *db, struct gf_sweep_info **ret, size_t *ret_n,
-		    struct gf_err *err)
+int gf_store_sweeps(struct gf_db *db, struct gf_sweep_info **ret, size_t *ret_n, struct gf_err *err)
 {
 	static const char what[] = "listing sweeps";
 	sqlite3_stmt *st = NULL;
@@ -596,20 +607,42 @@ int gf_store_sweeps(struct gf_db *db, struct gf_sweep_info **ret, size_t *ret_n,
 }
 
 /* Columns of the row queries, in this order. */
-#define ROW_COLS                                                                              \
+#define ROW_COLS                                                                                   \
 	"sn.node, sn.status, sn.errors, sn.protocol, sn.model, sn.fw_read, sn.host_read, sn.cset," \
-	" sn.hardware, sn.host, sn.sel_total, sn.sel_info, sn.sel_warning, sn.sel_critical,"     \
-	" sn.sel_mark, sn.sens_nominal, sn.sens_warning, sn.sens_critical, sn.sens_unknown,"     \
+	" sn.hardware, sn.host, sn.sel_total, sn.sel_info, sn.sel_warning, sn.sel_critical,"       \
+	" sn.sel_mark, sn.sens_nominal, sn.sens_warning, sn.sens_critical, sn.sens_unknown,"       \
 	" sn.bios_cset, sn.bios_read, sn.sweep"
 
-enum { C_NODE, C_STATUS, C_ERRORS, C_PROTOCOL, C_MODEL, C_FW, C_HOST_READ, C_CSET, C_HW, C_HOST,
-       C_SEL_TOTAL, C_SEL_INFO, C_SEL_WARN, C_SEL_CRIT, C_SEL_MARK, C_S_NOM, C_S_WARN, C_S_CRIT,
-       C_S_UNK, C_BIOS_CSET, C_BIOS_READ, C_SWEEP, C_TIME };
+enum {
+	C_NODE,
+	C_STATUS,
+	C_ERRORS,
+	C_PROTOCOL,
+	C_MODEL,
+	C_FW,
+	C_HOST_READ,
+	C_CSET,
+	C_HW,
+	C_HOST,
+	C_SEL_TOTAL,
+	C_SEL_INFO,
+	C_SEL_WARN,
+	C_SEL_CRIT,
+	C_SEL_MARK,
+	C_S_NOM,
+	C_S_WARN,
+	C_S_CRIT,
+	C_S_UNK,
+	C_BIOS_CSET,
+	C_BIOS_READ,
+	C_SWEEP,
+	C_TIME
+};
 
 /* Per loaded node: where its set and documents are, until they are read. */
 struct pending {
-	long long cset, bios, hw, host;  /* bios: the BIOS settings' list, 0: none */
-	size_t at;                       /* join_sets(): the node's index */
+	long long cset, bios, hw, host; /* bios: the BIOS settings' list, 0: none */
+	size_t at;                      /* join_sets(): the node's index */
 };
 
 struct loader {
@@ -651,9 +684,10 @@ static int row_to_node(struct loader *ld, sqlite3_stmt *st, struct gf_err *err)
 
 		json_decref(a);
 		if (erc < 0)
-			return gf_err_set(err, GF_E_DB, GF_EK_NONE,
-					  "the errors stored for node '%s' in sweep %lld are not readable",
-					  n->node, n->sweep);
+			return gf_err_set(
+				err, GF_E_DB, GF_EK_NONE,
+				"the errors stored for node '%s' in sweep %lld are not readable",
+				n->node, n->sweep);
 	}
 	if (sqlite3_column_type(st, C_SEL_TOTAL) != SQLITE_NULL) {
 		n->sel.read = true;
@@ -822,7 +856,8 @@ static int load_doc(struct gf_sweep_node *n, bool hw, const char *text, struct g
 		gf_sweep_node_take_host(n, &f);
 	json_decref(doc);
 	if (rc < 0)
-		rc = gf_err_set(err, GF_E_DB, GF_EK_NONE, "the stored %s of node '%s' is damaged (%s)",
+		rc = gf_err_set(err, GF_E_DB, GF_EK_NONE,
+				"the stored %s of node '%s' is damaged (%s)",
 				hw ? "hardware" : "host facts", n->node, e.msg);
 	gf_err_clear(&e);
 	return rc;
@@ -987,8 +1022,8 @@ out:
 	return 0;
 }
 
-int gf_store_sel_prev(struct gf_db *db, const char *const *names, size_t n,
-		      struct gf_sel_prev *ret, struct gf_err *err)
+int gf_store_sel_prev(struct gf_db *db, const char *const *names, size_t n, struct gf_sel_prev *ret,
+		      struct gf_err *err)
 {
 	static const char what[] = "reading the previous event log marks";
 	sqlite3_stmt *st = NULL;
@@ -1066,9 +1101,8 @@ int gf_store_prune(struct gf_db *db, long keep, double older_than, size_t *ret_p
 				" ORDER BY started DESC, id DESC LIMIT ?1)",
 				keep, 0, &pruned, err)) < 0)
 		goto fail;
-	if (older_than > 0 &&
-	    (rc = delete_sweeps(db, "DELETE FROM sweeps WHERE started < ?1", -1, older_than,
-				&pruned, err)) < 0)
+	if (older_than > 0 && (rc = delete_sweeps(db, "DELETE FROM sweeps WHERE started < ?1", -1,
+						  older_than, &pruned, err)) < 0)
 		goto fail;
 	/* Rows went with their sweeps (ON DELETE CASCADE); now what nothing uses any more. */
 	if (pruned) {

@@ -39,8 +39,8 @@ int gf_store_begin(struct gf_db *db, struct gf_store_tx **ret, struct gf_err *er
  * (nullable) is true; a new one keeps its id from the other site when that
  * id is free here.
  */
-int gf_store_put_sweep(struct gf_store_tx *tx, struct gf_sweep *sw, bool import,
-		       bool *ret_existed, struct gf_err *err);
+int gf_store_put_sweep(struct gf_store_tx *tx, struct gf_sweep *sw, bool import, bool *ret_existed,
+		       struct gf_err *err);
 
 /*
  * Add one node row to sweep sw->id (after gf_store_put_sweep()). With
@@ -65,7 +65,7 @@ struct gf_sweep_info {
 	long long id;
 	char uid[40];
 	double started, finished;
-	bool imported;          /* came in by inventory import */
+	bool imported; /* came in by inventory import */
 	unsigned nodes, ok, partial, failed;
 };
 
@@ -81,7 +81,7 @@ struct gf_store_query {
 	const char *history;      /* instead: every row of this node, oldest first */
 	const char *const *nodes; /* only these nodes (NULL: all) */
 	size_t nnodes;
-	bool details;             /* load the hardware and host documents too */
+	bool details; /* load the hardware and host documents too */
 };
 
 /*
@@ -95,14 +95,14 @@ int gf_store_load(struct gf_db *db, const struct gf_store_query *q, struct gf_sw
 
 /* What a node's previous SEL read left, for counting new entries. */
 struct gf_sel_prev {
-	bool read;     /* the SEL was read in an earlier sweep */
+	bool read; /* the SEL was read in an earlier sweep */
 	bool has_mark;
-	double mark;   /* the newest entry time then */
+	double mark; /* the newest entry time then */
 };
 
 /* For each of @names (in order) its previous SEL read; @ret has @n elements. */
-int gf_store_sel_prev(struct gf_db *db, const char *const *names, size_t n,
-		      struct gf_sel_prev *ret, struct gf_err *err);
+int gf_store_sel_prev(struct gf_db *db, const char *const *names, size_t n, struct gf_sel_prev *ret,
+		      struct gf_err *err);
 
 /* ---- upkeep ------------------------------------------------------------- */
 

@@ -16,7 +16,9 @@
 /* ---- names ------------------------------------------------------------ */
 
 static const char *const status_names[] = {
-	[GF_NODE_OK] = "ok", [GF_NODE_PARTIAL] = "partial", [GF_NODE_FAILED] = "failed",
+	[GF_NODE_OK] = "ok",
+	[GF_NODE_PARTIAL] = "partial",
+	[GF_NODE_FAILED] = "failed",
 };
 
 const char *gf_node_status_name(enum gf_node_status s)
@@ -53,7 +55,7 @@ char *gf_source_names(void)
  * allocations, not millions.
  */
 struct pool_slot {
-	const char *s;      /* NULL: free */
+	const char *s; /* NULL: free */
 	uint64_t hash;
 	size_t len;
 };
@@ -66,15 +68,15 @@ struct pool_chunk {
 
 /* A component read from a stored body, by the bytes of its record. */
 struct comp_slot {
-	const char *rec;    /* NULL: free */
+	const char *rec; /* NULL: free */
 	size_t len;
 	uint64_t hash;
 	struct gf_inv_comp comp;
 };
 
 struct gf_strpool {
-	struct pool_slot *slot;  /* open addressing */
-	size_t cap;              /* a power of two */
+	struct pool_slot *slot; /* open addressing */
+	size_t cap;             /* a power of two */
 	size_t n;
 	struct pool_chunk *chunks;
 	struct comp_slot *comps; /* components of bodies: most repeat from list to list */
@@ -356,24 +358,24 @@ struct gf_inv_comp *gf_inv_set_add(struct gf_inv_set *s)
 struct key_group {
 	const char *key;
 	uint64_t hash;
-	size_t *at;     /* indices into the set being finished, ascending */
+	size_t *at; /* indices into the set being finished, ascending */
 	size_t n, cap;
-	bool queued;    /* in the list of groups the next round renames */
+	bool queued; /* in the list of groups the next round renames */
 };
 
 struct key_groups {
 	struct key_group *v;
 	size_t n, cap;
-	size_t *slot;   /* open addressing: 1 + index into v, 0: empty */
-	size_t nslot;   /* a power of two */
+	size_t *slot; /* open addressing: 1 + index into v, 0: empty */
+	size_t nslot; /* a power of two */
 };
 
 static size_t *group_slot(struct key_groups *g, const char *key, uint64_t hash)
 {
 	size_t at = (size_t)hash & (g->nslot - 1);
 
-	while (g->slot[at] && (g->v[g->slot[at] - 1].hash != hash ||
-			       strcmp(g->v[g->slot[at] - 1].key, key) != 0))
+	while (g->slot[at] &&
+	       (g->v[g->slot[at] - 1].hash != hash || strcmp(g->v[g->slot[at] - 1].key, key) != 0))
 		at = (at + 1) & (g->nslot - 1);
 	return &g->slot[at];
 }
@@ -440,8 +442,8 @@ void gf_inv_set_finish(struct gf_sweep *sw, struct gf_inv_set *s)
 	struct keyed *k;
 	size_t *queue = NULL, nqueue = 0, capqueue = 0;
 	struct {
-		size_t at;        /* the component renamed */
-		const char *key;  /* its new key */
+		size_t at;       /* the component renamed */
+		const char *key; /* its new key */
 	} *ren = NULL;
 	size_t capren = 0;
 
@@ -475,7 +477,8 @@ void gf_inv_set_finish(struct gf_sweep *sw, struct gf_inv_set *s)
 				struct gf_buf b = GF_BUF_INIT;
 
 				if (nren == capren)
-					ren = gf_xrealloc(ren, (capren = capren * 2 + 16) * sizeof(*ren));
+					ren = gf_xrealloc(ren, (capren = capren * 2 + 16) *
+								       sizeof(*ren));
 				gf_buf_addf(&b, "%s#%zu", grp->key, j + 1);
 				ren[nren].at = grp->at[j];
 				ren[nren++].key = gf_sweep_str(sw, gf_buf_str(&b));
@@ -493,8 +496,8 @@ void gf_inv_set_finish(struct gf_sweep *sw, struct gf_inv_set *s)
 			group_add(grp, ren[r].at);
 			if (grp->n >= 2 && !grp->queued) {
 				if (nqueue == capqueue)
-					queue = gf_xrealloc(queue,
-							    (capqueue = capqueue * 2 + 16) * sizeof(*queue));
+					queue = gf_xrealloc(queue, (capqueue = capqueue * 2 + 16) *
+									   sizeof(*queue));
 				queue[nqueue++] = (size_t)(grp - g.v);
 				grp->queued = true;
 			}
@@ -612,8 +615,7 @@ static void comps_grow(struct gf_strpool *p)
 	p->ccap = cap;
 }
 
-int gf_inv_set_from_body(struct gf_sweep *sw, const char *body, size_t len,
-			 struct gf_inv_set *out)
+int gf_inv_set_from_body(struct gf_sweep *sw, const char *body, size_t len, struct gf_inv_set *out)
 {
 	struct gf_strpool *pool = sw->pool;
 	const char *p = body, *end = body + len;
@@ -634,9 +636,9 @@ int gf_inv_set_from_body(struct gf_sweep *sw, const char *body, size_t len,
 		if ((pool->cn + 1) * 4 > pool->ccap * 3)
 			comps_grow(pool);
 		at = (size_t)hash & (pool->ccap - 1);
-		while (pool->comps[at].rec && !(pool->comps[at].hash == hash &&
-						 pool->comps[at].len == rlen &&
-						 memcmp(pool->comps[at].rec, rec, rlen) == 0))
+		while (pool->comps[at].rec &&
+		       !(pool->comps[at].hash == hash && pool->comps[at].len == rlen &&
+			 memcmp(pool->comps[at].rec, rec, rlen) == 0))
 			at = (at + 1) & (pool->ccap - 1);
 		if (!pool->comps[at].rec) {
 			struct gf_inv_comp *c = &pool->comps[at].comp;

@@ -24,8 +24,8 @@
 
 enum gf_node_status {
 	GF_NODE_OK = 0,
-	GF_NODE_PARTIAL,  /* some operations failed or are unsupported */
-	GF_NODE_FAILED,   /* nothing could be read */
+	GF_NODE_PARTIAL, /* some operations failed or are unsupported */
+	GF_NODE_FAILED,  /* nothing could be read */
 };
 
 /*
@@ -35,29 +35,29 @@ enum gf_node_status {
  */
 #define GF_SOURCE_HOST "ssh"
 
-const char *gf_node_status_name(enum gf_node_status s);  /* "ok", "partial", "failed" */
-int gf_node_status_parse(const char *s);                  /* -1 when unknown */
+const char *gf_node_status_name(enum gf_node_status s); /* "ok", "partial", "failed" */
+int gf_node_status_parse(const char *s);                /* -1 when unknown */
 /* Is @s a source this gpufleet reads: a backend's name, or GF_SOURCE_HOST? */
 bool gf_source_known(const char *s);
 /* Those names, for messages: "ipmi, redfish, ssh". Caller frees. */
 char *gf_source_names(void);
 
 /* The operations a sweep runs on a node, as named in errors ("op"). */
-#define GF_OP_BMC "bmc"            /* opening the BMC session */
+#define GF_OP_BMC "bmc" /* opening the BMC session */
 #define GF_OP_FIRMWARE "firmware"
 #define GF_OP_HARDWARE "hardware"
 #define GF_OP_SEL "sel"
 #define GF_OP_SENSORS "sensors"
-#define GF_OP_BIOS "bios"          /* BIOS settings (Redfish) */
-#define GF_OP_SSH "ssh"            /* host facts */
+#define GF_OP_BIOS "bios" /* BIOS settings (Redfish) */
+#define GF_OP_SSH "ssh"   /* host facts */
 
 struct gf_inv_comp {
-	const char *key;      /* canonical: "bmc", "gpu3.firmware", "driver" ... (pooled) */
-	const char *version;  /* NULL: reported without a version */
-	const char *source;   /* a backend's name, or GF_SOURCE_HOST (pooled) */
-	const char *raw_id;   /* the id it had where it was read (Redfish member id ...) */
+	const char *key;     /* canonical: "bmc", "gpu3.firmware", "driver" ... (pooled) */
+	const char *version; /* NULL: reported without a version */
+	const char *source;  /* a backend's name, or GF_SOURCE_HOST (pooled) */
+	const char *raw_id;  /* the id it had where it was read (Redfish member id ...) */
 	const char *name;
-	const char *kind;     /* bmc, bios, gpu, nic, psu, cpld, driver, cuda, os ... */
+	const char *kind; /* bmc, bios, gpu, nic, psu, cpld, driver, cuda, os ... */
 };
 
 /* A node's components, sorted by key, keys unique (after gf_inv_set_finish()). */
@@ -67,17 +67,17 @@ struct gf_inv_set {
 };
 
 struct gf_sweep_error {
-	const char *op;        /* GF_OP_* (pooled) */
+	const char *op; /* GF_OP_* (pooled) */
 	enum gf_errkind kind;
-	const char *message;   /* pooled */
+	const char *message; /* pooled */
 };
 
 struct gf_sel_summary {
-	bool read;             /* the SEL was read; the rest is meaningless otherwise */
-	unsigned total;        /* entries in the log */
-	unsigned new_info, new_warning, new_critical;  /* since the node's previous read */
+	bool read;      /* the SEL was read; the rest is meaningless otherwise */
+	unsigned total; /* entries in the log */
+	unsigned new_info, new_warning, new_critical; /* since the node's previous read */
 	bool has_mark;
-	double mark;           /* the newest entry time seen: the next sweep counts after it */
+	double mark; /* the newest entry time seen: the next sweep counts after it */
 };
 
 struct gf_sensor_summary {
@@ -86,20 +86,20 @@ struct gf_sensor_summary {
 };
 
 struct gf_sweep_node {
-	const char *node;            /* pooled */
-	long long sweep;             /* the sweep this row belongs to (0: not stored yet) */
-	double time;                 /* that sweep's start, epoch seconds */
+	const char *node; /* pooled */
+	long long sweep;  /* the sweep this row belongs to (0: not stored yet) */
+	double time;      /* that sweep's start, epoch seconds */
 	enum gf_node_status status;
-	const char *protocol;        /* the BMC protocol that answered, NULL: none */
-	const char *model;           /* hardware model, NULL: unknown */
-	bool fw_read;                /* the BMC's firmware inventory was read */
-	bool host_read;              /* host facts were read over SSH */
-	bool bios_read;              /* the BIOS settings (bios.* of kind setting) were read */
+	const char *protocol; /* the BMC protocol that answered, NULL: none */
+	const char *model;    /* hardware model, NULL: unknown */
+	bool fw_read;         /* the BMC's firmware inventory was read */
+	bool host_read;       /* host facts were read over SSH */
+	bool bios_read;       /* the BIOS settings (bios.* of kind setting) were read */
 	struct gf_sweep_error *errors;
 	size_t nerrors;
-	struct gf_inv_set *set;      /* never NULL; owned by the sweep, maybe shared */
-	struct gf_hardware *hardware;  /* owned, NULL: not read (or not loaded) */
-	struct gf_hostfacts *host;     /* owned, NULL: not read (or not loaded) */
+	struct gf_inv_set *set;       /* never NULL; owned by the sweep, maybe shared */
+	struct gf_hardware *hardware; /* owned, NULL: not read (or not loaded) */
+	struct gf_hostfacts *host;    /* owned, NULL: not read (or not loaded) */
 	struct gf_sel_summary sel;
 	struct gf_sensor_summary sensors;
 };
@@ -107,12 +107,12 @@ struct gf_sweep_node {
 struct gf_strpool;
 
 struct gf_sweep {
-	long long id;                /* 0 until stored; rows of several sweeps: 0 */
-	const char *uid;             /* 32 hex digits, the identity across sites (pooled) */
-	double started, finished;    /* epoch seconds, whole milliseconds */
+	long long id;             /* 0 until stored; rows of several sweeps: 0 */
+	const char *uid;          /* 32 hex digits, the identity across sites (pooled) */
+	double started, finished; /* epoch seconds, whole milliseconds */
 	struct gf_sweep_node *nodes;
 	size_t n, cap;
-	struct gf_inv_set **sets;    /* every set the nodes point to */
+	struct gf_inv_set **sets; /* every set the nodes point to */
 	size_t nsets, capsets;
 	struct gf_strpool *pool;
 };
@@ -171,8 +171,7 @@ void gf_inv_set_body(const struct gf_inv_set *s, struct gf_buf *out);
  * The inverse of gf_inv_set_body(): append the components of @body to @out
  * (strings pooled in @sw). GF_E_DB when the body is malformed.
  */
-int gf_inv_set_from_body(struct gf_sweep *sw, const char *body, size_t len,
-			 struct gf_inv_set *out);
+int gf_inv_set_from_body(struct gf_sweep *sw, const char *body, size_t len, struct gf_inv_set *out);
 
 /* A fresh random uid (32 lower-case hex digits) for a new sweep. */
 int gf_sweep_make_uid(struct gf_sweep *sw, struct gf_err *err);

@@ -80,8 +80,8 @@ static int pins_write(struct gf_db *db, const char *const *nodes, const char *co
 	return gf_db_write(db, &w, n, err);
 }
 
-int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *const *fps,
-		      size_t n, struct gf_err *err)
+int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *const *fps, size_t n,
+		      struct gf_err *err)
 {
 	return pins_write(db, nodes, fps, n,
 			  "INSERT INTO tls_pins (node, fingerprint, first_seen)"
@@ -90,8 +90,8 @@ int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *co
 			  err);
 }
 
-int gf_db_tls_pin_add(struct gf_db *db, const char *const *nodes, const char *const *fps,
-		      size_t n, struct gf_err *err)
+int gf_db_tls_pin_add(struct gf_db *db, const char *const *nodes, const char *const *fps, size_t n,
+		      struct gf_err *err)
 {
 	/* Another run may have pinned the node since this one read its pins: that pin stays. */
 	return pins_write(db, nodes, fps, n,

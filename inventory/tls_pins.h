@@ -19,14 +19,14 @@ int gf_db_tls_pin_get(struct gf_db *db, const char *node, char **ret, struct gf_
  * Record pins in one transaction: @fps[i] for @nodes[i], replacing what was
  * there (first_seen is then now); a NULL @fps[i] removes the pin.
  */
-int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *const *fps,
-		      size_t n, struct gf_err *err);
+int gf_db_tls_pin_set(struct gf_db *db, const char *const *nodes, const char *const *fps, size_t n,
+		      struct gf_err *err);
 /*
  * Pin on first use, in one transaction: @fps[i] (not NULL) for each of
  * @nodes that has no pin; a node pinned meanwhile (by another run) keeps
  * the pin it has.
  */
-int gf_db_tls_pin_add(struct gf_db *db, const char *const *nodes, const char *const *fps,
-		      size_t n, struct gf_err *err);
+int gf_db_tls_pin_add(struct gf_db *db, const char *const *nodes, const char *const *fps, size_t n,
+		      struct gf_err *err);
 
 #endif

@@ -52,12 +52,13 @@ static int read_flags(struct ipmi_session *s, struct flags *ret, struct gf_err *
 	    FIID_OBJ_GET(rs, "boot_flags_persistent", &persistent) != 1 ||
 	    FIID_OBJ_GET(rs, "bios_boot_type", &type) != 1 ||
 	    FIID_OBJ_GET(rs, "boot_device", &device) != 1) {
-		rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-				"bmc '%s' sent short boot flags", s->node);
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL, "bmc '%s' sent short boot flags",
+				s->node);
 		goto out;
 	}
 	*ret = (struct flags){
-		.valid = valid != 0, .persistent = persistent != 0,
+		.valid = valid != 0,
+		.persistent = persistent != 0,
 		.efi = type == IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_BOOT_TYPE_EFI,
 		.device = (uint8_t)device,
 	};
@@ -124,12 +125,13 @@ int gf_ipmi_boot_set(void *session, const struct gf_boot *want, struct gf_err *e
 	snprintf(what, sizeof(what), "set boot %s", gf_boot_dev_name(want->dev));
 	if (ipmi_cmd_set_system_boot_options_boot_flags(
 		    s->ctx, IPMI_SYSTEM_BOOT_OPTIONS_PARAMETER_VALID_UNLOCKED, efi,
-		    want->persistent && !clear ? IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_VALID_PERSISTENTLY
-					       : IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_VALID_FOR_NEXT_BOOT,
+		    want->persistent && !clear
+			    ? IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_VALID_PERSISTENTLY
+			    : IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_VALID_FOR_NEXT_BOOT,
 		    clear ? IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_INVALID
 			  : IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_VALID,
-		    0, 0, sel, 0, 0, IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_CONSOLE_REDIRECTION_DEFAULT, 0,
-		    0, 0, IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_FIRMWARE_BIOS_VERBOSITY_DEFAULT, 0,
+		    0, 0, sel, 0, 0, IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_CONSOLE_REDIRECTION_DEFAULT,
+		    0, 0, 0, IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_FIRMWARE_BIOS_VERBOSITY_DEFAULT, 0,
 		    IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAGS_SET_MUX_TO_RECOMENDED_AT_END_OF_POST, 0, 0,
 		    rs) < 0)
 		rc = gf_ipmi_cmd_error(s, what, rs, IPMI_NET_FN_CHASSIS_RQ, err);

@@ -55,10 +55,8 @@ static bool optional_failure(struct ipmi_session *s, fiid_obj_t rs)
 	case IPMI_ERR_CONNECTION_TIMEOUT:
 	case IPMI_ERR_MESSAGE_TIMEOUT:
 	case IPMI_ERR_SYSTEM_ERROR:
-	case IPMI_ERR_OUT_OF_MEMORY:
-		return false;
-	default:
-		return true;
+	case IPMI_ERR_OUT_OF_MEMORY: return false;
+	default: return true;
 	}
 }
 
@@ -101,7 +99,8 @@ static int bmc_component(struct ipmi_session *s, struct gf_component *c, struct 
 	    !get_u64(rs, "ipmi_version_major", &ipmi_major) ||
 	    !get_u64(rs, "ipmi_version_minor", &ipmi_minor) ||
 	    !get_u64(rs, "manufacturer_id.id", &mfg) || !get_u64(rs, "product_id", &prod) ||
-	    !get_u64(rs, "device_id", &dev_id) || !get_u64(rs, "device_revision.revision", &dev_rev)) {
+	    !get_u64(rs, "device_id", &dev_id) ||
+	    !get_u64(rs, "device_revision.revision", &dev_rev)) {
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 				"bmc '%s' sent a short get device id answer", s->node);
 		goto out;
@@ -148,7 +147,8 @@ out:
  */
 static int bios_version(struct ipmi_session *s, char **ret, struct gf_err *err)
 {
-	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_get_system_info_parameters_system_firmware_version_first_set_rs);
+	fiid_obj_t rs = fiid_obj_create(
+		tmpl_cmd_get_system_info_parameters_system_firmware_version_first_set_rs);
 	fiid_obj_t rs2 = NULL;
 	char text[SYSINFO_MAX + SYSINFO_SET_LEN + 1];
 	uint64_t enc, total;
@@ -159,8 +159,9 @@ static int bios_version(struct ipmi_session *s, char **ret, struct gf_err *err)
 		return nomem(err);
 	if (ipmi_cmd_get_system_info_parameters_system_firmware_version_first_set(
 		    s->ctx, IPMI_GET_SYSTEM_INFO_PARAMETER, 0, 0, rs) < 0) {
-		rc = optional_failure(s, rs) ? 0 : gf_ipmi_cmd_error(s, "get system firmware version",
-								      rs, IPMI_NET_FN_APP_RQ, err);
+		rc = optional_failure(s, rs) ? 0
+					     : gf_ipmi_cmd_error(s, "get system firmware version",
+								 rs, IPMI_NET_FN_APP_RQ, err);
 		goto out;
 	}
 	if (!get_u64(rs, "encoding", &enc) || !get_u64(rs, "string_length", &total)) {
@@ -254,8 +255,9 @@ static int system_guid(struct ipmi_session *s, char **ret, struct gf_err *err)
 	if (!rs)
 		return nomem(err);
 	if (ipmi_cmd_get_system_guid(s->ctx, rs) < 0) {
-		rc = optional_failure(s, rs) ? 0 : gf_ipmi_cmd_error(s, "get system guid", rs,
-								      IPMI_NET_FN_APP_RQ, err);
+		rc = optional_failure(s, rs)
+			     ? 0
+			     : gf_ipmi_cmd_error(s, "get system guid", rs, IPMI_NET_FN_APP_RQ, err);
 		goto out;
 	}
 	rc = 0;
@@ -268,9 +270,9 @@ static int system_guid(struct ipmi_session *s, char **ret, struct gf_err *err)
 		goto out;
 	/* IPMI sends the GUID least significant byte first. */
 	snprintf(text, sizeof(text),
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 g[15], g[14], g[13], g[12], g[11], g[10], g[9], g[8], g[7], g[6], g[5], g[4],
-		 g[3], g[2], g[1], g[0]);
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", g[15],
+		 g[14], g[13], g[12], g[11], g[10], g[9], g[8], g[7], g[6], g[5], g[4], g[3], g[2],
+		 g[1], g[0]);
 	*ret = gf_xstrdup(text);
 out:
 	fiid_obj_destroy(rs);
@@ -311,8 +313,8 @@ static void fru_area(ipmi_fru_ctx_t fc, unsigned type, const uint8_t *buf, unsig
 		fru_text(fc, &b, lang, &h->chassis.serial);
 		break;
 	case IPMI_FRU_AREA_TYPE_BOARD_INFO_AREA:
-		if (ipmi_fru_board_info_area(fc, buf, len, &lang, &when, &a, &b, &c, &d, &e,
-					     NULL, 0) < 0)
+		if (ipmi_fru_board_info_area(fc, buf, len, &lang, &when, &a, &b, &c, &d, &e, NULL,
+					     0) < 0)
 			return;
 		fru_text(fc, &a, lang, &h->board.manufacturer);
 		fru_text(fc, &b, lang, &h->board.product);
@@ -329,8 +331,7 @@ static void fru_area(ipmi_fru_ctx_t fc, unsigned type, const uint8_t *buf, unsig
 		fru_text(fc, &e, lang, &h->product.serial);
 		fru_text(fc, &f, lang, &h->product.asset_tag);
 		break;
-	default:
-		break; /* multirecord areas: power supplies and such, not in the model */
+	default: break; /* multirecord areas: power supplies and such, not in the model */
 	}
 }
 
@@ -343,8 +344,7 @@ static int fru_error(struct ipmi_session *s, ipmi_fru_ctx_t fc, struct gf_err *e
 	switch (e) {
 	case IPMI_FRU_ERR_IPMI_ERROR:
 		return gf_ipmi_cmd_error(s, "read fru", NULL, IPMI_NET_FN_STORAGE_RQ, err);
-	case IPMI_FRU_ERR_OUT_OF_MEMORY:
-		return nomem(err);
+	case IPMI_FRU_ERR_OUT_OF_MEMORY: return nomem(err);
 	case IPMI_FRU_ERR_DEVICE_BUSY:
 		return gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
 				  "bmc '%s' refused read fru (fru device busy)", s->node);
@@ -364,12 +364,9 @@ static bool fru_fatal(struct ipmi_session *s, ipmi_fru_ctx_t fc)
 {
 	switch (ipmi_fru_ctx_errnum(fc)) {
 	case IPMI_FRU_ERR_OUT_OF_MEMORY:
-	case IPMI_FRU_ERR_DEVICE_BUSY:
-		return true;
-	case IPMI_FRU_ERR_IPMI_ERROR:
-		return !optional_failure(s, NULL);
-	default:
-		return false;
+	case IPMI_FRU_ERR_DEVICE_BUSY: return true;
+	case IPMI_FRU_ERR_IPMI_ERROR: return !optional_failure(s, NULL);
+	default: return false;
 	}
 }
 

@@ -29,12 +29,12 @@ int gf_ipmi_profile_check(const char *key, const char *value, struct gf_err *err
 
 struct ipmi_session {
 	ipmi_ctx_t ctx;
-	char *node;              /* for messages */
-	int cipher;              /* the suite in use, -1 for IPMI 1.5 */
-	char *host;              /* as given in the target, for cache keys */
-	char *cache_dir;         /* the target's cache directory, may be NULL */
-	double deadline;         /* monotonic: the target's deadline, for multi-command work */
-	bool no_thresholds;      /* sensors: do not send Get Sensor Thresholds */
+	char *node;         /* for messages */
+	int cipher;         /* the suite in use, -1 for IPMI 1.5 */
+	char *host;         /* as given in the target, for cache keys */
+	char *cache_dir;    /* the target's cache directory, may be NULL */
+	double deadline;    /* monotonic: the target's deadline, for multi-command work */
+	bool no_thresholds; /* sensors: do not send Get Sensor Thresholds */
 };
 
 /*

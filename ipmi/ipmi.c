@@ -54,7 +54,6 @@
 /* How long past the node's deadline an operation is waited for before it is left behind. */
 #define GRACE_S 0.5
 
-
 static const uint8_t chassis_controls[] = {
 	[GF_POWER_OP_ON] = IPMI_CHASSIS_CONTROL_POWER_UP,
 	[GF_POWER_OP_OFF] = IPMI_CHASSIS_CONTROL_POWER_DOWN,
@@ -82,10 +81,10 @@ const char *gf_ipmi_lower(const char *in, char *buf, size_t size)
  * the deadline took it with it.
  */
 struct ipmi_handle {
-	struct ipmi_session *s;  /* NULL once left to an operation's thread */
+	struct ipmi_session *s; /* NULL once left to an operation's thread */
 	char *node;
-	double deadline;         /* the node's */
-	double op_s;             /* the bound of an operation started past the deadline */
+	double deadline; /* the node's */
+	double op_s;     /* the bound of an operation started past the deadline */
 };
 
 static void session_free(void *vs);
@@ -118,8 +117,8 @@ static int host_arg(const struct gf_bmc_target *t, char *buf, size_t size, struc
 				  "bmc address '%s' of node '%s' is longer than %d characters",
 				  t->host, node, HOST_MAX);
 	if (t->port < 0 || t->port > 65535)
-		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc port %d of node '%s' is not a port",
-				  t->port, node);
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT,
+				  "bmc port %d of node '%s' is not a port", t->port, node);
 	char bare[HOST_MAX + 1];
 	size_t hl = strlen(t->host);
 
@@ -139,8 +138,8 @@ static int host_arg(const struct gf_bmc_target *t, char *buf, size_t size, struc
 	else
 		n = snprintf(buf, size, "%s:%d", addr, t->port);
 	if (n < 0 || (size_t)n >= size)
-		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc address '%s' of node '%s' is too long",
-				  t->host, node);
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT,
+				  "bmc address '%s' of node '%s' is too long", t->host, node);
 	return 0;
 }
 
@@ -260,8 +259,9 @@ static int lists_suite(ipmi_ctx_t ctx, uint8_t id, double deadline)
 	int n;
 
 	for (uint8_t index = 0; index < 64; index++) {
-		uint8_t rq[4] = {IPMI_CMD_GET_CHANNEL_CIPHER_SUITES, IPMI_CHANNEL_NUMBER_CURRENT_CHANNEL,
-				 IPMI_PAYLOAD_TYPE_IPMI, (uint8_t)(0x80 | index)};
+		uint8_t rq[4] = {IPMI_CMD_GET_CHANNEL_CIPHER_SUITES,
+				 IPMI_CHANNEL_NUMBER_CURRENT_CHANNEL, IPMI_PAYLOAD_TYPE_IPMI,
+				 (uint8_t)(0x80 | index)};
 		uint8_t rs[3 + 16];
 
 		if (gf_monotime() >= deadline)
@@ -285,8 +285,8 @@ static int lists_suite(ipmi_ctx_t ctx, uint8_t id, double deadline)
 }
 
 /* @err from a failed open, in the words of ipmipower where they fit. */
-static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher,
-		      bool tried_default, unsigned wflags, double t0, struct gf_err *err)
+static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher, bool tried_default,
+		      unsigned wflags, double t0, struct gf_err *err)
 {
 	const char *node = t->node ? t->node : t->host;
 	int e = ipmi_ctx_errnum(ctx);
@@ -306,10 +306,12 @@ static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher,
 	case IPMI_ERR_PRIVILEGE_LEVEL_INSUFFICIENT:
 	case IPMI_ERR_PRIVILEGE_LEVEL_CANNOT_BE_OBTAINED:
 		/* ipmi_sim and some Intel BMCs echo the wrong maximum privilege. */
-		if (cipher >= 0 && !(wflags & IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE))
+		if (cipher >= 0 &&
+		    !(wflags & IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE))
 			return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
 					  "bmc '%s' rejected the login (%s; some bmcs need "
-					  "ipmi_workarounds = opensesspriv)", node, why);
+					  "ipmi_workarounds = opensesspriv)",
+					  node, why);
 		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH, "bmc '%s' rejected the login (%s)",
 				  node, why);
 	case IPMI_ERR_SESSION_TIMEOUT:
@@ -321,12 +323,13 @@ static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher,
 		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT,
 				  "bmc address '%s' of node '%s' does not resolve", t->host, node);
 	case IPMI_ERR_SYSTEM_ERROR:
-		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc '%s' (%s) is unreachable (%s)",
-				  node, t->host, why);
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT,
+				  "bmc '%s' (%s) is unreachable (%s)", node, t->host, why);
 	case IPMI_ERR_IPMI_2_0_UNAVAILABLE:
 		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 				  "bmc '%s' does not speak ipmi 2.0 (rmcp+); ipmi_version = 1.5 "
-				  "in its profile allows ipmi 1.5", node);
+				  "in its profile allows ipmi 1.5",
+				  node);
 	case IPMI_ERR_BMC_BUSY:
 		return gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
 				  "bmc '%s' has no room for another session (%s)", node, why);
@@ -336,22 +339,23 @@ static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher,
 		if (cipher < 0)
 			break;
 		refusal = e == IPMI_ERR_CIPHER_SUITE_ID_UNAVAILABLE ? "no matching cipher suite"
-			  : e == IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE ? "rmcp+ open session status"
-			  : "malformed open session answer";
+			  : e == IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE
+				  ? "rmcp+ open session status"
+				  : "malformed open session answer";
 		if (tried_default)
 			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 					"bmc '%s' refused cipher suites %d and %d (%s)", node,
 					CIPHER_DEFAULT, cipher, refusal);
 		else
 			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-					"bmc '%s' refused cipher suite %d (%s)", node, cipher, refusal);
+					"bmc '%s' refused cipher suite %d (%s)", node, cipher,
+					refusal);
 		if (err)
 			err->detail = cipher;
 		return rc;
 	case IPMI_ERR_OUT_OF_MEMORY:
 		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
-	default:
-		break;
+	default: break;
 	}
 	return gf_err_set(err, GF_E_NODE,
 			  e == IPMI_ERR_IPMI_ERROR ? GF_EK_PROTOCOL : GF_EK_INTERNAL,
@@ -368,7 +372,7 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	struct gf_ipmi_profile ip;
 	int cipher;
 	bool fallback, memo, tried_default = false;
-	int refusal = 0;            /* what suite 17 got (ipmi_ctx_errnum) */
+	int refusal = 0; /* what suite 17 got (ipmi_ctx_errnum) */
 	size_t pw_max = p->ipmi_v15 ? IPMI_1_5_MAX_PASSWORD_LENGTH : IPMI_2_0_MAX_PASSWORD_LENGTH;
 	struct ipmi_session *s;
 	struct ipmi_handle *h;
@@ -390,7 +394,8 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	if (p->bmc_password && strlen(p->bmc_password) > pw_max)
 		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
 				  "password of profile '%s' is longer than ipmi %s allows (%zu bytes)",
-				  p->name ? p->name : "default", p->ipmi_v15 ? "1.5" : "2.0", pw_max);
+				  p->name ? p->name : "default", p->ipmi_v15 ? "1.5" : "2.0",
+				  pw_max);
 	pthread_once(&crypt_once, crypt_init);
 	if (crypt_rc < 0)
 		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
@@ -408,20 +413,24 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	for (;;) {
 		if (!timeouts(t->deadline, &session_ms, &retransmit_ms)) {
 			rc = gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
-					"bmc '%s' (%s): no time left to open a session", node, t->host);
+					"bmc '%s' (%s): no time left to open a session", node,
+					t->host);
 			goto fail;
 		}
 		if (cipher < 0)
 			rc = ipmi_ctx_open_outofband(s->ctx, host, p->bmc_user, p->bmc_password,
-						     IPMI_AUTHENTICATION_TYPE_MD5, ip.privilege, session_ms,
-						     retransmit_ms, wflags, IPMI_FLAGS_DEFAULT);
+						     IPMI_AUTHENTICATION_TYPE_MD5, ip.privilege,
+						     session_ms, retransmit_ms, wflags,
+						     IPMI_FLAGS_DEFAULT);
 		else
 			rc = ipmi_ctx_open_outofband_2_0(s->ctx, host, p->bmc_user, p->bmc_password,
-							 NULL, 0, ip.privilege, (uint8_t)cipher, session_ms,
-							 retransmit_ms, wflags, IPMI_FLAGS_DEFAULT);
+							 NULL, 0, ip.privilege, (uint8_t)cipher,
+							 session_ms, retransmit_ms, wflags,
+							 IPMI_FLAGS_DEFAULT);
 		if (rc == 0)
 			break;
-		if (fallback && cipher == CIPHER_DEFAULT && cipher_refused(ipmi_ctx_errnum(s->ctx))) {
+		if (fallback && cipher == CIPHER_DEFAULT &&
+		    cipher_refused(ipmi_ctx_errnum(s->ctx))) {
 			tried_default = true;
 			refusal = ipmi_ctx_errnum(s->ctx);
 			cipher = CIPHER_FALLBACK;
@@ -449,16 +458,14 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 		int listed = lists_suite(s->ctx, CIPHER_DEFAULT, t->deadline);
 
 		switch (gf_ipmi_fallback_verdict(definite, listed)) {
-		case GF_IPMI_FALLBACK_MEMO:
-			memo_set(t, true);
-			break;
-		case GF_IPMI_FALLBACK_USE:
-			break;
+		case GF_IPMI_FALLBACK_MEMO: memo_set(t, true); break;
+		case GF_IPMI_FALLBACK_USE: break;
 		case GF_IPMI_FALLBACK_REFUSE:
 			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 					"bmc '%s' answered cipher suite 17 with a malformed reply, and %s: "
 					"not falling back to suite 3 (ipmi_cipher_suite = 3 in the "
-					"profile chooses it)", node,
+					"profile chooses it)",
+					node,
 					listed > 0 ? "lists suite 17"
 						   : "its cipher suite list could not be read");
 			goto fail;
@@ -528,8 +535,7 @@ int gf_ipmi_cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, u
 	if (rs && FIID_OBJ_GET(rs, "comp_code", &cc) == 1 && cc != 0) {
 		char text[IPMI_ERR_STR_MAX_LEN];
 
-		if (ipmi_completion_code_strerror_cmd_r(rs, netfn, text,
-							sizeof(text)) < 0)
+		if (ipmi_completion_code_strerror_cmd_r(rs, netfn, text, sizeof(text)) < 0)
 			snprintf(text, sizeof(text), "unknown completion code");
 		gf_ipmi_lower(text, text, sizeof(text));
 		gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
@@ -544,18 +550,21 @@ int gf_ipmi_cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, u
 	case IPMI_ERR_CONNECTION_TIMEOUT:
 	case IPMI_ERR_MESSAGE_TIMEOUT:
 		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT, "bmc '%s' did not answer %s (%s)",
-				  s->node, what, gf_ipmi_lower(ipmi_ctx_strerror(e), why, sizeof(why)));
+				  s->node, what,
+				  gf_ipmi_lower(ipmi_ctx_strerror(e), why, sizeof(why)));
 	case IPMI_ERR_PRIVILEGE_LEVEL_INSUFFICIENT:
 		return gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
-				  "bmc '%s' refused %s (privilege level insufficient)", s->node, what);
+				  "bmc '%s' refused %s (privilege level insufficient)", s->node,
+				  what);
 	case IPMI_ERR_SYSTEM_ERROR:
 		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "bmc '%s' is unreachable (%s)",
-				  s->node, gf_ipmi_lower(ipmi_ctx_errormsg(s->ctx), why, sizeof(why)));
+				  s->node,
+				  gf_ipmi_lower(ipmi_ctx_errormsg(s->ctx), why, sizeof(why)));
 	case IPMI_ERR_OUT_OF_MEMORY:
 		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
 	default:
-		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL, "bmc '%s' failed %s (freeipmi: %s)",
-				  s->node, what,
+		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+				  "bmc '%s' failed %s (freeipmi: %s)", s->node, what,
 				  gf_ipmi_lower(ipmi_ctx_errormsg(s->ctx), why, sizeof(why)));
 	}
 }
@@ -610,17 +619,24 @@ static int power_set(void *session, enum gf_power_op op, struct gf_err *err)
 /* ---- operations, each bounded by the deadline -------------------------- */
 
 enum op_kind {
-	OP_POWER_GET, OP_POWER_SET, OP_SENSORS, OP_SEL_LIST, OP_SEL_CLEAR, OP_FIRMWARE,
-	OP_HARDWARE, OP_BOOT_GET, OP_BOOT_SET,
+	OP_POWER_GET,
+	OP_POWER_SET,
+	OP_SENSORS,
+	OP_SEL_LIST,
+	OP_SEL_CLEAR,
+	OP_FIRMWARE,
+	OP_HARDWARE,
+	OP_BOOT_GET,
+	OP_BOOT_SET,
 };
 
 /* One operation on its thread: the arguments and results are its own until it is done. */
 struct op {
 	enum op_kind kind;
 	struct ipmi_session *s;
-	enum gf_power_op power_op;       /* power_set */
-	struct gf_boot want;             /* boot_set */
-	union {                          /* the answer, at its start */
+	enum gf_power_op power_op; /* power_set */
+	struct gf_boot want;       /* boot_set */
+	union {                    /* the answer, at its start */
 		enum gf_power power;
 		struct gf_boot boot;
 		struct gf_sensor_list sensors;
@@ -637,33 +653,15 @@ static void op_call(void *vo)
 	struct op *o = vo;
 
 	switch (o->kind) {
-	case OP_POWER_GET:
-		o->rc = power_get(o->s, &o->out.power, &o->err);
-		break;
-	case OP_POWER_SET:
-		o->rc = power_set(o->s, o->power_op, &o->err);
-		break;
-	case OP_SENSORS:
-		o->rc = gf_ipmi_sensors(o->s, &o->out.sensors, &o->err);
-		break;
-	case OP_SEL_LIST:
-		o->rc = gf_ipmi_sel_list(o->s, &o->out.sel, &o->err);
-		break;
-	case OP_SEL_CLEAR:
-		o->rc = gf_ipmi_sel_clear(o->s, &o->err);
-		break;
-	case OP_FIRMWARE:
-		o->rc = gf_ipmi_firmware(o->s, &o->out.comps, &o->err);
-		break;
-	case OP_HARDWARE:
-		o->rc = gf_ipmi_hardware(o->s, &o->out.hw, &o->err);
-		break;
-	case OP_BOOT_GET:
-		o->rc = gf_ipmi_boot_get(o->s, &o->out.boot, &o->err);
-		break;
-	case OP_BOOT_SET:
-		o->rc = gf_ipmi_boot_set(o->s, &o->want, &o->err);
-		break;
+	case OP_POWER_GET: o->rc = power_get(o->s, &o->out.power, &o->err); break;
+	case OP_POWER_SET: o->rc = power_set(o->s, o->power_op, &o->err); break;
+	case OP_SENSORS: o->rc = gf_ipmi_sensors(o->s, &o->out.sensors, &o->err); break;
+	case OP_SEL_LIST: o->rc = gf_ipmi_sel_list(o->s, &o->out.sel, &o->err); break;
+	case OP_SEL_CLEAR: o->rc = gf_ipmi_sel_clear(o->s, &o->err); break;
+	case OP_FIRMWARE: o->rc = gf_ipmi_firmware(o->s, &o->out.comps, &o->err); break;
+	case OP_HARDWARE: o->rc = gf_ipmi_hardware(o->s, &o->out.hw, &o->err); break;
+	case OP_BOOT_GET: o->rc = gf_ipmi_boot_get(o->s, &o->out.boot, &o->err); break;
+	case OP_BOOT_SET: o->rc = gf_ipmi_boot_set(o->s, &o->want, &o->err); break;
 	}
 }
 
@@ -673,20 +671,11 @@ static void op_release(struct op *o)
 	if (o->rc < 0)
 		return;
 	switch (o->kind) {
-	case OP_SENSORS:
-		gf_sensor_list_release(&o->out.sensors);
-		break;
-	case OP_SEL_LIST:
-		gf_sel_list_release(&o->out.sel);
-		break;
-	case OP_FIRMWARE:
-		gf_component_list_release(&o->out.comps);
-		break;
-	case OP_HARDWARE:
-		gf_hardware_release(&o->out.hw);
-		break;
-	default:
-		break;
+	case OP_SENSORS: gf_sensor_list_release(&o->out.sensors); break;
+	case OP_SEL_LIST: gf_sel_list_release(&o->out.sel); break;
+	case OP_FIRMWARE: gf_component_list_release(&o->out.comps); break;
+	case OP_HARDWARE: gf_hardware_release(&o->out.hw); break;
+	default: break;
 	}
 }
 
@@ -702,9 +691,9 @@ static void op_abandoned(void *vo)
 
 static const char *const op_what[] = {
 	[OP_POWER_GET] = "reading the power state", [OP_POWER_SET] = "the power request",
-	[OP_SENSORS] = "reading sensors", [OP_SEL_LIST] = "reading the event log",
-	[OP_SEL_CLEAR] = "clearing the event log", [OP_FIRMWARE] = "reading firmware",
-	[OP_HARDWARE] = "reading the hardware", [OP_BOOT_GET] = "reading the boot device",
+	[OP_SENSORS] = "reading sensors",           [OP_SEL_LIST] = "reading the event log",
+	[OP_SEL_CLEAR] = "clearing the event log",  [OP_FIRMWARE] = "reading firmware",
+	[OP_HARDWARE] = "reading the hardware",     [OP_BOOT_GET] = "reading the boot device",
 	[OP_BOOT_SET] = "setting the boot device",
 };
 

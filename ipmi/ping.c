@@ -25,19 +25,19 @@
 #include "lib/util.h"
 
 #define RMCP_VERSION 0x06
-#define RMCP_SEQ_NO_ACK 0xFF        /* no RMCP ACK wanted */
+#define RMCP_SEQ_NO_ACK 0xFF /* no RMCP ACK wanted */
 #define RMCP_CLASS_IPMI 0x07
 #define AUTH_NONE 0x00
-#define ADDR_BMC 0x20               /* responder: the BMC */
-#define ADDR_SOFTWARE 0x81          /* requester: remote console software ID 0x40 << 1 | 1 */
+#define ADDR_BMC 0x20      /* responder: the BMC */
+#define ADDR_SOFTWARE 0x81 /* requester: remote console software ID 0x40 << 1 | 1 */
 #define NETFN_APP 0x06
 #define CMD_GET_CHANNEL_AUTH_CAPS 0x38
-#define CHANNEL_THIS 0x0E           /* the channel the request came in on */
+#define CHANNEL_THIS 0x0E /* the channel the request came in on */
 #define PRIV_ADMIN 0x04
 
 #define IPMI_PORT 623
-#define POLL_S 0.05                 /* Ctrl-C is seen within this */
-#define RECV_BURST 1024             /* datagrams read per socket per wake-up */
+#define POLL_S 0.05     /* Ctrl-C is seen within this */
+#define RECV_BURST 1024 /* datagrams read per socket per wake-up */
 
 static uint8_t checksum(const uint8_t *p, size_t n)
 {
@@ -50,16 +50,16 @@ static uint8_t checksum(const uint8_t *p, size_t n)
 
 size_t gf_ipmi_ping_encode(uint8_t seq, uint8_t *buf)
 {
-	uint8_t *m = buf + 14;          /* the message, after RMCP (4) and the session header (10) */
+	uint8_t *m = buf + 14; /* the message, after RMCP (4) and the session header (10) */
 
 	memset(buf, 0, GF_IPMI_PING_SIZE);
 	buf[0] = RMCP_VERSION;
 	buf[2] = RMCP_SEQ_NO_ACK;
 	buf[3] = RMCP_CLASS_IPMI;
-	buf[4] = AUTH_NONE;             /* then session sequence number and ID, both 0 */
+	buf[4] = AUTH_NONE; /* then session sequence number and ID, both 0 */
 	buf[13] = GF_IPMI_PING_SIZE - 14;
 	m[0] = ADDR_BMC;
-	m[1] = NETFN_APP << 2;          /* LUN 0 */
+	m[1] = NETFN_APP << 2; /* LUN 0 */
 	m[2] = checksum(m, 2);
 	m[3] = ADDR_SOFTWARE;
 	m[4] = (uint8_t)((seq & 0x3F) << 2);
@@ -93,29 +93,29 @@ int gf_ipmi_ping_decode(const uint8_t *d, size_t n, uint8_t *ret_seq, uint8_t *r
 struct target {
 	struct sockaddr_storage sa;
 	socklen_t len;
-	int fam;                        /* 0: IPv4, 1: IPv6, -1: not pinged */
-	atomic_int state;               /* enum gf_ping_state */
+	int fam;          /* 0: IPv4, 1: IPv6, -1: not pinged */
+	atomic_int state; /* enum gf_ping_state */
 };
 
 struct entry {
-	struct sockaddr_storage sa;     /* a copy of t[j].sa */
+	struct sockaddr_storage sa; /* a copy of t[j].sa */
 	size_t j;
 };
 
 struct gf_ping {
 	size_t n;
 	struct target *t;
-	struct entry *order;            /* the pinged targets by address, for the answers */
+	struct entry *order; /* the pinged targets by address, for the answers */
 	size_t norder;
-	int fd[2];                      /* IPv4, IPv6; -1: none */
+	int fd[2]; /* IPv4, IPv6; -1: none */
 	double start, end, interval;
 	const gf_cancel_flag *cancel;
 	atomic_bool stop;
 	pthread_t tid;
 
-	pthread_mutex_t lock;           /* guards gen and done, for wait() */
-	pthread_cond_t cond;            /* on CLOCK_MONOTONIC */
-	unsigned long gen;              /* answers seen so far, in batches */
+	pthread_mutex_t lock; /* guards gen and done, for wait() */
+	pthread_cond_t cond;  /* on CLOCK_MONOTONIC */
+	unsigned long gen;    /* answers seen so far, in batches */
 	bool done;
 };
 
@@ -134,7 +134,8 @@ static int addr_cmp(const struct sockaddr_storage *a, const struct sockaddr_stor
 		int c = memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
 
 		if (!c)
-			c = (x->sin6_scope_id > y->sin6_scope_id) - (x->sin6_scope_id < y->sin6_scope_id);
+			c = (x->sin6_scope_id > y->sin6_scope_id) -
+			    (x->sin6_scope_id < y->sin6_scope_id);
 		return c ? c : (x->sin6_port > y->sin6_port) - (x->sin6_port < y->sin6_port);
 	}
 }
@@ -200,7 +201,8 @@ static bool answered(struct gf_ping *p, const struct sockaddr_storage *sa)
 		int was = GF_PING_WAITING;
 
 		fresh = atomic_compare_exchange_strong(&p->t[p->order[lo].j].state, &was,
-						       GF_PING_ANSWERED) || fresh;
+						       GF_PING_ANSWERED) ||
+			fresh;
 	}
 	return fresh;
 }
@@ -224,7 +226,8 @@ static size_t receive(struct gf_ping *p, int fd)
 			struct sockaddr_in6 *s6 = (void *)&sa;
 
 			if (!IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr))
-				s6->sin6_scope_id = 0; /* as a numeric address without a zone has it */
+				s6->sin6_scope_id =
+					0; /* as a numeric address without a zone has it */
 			s6->sin6_flowinfo = 0;
 		}
 		/* A valid answer or not (the session decides), it came from the BMC's address and port. */
@@ -267,7 +270,7 @@ static void *ping_main(void *arg)
 {
 	struct gf_ping *p = arg;
 	double next_round = p->start;
-	size_t next = p->n;             /* no round in progress */
+	size_t next = p->n; /* no round in progress */
 	unsigned round = 0;
 
 	while (!atomic_load(&p->stop) && !(p->cancel && *p->cancel)) {
@@ -328,8 +331,8 @@ static void ping_free(struct gf_ping *p)
 	free(p);
 }
 
-static int ping_start(const struct gf_bmc_target *t, size_t n, double timeout,
-		      struct gf_ping **ret, struct gf_err *err)
+static int ping_start(const struct gf_bmc_target *t, size_t n, double timeout, struct gf_ping **ret,
+		      struct gf_err *err)
 {
 	struct gf_ping *p = gf_xcalloc(1, sizeof(*p));
 	pthread_attr_t attr;

@@ -34,7 +34,8 @@ static const struct {
 	{"supermicro20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUPERMICRO_2_0_SESSION},
 	{"sun20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUN_2_0_SESSION},
 	{"opensesspriv", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE},
-	{"integritycheckvalue", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NON_EMPTY_INTEGRITY_CHECK_VALUE},
+	{"integritycheckvalue", 0,
+	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NON_EMPTY_INTEGRITY_CHECK_VALUE},
 	{"ipmiping", 0, 0}, /* ipmipower's own discovery; nothing for a session */
 };
 
@@ -78,8 +79,8 @@ static int cipher_parse(const char *key, const char *v, int *ret, struct gf_err 
 	return 0;
 }
 
-static int workarounds_parse(const char *key, const char *v, unsigned *ret_v15,
-			     unsigned *ret_v20, struct gf_err *err)
+static int workarounds_parse(const char *key, const char *v, unsigned *ret_v15, unsigned *ret_v20,
+			     struct gf_err *err)
 {
 	unsigned v15 = 0, v20 = 0;
 	const char *s = v;
@@ -126,8 +127,8 @@ static int privilege_parse(const char *key, const char *v, uint8_t *ret, struct 
 			return 0;
 		}
 	}
-	return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE, "%s '%s' is not one of user, operator, admin",
-			  key, v);
+	return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
+			  "%s '%s' is not one of user, operator, admin", key, v);
 }
 
 int gf_ipmi_profile_check(const char *key, const char *value, struct gf_err *err)

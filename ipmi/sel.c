@@ -121,7 +121,8 @@ static int sel_error(struct ipmi_session *s, ipmi_sel_ctx_t sel, struct gf_err *
 	case IPMI_SEL_ERR_RESERVATION_CANCELED:
 		return gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
 				  "bmc '%s' cancelled the event log reservation while it was read "
-				  "(the log changed); try again", s->node);
+				  "(the log changed); try again",
+				  s->node);
 	default:
 		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 				  "bmc '%s': reading the event log failed (freeipmi: %s)", s->node,
@@ -157,8 +158,8 @@ int gf_ipmi_sel_list(void *session, struct gf_sel_list *ret, struct gf_err *err)
 	}
 	/* Event data parts joined as ipmi-sel joins them. */
 	ipmi_sel_ctx_set_separator(sel, " ; ");
-	if (ipmi_sel_parse(sel, IPMI_SEL_RECORD_ID_FIRST, IPMI_SEL_RECORD_ID_LAST, on_entry,
-			   &w) < 0) {
+	if (ipmi_sel_parse(sel, IPMI_SEL_RECORD_ID_FIRST, IPMI_SEL_RECORD_ID_LAST, on_entry, &w) <
+	    0) {
 		rc = w.rc < 0 ? w.rc : sel_error(s, sel, err);
 		goto out;
 	}
@@ -193,8 +194,8 @@ static int reserve(struct ipmi_session *s, fiid_obj_t rs, uint16_t *ret, struct 
 }
 
 /* One Clear SEL command; *@done is true once the erase has completed. */
-static int clear_cmd(struct ipmi_session *s, fiid_obj_t rs, uint16_t rid, uint8_t op,
-		     bool *done, bool *cancelled, struct gf_err *err)
+static int clear_cmd(struct ipmi_session *s, fiid_obj_t rs, uint16_t rid, uint8_t op, bool *done,
+		     bool *cancelled, struct gf_err *err)
 {
 	uint64_t v = 0, cc = 0;
 
@@ -210,7 +211,8 @@ static int clear_cmd(struct ipmi_session *s, fiid_obj_t rs, uint16_t rid, uint8_
 	}
 	if (FIID_OBJ_GET(rs, "erasure_progress", &v) != 1)
 		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-				  "bmc '%s' answered clear sel without the erasure progress", s->node);
+				  "bmc '%s' answered clear sel without the erasure progress",
+				  s->node);
 	*done = v == IPMI_SEL_CLEAR_ERASE_COMPLETED;
 	return 0;
 }
@@ -243,7 +245,8 @@ int gf_ipmi_sel_clear(void *session, struct gf_err *err)
 	if (cancelled) {
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
 				"bmc '%s' cancelled every sel reservation (another client is "
-				"using the event log)", s->node);
+				"using the event log)",
+				s->node);
 		goto out;
 	}
 	while (!done) {

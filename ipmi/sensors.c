@@ -48,20 +48,50 @@
 
 /* IPMI sensor type codes (IPMI 2.0 table 42-3) as canonical, lower-case names. */
 static const char *const type_names[] = {
-	[0x01] = "temperature", [0x02] = "voltage", [0x03] = "current", [0x04] = "fan",
-	[0x05] = "physical_security", [0x06] = "platform_security", [0x07] = "processor",
-	[0x08] = "power_supply", [0x09] = "power_unit", [0x0a] = "cooling_device",
-	[0x0b] = "other_units", [0x0c] = "memory", [0x0d] = "drive",
-	[0x0e] = "post_memory_resize", [0x0f] = "system_firmware", [0x10] = "event_logging",
-	[0x11] = "watchdog", [0x12] = "system_event", [0x13] = "critical_interrupt",
-	[0x14] = "button", [0x15] = "module_board", [0x16] = "microcontroller",
-	[0x17] = "add_in_card", [0x18] = "chassis", [0x19] = "chipset", [0x1a] = "other_fru",
-	[0x1b] = "cable", [0x1c] = "terminator", [0x1d] = "system_boot", [0x1e] = "boot_error",
-	[0x1f] = "os_boot", [0x20] = "os_critical_stop", [0x21] = "slot_connector",
-	[0x22] = "acpi_power_state", [0x23] = "watchdog", [0x24] = "platform_alert",
-	[0x25] = "entity_presence", [0x26] = "monitor_asic", [0x27] = "lan",
-	[0x28] = "management_subsystem", [0x29] = "battery", [0x2a] = "session_audit",
-	[0x2b] = "version_change", [0x2c] = "fru_state",
+	[0x01] = "temperature",
+	[0x02] = "voltage",
+	[0x03] = "current",
+	[0x04] = "fan",
+	[0x05] = "physical_security",
+	[0x06] = "platform_security",
+	[0x07] = "processor",
+	[0x08] = "power_supply",
+	[0x09] = "power_unit",
+	[0x0a] = "cooling_device",
+	[0x0b] = "other_units",
+	[0x0c] = "memory",
+	[0x0d] = "drive",
+	[0x0e] = "post_memory_resize",
+	[0x0f] = "system_firmware",
+	[0x10] = "event_logging",
+	[0x11] = "watchdog",
+	[0x12] = "system_event",
+	[0x13] = "critical_interrupt",
+	[0x14] = "button",
+	[0x15] = "module_board",
+	[0x16] = "microcontroller",
+	[0x17] = "add_in_card",
+	[0x18] = "chassis",
+	[0x19] = "chipset",
+	[0x1a] = "other_fru",
+	[0x1b] = "cable",
+	[0x1c] = "terminator",
+	[0x1d] = "system_boot",
+	[0x1e] = "boot_error",
+	[0x1f] = "os_boot",
+	[0x20] = "os_critical_stop",
+	[0x21] = "slot_connector",
+	[0x22] = "acpi_power_state",
+	[0x23] = "watchdog",
+	[0x24] = "platform_alert",
+	[0x25] = "entity_presence",
+	[0x26] = "monitor_asic",
+	[0x27] = "lan",
+	[0x28] = "management_subsystem",
+	[0x29] = "battery",
+	[0x2a] = "session_audit",
+	[0x2b] = "version_change",
+	[0x2c] = "fru_state",
 };
 
 const char *gf_ipmi_sensor_type_name(uint8_t sensor_type)
@@ -81,18 +111,12 @@ static const char *type_by_unit(uint8_t base_unit)
 	switch (base_unit) {
 	case IPMI_SENSOR_UNIT_DEGREES_C:
 	case IPMI_SENSOR_UNIT_DEGREES_F:
-	case IPMI_SENSOR_UNIT_DEGREES_K:
-		return "temperature";
-	case IPMI_SENSOR_UNIT_VOLTS:
-		return "voltage";
-	case IPMI_SENSOR_UNIT_AMPS:
-		return "current";
-	case IPMI_SENSOR_UNIT_WATTS:
-		return "power";
-	case IPMI_SENSOR_UNIT_RPM:
-		return "fan";
-	default:
-		return NULL;
+	case IPMI_SENSOR_UNIT_DEGREES_K: return "temperature";
+	case IPMI_SENSOR_UNIT_VOLTS: return "voltage";
+	case IPMI_SENSOR_UNIT_AMPS: return "current";
+	case IPMI_SENSOR_UNIT_WATTS: return "power";
+	case IPMI_SENSOR_UNIT_RPM: return "fan";
+	default: return NULL;
 	}
 }
 
@@ -113,7 +137,7 @@ int gf_ipmi_check_deadline(struct ipmi_session *s, const char *what, struct gf_e
 
 static pthread_once_t interp_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t interp_lock = PTHREAD_MUTEX_INITIALIZER;
-static ipmi_interpret_ctx_t interp;  /* NULL: states unknown, severities info */
+static ipmi_interpret_ctx_t interp; /* NULL: states unknown, severities info */
 
 /* Does the configuration file @path hold any rule (a line that is not a comment)? */
 static bool has_rules(const char *path)
@@ -152,7 +176,8 @@ static ipmi_interpret_ctx_t interp_new(bool sensor_conf, bool sel_conf)
 
 static void *interp_build(void *unused)
 {
-	bool sensor_conf = has_rules(INTERPRET_SENSOR_CONF), sel_conf = has_rules(INTERPRET_SEL_CONF);
+	bool sensor_conf = has_rules(INTERPRET_SENSOR_CONF),
+	     sel_conf = has_rules(INTERPRET_SEL_CONF);
 
 	interp = interp_new(sensor_conf, sel_conf);
 	if (!interp && (sensor_conf || sel_conf))
@@ -426,10 +451,8 @@ static bool sensor_only_error(struct reader *r)
 	case IPMI_ERR_MESSAGE_TIMEOUT:
 	case IPMI_ERR_SYSTEM_ERROR:
 	case IPMI_ERR_OUT_OF_MEMORY:
-	case IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE:
-		return false;
-	default:
-		return true;  /* a completion code for this sensor */
+	case IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE: return false;
+	default: return true; /* a completion code for this sensor */
 	}
 }
 
@@ -449,8 +472,8 @@ static int sdr_thresholds(struct reader *r, struct gf_sensor *out)
 	if (ipmi_sdr_parse_threshold_readable(r->sdr, r->rec, (unsigned)r->len, &rd[0], &rd[1],
 					      &rd[2], &rd[3], &rd[4], &rd[5]) < 0)
 		return 0;
-	if (ipmi_sdr_parse_thresholds(r->sdr, r->rec, (unsigned)r->len, &v[0], &v[1], &v[2],
-				      &v[3], &v[4], &v[5]) < 0)
+	if (ipmi_sdr_parse_thresholds(r->sdr, r->rec, (unsigned)r->len, &v[0], &v[1], &v[2], &v[3],
+				      &v[4], &v[5]) < 0)
 		return 0;
 	for (int i = 0; i < 6; i++) {
 		if (rd[i] && v[i])
@@ -470,12 +493,16 @@ static int thresholds(struct reader *r, uint8_t owner, uint8_t lun, uint8_t numb
 		      struct gf_sensor *out, struct gf_err *err)
 {
 	static const char *const fields[6][2] = {
-		{"readable_thresholds.lower_non_critical_threshold", "lower_non_critical_threshold"},
+		{"readable_thresholds.lower_non_critical_threshold",
+		 "lower_non_critical_threshold"},
 		{"readable_thresholds.lower_critical_threshold", "lower_critical_threshold"},
-		{"readable_thresholds.lower_non_recoverable_threshold", "lower_non_recoverable_threshold"},
-		{"readable_thresholds.upper_non_critical_threshold", "upper_non_critical_threshold"},
+		{"readable_thresholds.lower_non_recoverable_threshold",
+		 "lower_non_recoverable_threshold"},
+		{"readable_thresholds.upper_non_critical_threshold",
+		 "upper_non_critical_threshold"},
 		{"readable_thresholds.upper_critical_threshold", "upper_critical_threshold"},
-		{"readable_thresholds.upper_non_recoverable_threshold", "upper_non_recoverable_threshold"},
+		{"readable_thresholds.upper_non_recoverable_threshold",
+		 "upper_non_recoverable_threshold"},
 	};
 	struct gf_num *dst[6] = {&out->lnc, &out->lc, &out->lnr, &out->unc, &out->uc, &out->unr};
 	uint8_t access = 0, linearization = 0, format = 0;
@@ -524,8 +551,12 @@ static int thresholds(struct reader *r, uint8_t owner, uint8_t lun, uint8_t numb
 
 /* Comparison status bits of a threshold sensor's reading (Get Sensor Reading byte 3). */
 enum {
-	AT_LNC = 1 << 0, AT_LC = 1 << 1, AT_LNR = 1 << 2,
-	AT_UNC = 1 << 3, AT_UC = 1 << 4, AT_UNR = 1 << 5,
+	AT_LNC = 1 << 0,
+	AT_LC = 1 << 1,
+	AT_LNR = 1 << 2,
+	AT_UNC = 1 << 3,
+	AT_UC = 1 << 4,
+	AT_UNR = 1 << 5,
 };
 
 static enum gf_sensor_state threshold_state(uint16_t bits)
@@ -581,8 +612,8 @@ static int read_one(struct reader *r, uint8_t offset, struct gf_sensor_list *out
 	struct gf_sensor *sn;
 	int rc;
 
-	if (ipmi_sdr_parse_sensor_owner_id(r->sdr, r->rec, (unsigned)r->len, &owner_type,
-					   &owner) < 0 ||
+	if (ipmi_sdr_parse_sensor_owner_id(r->sdr, r->rec, (unsigned)r->len, &owner_type, &owner) <
+		    0 ||
 	    ipmi_sdr_parse_sensor_owner_lun(r->sdr, r->rec, (unsigned)r->len, &lun, &chan) < 0 ||
 	    ipmi_sdr_parse_sensor_number(r->sdr, r->rec, (unsigned)r->len, &number) < 0 ||
 	    ipmi_sdr_parse_sensor_type(r->sdr, r->rec, (unsigned)r->len, &type) < 0 ||
@@ -598,14 +629,14 @@ static int read_one(struct reader *r, uint8_t offset, struct gf_sensor_list *out
 	sn = gf_sensor_list_add(out);
 	sn->name = gf_xstrdup(name);
 	sn->state = GF_SENSOR_UNKNOWN;
-	if (threshold &&
-	    ipmi_sdr_parse_sensor_units(r->sdr, r->rec, (unsigned)r->len, &pct, &mod, &rate,
-					&base, &mod_base) == 0) {
+	if (threshold && ipmi_sdr_parse_sensor_units(r->sdr, r->rec, (unsigned)r->len, &pct, &mod,
+						     &rate, &base, &mod_base) == 0) {
 		char unit[64] = "";
 		const char *by_unit = type_by_unit(base);
 
 		if (ipmi_sensor_units_string(pct, mod, rate, base, mod_base, unit, sizeof(unit),
-					     1) > 0 && strcmp(unit, "unspecified") != 0)
+					     1) > 0 &&
+		    strcmp(unit, "unspecified") != 0)
 			sn->unit = gf_xstrdup(unit);
 		sn->type = gf_xstrdup(by_unit ? by_unit : gf_ipmi_sensor_type_name(type));
 	} else {

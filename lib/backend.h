@@ -20,11 +20,11 @@ enum gf_power {
 
 enum gf_power_op {
 	GF_POWER_OP_ON = 0,
-	GF_POWER_OP_OFF,    /* hard off */
+	GF_POWER_OP_OFF, /* hard off */
 	GF_POWER_OP_CYCLE,
-	GF_POWER_OP_RESET,  /* hard reset */
-	GF_POWER_OP_SOFT,   /* ACPI shutdown request */
-	GF_POWER_OP_NMI,    /* diagnostic interrupt */
+	GF_POWER_OP_RESET, /* hard reset */
+	GF_POWER_OP_SOFT,  /* ACPI shutdown request */
+	GF_POWER_OP_NMI,   /* diagnostic interrupt */
 };
 
 const char *gf_power_name(enum gf_power p);        /* "on", "off", "unknown" */
@@ -36,43 +36,43 @@ const char *gf_power_op_name(enum gf_power_op op); /* "on", "off", "cycle", ... 
  * and read by the backend when it opens a session. Zero: every default.
  */
 struct gf_bmc_opts {
-	const char *log_name;            /* sel: the log to use (Redfish LogService Id), NULL: find it */
-	bool no_thresholds;              /* sensors: thresholds will not be shown; skip commands for them */
-	double request_timeout;          /* > 0: each request also bounded by this (update), 0: deadline only */
+	const char *log_name; /* sel: the log to use (Redfish LogService Id), NULL: find it */
+	bool no_thresholds;   /* sensors: thresholds will not be shown; skip commands for them */
+	double request_timeout; /* > 0: each request also bounded by this (update), 0: deadline only */
 };
 
 /* What a backend needs to reach one BMC. Read-only for the backend. */
 struct gf_bmc_target {
-	const char *node;                /* for messages */
+	const char *node; /* for messages */
 	const char *host;
-	int port;                        /* 0: protocol default */
-	const struct gf_profile *prof;   /* resolved: passwords present */
-	double deadline;                 /* monotonic; every call must return by then */
-	const char *cache_dir;           /* per-user cache (IPMI SDR cache), NULL: none */
+	int port;                      /* 0: protocol default */
+	const struct gf_profile *prof; /* resolved: passwords present */
+	double deadline;               /* monotonic; every call must return by then */
+	const char *cache_dir;         /* per-user cache (IPMI SDR cache), NULL: none */
 	/* Redfish TLS: CA verification by default, or a pin, or nothing with insecure. */
-	const char *cacert;              /* CA bundle for the BMC certificate, NULL: system CAs */
-	bool insecure;                   /* no certificate check at all (the CLI warns) */
-	const char *tls_pin;             /* pinned SHA-256 of the BMC certificate (hex), NULL: none */
-	bool tls_pin_new;                /* no pin yet: accept and report the certificate seen */
-	const gf_cancel_flag *cancel;  /* set on Ctrl-C: stop soon, still clean up; NULL: none */
-	const struct gf_bmc_opts *opts;  /* the verb's knobs, NULL: none (every default) */
+	const char *cacert;           /* CA bundle for the BMC certificate, NULL: system CAs */
+	bool insecure;                /* no certificate check at all (the CLI warns) */
+	const char *tls_pin;          /* pinned SHA-256 of the BMC certificate (hex), NULL: none */
+	bool tls_pin_new;             /* no pin yet: accept and report the certificate seen */
+	const gf_cancel_flag *cancel; /* set on Ctrl-C: stop soon, still clean up; NULL: none */
+	const struct gf_bmc_opts *opts; /* the verb's knobs, NULL: none (every default) */
 };
 
 /* What a BMC offers to update its firmware (update plan and run). */
 struct gf_fw_caps {
-	char *dialect;                   /* "dell", "supermicro", ...; NULL: unknown */
-	char *model;                     /* the main system's model; NULL: unknown */
-	bool multipart;                  /* MultipartHttpPushUri */
-	bool push;                       /* HttpPushUri */
-	bool pull;                       /* SimpleUpdate (the BMC downloads an image URI) */
-	bool apply_time;                 /* @Redfish.OperationApplyTime "Immediate" advertised */
+	char *dialect;   /* "dell", "supermicro", ...; NULL: unknown */
+	char *model;     /* the main system's model; NULL: unknown */
+	bool multipart;  /* MultipartHttpPushUri */
+	bool push;       /* HttpPushUri */
+	bool pull;       /* SimpleUpdate (the BMC downloads an image URI) */
+	bool apply_time; /* @Redfish.OperationApplyTime "Immediate" advertised */
 };
 
 void gf_fw_caps_release(struct gf_fw_caps *c);
 
 /* How an image reaches a BMC. */
 enum gf_fw_method {
-	GF_FW_NONE = 0,                  /* no way: unsupported */
+	GF_FW_NONE = 0, /* no way: unsupported */
 	GF_FW_MULTIPART,
 	GF_FW_PUSH,
 	GF_FW_PULL,
@@ -86,20 +86,20 @@ enum gf_fw_method gf_fw_method_for(const struct gf_fw_caps *c, bool file, bool i
 /* One image sent to one BMC: pushed or pulled, its task followed to the end. */
 struct gf_fw_push {
 	enum gf_fw_method method;
-	const char *file;                /* image to push */
-	const char *image_uri;           /* image to pull */
-	const char *const *targets;      /* raw FirmwareInventory member ids it updates */
+	const char *file;           /* image to push */
+	const char *image_uri;      /* image to pull */
+	const char *const *targets; /* raw FirmwareInventory member ids it updates */
 	size_t ntargets;
-	bool apply_now;                  /* ask for @Redfish.OperationApplyTime Immediate */
-	double deadline;                 /* monotonic: the node's whole update */
-	atomic_ullong *sent;             /* NULL, or bytes of the image handed over so far are
+	bool apply_now;      /* ask for @Redfish.OperationApplyTime Immediate */
+	double deadline;     /* monotonic: the node's whole update */
+	atomic_ullong *sent; /* NULL, or bytes of the image handed over so far are
 					  * added to it as they go (taken off again on a resend) */
 };
 
 struct gf_fw_task {
-	char *state;                     /* the task's last TaskState, NULL: there was no task */
-	char *message;                   /* the BMC's last message about it, NULL: none */
-	bool vanished;                   /* the task monitor went away (404) before a final state */
+	char *state;   /* the task's last TaskState, NULL: there was no task */
+	char *message; /* the BMC's last message about it, NULL: none */
+	bool vanished; /* the task monitor went away (404) before a final state */
 };
 
 void gf_fw_task_release(struct gf_fw_task *t);
@@ -110,12 +110,12 @@ void gf_fw_task_release(struct gf_fw_task *t);
  * and one socket per address family, so that a BMC that never answers can
  * fail at the run's start + the deadline without a session.
  */
-struct gf_ping;                      /* the backend's, opaque */
+struct gf_ping; /* the backend's, opaque */
 
 enum gf_ping_state {
-	GF_PING_WAITING = 0,             /* sent, no answer yet */
-	GF_PING_ANSWERED,                /* something came back from its address and port */
-	GF_PING_SKIPPED,                 /* not pinged (a host name: resolving it is unbounded) */
+	GF_PING_WAITING = 0, /* sent, no answer yet */
+	GF_PING_ANSWERED,    /* something came back from its address and port */
+	GF_PING_SKIPPED,     /* not pinged (a host name: resolving it is unbounded) */
 };
 
 struct gf_ping_ops {
@@ -125,12 +125,12 @@ struct gf_ping_ops {
 	 * within 0.1 s of *t->cancel. GF_E_IO when nothing could be sent (then
 	 * nobody waits on it).
 	 */
-	int (*start)(const struct gf_bmc_target *t, size_t n, double timeout,
-		     struct gf_ping **ret, struct gf_err *err);
-	enum gf_ping_state (*state)(const struct gf_ping *p, size_t j);  /* any thread */
+	int (*start)(const struct gf_bmc_target *t, size_t n, double timeout, struct gf_ping **ret,
+		     struct gf_err *err);
+	enum gf_ping_state (*state)(const struct gf_ping *p, size_t j); /* any thread */
 	/* Until a new answer came, the ping ended, or @until (monotonic), 50 ms at most. */
 	void (*wait)(struct gf_ping *p, double until);
-	void (*stop)(struct gf_ping *p);  /* ends its thread and frees it; NULL: nothing */
+	void (*stop)(struct gf_ping *p); /* ends its thread and frees it; NULL: nothing */
 };
 
 /* A certificate's SHA-256 fingerprint as lower-case hex, plus the NUL. */
@@ -143,9 +143,10 @@ struct gf_ping_ops {
  * GF_E_NODE). fleet/bmc.c lists the backends and chooses one per node.
  */
 struct gf_backend {
-	const char *name;   /* the protocol: nodes are registered with it, the source of what it reads */
-	const char *title;  /* the name in messages */
-	bool lists_gpus;    /* hardware() lists the GPUs (an empty list means none) */
+	const char
+		*name; /* the protocol: nodes are registered with it, the source of what it reads */
+	const char *title; /* the name in messages */
+	bool lists_gpus;   /* hardware() lists the GPUs (an empty list means none) */
 	/*
 	 * --protocol auto: does a service of this protocol answer at @t (nothing
 	 * secret sent)? 1 yes, 0 no, within @timeout seconds and the deadline.

@@ -124,7 +124,8 @@ int gf_bios_value(const struct gf_bios *b, const char *node, const char *name, c
 			json_decref(v);
 			return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
 					  "'%s' is not an allowed value of BIOS attribute '%s' of "
-					  "node '%s'", text, name, node);
+					  "node '%s'",
+					  text, name, node);
 		}
 	}
 	if (json_is_integer(v)) {
@@ -136,8 +137,8 @@ int gf_bios_value(const struct gf_bios *b, const char *node, const char *name, c
 			json_decref(v);
 			return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
 					  "%s is out of range for BIOS attribute '%s' of node '%s' "
-					  "(%lld to %lld)", text, name, node, (long long)lo,
-					  (long long)hi);
+					  "(%lld to %lld)",
+					  text, name, node, (long long)lo, (long long)hi);
 		}
 	}
 	*ret = v;
@@ -164,8 +165,9 @@ char *gf_bios_component_key(const char *name)
 	for (const char *p = name; *p; p++) {
 		unsigned char c = (unsigned char)*p;
 
-		gf_buf_addc(&b, isalnum(c) && c < 0x80 ? (char)tolower(c)
-			    : (c == '.' || c == '-' || c == '_') ? (char)c : '_');
+		gf_buf_addc(&b, isalnum(c) && c < 0x80               ? (char)tolower(c)
+				: (c == '.' || c == '-' || c == '_') ? (char)c
+								     : '_');
 	}
 	return gf_buf_detach(&b);
 }
@@ -225,7 +227,8 @@ bool gf_bios_ignored(const char *dialect, const char *extra, const char *key)
 	for (size_t i = 0; i < gf_bios_ignore_ndefault; i++) {
 		const struct gf_bios_ignore *r = &gf_bios_ignore_default[i];
 
-		if ((strcmp(r->dialect, "*") == 0 || (dialect && strcmp(r->dialect, dialect) == 0)) &&
+		if ((strcmp(r->dialect, "*") == 0 ||
+		     (dialect && strcmp(r->dialect, dialect) == 0)) &&
 		    glob_match(r->glob, key))
 			return true;
 	}
@@ -235,8 +238,7 @@ bool gf_bios_ignored(const char *dialect, const char *extra, const char *key)
 static int glob_bad(const char *glob, const void *ud)
 {
 	(void)ud;
-	return strlen(glob) > GF_BIOS_GLOB_MAX || strncasecmp(glob, "bios.", 5) != 0 ||
-	       !glob[5];
+	return strlen(glob) > GF_BIOS_GLOB_MAX || strncasecmp(glob, "bios.", 5) != 0 || !glob[5];
 }
 
 int gf_bios_ignore_check(const char *list, struct gf_err *err)

@@ -14,16 +14,16 @@
 
 /* When staged values take effect. */
 enum gf_bios_apply {
-	GF_BIOS_APPLY_DEFAULT = 0,  /* what the BMC does when not told (usually at the next reset) */
+	GF_BIOS_APPLY_DEFAULT = 0, /* what the BMC does when not told (usually at the next reset) */
 	GF_BIOS_APPLY_ON_RESET,
 	GF_BIOS_APPLY_IMMEDIATE,
 };
 
 struct gf_bios {
-	json_t *attributes;  /* {name: value} in their JSON types (string, number, boolean, null); owned */
-	json_t *pending;     /* {name: value} staged and different from the attributes; owned */
-	char *registry;      /* the attribute registry id the BMC names, NULL: none */
-	char *dialect;       /* the backend's dialect ("dell", ...: gf_bios_ignored()), NULL: unknown */
+	json_t *attributes; /* {name: value} in their JSON types (string, number, boolean, null); owned */
+	json_t *pending; /* {name: value} staged and different from the attributes; owned */
+	char *registry;  /* the attribute registry id the BMC names, NULL: none */
+	char *dialect;   /* the backend's dialect ("dell", ...: gf_bios_ignored()), NULL: unknown */
 	/*
 	 * What the registry says, NULL when the BMC publishes none (or it was not
 	 * asked for): {name: {"type": "string"|"enumeration"|"integer"|"boolean"|
@@ -69,13 +69,13 @@ char *gf_bios_value_text(const json_t *v);
  * file's "ignore" and drift's --ignore leave out more when comparing.
  */
 struct gf_bios_ignore {
-	const char *dialect;   /* whose attributes these are ("dell", "hpe", ...), "*": every dialect */
+	const char *dialect; /* whose attributes these are ("dell", "hpe", ...), "*": every dialect */
 	const char *glob;
 };
 extern const struct gf_bios_ignore gf_bios_ignore_default[];
 extern const size_t gf_bios_ignore_ndefault;
 
-#define GF_BIOS_GLOB_MAX 200   /* bytes of one pattern of a profile's bios_ignore */
+#define GF_BIOS_GLOB_MAX 200 /* bytes of one pattern of a profile's bios_ignore */
 
 /*
  * Is component key @key left out on a node of @dialect (NULL: one unknown,

@@ -17,9 +17,9 @@
 
 struct job {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;     /* on the monotonic clock */
-	bool done;               /* fn returned */
-	bool abandoned;          /* nobody waits: the thread frees the job */
+	pthread_cond_t cond; /* on the monotonic clock */
+	bool done;           /* fn returned */
+	bool abandoned;      /* nobody waits: the thread frees the job */
 	void (*fn)(void *);
 	void (*abandon)(void *);
 	void *arg;
@@ -52,8 +52,7 @@ static void *job_main(void *vj)
 }
 
 int gf_bounded_run(void (*fn)(void *arg), void (*abandon)(void *arg), void *arg, double until,
-		   const gf_cancel_flag *cancel, size_t stack, const char *what,
-		   struct gf_err *err)
+		   const gf_cancel_flag *cancel, size_t stack, const char *what, struct gf_err *err)
 {
 	struct job *j = gf_xcalloc(1, sizeof(*j));
 	pthread_attr_t attr;
@@ -141,11 +140,13 @@ int gf_resolve(const char *host, int port, int socktype, double deadline,
 	int rc;
 
 	if (!host || !*host)
-		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "an empty host name does not resolve");
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT,
+				  "an empty host name does not resolve");
 	l = gf_xcalloc(1, sizeof(*l));
 	l->host = gf_xstrdup(host);
 	snprintf(l->port, sizeof(l->port), "%d", port > 0 && port <= 65535 ? port : 0);
-	l->hints = (struct addrinfo){.ai_family = AF_UNSPEC, .ai_socktype = socktype,
+	l->hints = (struct addrinfo){.ai_family = AF_UNSPEC,
+				     .ai_socktype = socktype,
 				     .ai_flags = AI_NUMERICSERV | AI_NUMERICHOST};
 	/* A numeric address needs no resolver. */
 	if (getaddrinfo(l->host, l->port, &l->hints, &res) == 0) {
@@ -161,7 +162,8 @@ int gf_resolve(const char *host, int port, int socktype, double deadline,
 	}
 	l->hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
 	gf_buf_addf(&what, "resolving '%s'", host);
-	rc = gf_bounded_run(lookup_run, lookup_free, l, deadline, cancel, 0, gf_buf_str(&what), err);
+	rc = gf_bounded_run(lookup_run, lookup_free, l, deadline, cancel, 0, gf_buf_str(&what),
+			    err);
 	gf_buf_release(&what);
 	if (rc < 0)
 		return rc;
@@ -178,8 +180,7 @@ int gf_resolve(const char *host, int port, int socktype, double deadline,
 }
 
 int gf_resolve_numeric(const char *host, int socktype, double deadline,
-		       const gf_cancel_flag *cancel, char *buf, size_t size,
-		       struct gf_err *err)
+		       const gf_cancel_flag *cancel, char *buf, size_t size, struct gf_err *err)
 {
 	struct addrinfo *res = NULL;
 	int rc = gf_resolve(host, 0, socktype, deadline, cancel, &res, err);

@@ -41,7 +41,6 @@ int gf_resolve(const char *host, int port, int socktype, double deadline,
  * @buf, for libraries that would resolve it themselves without a bound.
  */
 int gf_resolve_numeric(const char *host, int socktype, double deadline,
-		       const gf_cancel_flag *cancel, char *buf, size_t size,
-		       struct gf_err *err);
+		       const gf_cancel_flag *cancel, char *buf, size_t size, struct gf_err *err);
 
 #endif

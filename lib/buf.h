@@ -5,12 +5,15 @@
 #include <stddef.h>
 
 struct gf_buf {
-	char *s;     /* "" until something is added; owned */
-	size_t len;  /* bytes before the NUL */
-	size_t cap;  /* allocated size */
+	char *s;    /* "" until something is added; owned */
+	size_t len; /* bytes before the NUL */
+	size_t cap; /* allocated size */
 };
 
-#define GF_BUF_INIT {NULL, 0, 0}
+#define GF_BUF_INIT        \
+	{                  \
+		NULL, 0, 0 \
+	}
 
 void gf_buf_init(struct gf_buf *b);
 void gf_buf_release(struct gf_buf *b);

@@ -10,13 +10,19 @@ const struct gf_compkey_rule gf_compkey_rules[GF_COMPKEY_NROWS] = {
 	[GF_COMPKEY_PSU] = {"psu", "psu#", GF_COMPKEY_FROM_BMC, {"power supply", "psu"}},
 	[GF_COMPKEY_CPLD] = {"cpld", "cpld", GF_COMPKEY_FROM_BMC, {"cpld", "programmable logic"}},
 	[GF_COMPKEY_GPU] = {"gpu", "gpu#.firmware", GF_COMPKEY_FROM_BMC, {"gpu"}},
-	[GF_COMPKEY_BASEBOARD] = {"baseboard", NULL, GF_COMPKEY_FROM_BMC,
+	[GF_COMPKEY_BASEBOARD] = {"baseboard",
+				  NULL,
+				  GF_COMPKEY_FROM_BMC,
 				  {"hgx", "nvswitch", "baseboard"}},
 	[GF_COMPKEY_BIOS] = {"bios", "bios", GF_COMPKEY_FROM_BMC, {"bios", "uefi", "system rom"}},
-	[GF_COMPKEY_NIC] = {"nic", "nic#", GF_COMPKEY_FROM_BMC,
+	[GF_COMPKEY_NIC] = {"nic",
+			    "nic#",
+			    GF_COMPKEY_FROM_BMC,
 			    {"nic", "ethernet", "network", "connectx", "infiniband", "bluefield",
 			     "mellanox"}},
-	[GF_COMPKEY_BMC] = {"bmc", "bmc", GF_COMPKEY_FROM_BMC,
+	[GF_COMPKEY_BMC] = {"bmc",
+			    "bmc",
+			    GF_COMPKEY_FROM_BMC,
 			    {"bmc", "idrac", "remote access controller", "ilo", "xcc"}},
 	[GF_COMPKEY_DRIVER] = {"driver", "driver", GF_COMPKEY_FROM_HOST, {NULL}},
 	[GF_COMPKEY_CUDA_DRIVER] = {"cuda", "cuda.driver", GF_COMPKEY_FROM_HOST, {NULL}},
@@ -48,7 +54,7 @@ const struct gf_compkey_rule *gf_compkey_guess(const char *name, const char *id,
 		if (rule->from != GF_COMPKEY_FROM_BMC)
 			continue;
 		for (size_t w = 0; w < GF_COMPKEY_MAX_WORDS && rule->words[w]; w++) {
-			const char *from = contains_ci(name, rule->words[w])	? name
+			const char *from = contains_ci(name, rule->words[w]) ? name
 					   : contains_ci(id, rule->words[w]) ? id
 									     : NULL;
 

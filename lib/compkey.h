@@ -19,33 +19,34 @@ enum gf_compkey {
 	GF_COMPKEY_CPLD,
 	GF_COMPKEY_GPU,
 	GF_COMPKEY_BASEBOARD,
-	GF_COMPKEY_NIC,           /* before bios: "BlueField" holds "uefi" */
+	GF_COMPKEY_NIC, /* before bios: "BlueField" holds "uefi" */
 	GF_COMPKEY_BIOS,
 	GF_COMPKEY_BMC,
-	GF_COMPKEY_DRIVER,        /* host facts from here on */
+	GF_COMPKEY_DRIVER, /* host facts from here on */
 	GF_COMPKEY_CUDA_DRIVER,
 	GF_COMPKEY_CUDA_TOOLKIT,
 	GF_COMPKEY_KERNEL,
 	GF_COMPKEY_OS,
 	GF_COMPKEY_FABRICMANAGER,
 	GF_COMPKEY_OFED,
-	GF_COMPKEY_DRIVER_LIBRARY,  /* the NVML library, when it is not the loaded module's */
+	GF_COMPKEY_DRIVER_LIBRARY, /* the NVML library, when it is not the loaded module's */
 	GF_COMPKEY_GPU_VBIOS,
 	GF_COMPKEY_NROWS
 };
 
 enum gf_compkey_from {
-	GF_COMPKEY_FROM_BMC = 0,  /* a BMC's firmware inventory (IPMI, Redfish) */
-	GF_COMPKEY_FROM_HOST,     /* the host's own facts (SSH) */
+	GF_COMPKEY_FROM_BMC = 0, /* a BMC's firmware inventory (IPMI, Redfish) */
+	GF_COMPKEY_FROM_HOST,    /* the host's own facts (SSH) */
 };
 
 #define GF_COMPKEY_MAX_WORDS 8
 
 struct gf_compkey_rule {
-	const char *kind;          /* bmc, bios, cpld, gpu, nic, psu, baseboard; driver, cuda, os */
-	const char *key;           /* '#': the component's number; NULL: kind, '.', the slug of its id */
+	const char *kind; /* bmc, bios, cpld, gpu, nic, psu, baseboard; driver, cuda, os */
+	const char *key;  /* '#': the component's number; NULL: kind, '.', the slug of its id */
 	enum gf_compkey_from from;
-	const char *const words[GF_COMPKEY_MAX_WORDS]; /* lower case, NULL-terminated; host rows: none */
+	const char *const
+		words[GF_COMPKEY_MAX_WORDS]; /* lower case, NULL-terminated; host rows: none */
 };
 
 /* Indexed by enum gf_compkey. */

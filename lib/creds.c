@@ -88,13 +88,13 @@ static struct gf_profile *add_profile(struct gf_creds *c, const char *name)
 
 /* The parse state, shared by the line reader and the key handler. */
 struct parse_state {
-	const char *pos;       /* next unread byte of the file text */
-	int line;              /* number of the line inih is working on */
-	struct gf_creds *c;    /* profiles built so far */
+	const char *pos;         /* next unread byte of the file text */
+	int line;                /* number of the line inih is working on */
+	struct gf_creds *c;      /* profiles built so far */
 	gf_creds_check_fn check; /* of the K_CHECKED keys, NULL: none */
-	char msg[400];         /* the first error, without its "file line" prefix */
-	int err_line;          /* its line, 0: none yet */
-	unsigned *seen;        /* per profile, a bit per keys[] entry already given */
+	char msg[400];           /* the first error, without its "file line" prefix */
+	int err_line;            /* its line, 0: none yet */
+	unsigned *seen;          /* per profile, a bit per keys[] entry already given */
 };
 
 static int fail(struct parse_state *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -176,14 +176,19 @@ enum key_kind {
 struct key_def {
 	const char *name;
 	enum key_kind kind;
-	size_t off;          /* offset of the field: char * for the string kinds, bool for K_CHOICE */
-	const char *words[2];  /* K_CHOICE: the two words, in the order messages name them */
-	bool first_value;      /* K_CHOICE: what the first word sets */
+	size_t off; /* offset of the field: char * for the string kinds, bool for K_CHOICE */
+	const char *words[2]; /* K_CHOICE: the two words, in the order messages name them */
+	bool first_value;     /* K_CHOICE: what the first word sets */
 };
 
-#define STR_KEY(n, k) {#n, k, offsetof(struct gf_profile, n), {NULL, NULL}, false}
-#define CHOICE_KEY(n, field, w1, v1, w2) \
-	{#n, K_CHOICE, offsetof(struct gf_profile, field), {w1, w2}, v1}
+#define STR_KEY(n, k)                                                       \
+	{                                                                   \
+#n, k, offsetof(struct gf_profile, n), {NULL, NULL }, false \
+	}
+#define CHOICE_KEY(n, field, w1, v1, w2)                                        \
+	{                                                                       \
+#n, K_CHOICE, offsetof(struct gf_profile, field), {w1, w2 }, v1 \
+	}
 
 static const struct key_def keys[] = {
 	STR_KEY(bmc_user, K_TEXT),
@@ -201,8 +206,11 @@ static const struct key_def keys[] = {
 	STR_KEY(redfish_cacert, K_NONEMPTY),
 	STR_KEY(bios_ignore, K_BIOSGLOBS),
 	CHOICE_KEY(redfish_tls_pin, redfish_tls_pin_new, "new", true, "off"),
-	{"secret_command_timeout", K_DURATION, offsetof(struct gf_profile, secret_command_timeout),
-	 {NULL, NULL}, false},
+	{"secret_command_timeout",
+	 K_DURATION,
+	 offsetof(struct gf_profile, secret_command_timeout),
+	 {NULL, NULL},
+	 false},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -412,8 +420,8 @@ static int parse_text(const char *path, const char *text, gf_creds_check_fn chec
 				"'%s' line %d: not a [profile] header nor a key = value line", path,
 				r);
 	else if (r < 0)
-		rc = gf_err_set(err, GF_E_NOMEM, GF_EK_NONE, "credentials file '%s' cannot be parsed",
-				path);
+		rc = gf_err_set(err, GF_E_NOMEM, GF_EK_NONE,
+				"credentials file '%s' cannot be parsed", path);
 	free(st.seen);
 	return rc;
 }
@@ -434,8 +442,8 @@ static int check_folders(const char *path, struct gf_err *err)
 	free(dir);
 	if (!real)
 		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
-				  "the folder of credentials file '%s' cannot be resolved (%s)", path,
-				  strerror(errno));
+				  "the folder of credentials file '%s' cannot be resolved (%s)",
+				  path, strerror(errno));
 	for (;;) {
 		struct stat sb;
 		char *cut;
@@ -472,8 +480,8 @@ static int check_folders(const char *path, struct gf_err *err)
 	return rc;
 }
 
-int gf_creds_load(const char *path, bool must_exist, gf_creds_check_fn check,
-		  struct gf_creds *ret, struct gf_err *err)
+int gf_creds_load(const char *path, bool must_exist, gf_creds_check_fn check, struct gf_creds *ret,
+		  struct gf_err *err)
 {
 	struct gf_creds c = {0};
 	struct stat sb;
@@ -487,7 +495,8 @@ int gf_creds_load(const char *path, bool must_exist, gf_creds_check_fn check,
 		if (errno == ELOOP)
 			return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
 					  "credentials file '%s' is a symbolic link; name the file "
-					  "itself", path);
+					  "itself",
+					  path);
 		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
 				  "credentials file '%s' cannot be opened (%s)", path,
 				  strerror(errno));
@@ -542,7 +551,7 @@ out_default:
 }
 
 static struct {
-	char *password;   /* GPUFLEET_BMC_PASSWORD as it was, NULL: not set */
+	char *password; /* GPUFLEET_BMC_PASSWORD as it was, NULL: not set */
 } env_secret;
 
 void gf_creds_take_env(void)
@@ -588,8 +597,8 @@ static int run_secret_command(const struct gf_profile *p, const char *cmd, const
 
 	if (gf_proc_spawn(cmd, &how, &child, &serr) < 0)
 		return gf_err_set(err, GF_E_IO, GF_EK_NONE,
-				  "%s for profile '%s' cannot be started (%s)",
-				  what, p->name, strerror((int)serr.detail));
+				  "%s for profile '%s' cannot be started (%s)", what, p->name,
+				  strerror((int)serr.detail));
 	out = gf_xmalloc(MAX_PASSWORD_LINE);
 	/* Read to the end, so the command never dies of SIGPIPE; keep the first line. */
 	for (;;) {
@@ -629,8 +638,8 @@ static int run_secret_command(const struct gf_profile *p, const char *cmd, const
 	while (waitpid(child.pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			rc = gf_err_set(err, GF_E_IO, GF_EK_NONE,
-					"%s for profile '%s' cannot be waited for (%s)",
-					what, p->name, strerror(errno));
+					"%s for profile '%s' cannot be waited for (%s)", what,
+					p->name, strerror(errno));
 			goto out;
 		}
 	}
@@ -657,8 +666,8 @@ static int run_secret_command(const struct gf_profile *p, const char *cmd, const
 	nl = memchr(out, '\n', len);
 	if (!nl && overflow) {
 		rc = gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
-				"%s for profile '%s' printed a line longer than %d bytes",
-				what, p->name, MAX_PASSWORD_LINE - 1);
+				"%s for profile '%s' printed a line longer than %d bytes", what,
+				p->name, MAX_PASSWORD_LINE - 1);
 		goto out;
 	}
 	if (nl)
@@ -717,7 +726,8 @@ int gf_creds_resolve(struct gf_creds *c, const char *name, const struct gf_profi
 	} else if (!p->bmc_password && p->bmc_password_command) {
 		/* Run once: later calls find the password in the profile. */
 		char *pw;
-		int rc = run_secret_command(p, p->bmc_password_command, "password command", &pw, err);
+		int rc = run_secret_command(p, p->bmc_password_command, "password command", &pw,
+					    err);
 
 		if (rc)
 			return rc;

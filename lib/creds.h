@@ -10,27 +10,27 @@
 struct gf_profile {
 	char *name;
 	char *bmc_user;
-	char *bmc_password;          /* secret: zeroed on release */
-	char *bmc_password_command;  /* run by /bin/sh, first line of stdout is the password */
+	char *bmc_password;         /* secret: zeroed on release */
+	char *bmc_password_command; /* run by /bin/sh, first line of stdout is the password */
 	/* The IPMI words, as written (NULL: not given); ipmi/ checks and parses them. */
-	char *ipmi_cipher_suite;     /* a FreeIPMI suite id, "-1": default (17, falling back to 3) */
-	char *ipmi_workarounds;      /* FreeIPMI names, comma separated, as ipmipower -W */
-	bool ipmi_v15;               /* ipmi_version = 1.5: IPMI 1.5 LAN, explicit only */
-	char *ipmi_privilege;        /* user|operator|admin, NULL: admin */
+	char *ipmi_cipher_suite; /* a FreeIPMI suite id, "-1": default (17, falling back to 3) */
+	char *ipmi_workarounds;  /* FreeIPMI names, comma separated, as ipmipower -W */
+	bool ipmi_v15;           /* ipmi_version = 1.5: IPMI 1.5 LAN, explicit only */
+	char *ipmi_privilege;    /* user|operator|admin, NULL: admin */
 	char *ssh_user;
 	char *ssh_key;
 	char *ssh_key_passphrase_env;
 	char *ssh_key_passphrase_command; /* like bmc_password_command, for the key */
-	char *ssh_key_passphrase;    /* secret, set by gf_creds_resolve_ssh() */
+	char *ssh_key_passphrase;         /* secret, set by gf_creds_resolve_ssh() */
 	char *ssh_known_hosts;
 	char *redfish_cacert;
-	bool redfish_tls_pin_new;    /* redfish_tls_pin = new: pin certificates on first use */
+	bool redfish_tls_pin_new;      /* redfish_tls_pin = new: pin certificates on first use */
 	double secret_command_timeout; /* seconds a password/passphrase command may take, 0: 30 */
-	char *bios_ignore;           /* BIOS settings a sweep does not keep: bios.NAME globs, comma separated */
+	char *bios_ignore; /* BIOS settings a sweep does not keep: bios.NAME globs, comma separated */
 };
 
 struct gf_creds {
-	char *path;                  /* the file read, NULL when none */
+	char *path; /* the file read, NULL when none */
 	struct gf_profile *profiles;
 	size_t n;
 };
@@ -55,8 +55,8 @@ typedef int (*gf_creds_check_fn)(const char *key, const char *value, struct gf_e
  * @check (NULL: not at all) as they are read, in their turn with the others.
  * On success fills @ret.
  */
-int gf_creds_load(const char *path, bool must_exist, gf_creds_check_fn check,
-		  struct gf_creds *ret, struct gf_err *err);
+int gf_creds_load(const char *path, bool must_exist, gf_creds_check_fn check, struct gf_creds *ret,
+		  struct gf_err *err);
 void gf_creds_release(struct gf_creds *c);
 
 /*

@@ -6,14 +6,14 @@
 
 /* Return codes: 0 on success, one of these (negative) on failure. */
 enum {
-	GF_E_NOMEM = -1,   /* out of memory */
-	GF_E_USAGE = -2,   /* bad input from the user: exit 2 */
-	GF_E_CONFIG = -3,  /* bad configuration (credentials, DB path): exit 2 */
-	GF_E_IO = -4,      /* a local file or process failed */
-	GF_E_DB = -5,      /* sqlite failed */
-	GF_E_NODE = -6,    /* a node failed; the kind says how */
+	GF_E_NOMEM = -1,  /* out of memory */
+	GF_E_USAGE = -2,  /* bad input from the user: exit 2 */
+	GF_E_CONFIG = -3, /* bad configuration (credentials, DB path): exit 2 */
+	GF_E_IO = -4,     /* a local file or process failed */
+	GF_E_DB = -5,     /* sqlite failed */
+	GF_E_NODE = -6,   /* a node failed; the kind says how */
 	GF_E_NOTFOUND = -7,
-	GF_E_BUSY = -8,    /* a lock is held by someone else */
+	GF_E_BUSY = -8, /* a lock is held by someone else */
 };
 
 /* How a node failed, as reported in JSON "error.kind". */

@@ -11,25 +11,25 @@
 
 struct exec_state {
 	const struct gf_exec_opts *opts;
-	size_t n;                  /* nodes */
-	size_t parts;              /* tasks per node, >= 1 */
-	pthread_attr_t *attr;      /* for the threads of a node's other parts */
+	size_t n;             /* nodes */
+	size_t parts;         /* tasks per node, >= 1 */
+	pthread_attr_t *attr; /* for the threads of a node's other parts */
 	gf_exec_task task;
 	void *ctx;
 	struct gf_result *slots;
-	double start;              /* monotonic time the run began */
-	double wall_start;         /* the same on the wall clock */
-	atomic_size_t next;        /* next node index to take (no gate) */
+	double start;       /* monotonic time the run began */
+	double wall_start;  /* the same on the wall clock */
+	atomic_size_t next; /* next node index to take (no gate) */
 
-	const struct gf_exec_gate *gate;  /* NULL: none */
-	double expiry;             /* monotonic: held tasks fail then (start + timeout) */
-	pthread_mutex_t take_lock; /* guards taken and first (with a gate) */
-	bool *taken;               /* per node */
-	size_t first;              /* nodes before it are all taken */
+	const struct gf_exec_gate *gate; /* NULL: none */
+	double expiry;                   /* monotonic: held tasks fail then (start + timeout) */
+	pthread_mutex_t take_lock;       /* guards taken and first (with a gate) */
+	bool *taken;                     /* per node */
+	size_t first;                    /* nodes before it are all taken */
 
-	pthread_mutex_t lock;      /* guards the completion queue */
+	pthread_mutex_t lock; /* guards the completion queue */
 	pthread_cond_t cond;
-	size_t *doneq;             /* node indices in completion order */
+	size_t *doneq; /* node indices in completion order */
 	size_t ndone;
 };
 
@@ -85,7 +85,8 @@ static void run_task(struct exec_state *st, size_t k, double deadline)
 	slot->t_start = gf_walltime();
 	if (interrupted) {
 		/* Never attempted: attempts stays 0, so nobody records it as sent. */
-		gf_err_set(&slot->err, GF_E_NODE, GF_EK_INTERNAL, "interrupted before it was started");
+		gf_err_set(&slot->err, GF_E_NODE, GF_EK_INTERNAL,
+			   "interrupted before it was started");
 		slot->t_end = slot->t_start;
 		return;
 	}
@@ -137,7 +138,7 @@ static void run_gated(struct exec_state *st, size_t k, double deadline)
 struct part {
 	struct exec_state *st;
 	size_t k;
-	double deadline;           /* the node's */
+	double deadline; /* the node's */
 	pthread_t tid;
 	bool started;
 };
@@ -168,14 +169,16 @@ static void run_one(struct exec_state *st, size_t i)
 		ps = gf_xcalloc(st->parts - 1, sizeof(*ps));
 	for (size_t p = 1; p < st->parts; p++) {
 		ps[p - 1] = (struct part){.st = st, .k = i * st->parts + p, .deadline = deadline};
-		ps[p - 1].started = pthread_create(&ps[p - 1].tid, st->attr, part_main, &ps[p - 1]) == 0;
+		ps[p - 1].started = pthread_create(&ps[p - 1].tid, st->attr, part_main,
+						   &ps[p - 1]) == 0;
 	}
 	run_gated(st, i * st->parts, deadline);
 	for (size_t p = 1; p < st->parts; p++) {
 		if (ps[p - 1].started)
 			pthread_join(ps[p - 1].tid, NULL);
 		else
-			run_gated(st, ps[p - 1].k, deadline); /* no thread: after the first, by the same deadline */
+			run_gated(st, ps[p - 1].k,
+				  deadline); /* no thread: after the first, by the same deadline */
 	}
 	free(ps);
 }
@@ -251,7 +254,11 @@ int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, vo
 		struct gf_result *slots, gf_exec_done done, void *ud, struct gf_err *err)
 {
 	struct exec_state st = {
-		.opts = opts, .n = n, .parts = opts->parts ? opts->parts : 1, .task = task, .ctx = ctx,
+		.opts = opts,
+		.n = n,
+		.parts = opts->parts ? opts->parts : 1,
+		.task = task,
+		.ctx = ctx,
 		.slots = slots,
 	};
 	size_t nthreads = opts->fanout ? opts->fanout : 1;

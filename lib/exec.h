@@ -11,9 +11,9 @@
 
 /* What a gate says of a task (struct gf_exec_gate). */
 enum gf_gate {
-	GF_GATE_OPEN = 0,      /* start it: its node is taken as soon as a worker is free */
-	GF_GATE_HELD,          /* its peer has not shown it is there yet */
-	GF_GATE_FOLLOW,        /* nothing to wait for, nothing urgent: runs when its node does */
+	GF_GATE_OPEN = 0, /* start it: its node is taken as soon as a worker is free */
+	GF_GATE_HELD,     /* its peer has not shown it is there yet */
+	GF_GATE_FOLLOW,   /* nothing to wait for, nothing urgent: runs when its node does */
 };
 
 /*
@@ -27,22 +27,23 @@ enum gf_gate {
  * later is run as any other, with a deadline of its node's own.
  */
 struct gf_exec_gate {
-	enum gf_gate (*state)(void *ud, size_t k);          /* task k; thread-safe, cheap */
-	void (*wait)(void *ud, double until);              /* until a state may have changed or
+	enum gf_gate (*state)(void *ud, size_t k); /* task k; thread-safe, cheap */
+	void (*wait)(void *ud, double until);      /* until a state may have changed or
 							      * @until (monotonic), 50 ms at most */
-	void (*expire)(void *ud, size_t k, struct gf_result *slot);  /* fill slot->err (a timeout) */
+	void (*expire)(void *ud, size_t k, struct gf_result *slot); /* fill slot->err (a timeout) */
 	void *ud;
 };
 
 struct gf_exec_opts {
-	unsigned fanout;     /* concurrent nodes, >= 1 */
-	unsigned parts;      /* tasks per node, run at once (0: one); see gf_exec_run() */
-	double timeout;      /* seconds per node: its whole deadline, all attempts and parts */
-	unsigned retries;    /* extra attempts after a timeout or connect failure, by the deadline */
-	unsigned batch;      /* 0: no staggering; else start at most @batch nodes per @interval */
-	double interval;     /* seconds between batches */
-	size_t stack_size;   /* worker stack, 0: GF_THREAD_STACK (lib/util.h) */
-	const struct gf_exec_gate *gate;  /* NULL: every node is taken in order (no batching with one) */
+	unsigned fanout;   /* concurrent nodes, >= 1 */
+	unsigned parts;    /* tasks per node, run at once (0: one); see gf_exec_run() */
+	double timeout;    /* seconds per node: its whole deadline, all attempts and parts */
+	unsigned retries;  /* extra attempts after a timeout or connect failure, by the deadline */
+	unsigned batch;    /* 0: no staggering; else start at most @batch nodes per @interval */
+	double interval;   /* seconds between batches */
+	size_t stack_size; /* worker stack, 0: GF_THREAD_STACK (lib/util.h) */
+	const struct gf_exec_gate
+		*gate; /* NULL: every node is taken in order (no batching with one) */
 };
 
 /*

@@ -7,15 +7,19 @@
 #include "lib/util.h"
 
 static const char *const state_names[] = {
-	[GF_SENSOR_UNKNOWN] = "unknown", [GF_SENSOR_NOMINAL] = "nominal",
-	[GF_SENSOR_WARNING] = "warning", [GF_SENSOR_CRITICAL] = "critical",
+	[GF_SENSOR_UNKNOWN] = "unknown",
+	[GF_SENSOR_NOMINAL] = "nominal",
+	[GF_SENSOR_WARNING] = "warning",
+	[GF_SENSOR_CRITICAL] = "critical",
 };
 static const char *const sev_names[] = {
-	[GF_SEV_INFO] = "info", [GF_SEV_WARNING] = "warning", [GF_SEV_CRITICAL] = "critical",
+	[GF_SEV_INFO] = "info",
+	[GF_SEV_WARNING] = "warning",
+	[GF_SEV_CRITICAL] = "critical",
 };
 static const char *const boot_names[] = {
 	[GF_BOOT_NONE] = "none", [GF_BOOT_PXE] = "pxe", [GF_BOOT_DISK] = "disk",
-	[GF_BOOT_BIOS] = "bios", [GF_BOOT_CD] = "cd", [GF_BOOT_OTHER] = "other",
+	[GF_BOOT_BIOS] = "bios", [GF_BOOT_CD] = "cd",   [GF_BOOT_OTHER] = "other",
 };
 
 static const char *name_of(const char *const *names, size_t n, unsigned v)
@@ -143,11 +147,12 @@ void gf_component_list_release(struct gf_component_list *l)
 void gf_hardware_release(struct gf_hardware *h)
 {
 	char **strs[] = {
-		&h->system.manufacturer, &h->system.model, &h->system.serial, &h->system.uuid,
-		&h->system.bios_version, &h->chassis.serial, &h->chassis.part_number,
-		&h->board.manufacturer, &h->board.product, &h->board.serial, &h->board.part_number,
-		&h->product.manufacturer, &h->product.name, &h->product.serial,
-		&h->product.part_number, &h->product.asset_tag,
+		&h->system.manufacturer, &h->system.model,        &h->system.serial,
+		&h->system.uuid,         &h->system.bios_version, &h->chassis.serial,
+		&h->chassis.part_number, &h->board.manufacturer,  &h->board.product,
+		&h->board.serial,        &h->board.part_number,   &h->product.manufacturer,
+		&h->product.name,        &h->product.serial,      &h->product.part_number,
+		&h->product.asset_tag,
 	};
 
 	for (size_t i = 0; i < NELEM(strs); i++)
@@ -213,12 +218,18 @@ json_t *gf_sensor_to_json(const struct gf_sensor *s)
 		json_object_set_new(o, "state_text", str(s->state_text));
 	if (s->note)
 		json_object_set_new(o, "note", str(s->note));
-	if (s->lnr.set) json_object_set_new(t, "lower_non_recoverable", num(s->lnr));
-	if (s->lc.set) json_object_set_new(t, "lower_critical", num(s->lc));
-	if (s->lnc.set) json_object_set_new(t, "lower_non_critical", num(s->lnc));
-	if (s->unc.set) json_object_set_new(t, "upper_non_critical", num(s->unc));
-	if (s->uc.set) json_object_set_new(t, "upper_critical", num(s->uc));
-	if (s->unr.set) json_object_set_new(t, "upper_non_recoverable", num(s->unr));
+	if (s->lnr.set)
+		json_object_set_new(t, "lower_non_recoverable", num(s->lnr));
+	if (s->lc.set)
+		json_object_set_new(t, "lower_critical", num(s->lc));
+	if (s->lnc.set)
+		json_object_set_new(t, "lower_non_critical", num(s->lnc));
+	if (s->unc.set)
+		json_object_set_new(t, "upper_non_critical", num(s->unc));
+	if (s->uc.set)
+		json_object_set_new(t, "upper_critical", num(s->uc));
+	if (s->unr.set)
+		json_object_set_new(t, "upper_non_recoverable", num(s->unr));
 	json_object_set_new(o, "thresholds", t);
 	return o;
 }
@@ -249,7 +260,8 @@ json_t *gf_sel_entry_to_json(const struct gf_sel_entry *e)
 	json_object_set_new(o, "sensor", str(e->sensor));
 	json_object_set_new(o, "sensor_type", str(e->sensor_type));
 	json_object_set_new(o, "event", str(e->event));
-	json_object_set_new(o, "direction", json_string(e->deassertion ? "deassertion" : "assertion"));
+	json_object_set_new(o, "direction",
+			    json_string(e->deassertion ? "deassertion" : "assertion"));
 	json_object_set_new(o, "severity", json_string(gf_severity_name(e->severity)));
 	return o;
 }

@@ -16,8 +16,8 @@
 enum gf_sensor_state {
 	GF_SENSOR_UNKNOWN = 0,
 	GF_SENSOR_NOMINAL,
-	GF_SENSOR_WARNING,   /* beyond a non-critical threshold */
-	GF_SENSOR_CRITICAL,  /* beyond a critical or non-recoverable one; a failed PSU */
+	GF_SENSOR_WARNING,  /* beyond a non-critical threshold */
+	GF_SENSOR_CRITICAL, /* beyond a critical or non-recoverable one; a failed PSU */
 };
 
 /* Canonical sensor types (JSON "type"): temperature, fan, power, voltage,
@@ -30,14 +30,14 @@ struct gf_num {
 
 struct gf_sensor {
 	char *name;
-	char *type;            /* canonical, lower case: "temperature", "fan", ... */
+	char *type; /* canonical, lower case: "temperature", "fan", ... */
 	struct gf_num reading;
-	char *unit;            /* "C", "RPM", "W", "V", "A", "%", NULL when discrete */
+	char *unit; /* "C", "RPM", "W", "V", "A", "%", NULL when discrete */
 	enum gf_sensor_state state;
-	char *state_text;      /* discrete sensors: the asserted states, NULL otherwise */
-	char *note;            /* a threshold crossing the state does not show (the BMC's own
+	char *state_text; /* discrete sensors: the asserted states, NULL otherwise */
+	char *note;       /* a threshold crossing the state does not show (the BMC's own
 				* health rules, or a counter), NULL: none; JSON "note" */
-	struct gf_num lnr, lc, lnc, unc, uc, unr;  /* thresholds */
+	struct gf_num lnr, lc, lnc, unc, uc, unr; /* thresholds */
 };
 
 struct gf_sensor_list {
@@ -54,13 +54,13 @@ enum gf_severity {
 };
 
 struct gf_sel_entry {
-	char *id;              /* record id as the BMC gives it */
+	char *id; /* record id as the BMC gives it */
 	bool has_time;
-	double time;           /* epoch seconds, UTC */
-	char *time_note;       /* "pre-init" when stamped before the BMC clock was set */
+	double time;     /* epoch seconds, UTC */
+	char *time_note; /* "pre-init" when stamped before the BMC clock was set */
 	char *sensor;
 	char *sensor_type;
-	char *event;           /* the decoded event text */
+	char *event; /* the decoded event text */
 	bool deassertion;
 	enum gf_severity severity;
 };
@@ -73,13 +73,13 @@ struct gf_sel_list {
 /* ---- firmware --------------------------------------------------------- */
 
 struct gf_component {
-	char *key;             /* canonical: "bmc", "bios", "gpu3.firmware", "nic0", "psu1" ... */
-	char *id;              /* raw member id as the BMC names it */
+	char *key; /* canonical: "bmc", "bios", "gpu3.firmware", "nic0", "psu1" ... */
+	char *id;  /* raw member id as the BMC names it */
 	char *name;
-	char *kind;            /* bmc, bios, gpu, nic, psu, cpld, baseboard, other */
+	char *kind; /* bmc, bios, gpu, nic, psu, cpld, baseboard, other */
 	char *version;
 	bool updateable;
-	json_t *details;       /* owned, NULL: none; what else the protocol reports (IPMI: ids,
+	json_t *details; /* owned, NULL: none; what else the protocol reports (IPMI: ids,
 				* ipmi_version, aux_revision), JSON member "details" */
 };
 
@@ -110,7 +110,7 @@ struct gf_hardware {
 	struct {
 		char *manufacturer, *name, *serial, *part_number, *asset_tag;
 	} product;
-	char **cpus;           /* model strings, one per socket */
+	char **cpus; /* model strings, one per socket */
 	size_t ncpus;
 	struct gf_num memory_gib;
 	struct gf_gpu_hw *gpus;
@@ -120,7 +120,7 @@ struct gf_hardware {
 /* ---- boot override ---------------------------------------------------- */
 
 enum gf_boot_dev {
-	GF_BOOT_NONE = 0,      /* no override: the BIOS order */
+	GF_BOOT_NONE = 0, /* no override: the BIOS order */
 	GF_BOOT_PXE,
 	GF_BOOT_DISK,
 	GF_BOOT_BIOS,
@@ -136,16 +136,16 @@ enum gf_boot_mode {
 
 struct gf_boot {
 	enum gf_boot_dev dev;
-	bool persistent;       /* false: next boot only */
+	bool persistent; /* false: next boot only */
 	enum gf_boot_mode mode;
 };
 
 /* ---- functions -------------------------------------------------------- */
 
-const char *gf_sensor_state_name(enum gf_sensor_state s);  /* "nominal", ... */
-const char *gf_severity_name(enum gf_severity s);          /* "info", ... */
-const char *gf_boot_dev_name(enum gf_boot_dev d);          /* "none", "pxe", "disk", "bios", "cd", "other" */
-const char *gf_boot_mode_name(enum gf_boot_mode m);        /* null-able: NULL when unset */
+const char *gf_sensor_state_name(enum gf_sensor_state s); /* "nominal", ... */
+const char *gf_severity_name(enum gf_severity s);         /* "info", ... */
+const char *gf_boot_dev_name(enum gf_boot_dev d); /* "none", "pxe", "disk", "bios", "cd", "other" */
+const char *gf_boot_mode_name(enum gf_boot_mode m); /* null-able: NULL when unset */
 /* Parse names back; return -1 when unknown. */
 int gf_sensor_state_parse(const char *s);
 int gf_severity_parse(const char *s);
@@ -163,14 +163,14 @@ void gf_hardware_release(struct gf_hardware *h);
 
 /* The documented JSON shapes. New references. */
 json_t *gf_sensor_to_json(const struct gf_sensor *s);
-json_t *gf_sensors_to_json(const struct gf_sensor_list *l);      /* array */
+json_t *gf_sensors_to_json(const struct gf_sensor_list *l); /* array */
 json_t *gf_sel_entry_to_json(const struct gf_sel_entry *e);
-json_t *gf_sel_to_json(const struct gf_sel_list *l);             /* array */
+json_t *gf_sel_to_json(const struct gf_sel_list *l); /* array */
 json_t *gf_component_to_json(const struct gf_component *c);
 json_t *gf_components_to_json(const struct gf_component_list *l); /* array */
-json_t *gf_boot_to_json(const struct gf_boot *b);                /* {"device","persistent","mode"} */
+json_t *gf_boot_to_json(const struct gf_boot *b); /* {"device","persistent","mode"} */
 /* A string member, or null: BMCs send text that is not always UTF-8 (then only its ASCII). */
 json_t *gf_model_json_str(const char *s);
-json_t *gf_model_json_num(struct gf_num n);                      /* the number, or null */
+json_t *gf_model_json_num(struct gf_num n); /* the number, or null */
 
 #endif

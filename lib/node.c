@@ -215,8 +215,8 @@ enum col {
 };
 
 static const char *const col_names[NCOLS] = {
-	[COL_NAME] = "name",       [COL_BMC] = "bmc",         [COL_PROTOCOL] = "protocol",
-	[COL_SSH] = "ssh",         [COL_PROFILE] = "profile", [COL_GROUPS] = "groups",
+	[COL_NAME] = "name", [COL_BMC] = "bmc",         [COL_PROTOCOL] = "protocol",
+	[COL_SSH] = "ssh",   [COL_PROFILE] = "profile", [COL_GROUPS] = "groups",
 };
 
 /* The fields of one line, each a new string. */
@@ -319,7 +319,7 @@ static const char *split_line(const char *s, size_t len, struct fields *f)
 struct name_set {
 	const char **keys; /* borrowed from the nodes being built */
 	int *lines;
-	size_t cap;        /* a power of two, or 0 */
+	size_t cap; /* a power of two, or 0 */
 	size_t n;
 };
 
@@ -334,7 +334,8 @@ static void name_set_grow(struct name_set *ns)
 
 		if (!ns->keys[i])
 			continue;
-		for (j = gf_hash64(ns->keys[i], strlen(ns->keys[i])) & (cap - 1); keys[j]; j = (j + 1) & (cap - 1))
+		for (j = gf_hash64(ns->keys[i], strlen(ns->keys[i])) & (cap - 1); keys[j];
+		     j = (j + 1) & (cap - 1))
 			;
 		keys[j] = ns->keys[i];
 		lines[j] = ns->lines[i];
@@ -353,7 +354,8 @@ static int name_set_add(struct name_set *ns, const char *name, int line)
 
 	if ((ns->n + 1) * 2 > ns->cap)
 		name_set_grow(ns);
-	for (j = gf_hash64(name, strlen(name)) & (ns->cap - 1); ns->keys[j]; j = (j + 1) & (ns->cap - 1))
+	for (j = gf_hash64(name, strlen(name)) & (ns->cap - 1); ns->keys[j];
+	     j = (j + 1) & (ns->cap - 1))
 		if (strcmp(ns->keys[j], name) == 0)
 			return ns->lines[j];
 	ns->keys[j] = name;
@@ -370,15 +372,14 @@ static void name_set_release(struct name_set *ns)
 }
 
 struct csv_state {
-	int col_of[NCOLS];      /* field index of each column, -1: absent */
-	size_t ncols;           /* fields per line, from the header */
+	int col_of[NCOLS]; /* field index of each column, -1: absent */
+	size_t ncols;      /* fields per line, from the header */
 	struct gf_node *nodes;
 	size_t n, cap;
 	struct name_set names;
 };
 
-static int parse_header(struct csv_state *cs, const struct fields *f, int line,
-			struct gf_err *err)
+static int parse_header(struct csv_state *cs, const struct fields *f, int line, struct gf_err *err)
 {
 	for (int c = 0; c < NCOLS; c++)
 		cs->col_of[c] = -1;
@@ -469,7 +470,8 @@ static int check_ssh(const char *s, int line, struct gf_err *err)
 		for (const char *p = s; p < at; p++)
 			if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == '@' || *p == ':')
 				return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-						  "line %d: ssh user in '%s' is not valid", line, s);
+						  "line %d: ssh user in '%s' is not valid", line,
+						  s);
 		if (at == s)
 			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
 					  "line %d: ssh user in '%s' is empty", line, s);
@@ -480,8 +482,7 @@ static int check_ssh(const char *s, int line, struct gf_err *err)
 	return 0;
 }
 
-static int parse_record(struct csv_state *cs, const struct fields *f, int line,
-			struct gf_err *err)
+static int parse_record(struct csv_state *cs, const struct fields *f, int line, struct gf_err *err)
 {
 	struct gf_node n = {0};
 	struct gf_err sub = {0};
@@ -588,7 +589,8 @@ int gf_nodes_parse_csv(const char *text, struct gf_node **ret_nodes, size_t *ret
 		if (!skip_line(s, len)) {
 			why = split_line(s, len, &f);
 			if (why) {
-				rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "line %d: %s", line, why);
+				rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "line %d: %s", line,
+						why);
 				goto out;
 			}
 			if (!have_header) {

@@ -9,13 +9,13 @@
 struct gf_backend;
 
 struct gf_node {
-	char *name;       /* registry name */
-	char *bmc;        /* BMC host or address, NULL when the node has none */
-	int bmc_port;     /* 0: protocol default */
-	const struct gf_backend *protocol;  /* its BMC's backend (lib/backend.h), NULL: auto */
-	char *ssh;        /* "[user@]host[:port]" as given, NULL when none */
-	char *profile;    /* credentials profile, NULL: "default" */
-	char **groups;    /* owned */
+	char *name;                        /* registry name */
+	char *bmc;                         /* BMC host or address, NULL when the node has none */
+	int bmc_port;                      /* 0: protocol default */
+	const struct gf_backend *protocol; /* its BMC's backend (lib/backend.h), NULL: auto */
+	char *ssh;                         /* "[user@]host[:port]" as given, NULL when none */
+	char *profile;                     /* credentials profile, NULL: "default" */
+	char **groups;                     /* owned */
 	size_t ngroups;
 };
 

@@ -376,7 +376,8 @@ static int parse_num(const struct parser *p, size_t *pos, u64 *ret, int *ret_dig
 
 	while (i < p->len && is_digit(p->expr[i])) {
 		if (i - *pos >= NUM_MAX_DIGITS)
-			return perr(p, *pos, "number too long (more than %d digits)", NUM_MAX_DIGITS);
+			return perr(p, *pos, "number too long (more than %d digits)",
+				    NUM_MAX_DIGITS);
 		v = v * 10 + (u64)(p->expr[i] - '0');
 		i++;
 	}
@@ -665,18 +666,14 @@ static int apply(const struct parser *p, struct wset *cur, struct wset *t, char 
 		}
 		t->s.n = 0;
 		break;
-	case '!':
-		wset_filter(cur, t, false);
-		break;
-	default: /* '&' */
-		wset_filter(cur, t, true);
-		break;
+	case '!': wset_filter(cur, t, false); break;
+	default: /* '&' */ wset_filter(cur, t, true); break;
 	}
 	return rc;
 }
 
-int gf_nodeset_parse(const char *expr, gf_group_resolver resolve, void *ud,
-		     struct gf_nodeset *ret, struct gf_err *err)
+int gf_nodeset_parse(const char *expr, gf_group_resolver resolve, void *ud, struct gf_nodeset *ret,
+		     struct gf_err *err)
 {
 	struct parser p = {expr ? expr : "", 0, resolve, ud, err};
 	struct wset cur, t;
@@ -738,8 +735,8 @@ out:
 
 /* Where the last digit run of a name is, and what it says. */
 struct split {
-	size_t pre;  /* digits start here */
-	size_t dig;  /* number of digits; 0: the name stays as it is */
+	size_t pre; /* digits start here */
+	size_t dig; /* number of digits; 0: the name stays as it is */
 	u64 val;
 	bool padded; /* a leading zero: only folds with the same width */
 };

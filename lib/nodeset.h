@@ -14,7 +14,10 @@ struct gf_nodeset {
 	size_t cap;
 };
 
-#define GF_NODESET_INIT {NULL, 0, 0}
+#define GF_NODESET_INIT    \
+	{                  \
+		NULL, 0, 0 \
+	}
 
 void gf_nodeset_init(struct gf_nodeset *s);
 void gf_nodeset_release(struct gf_nodeset *s);
@@ -41,8 +44,8 @@ typedef int (*gf_group_resolver)(void *ud, const char *group, struct gf_nodeset 
  * Expansion is capped at GF_NODESET_MAX names. Thread-safe.
  */
 #define GF_NODESET_MAX 1000000
-int gf_nodeset_parse(const char *expr, gf_group_resolver resolve, void *ud,
-		     struct gf_nodeset *ret, struct gf_err *err);
+int gf_nodeset_parse(const char *expr, gf_group_resolver resolve, void *ud, struct gf_nodeset *ret,
+		     struct gf_err *err);
 
 /*
  * Fold @names into the shortest range form, e.g. "gpu[001-004,007],login1":

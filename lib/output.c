@@ -10,8 +10,9 @@
 int gf_format_parse(const char *s, enum gf_format *ret, struct gf_err *err)
 {
 	static const char *const names[] = {
-		[GF_FMT_TABLE] = "table", [GF_FMT_JSON] = "json", [GF_FMT_NDJSON] = "ndjson",
-		[GF_FMT_CSV] = "csv", [GF_FMT_PROMETHEUS] = "prometheus",
+		[GF_FMT_TABLE] = "table",           [GF_FMT_JSON] = "json",
+		[GF_FMT_NDJSON] = "ndjson",         [GF_FMT_CSV] = "csv",
+		[GF_FMT_PROMETHEUS] = "prometheus",
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -86,7 +87,7 @@ static size_t utf8_seq(const unsigned char *s)
 {
 	unsigned char c = s[0];
 	size_t len;
-	unsigned char lo = 0x80, hi = 0xbf;  /* bounds of the second byte */
+	unsigned char lo = 0x80, hi = 0xbf; /* bounds of the second byte */
 
 	if (c >= 0xc2 && c <= 0xdf)
 		len = 2;
@@ -133,7 +134,7 @@ void gf_term_escape(struct gf_buf *out, const char *s, const char *keep)
 			gf_buf_addf(out, "\\x%02x", c);
 			p++;
 		} else if (c == 0xc2 && p[1] <= 0x9f) {
-			gf_buf_addf(out, "\\u%04x", p[1]);  /* a C1 control, U+0080..U+009F */
+			gf_buf_addf(out, "\\u%04x", p[1]); /* a C1 control, U+0080..U+009F */
 			p += 2;
 		} else {
 			gf_buf_add(out, (const char *)p, len);
@@ -159,7 +160,9 @@ void gf_html_escape(struct gf_buf *out, const char *s)
 		case '>': gf_buf_adds(out, "&gt;"); break;
 		case '"': gf_buf_adds(out, "&quot;"); break;
 		case '\'': gf_buf_adds(out, "&#39;"); break;
-		case '\t': case '\n': case '\r': gf_buf_addc(out, (char)*p); break;
+		case '\t':
+		case '\n':
+		case '\r': gf_buf_addc(out, (char)*p); break;
 		default:
 			if (*p < 0x20 || *p == 0x7f)
 				gf_buf_addf(out, "\\x%02x", *p);
@@ -197,15 +200,15 @@ char *gf_render_cell(json_t *v)
 /* One output row before folding: the node and its cells (without NODE). */
 struct row {
 	const char *node;
-	char **cells;  /* ncols cells, then the error cell */
+	char **cells; /* ncols cells, then the error cell */
 	bool failed;
-	bool folded;   /* already printed as part of an earlier fold */
+	bool folded; /* already printed as part of an earlier fold */
 };
 
 struct table {
 	struct row *rows;
 	size_t n, cap;
-	size_t ncells;   /* spec cols + error */
+	size_t ncells; /* spec cols + error */
 	bool any_failed;
 };
 
@@ -504,7 +507,8 @@ void gf_prom_number(struct gf_buf *out, double v)
 	else if (v == (double)(long long)v && (v != 0 || !signbit(v)) && v < 1e15 && v > -1e15) {
 		/* Most samples are counts: "%.15g" prints them as integers, more slowly. */
 		char d[24], *p = d + sizeof(d);
-		unsigned long long u = v < 0 ? (unsigned long long)-(long long)v : (unsigned long long)v;
+		unsigned long long u = v < 0 ? (unsigned long long)-(long long)v
+					     : (unsigned long long)v;
 
 		do
 			*--p = (char)('0' + u % 10);
@@ -518,8 +522,7 @@ void gf_prom_number(struct gf_buf *out, double v)
 }
 
 /* One sensor's labels, as "{node=..,sensor=..,type=..,unit=..}". */
-static void prom_sensor_labels(struct gf_buf *out, const char *node, const char *sensor,
-			       json_t *s)
+static void prom_sensor_labels(struct gf_buf *out, const char *node, const char *sensor, json_t *s)
 {
 	const char *type = json_string_value(json_object_get(s, "type"));
 	const char *unit = json_string_value(json_object_get(s, "unit"));
@@ -577,7 +580,8 @@ static void prom_samples(json_t *const *objs, size_t n, struct gf_buf *out, bool
 		json_array_foreach(arr, k, s) {
 			json_t *reading = json_object_get(s, "reading");
 			const char *sname = json_string_value(json_object_get(s, "name"));
-			json_int_t before = json_integer_value(json_object_get(seen, sname ? sname : ""));
+			json_int_t before = json_integer_value(json_object_get(seen,
+									       sname ? sname : ""));
 			char *name;
 
 			if (sname)
@@ -585,14 +589,16 @@ static void prom_samples(json_t *const *objs, size_t n, struct gf_buf *out, bool
 			if (values && !json_is_number(reading))
 				continue;
 			name = prom_sensor_name(sname, before);
-			gf_buf_adds(out, values ? "gpufleet_sensor_value" : "gpufleet_sensor_state");
+			gf_buf_adds(out,
+				    values ? "gpufleet_sensor_value" : "gpufleet_sensor_state");
 			prom_sensor_labels(out, node ? node : "", name, s);
 			gf_buf_addc(out, ' ');
 			if (values)
 				gf_prom_number(out, json_number_value(reading));
 			else
 				gf_buf_addf(out, "%d",
-					    prom_state(json_string_value(json_object_get(s, "state"))));
+					    prom_state(json_string_value(json_object_get(s,
+											 "state"))));
 			gf_buf_addc(out, '\n');
 			free(name);
 		}
@@ -603,7 +609,7 @@ static void prom_samples(json_t *const *objs, size_t n, struct gf_buf *out, bool
 void gf_render_prometheus_sensors(json_t *const *objs, size_t n, struct gf_buf *out)
 {
 	gf_prom_family(out, "gpufleet_node_up",
-		    "Whether the node's BMC answered the sensor read (1) or not (0).");
+		       "Whether the node's BMC answered the sensor read (1) or not (0).");
 	for (size_t i = 0; i < n; i++) {
 		const char *node = json_string_value(json_object_get(objs[i], "node"));
 		bool ok = json_is_true(json_object_get(objs[i], "ok"));
@@ -628,9 +634,9 @@ void gf_render_prometheus_sensors(json_t *const *objs, size_t n, struct gf_buf *
 		gf_buf_addc(out, '\n');
 	}
 	gf_prom_family(out, "gpufleet_sensor_value",
-		    "Sensor reading from the BMC, in the unit of the unit label.");
+		       "Sensor reading from the BMC, in the unit of the unit label.");
 	prom_samples(objs, n, out, true);
 	gf_prom_family(out, "gpufleet_sensor_state",
-		    "Sensor state: 0 nominal, 1 warning, 2 critical, 3 unknown.");
+		       "Sensor state: 0 nominal, 1 warning, 2 critical, 3 unknown.");
 	prom_samples(objs, n, out, false);
 }

@@ -21,16 +21,16 @@ int gf_format_parse(const char *s, enum gf_format *ret, struct gf_err *err);
 
 /* A column: a member of the per-node object (dotted path into objects allowed). */
 struct gf_col {
-	const char *key;    /* e.g. "power" */
-	const char *title;  /* e.g. "POWER" */
+	const char *key;   /* e.g. "power" */
+	const char *title; /* e.g. "POWER" */
 };
 
 struct gf_render_spec {
-	const struct gf_col *cols;  /* besides NODE and, when any node failed, ERROR */
+	const struct gf_col *cols; /* besides NODE and, when any node failed, ERROR */
 	size_t ncols;
-	const char *rows_key;       /* array member shown as one row per element, or NULL */
-	bool collapse;              /* fold identical rows into node ranges */
-	bool color;                 /* ANSI colour for ok/error in tables */
+	const char *rows_key; /* array member shown as one row per element, or NULL */
+	bool collapse;        /* fold identical rows into node ranges */
+	bool color;           /* ANSI colour for ok/error in tables */
 };
 
 /* @objs: the per-node objects (borrowed), as made by gf_result_to_json(). */

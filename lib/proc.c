@@ -26,7 +26,7 @@ static void close_pair(int p[2])
 }
 
 int gf_proc_spawn(const char *line, const struct gf_proc_opts *o, struct gf_proc *ret,
-		   struct gf_err *err)
+		  struct gf_err *err)
 {
 	char *argv_c[] = {(char *)"sh", (char *)"-c", (char *)line, NULL};
 	char *argv_s[] = {(char *)"sh", (char *)"-s", NULL};

@@ -16,8 +16,8 @@ enum gf_proc_fd {
 
 struct gf_proc_opts {
 	enum gf_proc_fd in, out, err; /* the child's 0, 1 and 2; GF_PROC_PIPE: out and err only */
-	bool own_group;               /* in a process group of its own, to be killed with its children */
-	bool script;                  /* the line is `/bin/sh -s`'s standard input (written whole,
+	bool own_group; /* in a process group of its own, to be killed with its children */
+	bool script;    /* the line is `/bin/sh -s`'s standard input (written whole,
 				       * then closed), not its argv: no other user reads it in
 				       * /proc; @in is ignored */
 };
@@ -38,6 +38,6 @@ struct gf_proc {
  */
 #define GF_PROC_SCRIPT_MAX 16384
 int gf_proc_spawn(const char *line, const struct gf_proc_opts *o, struct gf_proc *ret,
-		   struct gf_err *err);
+		  struct gf_err *err);
 
 #endif

@@ -9,12 +9,12 @@
 
 struct gf_result {
 	bool ok;
-	struct gf_err err;   /* when !ok: kind and message */
-	json_t *data;        /* owned: verb members ("power":"on", ...), may be NULL */
-	double t_start;      /* wall clock (epoch seconds) the first attempt started */
-	double t_end;        /* wall clock it finished */
+	struct gf_err err; /* when !ok: kind and message */
+	json_t *data;      /* owned: verb members ("power":"on", ...), may be NULL */
+	double t_start;    /* wall clock (epoch seconds) the first attempt started */
+	double t_end;      /* wall clock it finished */
 	unsigned attempts;
-	bool no_retry;       /* the action reached the peer: never repeat it */
+	bool no_retry; /* the action reached the peer: never repeat it */
 };
 
 void gf_result_init(struct gf_result *r);

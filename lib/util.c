@@ -233,8 +233,9 @@ int gf_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned 
 	*ret = v;
 	return 0;
 bad:
-	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "%s '%s' is not a whole number from %lu to %lu",
-			  what, s ? s : "", min, max);
+	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+			  "%s '%s' is not a whole number from %lu to %lu", what, s ? s : "", min,
+			  max);
 }
 
 int gf_parse_seconds(const char *s, double min, double max, double *ret, struct gf_err *err,
@@ -252,8 +253,9 @@ int gf_parse_seconds(const char *s, double min, double max, double *ret, struct 
 	*ret = v;
 	return 0;
 bad:
-	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "%s '%s' is not a number of seconds from %g to %g",
-			  what, s ? s : "", min, max);
+	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+			  "%s '%s' is not a number of seconds from %g to %g", what, s ? s : "", min,
+			  max);
 }
 
 int gf_parse_duration(const char *s, double *ret, struct gf_err *err)
@@ -347,15 +349,15 @@ int gf_mkdir_parents(const char *path, struct gf_err *err)
 	if (!slash || slash == dir)
 		goto out;
 	*slash = '\0';
-	for (char *p = dir + 1; ; p++) {
+	for (char *p = dir + 1;; p++) {
 		if (*p != '/' && *p != '\0')
 			continue;
 		char saved = *p;
 
 		*p = '\0';
 		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-			rc = gf_err_set(err, GF_E_IO, GF_EK_NONE, "cannot create directory '%s' (%s)",
-					dir, strerror(errno));
+			rc = gf_err_set(err, GF_E_IO, GF_EK_NONE,
+					"cannot create directory '%s' (%s)", dir, strerror(errno));
 			goto out;
 		}
 		*p = saved;

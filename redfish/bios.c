@@ -59,8 +59,8 @@ static json_t *diff(const json_t *staged, const json_t *cur)
 static const char *lower_type(const char *t)
 {
 	static const char *const names[][2] = {
-		{"Enumeration", "enumeration"}, {"String", "string"}, {"Integer", "integer"},
-		{"Boolean", "boolean"}, {"Password", "password"},
+		{"Enumeration", "enumeration"}, {"String", "string"},     {"Integer", "integer"},
+		{"Boolean", "boolean"},         {"Password", "password"},
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -95,7 +95,8 @@ json_t *rf_bios_registry_parse(const json_t *reg)
 
 			json_array_foreach(vals, k, x)
 				if (rf_str(x, "ValueName"))
-					json_array_append_new(list, json_string(rf_str(x, "ValueName")));
+					json_array_append_new(list,
+							      json_string(rf_str(x, "ValueName")));
 			json_object_set_new(e, "values", list);
 		}
 		if (rf_num(a, "LowerBound", &lo))
@@ -196,8 +197,7 @@ out:
 }
 
 /* rf_patch_fresh(): the body is the same whatever the settings object holds. */
-static json_t *bios_patch(struct rf_client *c, const json_t *settings, void *ud,
-			  struct gf_err *err)
+static json_t *bios_patch(struct rf_client *c, const json_t *settings, void *ud, struct gf_err *err)
 {
 	return json_incref(ud);
 }
@@ -222,7 +222,7 @@ int rf_bios_set(struct rf_client *c, const json_t *values, enum gf_bios_apply wh
 		json_object_set_new(body, "@Redfish.SettingsApplyTime",
 				    json_pack("{s:s}", "ApplyTime",
 					      when == GF_BIOS_APPLY_IMMEDIATE ? "Immediate"
-									: "OnReset"));
+									      : "OnReset"));
 	rc = rf_patch_fresh(c, settings_uri(bios), bios_patch, body, err);
 	json_decref(body);
 	json_decref(bios);

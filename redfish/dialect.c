@@ -183,36 +183,55 @@ static const char *const generic_logs[] = {
 };
 
 static const struct rf_dialect dialect_dell = {
-	.name = "dell", .vendors = dell_vendors, .fwid = RF_FWID_DELL, .states = dell_states,
-	.fw = dell_fw, .logs = dell_logs,
+	.name = "dell",
+	.vendors = dell_vendors,
+	.fwid = RF_FWID_DELL,
+	.states = dell_states,
+	.fw = dell_fw,
+	.logs = dell_logs,
 };
 static const struct rf_dialect dialect_hpe = {
-	.name = "hpe", .vendors = hpe_vendors, .fw = hpe_fw, .logs = hpe_logs,
+	.name = "hpe",
+	.vendors = hpe_vendors,
+	.fw = hpe_fw,
+	.logs = hpe_logs,
 	.context = "Oem.Hpe.DeviceContext",
 	.oem = {[RF_OEM_SEL_SEVERITY] = "Oem.Hpe.Severity"},
 	/* iLO names every supply "HpeServerPowerSupply". */
 	.psu_shared_name = "HpeServerPowerSupply",
 };
 static const struct rf_dialect dialect_lenovo = {
-	.name = "lenovo", .vendors = lenovo_vendors, .fw = lenovo_fw, .logs = lenovo_logs,
+	.name = "lenovo",
+	.vendors = lenovo_vendors,
+	.fw = lenovo_fw,
+	.logs = lenovo_logs,
 };
 static const struct rf_dialect dialect_supermicro = {
-	.name = "supermicro", .vendors = supermicro_vendors, .fw = supermicro_fw,
-	.logs = supermicro_logs, .gpus_in_pcie = true,
-	.oem = {
-		[RF_OEM_SEL_SENSOR] = "Oem.Supermicro.RawEventData.SensorName",
-		[RF_OEM_SENSOR_TEXT] = "Oem.Supermicro.SensorValue",
-	},
+	.name = "supermicro",
+	.vendors = supermicro_vendors,
+	.fw = supermicro_fw,
+	.logs = supermicro_logs,
+	.gpus_in_pcie = true,
+	.oem =
+		{
+			[RF_OEM_SEL_SENSOR] = "Oem.Supermicro.RawEventData.SensorName",
+			[RF_OEM_SENSOR_TEXT] = "Oem.Supermicro.SensorValue",
+		},
 };
 static const struct rf_dialect dialect_nvidia = {
-	.name = "nvidia", .vendors = nvidia_vendors, .fw = nvidia_fw, .logs = nvidia_logs,
+	.name = "nvidia",
+	.vendors = nvidia_vendors,
+	.fw = nvidia_fw,
+	.logs = nvidia_logs,
 };
 static const struct rf_dialect dialect_generic = {
-	.name = "generic", .fw = generic_fw, .logs = generic_logs,
+	.name = "generic",
+	.fw = generic_fw,
+	.logs = generic_logs,
 };
 
 const struct rf_dialect *const rf_dialects[] = {
-	&dialect_dell, &dialect_hpe, &dialect_lenovo, &dialect_supermicro, &dialect_nvidia,
+	&dialect_dell,    &dialect_hpe, &dialect_lenovo, &dialect_supermicro, &dialect_nvidia,
 	&dialect_generic, NULL,
 };
 

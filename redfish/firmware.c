@@ -28,12 +28,12 @@ static bool all_digits(const char *s)
 /* One member on its way to a component. */
 struct fw_item {
 	const json_t *m;
-	char *id;                  /* raw Id (or the last segment of @odata.id) */
-	char *cut;                 /* what the rules match: the Id, or Dell's FQDD */
-	const char *suffix;        /* Dell state suffix */
-	char *state_suffix;        /* an unknown Dell state, made up */
+	char *id;           /* raw Id (or the last segment of @odata.id) */
+	char *cut;          /* what the rules match: the Id, or Dell's FQDD */
+	const char *suffix; /* Dell state suffix */
+	char *state_suffix; /* an unknown Dell state, made up */
 	const struct rf_fw_rule *rule;
-	unsigned prio;             /* lower: earlier rule, keeps the plain key */
+	unsigned prio; /* lower: earlier rule, keeps the plain key */
 	long caps[MAX_CAPS];
 	size_t ncaps;
 	char *key, *alt;
@@ -101,7 +101,6 @@ static bool try_rules(const struct rf_fw_rule *rules, unsigned base, struct fw_i
 	return false;
 }
 
-
 static char *expand_key(const char *tmpl, const struct fw_item *it, const char *context,
 			unsigned ordinal)
 {
@@ -120,12 +119,8 @@ static char *expand_key(const char *tmpl, const struct fw_item *it, const char *
 			gf_buf_addf(&b, "%ld", v >= 0 ? v : (long)ordinal);
 			break;
 		}
-		case '$':
-			gf_compkey_add_slug(&b, context ? context : rf_str(it->m, "Name"));
-			break;
-		default:
-			gf_buf_addc(&b, *p);
-			break;
+		case '$': gf_compkey_add_slug(&b, context ? context : rf_str(it->m, "Name")); break;
+		default: gf_buf_addc(&b, *p); break;
 		}
 	}
 	gf_buf_adds(&b, it->suffix ? it->suffix : "");
@@ -297,7 +292,8 @@ void rf_firmware_normalize(const struct rf_dialect *d, const json_t *members,
 			json_object_set_new(ordinals, okey, json_integer(ordinal));
 			it->kind = it->rule->kind ? it->rule->kind : gf_compkey_kind(name, it->cut);
 			it->key = expand_key(it->rule->key, it, context, ordinal);
-			it->alt = it->rule->alt ? expand_key(it->rule->alt, it, context, ordinal) : NULL;
+			it->alt = it->rule->alt ? expand_key(it->rule->alt, it, context, ordinal)
+						: NULL;
 		} else {
 			it->prio = 20000;
 			it->kind = gf_compkey_kind(name, it->cut);

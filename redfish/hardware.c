@@ -11,7 +11,6 @@
 #include "lib/compkey.h"
 #include "redfish/rf.h"
 
-
 static void add_gpu(struct gf_hardware *h, const json_t *o, const char *firmware_key)
 {
 	const char *id = rf_str(o, "Id");
@@ -156,7 +155,7 @@ int rf_hardware(struct rf_client *c, struct gf_hardware *ret, struct gf_err *err
 	h.product.name = rf_dup(rf_str(sys, "Model"));
 	h.product.serial = rf_dup(rf_str(sys, "SerialNumber"));
 	h.product.part_number = rf_dup(rf_str(sys, "PartNumber") ? rf_str(sys, "PartNumber")
-								: rf_str(sys, "SKU"));
+								 : rf_str(sys, "SKU"));
 	h.product.asset_tag = rf_dup(rf_str(sys, "AssetTag"));
 	if (rf_num(rf_obj(sys, "MemorySummary"), "TotalSystemMemoryGiB", &mem)) {
 		h.memory_gib.set = true;

@@ -49,30 +49,30 @@
 
 struct rf_http {
 	CURL *curl;
-	char *base;                /* "https://host:port" */
+	char *base; /* "https://host:port" */
 	char *node;
 	double deadline;
-	bool auth;                 /* send credentials */
-	char *token;               /* secret */
+	bool auth;   /* send credentials */
+	char *token; /* secret */
 	char *user;
-	char *password;            /* secret */
+	char *password; /* secret */
 	/* TLS */
 	bool pinning;
 	char *pin;
-	bool pin_taken;            /* pin is the first certificate of this handle (first use) */
+	bool pin_taken; /* pin is the first certificate of this handle (first use) */
 	bool pin_mismatch;
-	char seen[RF_FP_HEX + 1];  /* fingerprint at the latest handshake, "" before */
-	bool hook;                 /* the verify hook is installed */
+	char seen[RF_FP_HEX + 1]; /* fingerprint at the latest handshake, "" before */
+	bool hook;                /* the verify hook is installed */
 	const gf_cancel_flag *cancel;
 	size_t max_body;
 	bool too_big;
-	size_t budget;             /* bytes all answers may bring */
-	size_t received;           /* bytes the answers brought so far */
-	bool spent;                /* an answer went past the budget: no more requests */
-	bool cleanup;              /* rf_http_cleanup_mode(): the budget no longer stops us */
-	struct rf_resp *cur;       /* the response being filled */
+	size_t budget;                /* bytes all answers may bring */
+	size_t received;              /* bytes the answers brought so far */
+	bool spent;                   /* an answer went past the budget: no more requests */
+	bool cleanup;                 /* rf_http_cleanup_mode(): the budget no longer stops us */
+	struct rf_resp *cur;          /* the response being filled */
 	const struct rf_body *stream; /* rf_http_request_body(): the body, read as it is sent */
-	bool stream_failed;        /* and its source failed */
+	bool stream_failed;           /* and its source failed */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -367,8 +367,7 @@ void rf_http_set_deadline(struct rf_http *h, double deadline)
 	h->deadline = deadline;
 }
 
-const gf_cancel_flag *rf_http_set_cancel(struct rf_http *h,
-					       const gf_cancel_flag *cancel)
+const gf_cancel_flag *rf_http_set_cancel(struct rf_http *h, const gf_cancel_flag *cancel)
 {
 	const gf_cancel_flag *old = h->cancel;
 
@@ -418,7 +417,8 @@ static int build_url(struct rf_http *h, const char *path, struct gf_buf *url, st
 	}
 	if (*p != '/')
 		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-				  "bmc '%s' gave a link that is not a path ('%.80s')", h->node, path);
+				  "bmc '%s' gave a link that is not a path ('%.80s')", h->node,
+				  path);
 	/* Links are sent as given; a space or control byte would be an invalid request line. */
 	for (const char *q = p; *q; q++)
 		if ((unsigned char)*q <= ' ' || *q == 0x7f)
@@ -455,7 +455,8 @@ static int over_budget(const struct rf_http *h, const char *url, struct gf_err *
 {
 	return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 			  "bmc '%s' sent more than %zu MiB in this run, the budget of one node "
-			  "(stopped at '%s')", h->node, h->budget >> 20, url);
+			  "(stopped at '%s')",
+			  h->node, h->budget >> 20, url);
 }
 
 static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_err *err)
@@ -472,7 +473,8 @@ static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_
 		return gf_err_set(err, GF_E_NODE, GF_EK_TLS,
 				  "certificate of bmc '%s' changed: pinned sha256 %s, now %s "
 				  "(if expected, run 'gpufleet nodes repin %s')",
-				  h->node, h->pin ? h->pin : "?", h->seen[0] ? h->seen : "?", h->node);
+				  h->node, h->pin ? h->pin : "?", h->seen[0] ? h->seen : "?",
+				  h->node);
 	if (h->too_big)
 		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 				  "bmc '%s' sent more than %zu MiB for '%s'", h->node,
@@ -480,12 +482,10 @@ static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_
 	if (h->spent && !h->cleanup)
 		return over_budget(h, url, err);
 	switch (cc) {
-	case CURLE_OPERATION_TIMEDOUT:
-		kind = GF_EK_TIMEOUT;
-		break;
+	case CURLE_OPERATION_TIMEDOUT: kind = GF_EK_TIMEOUT; break;
 	case CURLE_ABORTED_BY_CALLBACK:
-		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "interrupted while talking to bmc '%s'",
-				  h->node);
+		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+				  "interrupted while talking to bmc '%s'", h->node);
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CONNECT_ERROR:
 	case CURLE_SSL_CACERT_BADFILE:
@@ -494,9 +494,7 @@ static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_
 	case CURLE_SSL_ISSUER_ERROR:
 	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
 	case CURLE_SSL_INVALIDCERTSTATUS:
-	case CURLE_USE_SSL_FAILED:
-		kind = GF_EK_TLS;
-		break;
+	case CURLE_USE_SSL_FAILED: kind = GF_EK_TLS; break;
 	case CURLE_FILESIZE_EXCEEDED:
 		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
 				  "bmc '%s' announced more than %zu MiB for '%s'", h->node,
@@ -505,17 +503,14 @@ static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_SEND_ERROR:
 	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-		kind = GF_EK_CONNECT;
-		break;
-	default:
-		kind = GF_EK_PROTOCOL;
-		break;
+	case CURLE_GOT_NOTHING: kind = GF_EK_CONNECT; break;
+	default: kind = GF_EK_PROTOCOL; break;
 	}
 	if (kind == GF_EK_TLS)
 		return gf_err_set(err, GF_E_NODE, kind,
 				  "certificate of bmc '%s' is not trusted (%s); see --cacert, "
-				  "--tls-pin new or --insecure", h->node, why);
+				  "--tls-pin new or --insecure",
+				  h->node, why);
 	return gf_err_set(err, GF_E_NODE, kind, "%s '%s' of bmc '%s' failed (%s)",
 			  kind == GF_EK_TIMEOUT ? "request" : "connection to", url, h->node, why);
 }
@@ -531,8 +526,8 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 	long ms, cms;
 
 	if (h->cancel && *h->cancel)
-		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "interrupted before bmc '%s' answered",
-				  h->node);
+		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+				  "interrupted before bmc '%s' answered", h->node);
 	if (left <= 0.001)
 		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
 				  "bmc '%s' ran out of time before '%s'", h->node, url);
@@ -542,7 +537,8 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 	h->stream_failed = false;
 	if (body && h->stream && h->stream->rewind(h->stream->ud) < 0)
 		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
-				  "the body for '%s' of bmc '%s' could not be read again", url, h->node);
+				  "the body for '%s' of bmc '%s' could not be read again", url,
+				  h->node);
 	ms = (long)ceil(left * 1000);
 	cms = (long)ceil((left < CONNECT_MAX_S ? left : CONNECT_MAX_S) * 1000);
 	rf_resp_release(r);
@@ -598,11 +594,13 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 			curl_easy_setopt(h->curl, CURLOPT_READDATA, h);
 			curl_easy_setopt(h->curl, CURLOPT_SEEKFUNCTION, on_seek);
 			curl_easy_setopt(h->curl, CURLOPT_SEEKDATA, h);
-			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)h->stream->len);
+			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+					 (curl_off_t)h->stream->len);
 			curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
 		} else if (body) {
 			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
-			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+					 (curl_off_t)strlen(body));
 		} else if (strcmp(method, "DELETE") == 0) {
 			curl_easy_setopt(h->curl, CURLOPT_HTTPGET, 1L);
 			curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
@@ -652,20 +650,22 @@ int rf_http_request(struct rf_http *h, const char *method, const char *path, con
 			if (gf_monotime() + wait >= h->deadline) {
 				rc = gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
 						"bmc '%s' is unavailable (HTTP 503, retry after %.0f s) "
-						"past the deadline", h->node, wait);
+						"past the deadline",
+						h->node, wait);
 				break;
 			}
 			gf_cancel_sleep_until(h->cancel, gf_monotime() + (wait > 0 ? wait : 0.1));
 			continue;
 		}
 		if ((r.status == 301 || r.status == 302 || r.status == 303 || r.status == 307 ||
-		     r.status == 308) && r.location) {
+		     r.status == 308) &&
+		    r.location) {
 			struct gf_buf next = GF_BUF_INIT;
 
 			if (++hops > MAX_REDIRECTS) {
 				rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-						"bmc '%s' redirects '%s' more than %d times", h->node,
-						path, MAX_REDIRECTS);
+						"bmc '%s' redirects '%s' more than %d times",
+						h->node, path, MAX_REDIRECTS);
 				break;
 			}
 			rc = build_url(h, r.location, &next, err);
@@ -732,17 +732,11 @@ int rf_http_status_err(const struct rf_http *h, const char *method, const char *
 
 	redfish_message(r, &msg);
 	switch (r->status) {
-	case 401:
-		kind = GF_EK_AUTH;
-		break;
+	case 401: kind = GF_EK_AUTH; break;
 	case 404:
 	case 405:
-	case 501:
-		kind = GF_EK_UNSUPPORTED;
-		break;
-	default:
-		kind = r->status >= 500 ? GF_EK_PROTOCOL : GF_EK_REFUSED;
-		break;
+	case 501: kind = GF_EK_UNSUPPORTED; break;
+	default: kind = r->status >= 500 ? GF_EK_PROTOCOL : GF_EK_REFUSED; break;
 	}
 	if (kind == GF_EK_AUTH)
 		rc = gf_err_set(err, GF_E_NODE, kind, "bmc '%s' rejected the login (HTTP 401)%s%s",

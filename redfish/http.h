@@ -22,18 +22,18 @@ struct rf_http;
 #define RF_FP_HEX 64
 
 struct rf_http_opts {
-	const char *node;        /* for messages */
+	const char *node; /* for messages */
 	const char *host;
-	int port;                /* 0: 443 */
-	double deadline;         /* monotonic */
-	const char *cacert;      /* NULL: system CAs */
-	bool insecure;           /* no verification at all */
-	const char *pin;         /* expected fingerprint, NULL: none */
-	bool pin_new;            /* pinning: accept what is seen when there is no pin */
-	bool verify_none;        /* probe: nothing secret is sent, so the peer is not checked */
+	int port;           /* 0: 443 */
+	double deadline;    /* monotonic */
+	const char *cacert; /* NULL: system CAs */
+	bool insecure;      /* no verification at all */
+	const char *pin;    /* expected fingerprint, NULL: none */
+	bool pin_new;       /* pinning: accept what is seen when there is no pin */
+	bool verify_none;   /* probe: nothing secret is sent, so the peer is not checked */
 	const gf_cancel_flag *cancel;
-	size_t max_body;         /* 0: the default (32 MiB) */
-	size_t budget;           /* bytes all answers of the session may bring, 0: GF_RF_BUDGET_MIB */
+	size_t max_body; /* 0: the default (32 MiB) */
+	size_t budget;   /* bytes all answers of the session may bring, 0: GF_RF_BUDGET_MIB */
 };
 
 /* The default budget of one session, in MiB (README, gpufleet(1)). */
@@ -51,18 +51,17 @@ void rf_http_auth(struct rf_http *h, bool on);
 /* Move the deadline. */
 void rf_http_set_deadline(struct rf_http *h, double deadline);
 /* Swap the cancel flag (NULL: not cancellable); returns the one before. */
-const gf_cancel_flag *rf_http_set_cancel(struct rf_http *h,
-					       const gf_cancel_flag *cancel);
+const gf_cancel_flag *rf_http_set_cancel(struct rf_http *h, const gf_cancel_flag *cancel);
 /* For cleaning up (deleting the session): @seconds more if the deadline is near, and no cancel. */
 void rf_http_cleanup_mode(struct rf_http *h, double seconds);
 
 struct rf_resp {
 	long status;
 	struct gf_buf body;
-	char *etag;              /* ETag header */
-	char *token;             /* X-Auth-Token header (secret) */
-	char *location;          /* Location header */
-	char *retry_after;       /* Retry-After header */
+	char *etag;        /* ETag header */
+	char *token;       /* X-Auth-Token header (secret) */
+	char *location;    /* Location header */
+	char *retry_after; /* Retry-After header */
 };
 
 void rf_resp_release(struct rf_resp *r);

@@ -43,8 +43,8 @@ int rf_main_system(struct rf_client *c, json_t **ret, struct gf_err *err)
 	}
 	if (!pick || !rf_odata_id(pick)) {
 		json_decref(systems);
-		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
-				  "bmc '%s' lists no System", c->node);
+		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "bmc '%s' lists no System",
+				  c->node);
 	}
 	c->main_system = gf_xstrdup(rf_odata_id(pick));
 	/* The maker of the System decides the dialect better than the BMC's vendor. */
@@ -72,9 +72,9 @@ static const char *const plan_soft[] = {"GracefulShutdown", NULL};
 static const char *const plan_nmi[] = {"Nmi", NULL};
 
 static const char *const *const plans[] = {
-	[GF_POWER_OP_ON] = plan_on, [GF_POWER_OP_OFF] = plan_off,
+	[GF_POWER_OP_ON] = plan_on,       [GF_POWER_OP_OFF] = plan_off,
 	[GF_POWER_OP_CYCLE] = plan_cycle, [GF_POWER_OP_RESET] = plan_reset,
-	[GF_POWER_OP_SOFT] = plan_soft, [GF_POWER_OP_NMI] = plan_nmi,
+	[GF_POWER_OP_SOFT] = plan_soft,   [GF_POWER_OP_NMI] = plan_nmi,
 };
 
 static bool allows(const json_t *allowed, const char *type)
@@ -112,7 +112,8 @@ size_t rf_reset_plan(enum gf_power_op op, const json_t *allowed, const char *ste
 		return 1;
 	}
 	if (op == GF_POWER_OP_CYCLE) {
-		const char *off = first_allowed(plan_off, allowed), *on = first_allowed(plan_on, allowed);
+		const char *off = first_allowed(plan_off, allowed),
+			   *on = first_allowed(plan_on, allowed);
 
 		if (off && on) {
 			steps[0] = off;
@@ -132,7 +133,8 @@ static int only_strings(struct rf_client *c, const json_t *allowed, struct gf_er
 	json_array_foreach(allowed, i, v)
 		if (!json_is_string(v))
 			return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-					  "bmc '%s' lists reset types that are not strings", c->node);
+					  "bmc '%s' lists reset types that are not strings",
+					  c->node);
 	return 0;
 }
 
@@ -195,8 +197,7 @@ int rf_power_get(struct rf_client *c, enum gf_power *ret, struct gf_err *err)
 	return 0;
 }
 
-static int send_reset(struct rf_client *c, const char *target, const char *type,
-		      struct gf_err *err)
+static int send_reset(struct rf_client *c, const char *target, const char *type, struct gf_err *err)
 {
 	json_t *body = json_pack("{s:s}", "ResetType", type);
 	int rc = c->io->send(c->ud, "POST", target, body, NULL, err);
@@ -257,8 +258,7 @@ static int after_conflict(struct rf_client *c, enum gf_power_op op, const char *
 			return send_reset(c, target, on, err);
 		}
 		break;
-	default:
-		break;
+	default: break;
 	}
 refuse:
 	if (err)
@@ -334,11 +334,8 @@ static const struct {
 	enum gf_boot_dev dev;
 	const char *target;
 } boot_targets[] = {
-	{GF_BOOT_NONE, "None"},
-	{GF_BOOT_PXE, "Pxe"},
-	{GF_BOOT_DISK, "Hdd"},
-	{GF_BOOT_BIOS, "BiosSetup"},
-	{GF_BOOT_CD, "Cd"},
+	{GF_BOOT_NONE, "None"},      {GF_BOOT_PXE, "Pxe"}, {GF_BOOT_DISK, "Hdd"},
+	{GF_BOOT_BIOS, "BiosSetup"}, {GF_BOOT_CD, "Cd"},
 };
 
 void rf_boot_parse(const json_t *sys, struct gf_boot *ret)
@@ -415,7 +412,8 @@ static json_t *boot_body(struct rf_client *c, const json_t *boot, const struct g
 			   gf_boot_dev_name(want->dev));
 		return NULL;
 	}
-	enabled = want->dev == GF_BOOT_NONE ? "Disabled" : (want->persistent ? "Continuous" : "Once");
+	enabled = want->dev == GF_BOOT_NONE ? "Disabled"
+					    : (want->persistent ? "Continuous" : "Once");
 	if (!value_allowed(boot, "BootSourceOverrideTarget", target)) {
 		gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
 			   "bmc '%s' does not allow boot override target '%s'", c->node, target);
@@ -423,7 +421,8 @@ static json_t *boot_body(struct rf_client *c, const json_t *boot, const struct g
 	}
 	if (!value_allowed(boot, "BootSourceOverrideEnabled", enabled)) {
 		gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
-			   "bmc '%s' does not allow a boot override that is '%s'", c->node, enabled);
+			   "bmc '%s' does not allow a boot override that is '%s'", c->node,
+			   enabled);
 		return NULL;
 	}
 	if (want->mode == GF_BOOT_MODE_UEFI)

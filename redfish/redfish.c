@@ -26,13 +26,13 @@ struct rf_session {
 	struct rf_http *http;
 	struct rf_client client;
 	char *node;
-	char *sessions;        /* the Sessions collection, to log in again */
-	char *session;         /* our session's URI, to delete */
-	const char *user;      /* borrowed from the profile */
+	char *sessions;   /* the Sessions collection, to log in again */
+	char *session;    /* our session's URI, to delete */
+	const char *user; /* borrowed from the profile */
 	const char *password;
 	bool relogged;
-	double deadline;       /* the node's, monotonic */
-	double req_timeout;    /* > 0: each request bounded by this too */
+	double deadline;    /* the node's, monotonic */
+	double req_timeout; /* > 0: each request bounded by this too */
 	const gf_cancel_flag *cancel;
 };
 
@@ -178,8 +178,8 @@ static int login(struct rf_session *s, struct gf_err *err)
 	}
 	if (r.status == 401 || r.status == 403) {
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
-				"bmc '%s' rejected the login of user '%s' (HTTP %ld)", s->node, s->user,
-				r.status);
+				"bmc '%s' rejected the login of user '%s' (HTTP %ld)", s->node,
+				s->user, r.status);
 		if (err)
 			err->detail = r.status;
 		rf_resp_release(&r);
@@ -213,9 +213,14 @@ static void session_free(struct rf_session *s)
 static int rf_open(const struct gf_bmc_target *t, void **ret, struct gf_err *err)
 {
 	struct rf_http_opts o = {
-		.node = t->node, .host = t->host, .port = t->port, .deadline = t->deadline,
+		.node = t->node,
+		.host = t->host,
+		.port = t->port,
+		.deadline = t->deadline,
 		.cacert = t->cacert ? t->cacert : (t->prof ? t->prof->redfish_cacert : NULL),
-		.insecure = t->insecure, .pin = t->tls_pin, .pin_new = t->tls_pin_new,
+		.insecure = t->insecure,
+		.pin = t->tls_pin,
+		.pin_new = t->tls_pin_new,
 		.cancel = t->cancel,
 	};
 	struct rf_session *s;
@@ -250,7 +255,8 @@ static int rf_open(const struct gf_bmc_target *t, void **ret, struct gf_err *err
 		/* A BMC that hides even its root: log in the old way, then read it. */
 		rf_resp_release(&r);
 		s->sessions = gf_xstrdup("/redfish/v1/SessionService/Sessions");
-		if ((rc = login(s, err)) < 0 || (rc = request(s, "GET", "/redfish/v1", NULL, NULL, &r, err)) < 0)
+		if ((rc = login(s, err)) < 0 ||
+		    (rc = request(s, "GET", "/redfish/v1", NULL, NULL, &r, err)) < 0)
 			goto fail;
 	}
 	if (r.status < 200 || r.status > 299) {
@@ -392,8 +398,12 @@ static int upd_login(void *ud, double until, struct gf_err *err)
 static struct rf_upd upd_of(struct rf_session *s)
 {
 	return (struct rf_upd){
-		.c = &s->client, .ud = s, .request = upd_request, .login = upd_login,
-		.request_timeout = s->req_timeout, .cancel = s->cancel,
+		.c = &s->client,
+		.ud = s,
+		.request = upd_request,
+		.login = upd_login,
+		.request_timeout = s->req_timeout,
+		.cancel = s->cancel,
 	};
 }
 
@@ -447,8 +457,12 @@ static int rf_bios_set_op(void *vs, const json_t *values, enum gf_bios_apply whe
 static int rf_probe_op(const struct gf_bmc_target *t, double timeout)
 {
 	struct rf_http_opts o = {
-		.node = t->node, .host = t->host, .port = t->port, .verify_none = true,
-		.cancel = t->cancel, .max_body = 1u << 20,
+		.node = t->node,
+		.host = t->host,
+		.port = t->port,
+		.verify_none = true,
+		.cancel = t->cancel,
+		.max_body = 1u << 20,
 	};
 	struct rf_http *h = NULL;
 	struct rf_resp r = {0};
@@ -475,12 +489,16 @@ static int rf_probe_op(const struct gf_bmc_target *t, double timeout)
 	return yes;
 }
 
-static int rf_peek_fingerprint_op(const struct gf_bmc_target *t, char *ret,
-				  struct gf_err *err)
+static int rf_peek_fingerprint_op(const struct gf_bmc_target *t, char *ret, struct gf_err *err)
 {
 	struct rf_http_opts o = {
-		.node = t->node, .host = t->host, .port = t->port, .deadline = t->deadline,
-		.insecure = true, .cancel = t->cancel, .max_body = 1u << 20,
+		.node = t->node,
+		.host = t->host,
+		.port = t->port,
+		.deadline = t->deadline,
+		.insecure = true,
+		.cancel = t->cancel,
+		.max_body = 1u << 20,
 	};
 	struct rf_http *h = NULL;
 	struct rf_resp r = {0};

@@ -60,13 +60,13 @@ struct rf_dialect;
 struct rf_client {
 	const struct rf_io *io;
 	void *ud;
-	const char *node;                  /* for messages */
-	json_t *root;                      /* the service root, owned */
+	const char *node; /* for messages */
+	json_t *root;     /* the service root, owned */
 	const struct rf_dialect *dialect;
-	char expand[32];                   /* "$expand=.($levels=1)", "" when not advertised */
-	const char *log_name;              /* sel: the log service to use, NULL: discover */
-	char *main_system;                 /* @odata.id of the main System, once known; owned */
-	size_t max_members;                /* per collection, against runaway paging */
+	char expand[32];      /* "$expand=.($levels=1)", "" when not advertised */
+	const char *log_name; /* sel: the log service to use, NULL: discover */
+	char *main_system;    /* @odata.id of the main System, once known; owned */
+	size_t max_members;   /* per collection, against runaway paging */
 	unsigned max_pages;
 };
 
@@ -113,7 +113,8 @@ int rf_fetch_opt(struct rf_client *c, const char *path, json_t **ret, struct gf_
  * @body gets @ud; the body it returns is freed here.
  */
 int rf_patch_fresh(struct rf_client *c, const char *uri,
-		   json_t *(*body)(struct rf_client *c, const json_t *res, void *ud, struct gf_err *err),
+		   json_t *(*body)(struct rf_client *c, const json_t *res, void *ud,
+				   struct gf_err *err),
 		   void *ud, struct gf_err *err);
 
 /* ---- vendor dialects (dialect.c): differences kept as data -------------- */
@@ -121,12 +122,12 @@ int rf_patch_fresh(struct rf_client *c, const char *uri,
 /* How a FirmwareInventory member Id is cut before the rules see it. */
 enum rf_fwid {
 	RF_FWID_PLAIN = 0,
-	RF_FWID_DELL,     /* "Installed-25227-6.00.30.00__iDRAC.Embedded.1-1": state, FQDD */
+	RF_FWID_DELL, /* "Installed-25227-6.00.30.00__iDRAC.Embedded.1-1": state, FQDD */
 };
 
 enum rf_on {
-	RF_ON_ID = 0,     /* the (cut) member Id */
-	RF_ON_NAME,       /* the member Name */
+	RF_ON_ID = 0, /* the (cut) member Id */
+	RF_ON_NAME,   /* the member Name */
 };
 
 /*
@@ -146,29 +147,29 @@ struct rf_fw_rule {
 };
 
 struct rf_fw_state {
-	const char *state;   /* Dell Id prefix */
-	const char *suffix;  /* added to the key */
+	const char *state;  /* Dell Id prefix */
+	const char *suffix; /* added to the key */
 };
 
 /* Where a vendor keeps, under Oem, what the standard properties lack. */
 enum rf_oem_field {
-	RF_OEM_SEL_SEVERITY = 0,  /* a LogEntry's severity when Severity is missing */
-	RF_OEM_SEL_SENSOR,        /* the sensor a LogEntry is about */
-	RF_OEM_SENSOR_TEXT,       /* a discrete sensor's state as text */
+	RF_OEM_SEL_SEVERITY = 0, /* a LogEntry's severity when Severity is missing */
+	RF_OEM_SEL_SENSOR,       /* the sensor a LogEntry is about */
+	RF_OEM_SENSOR_TEXT,      /* a discrete sensor's state as text */
 	RF_OEM_NFIELDS
 };
 
 struct rf_dialect {
-	const char *name;                  /* "dell", "hpe", "lenovo", "supermicro", "nvidia", "generic" */
-	const char *const *vendors;        /* Vendor / Manufacturer prefixes that select it */
+	const char *name;           /* "dell", "hpe", "lenovo", "supermicro", "nvidia", "generic" */
+	const char *const *vendors; /* Vendor / Manufacturer prefixes that select it */
 	enum rf_fwid fwid;
-	const struct rf_fw_state *states;  /* RF_FWID_DELL: suffix per state, NULL-terminated */
-	const struct rf_fw_rule *fw;       /* terminated by a rule with a NULL match */
-	const char *const *logs;           /* event log service Ids, most wanted first */
-	const char *context;               /* where a member says where it sits ("Oem.Hpe.DeviceContext") */
-	bool gpus_in_pcie;                 /* GPUs are Chassis PCIeDevices, not Processors */
-	const char *oem[RF_OEM_NFIELDS];   /* dotted paths ("Oem.Hpe.Severity"), NULL: none */
-	const char *psu_shared_name;       /* a Name every power supply has alike: tell them by MemberId */
+	const struct rf_fw_state *states; /* RF_FWID_DELL: suffix per state, NULL-terminated */
+	const struct rf_fw_rule *fw;      /* terminated by a rule with a NULL match */
+	const char *const *logs;          /* event log service Ids, most wanted first */
+	const char *context; /* where a member says where it sits ("Oem.Hpe.DeviceContext") */
+	bool gpus_in_pcie;   /* GPUs are Chassis PCIeDevices, not Processors */
+	const char *oem[RF_OEM_NFIELDS]; /* dotted paths ("Oem.Hpe.Severity"), NULL: none */
+	const char *psu_shared_name; /* a Name every power supply has alike: tell them by MemberId */
 };
 
 /* The dialect for a service root and, when known, the main System's Manufacturer. */

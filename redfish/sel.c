@@ -40,8 +40,8 @@ static char *sensor_of(const json_t *e)
 	/* rf_get() splits on dots, and "@odata.id" holds one: read it directly. */
 	origin = rf_odata_id(rf_obj(rf_obj(e, "Links"), "OriginOfCondition"));
 	/* A sensor resource names the sensor; a Manager or System names only the source. */
-	if (origin && (strstr(origin, "/Sensors/") || strstr(origin, "/Thermal") ||
-		       strstr(origin, "/Power")))
+	if (origin &&
+	    (strstr(origin, "/Sensors/") || strstr(origin, "/Thermal") || strstr(origin, "/Power")))
 		return rf_dup(strrchr(origin, '/') + 1);
 	if (rf_num(e, "SensorNumber", &num)) {
 		snprintf(buf, sizeof(buf), "#%.0f", num);
@@ -71,7 +71,8 @@ bool rf_sel_entry(const json_t *e, struct gf_sel_list *ret)
 		id = slash ? slash + 1 : odata;
 	}
 	s->id = id ? gf_xstrdup(id) : NULL;
-	if (rf_time_parse(rf_str(e, "Created"), &t) || rf_time_parse(rf_str(e, "EventTimestamp"), &t)) {
+	if (rf_time_parse(rf_str(e, "Created"), &t) ||
+	    rf_time_parse(rf_str(e, "EventTimestamp"), &t)) {
 		if (t >= SANE_TIME) {
 			s->has_time = true;
 			s->time = t;

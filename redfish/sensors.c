@@ -50,7 +50,7 @@ static const struct {
 	const char *type;
 	const char *unit;
 } unit_types[] = {
-	{"W", "power", "W"}, {"Watts", "power", "W"}, {"RPM", "fan", "RPM"},
+	{"W", "power", "W"},         {"Watts", "power", "W"},   {"RPM", "fan", "RPM"},
 	{"Cel", "temperature", "C"}, {"C", "temperature", "C"}, {"V", "voltage", "V"},
 	{"A", "current", "A"},
 };
@@ -147,7 +147,8 @@ static void settle_state(struct gf_sensor *s, const json_t *o, bool counter)
 	if (th > s->state) {
 		struct gf_buf b = GF_BUF_INIT;
 
-		gf_buf_addf(&b, "reading beyond %s (%g)", limits[crossed].name, limits[crossed].t->v);
+		gf_buf_addf(&b, "reading beyond %s (%g)", limits[crossed].name,
+			    limits[crossed].t->v);
 		/* Only a milder state than the crossing gets here: OK or Warning. */
 		if (told != GF_SENSOR_UNKNOWN)
 			gf_buf_addf(&b, "; the bmc reports health %s",

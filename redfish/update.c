@@ -18,11 +18,11 @@
 #include "lib/buf.h"
 #include "lib/util.h"
 
-#define POLL_S 0.5          /* between looks at a task */
-#define BACK_POLL_S 1.0     /* between looks at a restarting BMC */
-#define BUSY_FIRST_S 2.0    /* first wait after a 409/503 to a push, doubled up to BUSY_MAX_S */
+#define POLL_S 0.5       /* between looks at a task */
+#define BACK_POLL_S 1.0  /* between looks at a restarting BMC */
+#define BUSY_FIRST_S 2.0 /* first wait after a 409/503 to a push, doubled up to BUSY_MAX_S */
 #define BUSY_MAX_S 15.0
-#define DOWN_GRACE_S 20.0   /* a BMC asked to restart that is still up after this: it restarted */
+#define DOWN_GRACE_S 20.0 /* a BMC asked to restart that is still up after this: it restarted */
 #define IMAGE_MAX (1024u * 1024 * 1024)
 
 static double min2(double a, double b)
@@ -79,8 +79,10 @@ static int status_err(struct rf_upd *u, const char *what, const struct rf_resp *
 
 	if (!msg)
 		msg = rf_str(e, "message");
-	rc = gf_err_set(err, GF_E_NODE, r->status == 404 || r->status == 405 || r->status == 501
-			? GF_EK_UNSUPPORTED : (r->status == 401 ? GF_EK_AUTH : GF_EK_REFUSED),
+	rc = gf_err_set(err, GF_E_NODE,
+			r->status == 404 || r->status == 405 || r->status == 501
+				? GF_EK_UNSUPPORTED
+				: (r->status == 401 ? GF_EK_AUTH : GF_EK_REFUSED),
 			"bmc '%s' answered %s with HTTP %ld%s%.200s", u->c->node, what, r->status,
 			msg ? ": " : "", msg ? msg : "");
 	if (err)
@@ -122,8 +124,7 @@ static bool supports_immediate(const json_t *o)
  * reference, NULL when neither lists values. *named (may be NULL): the
  * action names the parameter at all (values or not).
  */
-static json_t *action_allowed(struct rf_upd *u, const json_t *action, const char *name,
-			      bool *named)
+static json_t *action_allowed(struct rf_upd *u, const json_t *action, const char *name, bool *named)
 {
 	struct gf_buf key = GF_BUF_INIT;
 	const char *info_uri = rf_str(action, "@Redfish.ActionInfo");
@@ -153,8 +154,8 @@ static json_t *action_allowed(struct rf_upd *u, const json_t *action, const char
  * parameter (some BMCs require it): the URI's scheme as the BMC spells it
  * in its allowable values. *ret NULL: not named, send none.
  */
-static int transfer_protocol(struct rf_upd *u, const json_t *action, const char *uri,
-			     char **ret, struct gf_err *err)
+static int transfer_protocol(struct rf_upd *u, const json_t *action, const char *uri, char **ret,
+			     struct gf_err *err)
 {
 	const char *colon = strstr(uri, "://");
 	bool named = false;
@@ -177,8 +178,8 @@ static int transfer_protocol(struct rf_upd *u, const json_t *action, const char 
 	if (!pick)
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
 				"bmc '%s' does not pull images over '%s' (its SimpleUpdate "
-				"TransferProtocol does not list it)", u->c->node,
-				*scheme ? scheme : uri);
+				"TransferProtocol does not list it)",
+				u->c->node, *scheme ? scheme : uri);
 	free(scheme);
 	json_decref(allowed);
 	*ret = pick;
@@ -207,9 +208,11 @@ int rf_update_caps(struct rf_upd *u, struct gf_fw_caps *ret, struct gf_err *err)
 	c.push = rf_str(svc, "HttpPushUri") != NULL;
 	c.pull = simple_update_target(svc) != NULL;
 	su = rf_obj(rf_obj(svc, "Actions"), "#UpdateService.SimpleUpdate");
-	c.apply_time = supports_immediate(rf_obj(svc, "MultipartHttpPushUri@Redfish.OperationApplyTimeSupport")) ||
-		       supports_immediate(rf_obj(svc, "@Redfish.OperationApplyTimeSupport")) ||
-		       supports_immediate(rf_obj(su, "@Redfish.OperationApplyTimeSupport"));
+	c.apply_time =
+		supports_immediate(rf_obj(svc,
+					  "MultipartHttpPushUri@Redfish.OperationApplyTimeSupport")) ||
+		supports_immediate(rf_obj(svc, "@Redfish.OperationApplyTimeSupport")) ||
+		supports_immediate(rf_obj(su, "@Redfish.OperationApplyTimeSupport"));
 	json_decref(svc);
 	json_decref(sys);
 	*ret = c;
@@ -219,9 +222,12 @@ int rf_update_caps(struct rf_upd *u, struct gf_fw_caps *ret, struct gf_err *err)
 void rf_update_multipart(const char *boundary, const char *params, const char *filename,
 			 struct gf_buf *head, struct gf_buf *tail)
 {
-	gf_buf_addf(head, "--%s\r\nContent-Disposition: form-data; name=\"UpdateParameters\"\r\n"
-		    "Content-Type: application/json\r\n\r\n%s\r\n", boundary, params);
-	gf_buf_addf(head, "--%s\r\nContent-Disposition: form-data; name=\"UpdateFile\"; "
+	gf_buf_addf(head,
+		    "--%s\r\nContent-Disposition: form-data; name=\"UpdateParameters\"\r\n"
+		    "Content-Type: application/json\r\n\r\n%s\r\n",
+		    boundary, params);
+	gf_buf_addf(head,
+		    "--%s\r\nContent-Disposition: form-data; name=\"UpdateFile\"; "
 		    "filename=\"%s\"\r\nContent-Type: application/octet-stream\r\n\r\n",
 		    boundary, filename);
 	gf_buf_addf(tail, "\r\n--%s--\r\n", boundary);
@@ -308,8 +314,8 @@ static int img_open(const struct rf_upd *u, const char *path, struct img_src *re
 	}
 	if ((unsigned long long)st.st_size > IMAGE_MAX) {
 		img_close(&s);
-		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
-				  "image '%s' is larger than 1 GiB", path);
+		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "image '%s' is larger than 1 GiB",
+				  path);
 	}
 	s.size = (unsigned long long)st.st_size;
 	*ret = s;
@@ -320,8 +326,11 @@ static int img_open(const struct rf_upd *u, const char *path, struct img_src *re
 static void img_body(struct img_src *s, const char *type, atomic_ullong *sent)
 {
 	s->sent = sent;
-	s->body = (struct rf_body){.type = type, .len = s->head.len + s->size + s->tail.len,
-				   .read = img_read, .rewind = img_rewind, .ud = s};
+	s->body = (struct rf_body){.type = type,
+				   .len = s->head.len + s->size + s->tail.len,
+				   .read = img_read,
+				   .rewind = img_rewind,
+				   .ud = s};
 }
 
 /* A multipart boundary: random, so no image holds it but by a 2^-128 chance. */
@@ -360,11 +369,11 @@ static json_t *target_uris(const json_t *svc, const struct gf_fw_push *p)
 /* The request that hands the image over: what, where, the body. */
 struct push_req {
 	const char *uri;
-	struct gf_buf json;        /* SimpleUpdate's parameters */
-	struct img_src img;        /* a push: the image, read as it is sent */
+	struct gf_buf json; /* SimpleUpdate's parameters */
+	struct img_src img; /* a push: the image, read as it is sent */
 	bool has_img;
-	char type[96];             /* the image's Content-Type */
-	const char *what;          /* for messages */
+	char type[96];    /* the image's Content-Type */
+	const char *what; /* for messages */
 };
 
 static int build_push(struct rf_upd *u, const json_t *svc, const struct gf_fw_push *p,
@@ -395,7 +404,8 @@ static int build_push(struct rf_upd *u, const json_t *svc, const struct gf_fw_pu
 		rf_update_multipart(boundary, text, base ? base + 1 : p->file, &ret->img.head,
 				    &ret->img.tail);
 		free(text);
-		snprintf(ret->type, sizeof(ret->type), "multipart/form-data; boundary=%s", boundary);
+		snprintf(ret->type, sizeof(ret->type), "multipart/form-data; boundary=%s",
+			 boundary);
 		img_body(&ret->img, ret->type, p->sent);
 		break;
 	}
@@ -414,11 +424,14 @@ static int build_push(struct rf_upd *u, const json_t *svc, const struct gf_fw_pu
 
 		ret->uri = simple_update_target(svc);
 		ret->what = "SimpleUpdate";
-		rc = transfer_protocol(u, rf_obj(rf_obj(svc, "Actions"), "#UpdateService.SimpleUpdate"),
+		rc = transfer_protocol(u,
+				       rf_obj(rf_obj(svc, "Actions"),
+					      "#UpdateService.SimpleUpdate"),
 				       p->image_uri, &proto, err);
 		if (rc < 0)
 			break;
-		params = json_pack("{s:s, s:s?}", "ImageURI", p->image_uri, "TransferProtocol", proto);
+		params = json_pack("{s:s, s:s?}", "ImageURI", p->image_uri, "TransferProtocol",
+				   proto);
 		if (json_array_size(targets))
 			json_object_set(params, "Targets", targets);
 		text = json_dumps(params, JSON_COMPACT);
@@ -434,8 +447,8 @@ static int build_push(struct rf_upd *u, const json_t *svc, const struct gf_fw_pu
 		break;
 	}
 	if (rc == 0 && !ret->uri)
-		rc = gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
-				"bmc '%s' has no %s", u->c->node, gf_fw_method_name(p->method));
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "bmc '%s' has no %s", u->c->node,
+				gf_fw_method_name(p->method));
 	json_decref(targets);
 	return rc;
 }
@@ -477,8 +490,8 @@ static void task_note(struct gf_fw_task *t, const json_t *doc)
 }
 
 /* Follow the task at @monitor until it ends. */
-static int follow_task(struct rf_upd *u, const char *monitor, double deadline,
-		       struct gf_fw_task *t, struct gf_err *err)
+static int follow_task(struct rf_upd *u, const char *monitor, double deadline, struct gf_fw_task *t,
+		       struct gf_err *err)
 {
 	for (;;) {
 		struct rf_resp r = {0};
@@ -493,12 +506,13 @@ static int follow_task(struct rf_upd *u, const char *monitor, double deadline,
 		if (gf_monotime() >= deadline)
 			return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
 					  "the task '%s' of bmc '%s' did not end within the update "
-					  "deadline (last %s)", monitor, u->c->node,
-					  t->state ? t->state : "no state");
+					  "deadline (last %s)",
+					  monitor, u->c->node, t->state ? t->state : "no state");
 		rc = req(u, "GET", monitor, NULL, NULL, short_until(u, deadline), &r, &e);
 		if (rc < 0) {
 			/* Some BMCs restart while they apply: keep looking until the deadline. */
-			gf_cancel_sleep_until(u->cancel, min2(gf_monotime() + 2 * POLL_S, deadline));
+			gf_cancel_sleep_until(u->cancel,
+					      min2(gf_monotime() + 2 * POLL_S, deadline));
 			continue;
 		}
 		if (r.status == 404 || r.status == 410) {
@@ -527,8 +541,8 @@ static int follow_task(struct rf_upd *u, const char *monitor, double deadline,
 			if (rf_eq(t->state, "Completed"))
 				return 0;
 			return gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
-					  "the update task of bmc '%s' ended %s%s%.200s", u->c->node,
-					  t->state, t->message ? ": " : "",
+					  "the update task of bmc '%s' ended %s%s%.200s",
+					  u->c->node, t->state, t->message ? ": " : "",
 					  t->message ? t->message : "");
 		}
 		gf_cancel_sleep_until(u->cancel, min2(gf_monotime() + POLL_S, deadline));
@@ -598,9 +612,11 @@ static int push_targets_take(struct rf_upd *u, json_t **svc, const struct gf_fw_
 	while (json_array_size(targets) &&
 	       json_is_true(json_object_get(*svc, "HttpPushUriTargetsBusy"))) {
 		if (!busy_nap(u, &busy, p->deadline)) {
-			rc = gf_err_set(err, GF_E_NODE, cancelled(u) ? GF_EK_INTERNAL : GF_EK_TIMEOUT,
+			rc = gf_err_set(err, GF_E_NODE,
+					cancelled(u) ? GF_EK_INTERNAL : GF_EK_TIMEOUT,
 					"bmc '%s' kept HttpPushUriTargets busy (another client's "
-					"update) past the update deadline", u->c->node);
+					"update) past the update deadline",
+					u->c->node);
 			break;
 		}
 		json_decref(*svc);
@@ -646,7 +662,8 @@ int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_ta
 		if (!busy_nap(u, &busy, p->deadline)) {
 			if (cancelled(u)) {
 				rc = gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
-						"interrupted before bmc '%s' took the image", u->c->node);
+						"interrupted before bmc '%s' took the image",
+						u->c->node);
 				goto out;
 			}
 			rc = status_err(u, pr.what, &r, err);
@@ -732,7 +749,8 @@ int rf_update_tasks_wait(struct rf_upd *u, double deadline, struct gf_err *err)
 			return 0;
 		if (gf_monotime() + BACK_POLL_S >= deadline)
 			return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
-					  "bmc '%s' still runs a task at the update deadline", u->c->node);
+					  "bmc '%s' still runs a task at the update deadline",
+					  u->c->node);
 		gf_cancel_sleep_until(u->cancel, gf_monotime() + BACK_POLL_S);
 		if (cancelled(u))
 			return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,

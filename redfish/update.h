@@ -26,8 +26,8 @@ struct rf_upd {
 		       struct gf_err *err);
 	/* A new session: after a BMC restart the old one is gone. */
 	int (*login)(void *ud, double until, struct gf_err *err);
-	double request_timeout;                /* seconds per request (the node's --timeout) */
-	const gf_cancel_flag *cancel;   /* Ctrl-C, NULL: none */
+	double request_timeout;       /* seconds per request (the node's --timeout) */
+	const gf_cancel_flag *cancel; /* Ctrl-C, NULL: none */
 };
 
 int rf_update_caps(struct rf_upd *u, struct gf_fw_caps *ret, struct gf_err *err);

@@ -188,9 +188,10 @@ int rf_collection(struct rf_client *c, const char *path, unsigned flags, json_t 
 		}
 		if (rc < 0 && npages > 0 && status == 404) {
 			/* Only a collection that is not there at all is empty; a lost page misses members. */
-			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-					"bmc '%s' lists a next page '%s' of '%s' that is not there (HTTP 404)",
-					c->node, next, path);
+			rc = gf_err_set(
+				err, GF_E_NODE, GF_EK_PROTOCOL,
+				"bmc '%s' lists a next page '%s' of '%s' that is not there (HTTP 404)",
+				c->node, next, path);
 			goto out;
 		}
 		if (rc < 0)
@@ -271,7 +272,8 @@ int rf_fetch_opt(struct rf_client *c, const char *path, json_t **ret, struct gf_
 }
 
 int rf_patch_fresh(struct rf_client *c, const char *uri,
-		   json_t *(*body)(struct rf_client *c, const json_t *res, void *ud, struct gf_err *err),
+		   json_t *(*body)(struct rf_client *c, const json_t *res, void *ud,
+				   struct gf_err *err),
 		   void *ud, struct gf_err *err)
 {
 	json_t *res = NULL, *b = NULL;

@@ -56,8 +56,8 @@ static void parsers(const char *text)
 	one(gf_hostfacts_parse_fabricmanager, text);
 	one(gf_hostfacts_parse_ofed, text);
 	one(gf_hostfacts_parse_first_line, text);
-	if (gf_hostfacts_parse_query_csv(text, gf_hostfacts_query_fields, gf_hostfacts_nquery_fields,
-					 &g, &n, &err) == 0)
+	if (gf_hostfacts_parse_query_csv(text, gf_hostfacts_query_fields,
+					 gf_hostfacts_nquery_fields, &g, &n, &err) == 0)
 		gf_host_gpus_free(g, n);
 	else if (err.code != GF_E_NODE || err.kind != GF_EK_PROTOCOL || !err.msg[0])
 		abort();
@@ -96,7 +96,8 @@ static void assemble(const uint8_t *data, size_t size)
 		outs[c].err = (sel & 0x40) ? pieces[c] : "";
 		at += len + 1;
 	}
-	if (gf_hostfacts_build(outs, gf_hostfacts_query_fields, gf_hostfacts_nquery_fields, &f, &err) == 0) {
+	if (gf_hostfacts_build(outs, gf_hostfacts_query_fields, gf_hostfacts_nquery_fields, &f,
+			       &err) == 0) {
 		json_t *j = gf_hostfacts_to_json(&f), *back;
 		char *s = json_dumps(j, JSON_COMPACT);
 
@@ -104,7 +105,8 @@ static void assemble(const uint8_t *data, size_t size)
 			abort();
 		back = json_loads(s, 0, NULL);
 		if (!back || json_array_size(json_object_get(back, "gpus")) != f.ngpus ||
-		    strcmp(json_string_value(json_object_get(json_object_get(back, "health"), "state")),
+		    strcmp(json_string_value(json_object_get(json_object_get(back, "health"),
+							     "state")),
 			   gf_host_health_name(f.health)) != 0)
 			abort();
 		if (f.health != GF_HEALTH_OK && !f.health_detail)

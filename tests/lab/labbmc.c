@@ -46,10 +46,9 @@ static char statedir[1024];
 static unsigned char in_progress;
 
 static const char *const dev_names[16] = {
-	[0x0] = "none", [0x1] = "pxe", [0x2] = "disk", [0x3] = "disk-safe",
-	[0x4] = "diag", [0x5] = "cd", [0x6] = "bios", [0x7] = "floppy",
-	[0x8] = "remote-cd", [0x9] = "remote-media", [0xb] = "remote-disk",
-	[0xf] = "removable",
+	[0x0] = "none",      [0x1] = "pxe",          [0x2] = "disk",        [0x3] = "disk-safe",
+	[0x4] = "diag",      [0x5] = "cd",           [0x6] = "bios",        [0x7] = "floppy",
+	[0x8] = "remote-cd", [0x9] = "remote-media", [0xb] = "remote-disk", [0xf] = "removable",
 };
 
 static void path_of(char *buf, size_t size, const char *name)
@@ -107,8 +106,7 @@ static int write_flags(const unsigned char flags[5])
 	f = fopen(tmp, "w");
 	if (!f)
 		return -1;
-	fprintf(f, "%02x %02x %02x %02x %02x\n", flags[0], flags[1], flags[2], flags[3],
-		flags[4]);
+	fprintf(f, "%02x %02x %02x %02x %02x\n", flags[0], flags[1], flags[2], flags[3], flags[4]);
 	if (fclose(f) != 0)
 		return -1;
 	return rename(tmp, path);
@@ -148,8 +146,7 @@ static void set_boot_options(lmc_data_t *mc, msg_t *msg, unsigned char *rdata,
 	case 1: /* service partition selector */
 	case 2: /* service partition scan */
 	case 3: /* valid bit clearing */
-	case 4: /* boot info acknowledge */
-		break;
+	case 4: /* boot info acknowledge */ break;
 	case 5:
 		if (msg->len < 6)
 			return reply_cc(rdata, rdata_len, CC_LENGTH);
@@ -158,8 +155,7 @@ static void set_boot_options(lmc_data_t *mc, msg_t *msg, unsigned char *rdata,
 			return reply_cc(rdata, rdata_len, CC_UNSPECIFIED);
 		log_flags(flags);
 		break;
-	default:
-		return reply_cc(rdata, rdata_len, CC_PARAM_UNSUPPORTED);
+	default: return reply_cc(rdata, rdata_len, CC_PARAM_UNSUPPORTED);
 	}
 	reply_cc(rdata, rdata_len, CC_OK);
 }
@@ -187,15 +183,13 @@ static void get_boot_options(lmc_data_t *mc, msg_t *msg, unsigned char *rdata,
 		*rdata_len = 8;
 		lablog("get-boot");
 		break;
-	default:
-		reply_cc(rdata, rdata_len, CC_PARAM_UNSUPPORTED);
-		break;
+	default: reply_cc(rdata, rdata_len, CC_PARAM_UNSUPPORTED); break;
 	}
 }
 
 /* Get System Info Parameters: parameter 1 from STATEDIR/bios-version. */
-static void get_sysinfo(lmc_data_t *mc, msg_t *msg, unsigned char *rdata,
-			unsigned int *rdata_len, void *cb_data)
+static void get_sysinfo(lmc_data_t *mc, msg_t *msg, unsigned char *rdata, unsigned int *rdata_len,
+			void *cb_data)
 {
 	char path[1100], text[256];
 	size_t len, set, off, n;
@@ -214,7 +208,7 @@ static void get_sysinfo(lmc_data_t *mc, msg_t *msg, unsigned char *rdata,
 	while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
 		len--;
 	rdata[0] = CC_OK;
-	rdata[1] = 0x11; /* parameter revision */
+	rdata[1] = 0x11;           /* parameter revision */
 	if (msg->data[0] & 0x80) { /* revision only */
 		*rdata_len = 2;
 		return;

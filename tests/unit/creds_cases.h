@@ -20,8 +20,7 @@ struct bad_case {
  * with @check, fails with GF_E_CONFIG and exactly its message, and leaves
  * the profiles untouched.
  */
-static inline void assert_bad_cases(const struct bad_case *cases, size_t n,
-				    gf_creds_check_fn check,
+static inline void assert_bad_cases(const struct bad_case *cases, size_t n, gf_creds_check_fn check,
 				    char *(*write)(const char *text))
 {
 	for (size_t i = 0; i < n; i++) {

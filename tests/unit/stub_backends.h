@@ -9,7 +9,8 @@
 #include "lib/backend.h"
 
 static const struct gf_backend stub_ipmi = {.name = "ipmi", .title = "IPMI"};
-static const struct gf_backend stub_redfish = {.name = "redfish", .title = "Redfish",
+static const struct gf_backend stub_redfish = {.name = "redfish",
+					       .title = "Redfish",
 					       .lists_gpus = true};
 /* In gpufleet's order: --protocol auto tries Redfish first. */
 static const struct gf_backend *const stub_backends[] = {&stub_redfish, &stub_ipmi};

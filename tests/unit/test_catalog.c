@@ -60,7 +60,9 @@ static void good_catalog(void **state)
 			       "{\"model\": \"DGX*\", \"component\": \"bmc\", \"version\": \"24.12.05\","
 			       " \"file\": \"bmc-24.12.05.fwpkg\", \"activation\": \"bmc-reset\"},"
 			       "{\"component\": \"gpu*.firmware\", \"version\": \"96.00.A5\","
-			       " \"image_uri\": \"https://repo.example/hgx.fwpkg\"}]}", &c, &err), 0);
+			       " \"image_uri\": \"https://repo.example/hgx.fwpkg\"}]}",
+			       &c, &err),
+			 0);
 	assert_int_equal(c.n, 2);
 	assert_string_equal(c.v[0].model, "DGX*");
 	snprintf(want, sizeof(want), "%s/bmc-24.12.05.fwpkg", dir);
@@ -150,13 +152,15 @@ static void plan(void **state)
 	struct gf_err err = {0};
 
 	(void)state;
-	assert_int_equal(parse("{\"images\": ["
-			       "{\"model\": \"DGXH100\", \"component\": \"bmc\", \"version\": \"24.12.05\","
-			       " \"file\": \"bmc-24.12.05.fwpkg\"},"
-			       "{\"component\": \"bmc\", \"version\": \"9.9\", \"file\": \"bmc-24.12.05.fwpkg\"},"
-			       "{\"component\": \"gpu*.firmware\", \"version\": \"96.00.A5\","
-			       " \"image_uri\": \"https://repo.example/hgx.fwpkg\", \"activation\": \"none\"}]}",
-			       &c, &err), 0);
+	assert_int_equal(
+		parse("{\"images\": ["
+		      "{\"model\": \"DGXH100\", \"component\": \"bmc\", \"version\": \"24.12.05\","
+		      " \"file\": \"bmc-24.12.05.fwpkg\"},"
+		      "{\"component\": \"bmc\", \"version\": \"9.9\", \"file\": \"bmc-24.12.05.fwpkg\"},"
+		      "{\"component\": \"gpu*.firmware\", \"version\": \"96.00.A5\","
+		      " \"image_uri\": \"https://repo.example/hgx.fwpkg\", \"activation\": \"none\"}]}",
+		      &c, &err),
+		0);
 	add_comp(&l, "bmc", "bmc", "24.01.01");
 	add_comp(&l, "bios", "bios", "1.0");
 	add_comp(&l, "gpu0.firmware", "gpu", "96.00.A5");

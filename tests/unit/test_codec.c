@@ -144,7 +144,8 @@ static void test_facts_documents_both_ways(void **state)
 	assert_string_equal(f.driver_library, "570.124");
 	assert_int_equal(f.nfailed, 1);
 	assert_string_equal(f.failed[0].command, "nvidia-smi --query-gpu");
-	assert_true(f.gpus[0].ecc_aggregate_corrected.set && !f.gpus[0].ecc_aggregate_uncorrected.set);
+	assert_true(f.gpus[0].ecc_aggregate_corrected.set &&
+		    !f.gpus[0].ecc_aggregate_uncorrected.set);
 	back = gf_hostfacts_to_json(&f);
 	assert_true(json_equal(fj, back));
 	json_decref(back);
@@ -174,7 +175,8 @@ static void test_facts_bad_members_are_named(void **state)
 		{true, "{\"system\":[]}", "node 'n1': hardware.system must be an object or null"},
 		{true, "{\"gpus\":[{\"serial\":false}]}",
 		 "node 'n1': hardware.gpus[].serial must be a string or null"},
-		{true, "{\"memory_gib\":\"lots\"}", "node 'n1': hardware.memory_gib must be a number or null"},
+		{true, "{\"memory_gib\":\"lots\"}",
+		 "node 'n1': hardware.memory_gib must be a number or null"},
 		{false, "{\"gpus\":[{\"ecc\":{\"volatile\":{\"corrected\":-1}}}]}",
 		 "node 'n1': host.gpus[].ecc.volatile.corrected must be a non-negative integer or null"},
 		{false, "{\"gpus\":[{\"mig_mode\":true}]}",
@@ -229,10 +231,18 @@ static void test_node_round_trip_every_member(void **state)
 	comp(sw, n, "driver", "550.54", "ssh", NULL, NULL, "driver");
 	comp(sw, n, "nic0", NULL, "ipmi", "fru3", "ConnectX-7", NULL);
 	gf_inv_set_finish(sw, n->set);
-	n->sel = (struct gf_sel_summary){.read = true, .total = 4, .new_info = 1, .new_warning = 2,
-					 .new_critical = 3, .has_mark = true, .mark = 1764417000.25};
-	n->sensors = (struct gf_sensor_summary){.read = true, .nominal = 40, .warning = 2,
-						.critical = 1, .unknown = 5};
+	n->sel = (struct gf_sel_summary){.read = true,
+					 .total = 4,
+					 .new_info = 1,
+					 .new_warning = 2,
+					 .new_critical = 3,
+					 .has_mark = true,
+					 .mark = 1764417000.25};
+	n->sensors = (struct gf_sensor_summary){.read = true,
+						.nominal = 40,
+						.warning = 2,
+						.critical = 1,
+						.unknown = 5};
 	{
 		json_t *hj = json_loads(hw_doc, 0, NULL), *fj = json_loads(host_doc, 0, NULL);
 		struct gf_hardware h;
@@ -249,7 +259,8 @@ static void test_node_round_trip_every_member(void **state)
 	j = gf_codec_node_to_json(sw, n);
 	assert_int_equal(json_integer_value(json_object_get(j, "sweep")), 3);
 	assert_string_equal(json_string_value(json_object_get(j, "sweep_uid")), sw->uid);
-	assert_string_equal(json_string_value(json_object_get(j, "time")), "2025-11-29T12:00:00.123Z");
+	assert_string_equal(json_string_value(json_object_get(j, "time")),
+			    "2025-11-29T12:00:00.123Z");
 	assert_string_equal(json_string_value(json_object_get(j, "finished")),
 			    "2025-11-29T12:00:01.500Z");
 	assert_string_equal(json_string_value(json_object_get(j, "status")), "partial");
@@ -259,14 +270,20 @@ static void test_node_round_trip_every_member(void **state)
 	assert_string_equal(json_string_value(json_object_get(c, "source")), "ipmi");
 	assert_true(json_is_null(json_object_get(c, "version")));
 	assert_true(json_is_null(json_object_get(c, "kind")));
-	assert_int_equal(json_integer_value(json_object_get(
-				 json_object_get(json_object_get(j, "sel"), "new"), "critical")), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(j,
+											    "sel"),
+									    "new"),
+							    "critical")),
+			 3);
 	assert_true(json_real_value(json_object_get(json_object_get(j, "sel"), "mark")) ==
 		    1764417000.25);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "sensors"), "unknown")),
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "sensors"),
+							    "unknown")),
 			 5);
-	assert_string_equal(json_string_value(json_object_get(
-				    json_array_get(json_object_get(j, "errors"), 1), "kind")),
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j,
+											     "errors"),
+									     1),
+							      "kind")),
 			    "protocol");
 
 	assert_int_equal(gf_codec_node_from_json(back, j, &err), 0);
@@ -319,10 +336,12 @@ static void test_node_collected_is_derived_when_missing(void **state)
 	} cases[] = {
 		{"{\"node\": \"a\", \"status\": \"ok\", \"protocol\": \"ipmi\"}", true, false},
 		{"{\"node\": \"a\", \"status\": \"partial\", \"protocol\": \"ipmi\", \"errors\":"
-		 " [{\"op\": \"firmware\", \"kind\": \"timeout\"}], \"host\": {}}", false, true},
-		{"{\"node\": \"a\", \"status\": \"failed\", \"errors\": [{\"op\": \"bmc\"}]}", false,
-		 false},
-		{"{\"node\": \"a\", \"status\": \"ok\", \"collected\": {\"host\": true}}", false, true},
+		 " [{\"op\": \"firmware\", \"kind\": \"timeout\"}], \"host\": {}}",
+		 false, true},
+		{"{\"node\": \"a\", \"status\": \"failed\", \"errors\": [{\"op\": \"bmc\"}]}",
+		 false, false},
+		{"{\"node\": \"a\", \"status\": \"ok\", \"collected\": {\"host\": true}}", false,
+		 true},
 	};
 	struct gf_sweep *sw = gf_sweep_new();
 	struct gf_err err = {0};
@@ -401,7 +420,7 @@ static void test_node_bad_records_are_refused_whole(void **state)
 struct recorder {
 	struct gf_buf log;
 	size_t nodes;
-	size_t fail_at;     /* 1-based; 0: never */
+	size_t fail_at; /* 1-based; 0: never */
 };
 
 static int rec_sweep(void *ud, struct gf_sweep *sw, struct gf_err *err)
@@ -442,12 +461,14 @@ static int read_text(const char *text, struct recorder *r, struct gf_err *err)
 	return rc;
 }
 
-#define R1 "{\"sweep\": 3, \"sweep_uid\": \"u1\", \"time\": \"2026-11-29T12:00:00.000Z\"," \
-	   " \"finished\": \"2026-11-29T12:00:05.500Z\", \"node\": \"a\", \"status\": \"ok\"," \
-	   " \"components\": [{\"key\": \"BMC\", \"version\": \"1.2\", \"source\": \"redfish\"}]}"
-#define R2 "{\"sweep\": 3, \"sweep_uid\": \"u1\", \"time\": \"2026-11-29T12:00:00.000Z\"," \
-	   " \"node\": \"b\", \"status\": \"failed\", \"errors\": [{\"op\": \"bmc\", \"kind\":" \
-	   " \"timeout\", \"message\": \"no answer\"}]}"
+#define R1                                                                                  \
+	"{\"sweep\": 3, \"sweep_uid\": \"u1\", \"time\": \"2026-11-29T12:00:00.000Z\","     \
+	" \"finished\": \"2026-11-29T12:00:05.500Z\", \"node\": \"a\", \"status\": \"ok\"," \
+	" \"components\": [{\"key\": \"BMC\", \"version\": \"1.2\", \"source\": \"redfish\"}]}"
+#define R2                                                                                   \
+	"{\"sweep\": 3, \"sweep_uid\": \"u1\", \"time\": \"2026-11-29T12:00:00.000Z\","      \
+	" \"node\": \"b\", \"status\": \"failed\", \"errors\": [{\"op\": \"bmc\", \"kind\":" \
+	" \"timeout\", \"message\": \"no answer\"}]}"
 #define R3 "{\"sweep\": 4, \"time\": \"2026-11-30\", \"node\": \"a\", \"status\": \"ok\"}"
 #define R4 "{\"sweep\": 4, \"time\": \"2026-11-30\", \"node\": \"b\", \"status\": \"ok\"}"
 
@@ -462,10 +483,10 @@ static const char want_log[] =
 static void test_read_array_and_ndjson(void **state)
 {
 	static const char *const files[] = {
-		"[" R1 ", " R2 ",\n " R3 ", " R4 "]\n",
-		"\n  [" R1 ", " R2 ", " R3 ", " R4 "]",
+		"[" R1 ", " R2 ",\n " R3 ", " R4 "]\n", "\n  [" R1 ", " R2 ", " R3 ", " R4 "]",
 		R1 "\n" R2 "\n" R3 "\n" R4 "\n",
-		R1 "\r\n\n   \n" R2 "  \n" R3 "\n" R4, /* blank lines, trailing space, no last newline */
+		R1 "\r\n\n   \n" R2 "  \n" R3
+		   "\n" R4, /* blank lines, trailing space, no last newline */
 	};
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -492,27 +513,30 @@ static void test_read_bad_input(void **state)
 	static const struct {
 		const char *text;
 		int code;
-		const char *msg;      /* the whole message, or its start when @prefix */
+		const char *msg; /* the whole message, or its start when @prefix */
 		bool prefix;
-		size_t nodes;         /* node records handed over before it stopped */
+		size_t nodes; /* node records handed over before it stopped */
 		size_t fail_at;
 	} bad[] = {
 		{"[" R1 ", ", GF_E_USAGE, "'f.json' is not a JSON array (line 1: ", true, 0, 0},
-		{"[" R1 ", 1]", GF_E_USAGE, "'f.json' record 2: a record is not a JSON object", false,
-		 1, 0},
-		{"[" R1 ", " R2 "]", GF_E_USAGE, "'f.json' record 2: the disk is full", false, 2, 2},
+		{"[" R1 ", 1]", GF_E_USAGE, "'f.json' record 2: a record is not a JSON object",
+		 false, 1, 0},
+		{"[" R1 ", " R2 "]", GF_E_USAGE, "'f.json' record 2: the disk is full", false, 2,
+		 2},
 		{R1 "\n\n{oops\n" R2, GF_E_USAGE, "'f.json' line 3 is not JSON (", true, 1, 0},
-		{R1 "\n[1]\n", GF_E_USAGE, "'f.json' line 2: a record is not a JSON object", false, 1,
-		 0},
+		{R1 "\n[1]\n", GF_E_USAGE, "'f.json' line 2: a record is not a JSON object", false,
+		 1, 0},
 		{"{\"node\": \"a\", \"status\": \"ok\"}", GF_E_USAGE,
 		 "'f.json' line 1: a record has no 'time'", false, 0, 0},
 		{R1 "\n{\"time\": \"soon\", \"node\": \"a\", \"status\": \"ok\"}", GF_E_USAGE,
 		 "'f.json' line 2: time 'soon' is not in the form 2026-11-29 or 2026-11-29T12:00:00Z",
 		 false, 1, 0},
-		{R1 "\n{\"sweep_uid\": \"u1\", \"time\": \"2026-11-29\", \"node\": \"x\", \"status\":"
-		 " \"maybe\"}", GF_E_USAGE,
-		 "'f.json' line 2: node 'x' has an unknown status 'maybe' (ok, partial, failed)", false,
-		 1, 0},
+		{R1
+		 "\n{\"sweep_uid\": \"u1\", \"time\": \"2026-11-29\", \"node\": \"x\", \"status\":"
+		 " \"maybe\"}",
+		 GF_E_USAGE,
+		 "'f.json' line 2: node 'x' has an unknown status 'maybe' (ok, partial, failed)",
+		 false, 1, 0},
 		{R3 "\n" R4 "\n", GF_E_DB, "'f.json' line 2: the disk is full", false, 2, 2},
 	};
 
@@ -553,9 +577,11 @@ static void test_baseline_file_round_trip(void **state)
 	j = gf_codec_baseline_to_json(b, NULL);
 	assert_null(json_object_get(j, "from"));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "components"),
-							      "bmc")), "1.2");
+							      "bmc")),
+			    "1.2");
 	assert_int_equal(json_array_size(json_object_get(json_object_get(j, "components"),
-							 "driver")), 2);
+							 "driver")),
+			 2);
 	assert_int_equal(json_object_size(json_object_get(j, "models")), 2);
 	t = json_dumps(j, 0);
 	assert_int_equal(gf_codec_baseline_parse(t, "again", &back, &err), 0);
@@ -619,7 +645,8 @@ static void test_baseline_file_messages(void **state)
 		const char *text, *msg;
 	} bad[] = {
 		{"[1]", "baseline 'f.json' is not a JSON object"},
-		{"{\"components\": {\"bmc\": 1}}", "baseline 'f.json': the version of 'bmc' in"
+		{"{\"components\": {\"bmc\": 1}}",
+		 "baseline 'f.json': the version of 'bmc' in"
 		 " 'components' is not a string or a list of strings"},
 		{"{\"components\": [], \"x\": 1}",
 		 "baseline 'f.json' has an unknown member 'x' (components,"
@@ -630,7 +657,8 @@ static void test_baseline_file_messages(void **state)
 		 "baseline 'f.json': the list of versions of 'bmc' in model 'A' is empty"},
 		{"{\"models\": {\"A\": {\"bmc\": [\"1\", 2]}}}",
 		 "baseline 'f.json': a version of 'bmc' in model 'A' is not a string"},
-		{"{\"models\": []}", "baseline 'f.json': 'models' is not an object of model: rules"},
+		{"{\"models\": []}",
+		 "baseline 'f.json': 'models' is not an object of model: rules"},
 		{"{\"\": \"1\"}", "baseline 'f.json': the file has an empty component key"},
 		{"{\"ignore\": \"bios.x\"}",
 		 "baseline 'f.json': 'ignore' is not a list of component key patterns"},
@@ -642,7 +670,8 @@ static void test_baseline_file_messages(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct gf_baseline *b = NULL;
 
-		assert_int_equal(gf_codec_baseline_parse(bad[i].text, "f.json", &b, &err), GF_E_USAGE);
+		assert_int_equal(gf_codec_baseline_parse(bad[i].text, "f.json", &b, &err),
+				 GF_E_USAGE);
 		assert_null(b);
 		assert_string_equal(err.msg, bad[i].msg);
 	}
@@ -650,7 +679,8 @@ static void test_baseline_file_messages(void **state)
 		static const char start[] = "baseline 'f.json' is not JSON (line 1: ";
 		struct gf_baseline *b = NULL;
 
-		assert_int_equal(gf_codec_baseline_parse("not json", "f.json", &b, &err), GF_E_USAGE);
+		assert_int_equal(gf_codec_baseline_parse("not json", "f.json", &b, &err),
+				 GF_E_USAGE);
 		assert_null(b);
 		assert_memory_equal(err.msg, start, strlen(start));
 	}
@@ -724,8 +754,8 @@ static void check_finish_as_rounds(const char *const *keys, size_t n)
 
 static void test_finish_renames_as_the_rounds_do(void **state)
 {
-	static const char *const words[] = {"bmc", "bmc#2", "bmc#3", "bmc#2#2", "bmc#2#3", "bios",
-					    "bmc#3#2", "bmc#10", "bmc#2#2#2", "nic0"};
+	static const char *const words[] = {"bmc",  "bmc#2",   "bmc#3",  "bmc#2#2",   "bmc#2#3",
+					    "bios", "bmc#3#2", "bmc#10", "bmc#2#2#2", "nic0"};
 	const char *mixed[600], *chain[160], *back[160];
 	unsigned long x = 12345;
 

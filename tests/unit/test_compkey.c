@@ -76,7 +76,8 @@ static void words_of_both_old_lists(void **state)
 	assert_string_equal(gf_compkey_kind("HGX baseboard", NULL), "baseboard");
 	assert_string_equal(gf_compkey_kind("System Programmable Logic Device", "4"), "cpld");
 	/* Known to both. */
-	assert_string_equal(gf_compkey_kind("Integrated Dell Remote Access Controller", NULL), "bmc");
+	assert_string_equal(gf_compkey_kind("Integrated Dell Remote Access Controller", NULL),
+			    "bmc");
 	assert_string_equal(gf_compkey_kind("System ROM", "2"), "bios");
 	assert_string_equal(gf_compkey_kind("Widget", "w1"), "other");
 }
@@ -103,8 +104,8 @@ static void numbers_and_slugs(void **state)
 }
 
 /* The key the Redfish path gives one member of a generic BMC; *ret_kind: its kind. */
-static char *redfish_key(const char *dialect, const char *id, const char *name,
-			 const char *context, char **ret_kind)
+static char *redfish_key(const char *dialect, const char *id, const char *name, const char *context,
+			 char **ret_kind)
 {
 	json_t *members = json_pack("[{s:s,s:s,s:s}]", "Id", id, "Name", name, "Version", "1");
 	struct gf_component_list l = {0};
@@ -147,9 +148,9 @@ static void both_paths_agree(void **state)
 {
 	static const struct {
 		const char *id, *name;
-		const char *kind;       /* both paths */
-		const char *rf_key;     /* Redfish: the member id stays in the key */
-		const char *inv_key;    /* inventory: the row's key, numbered */
+		const char *kind;    /* both paths */
+		const char *rf_key;  /* Redfish: the member id stays in the key */
+		const char *inv_key; /* inventory: the row's key, numbered */
 	} cases[] = {
 		/* The inventory once called these other.*: its words lacked them. */
 		{"InfiniBand_Slot_7", "InfiniBand HCA", "nic", "nic.infiniband-slot-7", "nic7"},

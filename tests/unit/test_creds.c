@@ -366,7 +366,8 @@ static void test_default_and_unknown(void **state)
 
 	/* The longest profile name inih passes whole. */
 	load_ok("[p23456789012345678901234567890123456789012345678]\nbmc_user = long\n", &c);
-	assert_string_equal(resolve_ok(&c, "p23456789012345678901234567890123456789012345678")->bmc_user,
+	assert_string_equal(resolve_ok(&c, "p23456789012345678901234567890123456789012345678")
+				    ->bmc_user,
 			    "long");
 	gf_creds_release(&c);
 
@@ -465,14 +466,16 @@ static void test_ssh_passphrase_command(void **state)
 	unlink("bmc-ran.txt");
 	load_ok("[a]\nbmc_password_command = echo x > bmc-ran.txt; echo pw\n"
 		"ssh_key_passphrase_command = printf 'key phrase\\n'\n"
-		"[bad]\nssh_key_passphrase_command = exit 5\n", &c);
+		"[bad]\nssh_key_passphrase_command = exit 5\n",
+		&c);
 	assert_int_equal(gf_creds_resolve_ssh(&c, "a", &p, &err), 0);
 	assert_string_equal(p->ssh_key_passphrase, "key phrase");
 	/* SSH never needs the BMC password: its command did not run. */
 	assert_null(p->bmc_password);
 	assert_int_equal(access("bmc-ran.txt", F_OK), -1);
 	assert_int_equal(gf_creds_resolve_ssh(&c, "bad", &p, &err), GF_E_CONFIG);
-	assert_string_equal(err.msg, "ssh key passphrase command for profile 'bad' failed (exit 5)");
+	assert_string_equal(err.msg,
+			    "ssh key passphrase command for profile 'bad' failed (exit 5)");
 	assert_int_equal(gf_creds_resolve_ssh(&c, "nope", &p, &err), GF_E_CONFIG);
 	gf_creds_release(&c);
 }
@@ -589,7 +592,8 @@ static void test_password_command_signals(void **state)
 	load_ok("[sig]\nbmc_password_command = sed -n 's/^Sig\\(Blk\\|Ign\\):[[:space:]]*//p'"
 		" /proc/self/status | tr '\\n' ' '\n",
 		&c);
-	assert_int_equal(sscanf(resolve_ok(&c, "sig")->bmc_password, "%llx %llx", &blk, &ignored), 2);
+	assert_int_equal(sscanf(resolve_ok(&c, "sig")->bmc_password, "%llx %llx", &blk, &ignored),
+			 2);
 	assert_true(blk == 0);
 	assert_false(ignored & (1ULL << (SIGPIPE - 1)));
 	/* None of signals 1-31; glibc leaves its two internal ones (32, 33) ignored in any child. */
@@ -659,8 +663,9 @@ int main(void)
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	/* Leave nothing behind: remove what the tests wrote, then the directory. */
 	{
-		static const char *const files[] = {"loose.ini", "tight.ini", "creds.ini", "cs.ini",
-						    "bad.ini",   "long.ini",  "ran.txt",   "count.txt"};
+		static const char *const files[] = {"loose.ini", "tight.ini", "creds.ini",
+						    "cs.ini",    "bad.ini",   "long.ini",
+						    "ran.txt",   "count.txt"};
 
 		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 			char *p = path_in_tmp(files[i]);

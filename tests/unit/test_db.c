@@ -23,8 +23,8 @@
 #define S(lit) ((char *)(lit))
 
 struct fixture {
-	char dir[64];   /* mkdtemp directory, removed afterwards */
-	char *path;     /* dir + "/inv.db" */
+	char dir[64]; /* mkdtemp directory, removed afterwards */
+	char *path;   /* dir + "/inv.db" */
 };
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -85,7 +85,8 @@ static sqlite3 *raw_open(const char *path)
 {
 	sqlite3 *h = NULL;
 
-	assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL),
+	assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+					 NULL),
 			 SQLITE_OK);
 	return h;
 }
@@ -460,10 +461,18 @@ static void test_audit(void **state)
 	struct fixture *f = *state;
 	struct gf_err err = {0};
 	struct gf_audit rows[2] = {
-		{.time = 1764417600.25, .user = "alice", .verb = "power off", .node = "gpu001",
-		 .result = "ok", .detail = NULL},
-		{.time = 1764417601.5, .user = "alice", .verb = "power off", .node = "gpu002",
-		 .result = "timeout", .detail = "bmc 'gpu002' did not answer within 5 s"},
+		{.time = 1764417600.25,
+		 .user = "alice",
+		 .verb = "power off",
+		 .node = "gpu001",
+		 .result = "ok",
+		 .detail = NULL},
+		{.time = 1764417601.5,
+		 .user = "alice",
+		 .verb = "power off",
+		 .node = "gpu002",
+		 .result = "timeout",
+		 .detail = "bmc 'gpu002' did not answer within 5 s"},
 	};
 	struct gf_db *db = open_ok(f->path);
 	sqlite3 *h;
@@ -498,9 +507,12 @@ static void test_audit_intent(void **state)
 	};
 	struct gf_audit done[2] = {
 		{.time = 101.5, .verb = "power cycle", .node = "a", .result = "ok"},
-		{.verb = "power cycle", .node = "c", .result = NULL},  /* never sent */
+		{.verb = "power cycle", .node = "c", .result = NULL}, /* never sent */
 	};
-	struct gf_audit late = {.time = 102, .verb = "power cycle", .node = "a", .result = "timeout"};
+	struct gf_audit late = {.time = 102,
+				.verb = "power cycle",
+				.node = "a",
+				.result = "timeout"};
 	long long ids[3] = {0}, fin[2];
 	struct gf_audit_entry *e = NULL;
 	size_t n = 0;
@@ -560,12 +572,13 @@ static void test_audit_migrated(void **state)
 	gf_db_close(db);
 	h = raw_open(f->path);
 	/* What later versions added goes too: a real version 3 file has none of it. */
-	raw_exec(h, "DROP TABLE rollout_items; DROP TABLE rollout_nodes; DROP TABLE rollouts;"
-		    "ALTER TABLE sweep_nodes DROP COLUMN bios_cset;"
-		    "ALTER TABLE sweep_nodes DROP COLUMN bios_read;"
-		    "DROP INDEX audit_pending; ALTER TABLE audit DROP COLUMN finished;"
-		    "INSERT INTO audit (time, verb, node, result) VALUES (5, 'power on', 'x', 'ok');"
-		    "PRAGMA user_version = 3");
+	raw_exec(h,
+		 "DROP TABLE rollout_items; DROP TABLE rollout_nodes; DROP TABLE rollouts;"
+		 "ALTER TABLE sweep_nodes DROP COLUMN bios_cset;"
+		 "ALTER TABLE sweep_nodes DROP COLUMN bios_read;"
+		 "DROP INDEX audit_pending; ALTER TABLE audit DROP COLUMN finished;"
+		 "INSERT INTO audit (time, verb, node, result) VALUES (5, 'power on', 'x', 'ok');"
+		 "PRAGMA user_version = 3");
 	sqlite3_close(h);
 	db = open_ok(f->path);
 	assert_int_equal(gf_db_audit_list(db, true, &e, &n, &err), 0);
@@ -591,19 +604,22 @@ static void test_sources_are_data(void **state)
 
 	gf_db_close(db);
 	h = raw_open(f->path);
-	raw_exec(h, "DROP TABLE components;"
-		    "CREATE TABLE components ("
-		    "  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
-		    "  key TEXT NOT NULL, version TEXT,"
-		    "  source TEXT NOT NULL CHECK (source IN ('ipmi', 'redfish', 'ssh')),"
-		    "  raw_id TEXT, name TEXT, kind TEXT, PRIMARY KEY (cset, key)) WITHOUT ROWID;"
-		    "INSERT INTO csets (id, hash, body) VALUES (1, 7, x'00'), (2, 8, x'01');"
-		    "INSERT INTO components VALUES (1, 'bmc', '1.2', 'redfish', 'BMC', 'BMC', 'bmc'),"
-		    "  (1, 'driver', '550', 'ssh', NULL, NULL, 'driver'), (2, 'bios', '3', 'ipmi',"
-		    "  NULL, NULL, 'bios');"
-		    "PRAGMA user_version = 6");
-	assert_int_not_equal(sqlite3_exec(h, "INSERT INTO components (cset, key, source)"
-					     " VALUES (2, 'x', 'events')", NULL, NULL, NULL),
+	raw_exec(h,
+		 "DROP TABLE components;"
+		 "CREATE TABLE components ("
+		 "  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
+		 "  key TEXT NOT NULL, version TEXT,"
+		 "  source TEXT NOT NULL CHECK (source IN ('ipmi', 'redfish', 'ssh')),"
+		 "  raw_id TEXT, name TEXT, kind TEXT, PRIMARY KEY (cset, key)) WITHOUT ROWID;"
+		 "INSERT INTO csets (id, hash, body) VALUES (1, 7, x'00'), (2, 8, x'01');"
+		 "INSERT INTO components VALUES (1, 'bmc', '1.2', 'redfish', 'BMC', 'BMC', 'bmc'),"
+		 "  (1, 'driver', '550', 'ssh', NULL, NULL, 'driver'), (2, 'bios', '3', 'ipmi',"
+		 "  NULL, NULL, 'bios');"
+		 "PRAGMA user_version = 6");
+	assert_int_not_equal(sqlite3_exec(h,
+					  "INSERT INTO components (cset, key, source)"
+					  " VALUES (2, 'x', 'events')",
+					  NULL, NULL, NULL),
 			     SQLITE_OK);
 	sqlite3_close(h);
 
@@ -626,8 +642,10 @@ static void test_sources_are_data(void **state)
 	/* Any source now; the foreign key still holds. */
 	raw_exec(h, "PRAGMA foreign_keys = ON;"
 		    "INSERT INTO components (cset, key, source) VALUES (2, 'x', 'events')");
-	assert_int_not_equal(sqlite3_exec(h, "INSERT INTO components (cset, key, source)"
-					     " VALUES (9, 'y', 'ssh')", NULL, NULL, NULL),
+	assert_int_not_equal(sqlite3_exec(h,
+					  "INSERT INTO components (cset, key, source)"
+					  " VALUES (9, 'y', 'ssh')",
+					  NULL, NULL, NULL),
 			     SQLITE_OK);
 	raw_exec(h, "DELETE FROM csets WHERE id = 2");
 	assert_int_equal(raw_int(h, "SELECT count(*) FROM components"), 2);
@@ -814,7 +832,8 @@ static void test_write(void **state)
 	sqlite3 *h;
 
 	assert_int_equal(gf_db_exec(db, "CREATE TABLE t (x TEXT); CREATE TABLE u (y INTEGER)",
-				    "creating t", &err), 0);
+				    "creating t", &err),
+			 0);
 	/* A failing row undoes the rows before it, in both tables. */
 	assert_int_equal(gf_db_write(db, &w, 4, &err), GF_E_USAGE);
 	assert_string_equal(err.msg, "item 2 is refused");

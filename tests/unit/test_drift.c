@@ -24,8 +24,8 @@
  * A node from a compact spec: "bmc=1.0,bios=2.0,driver=550@ssh,gpu0.firmware=-"
  * ('-' is no version; the source is redfish unless "@ssh" or "@ipmi").
  */
-static struct gf_sweep_node *add(struct gf_sweep *sw, const char *name, const char *model,
-				 bool fw, bool host, const char *spec)
+static struct gf_sweep_node *add(struct gf_sweep *sw, const char *name, const char *model, bool fw,
+				 bool host, const char *spec)
 {
 	struct gf_sweep_node *n = gf_sweep_add_node(sw, name);
 	char *copy = strdup(spec), *tok = copy;
@@ -183,10 +183,11 @@ static void test_majority_missing_extra_and_unread(void **state)
 
 	add(sw, "a", "M", true, true, "bmc=1,gpu0.firmware=9,gpu1.firmware=9,driver=550@ssh");
 	add(sw, "b", "M", true, true, "bmc=1,gpu0.firmware=9,gpu1.firmware=9,driver=550@ssh");
-	add(sw, "c", "M", true, true, "bmc=1,gpu0.firmware=9,driver=550@ssh");         /* lost a GPU */
-	add(sw, "d", "M", true, false, "bmc=1,gpu0.firmware=9,gpu1.firmware=9");       /* no SSH read */
-	add(sw, "e", "M", true, true, "bmc=1,gpu0.firmware=9,gpu1.firmware=9,driver=550@ssh,ofed=5@ssh");
-	add(sw, "f", "M", false, false, "");                                           /* failed */
+	add(sw, "c", "M", true, true, "bmc=1,gpu0.firmware=9,driver=550@ssh");   /* lost a GPU */
+	add(sw, "d", "M", true, false, "bmc=1,gpu0.firmware=9,gpu1.firmware=9"); /* no SSH read */
+	add(sw, "e", "M", true, true,
+	    "bmc=1,gpu0.firmware=9,gpu1.firmware=9,driver=550@ssh,ofed=5@ssh");
+	add(sw, "f", "M", false, false, ""); /* failed */
 	d = run(sw, &o);
 	dn = dnode(d, "c");
 	assert_int_equal(dn->n, 1);
@@ -226,8 +227,9 @@ static void test_majority_settings_read_apart(void **state)
 
 	add(sw, "a", "M", true, false, "bmc=1,bios.sriov=on,bios.numa=2");
 	add(sw, "b", "M", true, false, "bmc=1,bios.sriov=on,bios.numa=2");
-	add(sw, "c", "M", true, false, "bmc=1")->bios_read = false;      /* the Bios read failed */
-	add(sw, "d", "M", false, false, "bios.sriov=off,bios.numa=2")->bios_read = true; /* the walk */
+	add(sw, "c", "M", true, false, "bmc=1")->bios_read = false; /* the Bios read failed */
+	add(sw, "d", "M", false, false, "bios.sriov=off,bios.numa=2")
+		->bios_read = true; /* the walk */
 	d = run(sw, &o);
 	assert_int_equal(dnode(d, "c")->n, 0);
 	dn = dnode(d, "d");
@@ -282,10 +284,10 @@ static struct gf_baseline *baseline(const char *text)
 
 static void test_baseline_rules(void **state)
 {
-	struct gf_baseline *b = baseline(
-		"{\"components\": {\"gpu*.firmware\": \"9\", \"gpu0.firmware\": \"7\","
-		" \"driver\": [\"550\", \"555\"], \"BMC\": \"1.2\", \"ofed\": \"5\"},"
-		" \"models\": {\"B\": {\"bmc\": \"3.0\"}}, \"comment\": \"x\"}");
+	struct gf_baseline *b =
+		baseline("{\"components\": {\"gpu*.firmware\": \"9\", \"gpu0.firmware\": \"7\","
+			 " \"driver\": [\"550\", \"555\"], \"BMC\": \"1.2\", \"ofed\": \"5\"},"
+			 " \"models\": {\"B\": {\"bmc\": \"3.0\"}}, \"comment\": \"x\"}");
 	const char *const *vers;
 	size_t nv;
 	struct gf_sweep *sw = gf_sweep_new();
@@ -303,7 +305,8 @@ static void test_baseline_rules(void **state)
 	assert_string_equal(vers[1], "555");
 	assert_null(gf_baseline_expect(b, "A", "bios", NULL, NULL));
 
-	add(sw, "a", "A", true, true, "bmc=1.2,gpu0.firmware=7,gpu1.firmware=9,driver=555@ssh,ofed=5@ssh,bios=x");
+	add(sw, "a", "A", true, true,
+	    "bmc=1.2,gpu0.firmware=7,gpu1.firmware=9,driver=555@ssh,ofed=5@ssh,bios=x");
 	add(sw, "b", "A", true, true, "bmc=1.1,gpu0.firmware=9,gpu1.firmware=9,driver=535@ssh");
 	add(sw, "c", "B", true, false, "bmc=3.0,gpu0.firmware=7,gpu1.firmware=8");
 	d = run(sw, &o);
@@ -331,8 +334,13 @@ static void test_baseline_rules(void **state)
 static void test_baseline_flat_and_errors(void **state)
 {
 	static const char *const bad[] = {
-		"not json", "[1]", "{\"components\": {\"bmc\": 1}}", ("{\"components\": [],"
-		" \"x\": 1}"), "{\"models\": {\"A\": {\"bmc\": []}}}", "{\"components\": {\"\": \"1\"}}",
+		"not json",
+		"[1]",
+		"{\"components\": {\"bmc\": 1}}",
+		("{\"components\": [],"
+		 " \"x\": 1}"),
+		"{\"models\": {\"A\": {\"bmc\": []}}}",
+		"{\"components\": {\"\": \"1\"}}",
 		"{\"bmc\": \"1\", \"bmc\": \"2\"}",
 	};
 	struct gf_baseline *b = baseline("{\"bmc\": \"1.0\", \"from\": {\"node\": \"x\"}}");
@@ -370,7 +378,8 @@ static void test_baseline_from_node_matches_itself(void **state)
 	j = gf_codec_baseline_to_json(typed, n);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "from"), "node")),
 			    "ref");
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "from"), "sweep")), 7);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "from"), "sweep")),
+			 7);
 	assert_int_equal(json_object_size(json_object_get(j, "components")), 3);
 	text = json_dumps(j, 0);
 	b = baseline(text);
@@ -403,7 +412,7 @@ static void test_since(void **state)
 	add(before, "b", "M", true, true, "bmc=1,driver=535@ssh");
 	add(before, "c", "M", true, true, "bmc=1,driver=535@ssh");
 	add(now, "a", "M", true, true, "bmc=1,driver=550@ssh,nic0=22");
-	add(now, "b", "M", true, false, "bmc=1");        /* SSH failed tonight */
+	add(now, "b", "M", true, false, "bmc=1"); /* SSH failed tonight */
 	add(now, "c", "M", true, true, "bmc=1,driver=535@ssh");
 	add(now, "new", "M", true, true, "bmc=9");
 	d = run(now, &o);
@@ -477,7 +486,8 @@ static void test_diff(void **state)
 static void test_set_keys_unique_and_sorted(void **state)
 {
 	struct gf_sweep *sw = gf_sweep_new();
-	struct gf_sweep_node *n = add(sw, "a", "M", true, false, "psu0=1,bmc=2,bmc=3,bmc#2=4,bmc=5");
+	struct gf_sweep_node *n = add(sw, "a", "M", true, false,
+				      "psu0=1,bmc=2,bmc=3,bmc#2=4,bmc=5");
 	struct gf_buf b1 = GF_BUF_INIT, b2 = GF_BUF_INIT;
 	const char *keys[] = {"bmc", "bmc#2", "bmc#2#2", "bmc#3", "psu0"};
 
@@ -530,10 +540,15 @@ static void test_norm_host(void **state)
 		{.index = 1, .vbios = NULL},
 	};
 	struct gf_hostfacts f = {
-		.driver = (char *)"550.54.15", .cuda_driver = (char *)"12.4",
-		.cuda_toolkit = (char *)"12.4.131", .kernel = (char *)"6.1.0-18-amd64",
-		.os = (char *)"Debian GNU/Linux 12 (bookworm)", .ofed = NULL,
-		.fabricmanager = (char *)"", .gpus = gpus, .ngpus = 2,
+		.driver = (char *)"550.54.15",
+		.cuda_driver = (char *)"12.4",
+		.cuda_toolkit = (char *)"12.4.131",
+		.kernel = (char *)"6.1.0-18-amd64",
+		.os = (char *)"Debian GNU/Linux 12 (bookworm)",
+		.ofed = NULL,
+		.fabricmanager = (char *)"",
+		.gpus = gpus,
+		.ngpus = 2,
 	};
 	struct gf_sweep *sw = gf_sweep_new();
 	struct gf_inv_set *a = gf_sweep_new_set(sw);
@@ -563,14 +578,33 @@ static void test_norm_host(void **state)
 static void test_norm_bmc(void **state)
 {
 	struct gf_component v[] = {
-		{.key = (char *)"GPU3.Firmware", .id = (char *)"HGX_FW_GPU_SXM_3", .version = (char *)"1"},
-		{.key = NULL, .id = (char *)"17", .name = (char *)"Power Supply 2", .version = (char *)"2"},
+		{.key = (char *)"GPU3.Firmware",
+		 .id = (char *)"HGX_FW_GPU_SXM_3",
+		 .version = (char *)"1"},
+		{.key = NULL,
+		 .id = (char *)"17",
+		 .name = (char *)"Power Supply 2",
+		 .version = (char *)"2"},
 		{.key = NULL, .id = (char *)"GPU5", .kind = (char *)"gpu", .version = (char *)"3"},
-		{.key = (char *)"bad key!", .id = (char *)"x", .name = (char *)"iDRAC", .version = (char *)"4"},
-		{.key = NULL, .id = (char *)"Widget.Slot.1", .name = (char *)"Widget", .version = (char *)"5"},
+		{.key = (char *)"bad key!",
+		 .id = (char *)"x",
+		 .name = (char *)"iDRAC",
+		 .version = (char *)"4"},
+		{.key = NULL,
+		 .id = (char *)"Widget.Slot.1",
+		 .name = (char *)"Widget",
+		 .version = (char *)"5"},
 		{.key = NULL, .id = NULL, .name = (char *)"Secondary CPLD", .version = (char *)"6"},
-		{.key = NULL, .id = NULL, .name = NULL, .kind = (char *)"nic", .version = (char *)"7"},
-		{.key = NULL, .id = NULL, .name = NULL, .kind = (char *)"nic", .version = (char *)"8"},
+		{.key = NULL,
+		 .id = NULL,
+		 .name = NULL,
+		 .kind = (char *)"nic",
+		 .version = (char *)"7"},
+		{.key = NULL,
+		 .id = NULL,
+		 .name = NULL,
+		 .kind = (char *)"nic",
+		 .version = (char *)"8"},
 	};
 	struct gf_component_list l = {v, sizeof(v) / sizeof(v[0]), 0};
 	struct gf_hardware hw = {0};
@@ -586,9 +620,9 @@ static void test_norm_bmc(void **state)
 	assert_string_equal(ver(a, "bmc"), "4");           /* an odd key is derived again */
 	assert_string_equal(ver(a, "other.widget-slot-1"), "5");
 	assert_string_equal(ver(a, "cpld"), "6");
-	assert_string_equal(ver(a, "nic0"), "7");          /* no number: counted */
+	assert_string_equal(ver(a, "nic0"), "7"); /* no number: counted */
 	assert_string_equal(ver(a, "nic1"), "8");
-	assert_string_equal(ver(a, "bios"), "2.1.0");      /* from the hardware */
+	assert_string_equal(ver(a, "bios"), "2.1.0"); /* from the hardware */
 	assert_string_equal(find_comp(a, "bios")->source, "redfish");
 	assert_string_equal(find_comp(a, "bmc")->kind, "other"); /* none reported */
 	assert_string_equal(find_comp(a, "gpu5.firmware")->kind, "gpu");

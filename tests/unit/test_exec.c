@@ -17,7 +17,7 @@ struct ctx {
 	atomic_int running;
 	atomic_int peak;
 	atomic_int calls[64];
-	int fail_first;        /* node index whose first attempt times out */
+	int fail_first; /* node index whose first attempt times out */
 };
 
 static void task(void *vctx, size_t i, double deadline, struct gf_result *slot)
@@ -131,7 +131,10 @@ static void cancelling_task(void *vctx, size_t i, double deadline, struct gf_res
 static void cancel_cuts_the_stagger_short(void **state)
 {
 	struct ctx c = {.fail_first = -1};
-	struct gf_exec_opts o = {.fanout = 8, .timeout = 5, .retries = 3, .batch = 1,
+	struct gf_exec_opts o = {.fanout = 8,
+				 .timeout = 5,
+				 .retries = 3,
+				 .batch = 1,
 				 .interval = 30};
 	struct gf_result slots[4];
 	struct sigaction now;
@@ -167,8 +170,8 @@ static void cancel_cuts_the_stagger_short(void **state)
 
 /* Two parts per node: part 0 waits (bounded) for part 1, so they must run at once. */
 struct parts_ctx {
-	atomic_int started[8];     /* per task */
-	atomic_int active[4];      /* per node: its parts running */
+	atomic_int started[8]; /* per task */
+	atomic_int active[4];  /* per node: its parts running */
 	atomic_int nodes_active, peak;
 	size_t done_calls[4];
 	const struct gf_result *slots;
@@ -231,7 +234,7 @@ static void parts_run_at_once_and_fanout_counts_nodes(void **state)
 
 /* Each attempt sleeps until its deadline and times out: one deadline per node in all. */
 struct dl_ctx {
-	double deadlines[4][8];    /* [task][attempt] as given */
+	double deadlines[4][8]; /* [task][attempt] as given */
 	atomic_int attempts[4];
 };
 
@@ -281,8 +284,8 @@ static void one_deadline_for_attempts_and_parts(void **state)
 
 struct gate_ctx {
 	double t0;
-	double open_at[8];         /* per task: monotonic time it opens, 0: open, -1: never */
-	enum gf_gate follow[8];    /* per task: what it is once open (OPEN or FOLLOW) */
+	double open_at[8];      /* per task: monotonic time it opens, 0: open, -1: never */
+	enum gf_gate follow[8]; /* per task: what it is once open (OPEN or FOLLOW) */
 	atomic_int calls[8];
 	atomic_int order[8];
 	atomic_int norder;
@@ -329,7 +332,9 @@ static void gate_task(void *vctx, size_t k, double deadline, struct gf_result *s
 static void gate_holds_and_expires(void **state)
 {
 	struct gate_ctx c = {0};
-	struct gf_exec_gate g = {.state = gate_state, .wait = gate_wait, .expire = gate_expire,
+	struct gf_exec_gate g = {.state = gate_state,
+				 .wait = gate_wait,
+				 .expire = gate_expire,
 				 .ud = &c};
 	struct gf_exec_opts o = {.fanout = 1, .timeout = 0.4, .retries = 3, .gate = &g};
 	struct gf_result slots[6];
@@ -367,20 +372,22 @@ static void gate_holds_and_expires(void **state)
 static void gate_with_parts(void **state)
 {
 	struct gate_ctx c = {0};
-	struct gf_exec_gate g = {.state = gate_state, .wait = gate_wait, .expire = gate_expire,
+	struct gf_exec_gate g = {.state = gate_state,
+				 .wait = gate_wait,
+				 .expire = gate_expire,
 				 .ud = &c};
 	struct gf_exec_opts o = {.fanout = 1, .parts = 2, .timeout = 0.4, .gate = &g};
 	struct gf_result slots[4];
 
 	(void)state;
 	c.t0 = gf_monotime();
-	c.open_at[0] = c.open_at[2] = -1;     /* both nodes' first part: never */
-	c.follow[1] = GF_GATE_FOLLOW;         /* node 0's second: nothing urgent */
-	c.follow[3] = GF_GATE_OPEN;           /* node 1's second: start the node */
+	c.open_at[0] = c.open_at[2] = -1; /* both nodes' first part: never */
+	c.follow[1] = GF_GATE_FOLLOW;     /* node 0's second: nothing urgent */
+	c.follow[3] = GF_GATE_OPEN;       /* node 1's second: start the node */
 	assert_int_equal(gf_exec_run(&o, 2, gate_task, &c, slots, NULL, NULL, NULL), 0);
 	assert_int_equal(atomic_load(&c.norder), 2);
-	assert_int_equal(c.order[0], 3);      /* node 1 first, at once */
-	assert_int_equal(c.order[1], 1);      /* node 0 only at the expiry */
+	assert_int_equal(c.order[0], 3); /* node 1 first, at once */
+	assert_int_equal(c.order[1], 1); /* node 0 only at the expiry */
 	assert_true(slots[3].t_start - slots[1].t_start < -0.3);
 	for (int k = 0; k < 4; k++) {
 		assert_int_equal(atomic_load(&c.expired[k]), k % 2 == 0 ? 1 : 0);

@@ -18,11 +18,11 @@
 
 /* What the stub BMCs do and saw; one per test. */
 static struct stub {
-	atomic_int opens[NNODES];      /* open calls, failed ones included */
-	atomic_int sessions;           /* open now */
+	atomic_int opens[NNODES]; /* open calls, failed ones included */
+	atomic_int sessions;      /* open now */
 	atomic_int closes;
-	int fail_opens;                /* each node's first this many opens fail ... */
-	enum gf_errkind fail_kind;     /* ... with this kind */
+	int fail_opens;            /* each node's first this many opens fail ... */
+	enum gf_errkind fail_kind; /* ... with this kind */
 	const struct gf_bmc_opts *opts_seen[NNODES];
 } stub;
 
@@ -65,7 +65,10 @@ static int stub_power_get(void *sess, enum gf_power *ret, struct gf_err *err)
 }
 
 static const struct gf_backend stub_backend = {
-	.name = "stub", .title = "Stub", .open = stub_open, .close = stub_close,
+	.name = "stub",
+	.title = "Stub",
+	.open = stub_open,
+	.close = stub_close,
 	.power_get = stub_power_get,
 };
 
@@ -117,11 +120,15 @@ static void frame(struct gf_fanout *f, struct hooks_seen *h, double timeout, con
 {
 	memset(&stub, 0, sizeof(stub));
 	*f = (struct gf_fanout){
-		.nodes = nodes, .n = NNODES, .backend = &stub_backend,
+		.nodes = nodes,
+		.n = NNODES,
+		.backend = &stub_backend,
 		.exec = {.fanout = 2, .timeout = timeout},
-		.backoff_min = 0.01, .backoff_max = 0.04,
+		.backoff_min = 0.01,
+		.backoff_max = 0.04,
 		.hooks = {.start = hook_start, .done = hook_done, .finish = hook_finish, .ud = h},
-		.op = power_op, .ctx = ctx,
+		.op = power_op,
+		.ctx = ctx,
 	};
 }
 
@@ -157,14 +164,17 @@ static void short_op_on_every_node(void **state)
 	assert_int_equal(h.finishes, 1);
 	assert_true(f.slots[0].ok);
 	assert_string_equal(json_string_value(json_object_get(f.slots[0].data, "power")), "on");
-	assert_string_equal(json_string_value(json_object_get(f.slots[0].data, "action")), "status");
+	assert_string_equal(json_string_value(json_object_get(f.slots[0].data, "action")),
+			    "status");
 	/* A failed op fails its node alone, with its action and its error. */
 	assert_false(f.slots[1].ok);
 	assert_int_equal(f.slots[1].err.kind, GF_EK_REFUSED);
-	assert_string_equal(json_string_value(json_object_get(f.slots[1].data, "action")), "status");
+	assert_string_equal(json_string_value(json_object_get(f.slots[1].data, "action")),
+			    "status");
 	/* An auto node says which backend it got. */
 	assert_true(f.slots[2].ok);
-	assert_string_equal(json_string_value(json_object_get(f.slots[2].data, "protocol")), "stub");
+	assert_string_equal(json_string_value(json_object_get(f.slots[2].data, "protocol")),
+			    "stub");
 	/* One session per node, each closed; the knobs reached the backend as one pointer. */
 	for (size_t i = 0; i < NNODES; i++) {
 		assert_int_equal(atomic_load(&stub.opens[i]), 1);
@@ -225,10 +235,10 @@ static void restart_retry_opens_again(void **state)
 
 /* What a stream op does: per node, a script of returns, one per session. */
 struct script {
-	int ret[NNODES][4];            /* the session's return; past the end: the last */
+	int ret[NNODES][4]; /* the session's return; past the end: the last */
 	int nret;
-	int cancel_node;               /* -1, or raise SIGINT in this node's second session */
-	bool hold[NNODES];             /* hold each session until the deadline or Ctrl-C */
+	int cancel_node;   /* -1, or raise SIGINT in this node's second session */
+	bool hold[NNODES]; /* hold each session until the deadline or Ctrl-C */
 };
 
 static int count_sessions(struct gf_result *slot)
@@ -268,7 +278,7 @@ static int stream_op(const struct gf_fanout_session *s, const void *ctx, struct 
 	while (sc->hold[s->i] && !gf_exec_cancelled() && gf_monotime() < s->deadline)
 		gf_sleep_until(gf_monotime() + 0.005);
 	if (rc < 0)
-		return gf_err_set(err, GF_E_NODE, (enum gf_errkind)-rc, "stream of '%s' broke",
+		return gf_err_set(err, GF_E_NODE, (enum gf_errkind) - rc, "stream of '%s' broke",
 				  s->node->name);
 	return rc;
 }
@@ -281,7 +291,8 @@ static void stream_reconnects_until_done(void **state)
 		.ret = {{GF_FANOUT_RECONNECT, GF_FANOUT_RECONNECT, GF_FANOUT_DONE},
 			{-GF_EK_CONNECT, GF_FANOUT_DONE, GF_FANOUT_DONE},
 			{-GF_EK_PROTOCOL, GF_FANOUT_DONE, GF_FANOUT_DONE}},
-		.nret = 3, .cancel_node = -1,
+		.nret = 3,
+		.cancel_node = -1,
 	};
 	struct hooks_seen h = {0};
 	struct gf_fanout f;
@@ -289,7 +300,7 @@ static void stream_reconnects_until_done(void **state)
 	double t0;
 
 	stream_frame(&f, &h, &sc, 10);
-	stub.fail_opens = 1;            /* every BMC refuses its first connection */
+	stub.fail_opens = 1; /* every BMC refuses its first connection */
 	stub.fail_kind = GF_EK_CONNECT;
 	t0 = gf_monotime();
 	assert_int_equal(gf_fanout_run(&f, &err), 0);
@@ -312,7 +323,8 @@ static void stream_reconnects_until_done(void **state)
 static void stream_gives_up_on_a_refused_login(void **state)
 {
 	struct script sc = {.ret = {{GF_FANOUT_DONE}, {GF_FANOUT_DONE}, {GF_FANOUT_DONE}},
-			    .nret = 1, .cancel_node = -1};
+			    .nret = 1,
+			    .cancel_node = -1};
 	struct hooks_seen h = {0};
 	struct gf_fanout f;
 	struct gf_err err = {0};
@@ -332,8 +344,11 @@ static void stream_gives_up_on_a_refused_login(void **state)
 static void stream_runs_until_its_deadline(void **state)
 {
 	/* Sessions that always end at once: reconnected with backoff until the deadline. */
-	struct script sc = {.ret = {{GF_FANOUT_RECONNECT}, {GF_FANOUT_RECONNECT},
-				    {GF_FANOUT_RECONNECT}}, .nret = 1, .cancel_node = -1};
+	struct script sc = {.ret = {{GF_FANOUT_RECONNECT},
+				    {GF_FANOUT_RECONNECT},
+				    {GF_FANOUT_RECONNECT}},
+			    .nret = 1,
+			    .cancel_node = -1};
 	struct hooks_seen h = {0};
 	struct gf_fanout f;
 	struct gf_err err = {0};
@@ -359,8 +374,11 @@ static void stream_stops_on_ctrl_c(void **state)
 {
 	/* node1's and node2's sessions held until the end; node0's end at once, its second
 	 * raises SIGINT. */
-	struct script sc = {.ret = {{GF_FANOUT_RECONNECT}, {GF_FANOUT_RECONNECT},
-				    {GF_FANOUT_RECONNECT}}, .nret = 1, .cancel_node = 0,
+	struct script sc = {.ret = {{GF_FANOUT_RECONNECT},
+				    {GF_FANOUT_RECONNECT},
+				    {GF_FANOUT_RECONNECT}},
+			    .nret = 1,
+			    .cancel_node = 0,
 			    .hold = {false, true, true}};
 	struct hooks_seen h = {0};
 	struct gf_fanout f;
@@ -376,9 +394,9 @@ static void stream_stops_on_ctrl_c(void **state)
 	for (size_t i = 0; i < NNODES; i++)
 		assert_true(f.slots[i].ok); /* stopped while up: ok, the caller sees the cancel */
 	assert_int_equal(atomic_load(&stub.sessions), 0);
-	assert_int_equal(atomic_load(&stub.closes),
-			 atomic_load(&stub.opens[0]) + atomic_load(&stub.opens[1]) +
-			 atomic_load(&stub.opens[2]));
+	assert_int_equal(atomic_load(&stub.closes), atomic_load(&stub.opens[0]) +
+							    atomic_load(&stub.opens[1]) +
+							    atomic_load(&stub.opens[2]));
 	gf_fanout_release(&f);
 }
 

@@ -85,8 +85,12 @@ static void smi_versions_absent(void **state)
 	assert_null(c);
 	/* a 610 line alone: the deprecated key has no version, the new one has */
 	assert_int_equal(gf_hostfacts_parse_smi_versions(
-		"DRIVER version      : Deprecated, see \"KMD version\" instead\n", &d, &c), GF_E_NOTFOUND);
-	assert_int_equal(gf_hostfacts_parse_smi_versions("Driver Version: 1.2\nKMD Version : 3.4\n", &d, &c), 0);
+				 "DRIVER version      : Deprecated, see \"KMD version\" instead\n",
+				 &d, &c),
+			 GF_E_NOTFOUND);
+	assert_int_equal(gf_hostfacts_parse_smi_versions("Driver Version: 1.2\nKMD Version : 3.4\n",
+							 &d, &c),
+			 0);
 	assert_string_equal(d, "3.4");
 	assert_null(c);
 	free(d);
@@ -183,7 +187,8 @@ static struct gf_host_gpu *parse_capture(const char *file, bool units, size_t *n
 static void query_h100(void **state)
 {
 	size_t n;
-	struct gf_host_gpu *g = parse_capture("h100-80gb-hbm3_590.48.01_query-gpu-allfields.csv", false, &n);
+	struct gf_host_gpu *g = parse_capture("h100-80gb-hbm3_590.48.01_query-gpu-allfields.csv",
+					      false, &n);
 
 	assert_int_equal(n, 1);
 	assert_int_equal(g[0].index, 0);
@@ -198,7 +203,7 @@ static void query_h100(void **state)
 	assert_int_equal(g[0].persistence_mode, GF_TRI_YES);
 	assert_true(g[0].ecc_volatile_corrected.set && g[0].ecc_volatile_corrected.v == 0);
 	assert_true(g[0].ecc_aggregate_uncorrected.set && g[0].ecc_aggregate_uncorrected.v == 0);
-	assert_int_equal(g[0].retired_pages_pending, GF_TRI_UNKNOWN);  /* [N/A] on Hopper */
+	assert_int_equal(g[0].retired_pages_pending, GF_TRI_UNKNOWN); /* [N/A] on Hopper */
 	assert_int_equal(g[0].remapped_rows_pending, GF_TRI_NO);
 	assert_string_equal(g[0].inforom, "G520.0200.00.05");
 	gf_host_gpus_free(g, n);
@@ -212,13 +217,14 @@ static void query_h100(void **state)
 static void query_mig_consumer_610(void **state)
 {
 	size_t n;
-	struct gf_host_gpu *g = parse_capture("h200-mig_590.48.01_query-gpu-allfields.csv", false, &n);
+	struct gf_host_gpu *g = parse_capture("h200-mig_590.48.01_query-gpu-allfields.csv", false,
+					      &n);
 
 	assert_int_equal(n, 1);
 	assert_string_equal(g[0].name, "NVIDIA H200");
 	assert_int_equal(g[0].mig_mode, GF_TRI_YES);
 	assert_int_equal(g[0].memory_total_mib.v, 143771);
-	assert_int_equal(g[0].remapped_rows_pending, GF_TRI_UNKNOWN);  /* [N/A] in MIG mode */
+	assert_int_equal(g[0].remapped_rows_pending, GF_TRI_UNKNOWN); /* [N/A] in MIG mode */
 	assert_string_equal(g[0].inforom, "G520.0280.02.02");
 	gf_host_gpus_free(g, n);
 
@@ -231,7 +237,7 @@ static void query_mig_consumer_610(void **state)
 	g = parse_capture("rtx-2080-super_610.57.04_query-gpu-allfields.csv", false, &n);
 	assert_string_equal(g[0].name, "NVIDIA GeForce RTX 2080 SUPER");
 	assert_null(g[0].serial);                      /* [N/A] on GeForce */
-	assert_false(g[0].ecc_volatile_corrected.set);  /* no ECC */
+	assert_false(g[0].ecc_volatile_corrected.set); /* no ECC */
 	assert_false(g[0].ecc_aggregate_uncorrected.set);
 	assert_string_equal(g[0].pci, "00000000:0C:00.0");
 	assert_string_equal(g[0].vbios, "90.04.7A.40.73");
@@ -262,15 +268,17 @@ static void query_bad_lines(void **state)
 	assert_int_equal(gf_hostfacts_parse_query_csv("0, A, 10\n", f, 4, &g, &n, &err), GF_E_NODE);
 	assert_int_equal(err.kind, GF_EK_PROTOCOL);
 	assert_non_null(strstr(err.msg, "3 columns"));
-	assert_ptr_equal(g, (struct gf_host_gpu *)1);  /* untouched on failure */
+	assert_ptr_equal(g, (struct gf_host_gpu *)1); /* untouched on failure */
 	assert_int_equal(n, 7);
 
 	/* a lost GPU's error among the rows; blank lines; values out of range */
 	assert_int_equal(gf_hostfacts_parse_query_csv(
-		"0, NVIDIA A, 81559, Yes\n"
-		"Unable to determine the device handle for GPU0000:3B:00.0: GPU is lost.\n"
-		"\n"
-		"2, [GPU requires reset], 99999999999999999999999, [N/A]\r\n", f, 4, &g, &n, &err), 0);
+				 "0, NVIDIA A, 81559, Yes\n"
+				 "Unable to determine the device handle for GPU0000:3B:00.0: GPU is lost.\n"
+				 "\n"
+				 "2, [GPU requires reset], 99999999999999999999999, [N/A]\r\n",
+				 f, 4, &g, &n, &err),
+			 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(g[0].remapped_rows_pending, GF_TRI_YES);
 	assert_int_equal(g[1].index, 2);
@@ -285,11 +293,14 @@ static void query_bad_lines(void **state)
 
 static void query_invalid_field(void **state)
 {
-	char *f = gf_hostfacts_invalid_field("Field \"remapped_rows.pending\" is not a valid field to query.\n\n");
+	char *f = gf_hostfacts_invalid_field(
+		"Field \"remapped_rows.pending\" is not a valid field to query.\n\n");
 
 	assert_string_equal(f, "remapped_rows.pending");
 	free(f);
-	f = gf_hostfacts_invalid_field("Field \xe2\x80\x9c" "encoder.stats.sessionCount\xe2\x80\x9d is not a valid field to query.");
+	f = gf_hostfacts_invalid_field(
+		"Field \xe2\x80\x9c"
+		"encoder.stats.sessionCount\xe2\x80\x9d is not a valid field to query.");
 	assert_string_equal(f, "encoder.stats.sessionCount");
 	free(f);
 	assert_null(gf_hostfacts_invalid_field("0, NVIDIA H100, 81559\n"));
@@ -303,7 +314,8 @@ static void query_cmd_line(void **state)
 	static const char *const f[] = {"index", "uuid"};
 	char *c = gf_hostfacts_query_cmd(f, 2);
 
-	assert_string_equal(c, "env LC_ALL=C nvidia-smi --query-gpu=index,uuid --format=csv,noheader,nounits");
+	assert_string_equal(
+		c, "env LC_ALL=C nvidia-smi --query-gpu=index,uuid --format=csv,noheader,nounits");
 	free(c);
 }
 
@@ -319,7 +331,8 @@ static void smi_errors(void **state)
 	free(t);
 	t = slurp("nvidia-smi_error_gpu-fallen-off-bus.txt");
 	assert_int_equal(gf_hostfacts_smi_error(t, &line), GF_HEALTH_GPU_LOST);
-	assert_string_equal(line, "Unable to determine the device handle for GPU0000:01:00.0: Unknown Error");
+	assert_string_equal(line,
+			    "Unable to determine the device handle for GPU0000:01:00.0: Unknown Error");
 	free(line);
 	free(t);
 	t = slurp("h100x8_550.90.07_nvidia-smi.txt");
@@ -348,15 +361,21 @@ static void proc_versions(void **state)
 	char *v = NULL;
 	enum gf_driver_module m = GF_MODULE_UNKNOWN;
 
-	check_proc("proc-driver-nvidia-version_384.98_proprietary-old.txt", "384.98", GF_MODULE_PROPRIETARY);
-	check_proc("proc-driver-nvidia-version_525.60.11_open-arch.txt", "525.60.11", GF_MODULE_OPEN);
-	check_proc("proc-driver-nvidia-version_535.113.01_empty-gcc.txt", "535.113.01", GF_MODULE_PROPRIETARY);
-	check_proc("proc-driver-nvidia-version_535.161.08_proprietary.txt", "535.161.08", GF_MODULE_PROPRIETARY);
+	check_proc("proc-driver-nvidia-version_384.98_proprietary-old.txt", "384.98",
+		   GF_MODULE_PROPRIETARY);
+	check_proc("proc-driver-nvidia-version_525.60.11_open-arch.txt", "525.60.11",
+		   GF_MODULE_OPEN);
+	check_proc("proc-driver-nvidia-version_535.113.01_empty-gcc.txt", "535.113.01",
+		   GF_MODULE_PROPRIETARY);
+	check_proc("proc-driver-nvidia-version_535.161.08_proprietary.txt", "535.161.08",
+		   GF_MODULE_PROPRIETARY);
 	check_proc("proc-driver-nvidia-version_565.57.01_open.txt", "565.57.01", GF_MODULE_OPEN);
-	check_proc("proc-driver-nvidia-version_35.3.1_jetson-aarch64.txt", "35.3.1", GF_MODULE_OPEN);
+	check_proc("proc-driver-nvidia-version_35.3.1_jetson-aarch64.txt", "35.3.1",
+		   GF_MODULE_OPEN);
 	assert_int_equal(gf_hostfacts_parse_proc_version("", &v, &m), GF_E_NOTFOUND);
-	assert_int_equal(gf_hostfacts_parse_proc_version("NVRM version: NVIDIA UNIX Kernel Module  Thu\n",
-							 &v, &m), GF_E_NOTFOUND);
+	assert_int_equal(gf_hostfacts_parse_proc_version(
+				 "NVRM version: NVIDIA UNIX Kernel Module  Thu\n", &v, &m),
+			 GF_E_NOTFOUND);
 	assert_null(v);
 }
 
@@ -386,9 +405,11 @@ static void toolkit_versions(void **state)
 	assert_string_equal(v, "9.2");
 	free(v);
 	v = NULL;
-	assert_int_equal(gf_hostfacts_parse_cuda_json("{\"cuda\":{\"version\":7}}", &v), GF_E_NOTFOUND);
+	assert_int_equal(gf_hostfacts_parse_cuda_json("{\"cuda\":{\"version\":7}}", &v),
+			 GF_E_NOTFOUND);
 	assert_int_equal(gf_hostfacts_parse_cuda_json("not json", &v), GF_E_NOTFOUND);
-	assert_int_equal(gf_hostfacts_parse_nvcc("nvcc: NVIDIA (R) Cuda compiler driver\n", &v), GF_E_NOTFOUND);
+	assert_int_equal(gf_hostfacts_parse_nvcc("nvcc: NVIDIA (R) Cuda compiler driver\n", &v),
+			 GF_E_NOTFOUND);
 	assert_null(v);
 }
 
@@ -396,18 +417,25 @@ static void fabric_ofed_kernel_os(void **state)
 {
 	char *v = NULL;
 
-	check_one(gf_hostfacts_parse_fabricmanager, "nv-fabricmanager--version_535.161.08.txt", "535.161.08");
+	check_one(gf_hostfacts_parse_fabricmanager, "nv-fabricmanager--version_535.161.08.txt",
+		  "535.161.08");
 	check_one(gf_hostfacts_parse_fabricmanager,
 		  "nv-fabricmanager--version_610.57.04_no-trailing-newline.txt", "610.57.04");
-	check_one(gf_hostfacts_parse_ofed, "ofed_info-s_23.10-3.2.2.0.txt", "MLNX_OFED_LINUX-23.10-3.2.2.0");
+	check_one(gf_hostfacts_parse_ofed, "ofed_info-s_23.10-3.2.2.0.txt",
+		  "MLNX_OFED_LINUX-23.10-3.2.2.0");
 	assert_int_equal(gf_hostfacts_parse_first_line("\n  6.8.0-45-generic \n", &v), 0);
 	assert_string_equal(v, "6.8.0-45-generic");
 	free(v);
-	assert_int_equal(gf_hostfacts_parse_os_release(
-		"NAME=\"Ubuntu\"\nVERSION_ID=\"22.04\"\nPRETTY_NAME=\"Ubuntu 22.04.4 LTS \\\"jammy\\\"\"\n", &v), 0);
+	assert_int_equal(
+		gf_hostfacts_parse_os_release(
+			"NAME=\"Ubuntu\"\nVERSION_ID=\"22.04\"\nPRETTY_NAME=\"Ubuntu 22.04.4 LTS \\\"jammy\\\"\"\n",
+			&v),
+		0);
 	assert_string_equal(v, "Ubuntu 22.04.4 LTS \"jammy\"");
 	free(v);
-	assert_int_equal(gf_hostfacts_parse_os_release("# x\nNAME='Rocky Linux'\nVERSION_ID=9.4\n", &v), 0);
+	assert_int_equal(gf_hostfacts_parse_os_release("# x\nNAME='Rocky Linux'\nVERSION_ID=9.4\n",
+						       &v),
+			 0);
 	assert_string_equal(v, "Rocky Linux 9.4");
 	free(v);
 	v = NULL;
@@ -456,7 +484,8 @@ static void xid_counts(void **state)
 	gf_hostfacts_count_xids("Nov 29 12:00:01 gpu1 kernel: NVRM: Xid (PCI:0000:01:00): 79, pid=1\n"
 				"NVRM: Xid (PCI:0000:01:00): 1234567, too long\n"
 				"NVRM: Xid (PCI:0000:01:00) 31, no colon\n"
-				"NVRM: Xid (PCI:0000:02:00): 79, again\n", &x, &n);
+				"NVRM: Xid (PCI:0000:02:00): 79, again\n",
+				&x, &n);
 	assert_int_equal(n, 1);
 	assert_int_equal(x[0].count, 2);
 	free(x);
@@ -504,15 +533,18 @@ static void h100_node(struct node_out *no)
 		no->o[c].err = "";
 	}
 	set_out(no, GF_HC_SMI_QUERY, 0,
-		narrow("h100-80gb-hbm3_590.48.01_query-gpu-allfields.csv", gf_hostfacts_query_fields,
-		       gf_hostfacts_nquery_fields, false), "");
+		narrow("h100-80gb-hbm3_590.48.01_query-gpu-allfields.csv",
+		       gf_hostfacts_query_fields, gf_hostfacts_nquery_fields, false),
+		"");
 	set_out(no, GF_HC_SMI, 0, slurp("h100-80gb-hbm3_590.48.01_nvidia-smi.txt"), "");
-	set_out(no, GF_HC_PROC_VERSION, 1, NULL, "cat: /proc/driver/nvidia/version: No such file or directory\n");
+	set_out(no, GF_HC_PROC_VERSION, 1, NULL,
+		"cat: /proc/driver/nvidia/version: No such file or directory\n");
 	set_out(no, GF_HC_NVCC, 0, slurp("nvcc--version_12.8.93.txt"), "");
 	set_out(no, GF_HC_CUDA_JSON, 0, slurp("cuda-version-json_13.3.1.json"), "");
 	set_out(no, GF_HC_UNAME, 0, gf_xstrdup("5.15.0-112-generic\n"), "");
 	set_out(no, GF_HC_OS_RELEASE, 0, gf_xstrdup("PRETTY_NAME=\"Ubuntu 22.04.4 LTS\"\n"), "");
-	set_out(no, GF_HC_FABRICMANAGER, 127, NULL, "env: 'nv-fabricmanager': No such file or directory\n");
+	set_out(no, GF_HC_FABRICMANAGER, 127, NULL,
+		"env: 'nv-fabricmanager': No such file or directory\n");
 	set_out(no, GF_HC_OFED, 0, slurp("ofed_info-s_23.10-3.2.2.0.txt"), "");
 	set_out(no, GF_HC_JOURNAL, 0, slurp("dmesg_xid-79_fallen-off-bus.txt"), "");
 }
@@ -526,12 +558,13 @@ static void build_ok(void **state)
 	char *s;
 
 	h100_node(&no);
-	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields, gf_hostfacts_nquery_fields,
-					    &f, &err), 0);
+	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields,
+					    gf_hostfacts_nquery_fields, &f, &err),
+			 0);
 	assert_string_equal(f.driver, "590.48.01");
 	assert_int_equal(f.driver_module, GF_MODULE_UNKNOWN);
 	assert_string_equal(f.cuda_driver, "13.1");
-	assert_string_equal(f.cuda_toolkit, "12.8.93");  /* nvcc first, version.json after */
+	assert_string_equal(f.cuda_toolkit, "12.8.93"); /* nvcc first, version.json after */
 	assert_string_equal(f.kernel, "5.15.0-112-generic");
 	assert_string_equal(f.os, "Ubuntu 22.04.4 LTS");
 	assert_null(f.fabricmanager);
@@ -543,21 +576,22 @@ static void build_ok(void **state)
 
 	j = gf_hostfacts_to_json(&f);
 	s = json_dumps(j, JSON_COMPACT);
-	assert_non_null(strstr(s, "{\"driver\":\"590.48.01\",\"driver_module\":null,\"cuda_driver\":\"13.1\","
-				  "\"cuda_toolkit\":\"12.8.93\",\"kernel\":\"5.15.0-112-generic\","
-				  "\"os\":\"Ubuntu 22.04.4 LTS\",\"fabricmanager\":null,"
-				  "\"ofed\":\"MLNX_OFED_LINUX-23.10-3.2.2.0\",\"driver_library\":null,"
-			    "\"gpus\":[{\"index\":0,"
-				  "\"name\":\"NVIDIA H100 80GB HBM3\",\"serial\":\"0000000000000\","
-				  "\"uuid\":\"GPU-00000000-0000-0000-0000-000000000000\","
-				  "\"pci\":\"00000000:00:09.0\",\"vbios\":\"96.00.A5.00.01\","
-				  "\"memory_total_mib\":81559,\"mig_mode\":\"disabled\","
-				  "\"persistence_mode\":\"enabled\",\"ecc\":{\"volatile\":{\"corrected\":0,"
-				  "\"uncorrected\":0},\"aggregate\":{\"corrected\":0,\"uncorrected\":0}},"
-				  "\"retired_pages_pending\":null,\"remapped_rows_pending\":false,"
-				  "\"inforom\":\"G520.0200.00.05\"}],"
-				  "\"health\":{\"state\":\"ok\",\"xid\":{\"79\":1},\"xid_source\":\"journal\"},"
-				  "\"notes\":[],\"failed\":[]}"));
+	assert_non_null(strstr(
+		s, "{\"driver\":\"590.48.01\",\"driver_module\":null,\"cuda_driver\":\"13.1\","
+		   "\"cuda_toolkit\":\"12.8.93\",\"kernel\":\"5.15.0-112-generic\","
+		   "\"os\":\"Ubuntu 22.04.4 LTS\",\"fabricmanager\":null,"
+		   "\"ofed\":\"MLNX_OFED_LINUX-23.10-3.2.2.0\",\"driver_library\":null,"
+		   "\"gpus\":[{\"index\":0,"
+		   "\"name\":\"NVIDIA H100 80GB HBM3\",\"serial\":\"0000000000000\","
+		   "\"uuid\":\"GPU-00000000-0000-0000-0000-000000000000\","
+		   "\"pci\":\"00000000:00:09.0\",\"vbios\":\"96.00.A5.00.01\","
+		   "\"memory_total_mib\":81559,\"mig_mode\":\"disabled\","
+		   "\"persistence_mode\":\"enabled\",\"ecc\":{\"volatile\":{\"corrected\":0,"
+		   "\"uncorrected\":0},\"aggregate\":{\"corrected\":0,\"uncorrected\":0}},"
+		   "\"retired_pages_pending\":null,\"remapped_rows_pending\":false,"
+		   "\"inforom\":\"G520.0200.00.05\"}],"
+		   "\"health\":{\"state\":\"ok\",\"xid\":{\"79\":1},\"xid_source\":\"journal\"},"
+		   "\"notes\":[],\"failed\":[]}"));
 	free(s);
 	json_decref(j);
 	gf_hostfacts_release(&f);
@@ -572,21 +606,25 @@ static void build_toolkit_newer_and_fallbacks(void **state)
 	h100_node(&no);
 	/* a 535 driver (CUDA 12.2) with toolkit 12.8 */
 	set_out(&no, GF_HC_SMI, 0, slurp("h100x8_535.161.08_nvidia-smi-q.txt"), "");
-	set_out(&no, GF_HC_PROC_VERSION, 0, slurp("proc-driver-nvidia-version_535.161.08_proprietary.txt"), "");
+	set_out(&no, GF_HC_PROC_VERSION, 0,
+		slurp("proc-driver-nvidia-version_535.161.08_proprietary.txt"), "");
 	/* no nvcc on PATH, no version.json: version.txt is the fallback */
 	set_out(&no, GF_HC_NVCC, 127, NULL, "env: 'nvcc': No such file or directory\n");
-	set_out(&no, GF_HC_CUDA_JSON, 1, NULL, "cat: /usr/local/cuda/version.json: No such file or directory\n");
+	set_out(&no, GF_HC_CUDA_JSON, 1, NULL,
+		"cat: /usr/local/cuda/version.json: No such file or directory\n");
 	assert_true(gf_hostfacts_need_fallback(GF_HC_CUDA_TXT, no.o));
 	assert_false(gf_hostfacts_need_fallback(GF_HC_DMESG, no.o));
 	set_out(&no, GF_HC_CUDA_TXT, 0, gf_xstrdup("CUDA Version 12.8.61\n"), "");
-	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields, gf_hostfacts_nquery_fields,
-					    &f, NULL), 0);
+	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields,
+					    gf_hostfacts_nquery_fields, &f, NULL),
+			 0);
 	assert_string_equal(f.driver, "535.161.08");
 	assert_int_equal(f.driver_module, GF_MODULE_PROPRIETARY);
 	assert_string_equal(f.cuda_driver, "12.2");
 	assert_string_equal(f.cuda_toolkit, "12.8.61");
 	assert_int_equal(f.nnotes, 1);
-	assert_string_equal(f.notes[0], "cuda toolkit 12.8.61 is newer than the driver supports (12.2)");
+	assert_string_equal(f.notes[0],
+			    "cuda toolkit 12.8.61 is newer than the driver supports (12.2)");
 	gf_hostfacts_release(&f);
 	node_out_free(&no);
 }
@@ -601,12 +639,14 @@ static void build_kernel_log(void **state)
 	set_out(&no, GF_HC_JOURNAL, 0, gf_xstrdup("-- No entries --\n"),
 		"Hint: You are currently not seeing messages from other users and the system.\n");
 	assert_true(gf_hostfacts_need_fallback(GF_HC_DMESG, no.o));
-	set_out(&no, GF_HC_DMESG, 1, NULL, "dmesg: read kernel buffer failed: Operation not permitted\n");
-	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields, gf_hostfacts_nquery_fields,
-					    &f, NULL), 0);
+	set_out(&no, GF_HC_DMESG, 1, NULL,
+		"dmesg: read kernel buffer failed: Operation not permitted\n");
+	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields,
+					    gf_hostfacts_nquery_fields, &f, NULL),
+			 0);
 	assert_false(f.xid_read);
 	assert_string_equal(f.xid_note, "no permission to read the kernel log");
-	assert_int_equal(f.health, GF_HEALTH_OK);  /* a result, not a failure */
+	assert_int_equal(f.health, GF_HEALTH_OK); /* a result, not a failure */
 	gf_hostfacts_release(&f);
 
 	/* a denied dmesg --since=-24h is not asked again without --since */
@@ -618,8 +658,9 @@ static void build_kernel_log(void **state)
 	assert_string_equal(gf_hostcmd_line(GF_HC_DMESG), "env LC_ALL=C dmesg --since=-24h");
 	set_out(&no, GF_HC_DMESG, 0, slurp("dmesg_xid-119_gsp-timeout.txt"), "");
 	assert_false(gf_hostfacts_need_fallback(GF_HC_DMESG_ALL, no.o));
-	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields, gf_hostfacts_nquery_fields,
-					    &f, NULL), 0);
+	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields,
+					    gf_hostfacts_nquery_fields, &f, NULL),
+			 0);
 	assert_true(f.xid_read);
 	assert_string_equal(f.xid_source, "dmesg");
 	assert_int_equal(f.nxids, 1);
@@ -632,8 +673,9 @@ static void build_kernel_log(void **state)
 	assert_true(gf_hostfacts_need_fallback(GF_HC_DMESG_ALL, no.o));
 	assert_string_equal(gf_hostcmd_line(GF_HC_DMESG_ALL), "env LC_ALL=C dmesg");
 	set_out(&no, GF_HC_DMESG_ALL, 0, slurp("dmesg_xid-79_fallen-off-bus.txt"), "");
-	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields, gf_hostfacts_nquery_fields,
-					    &f, NULL), 0);
+	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields,
+					    gf_hostfacts_nquery_fields, &f, NULL),
+			 0);
 	assert_true(f.xid_read);
 	assert_string_equal(f.xid_source, "dmesg-boot");
 	assert_int_equal(f.nxids, 1);
@@ -657,7 +699,7 @@ static void build_health_states(void **state)
 	assert_string_equal(f.health_detail, "env: 'nvidia-smi': No such file or directory");
 	assert_int_equal(f.ngpus, 0);
 	assert_null(f.driver);
-	assert_string_equal(f.kernel, "5.15.0-112-generic");  /* the rest is still collected */
+	assert_string_equal(f.kernel, "5.15.0-112-generic"); /* the rest is still collected */
 	gf_hostfacts_release(&f);
 
 	/* driver not loaded (exit 9, message on stdout) */
@@ -684,7 +726,8 @@ static void build_health_states(void **state)
 		set_out(&no, GF_HC_SMI_QUERY, 15,
 			gf_xstrdup("0, NVIDIA H100 80GB HBM3\n"
 				   "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error\n"
-				   "2, NVIDIA H100 80GB HBM3\n"), "");
+				   "2, NVIDIA H100 80GB HBM3\n"),
+			"");
 		assert_int_equal(gf_hostfacts_build(no.o, two, 2, &f, &err), 0);
 		assert_int_equal(f.health, GF_HEALTH_GPU_LOST);
 		assert_int_equal(f.ngpus, 2);
@@ -731,7 +774,8 @@ static void build_health_states(void **state)
 		gf_xstrdup("Field \"inforom.img\" is not a valid field to query.\n\n"), "");
 	assert_int_equal(gf_hostfacts_build(no.o, NULL, 0, &f, &err), 0);
 	assert_int_equal(f.nfailed, 1);
-	assert_string_equal(f.failed[0].message, "nvidia-smi refused the query field 'inforom.img'");
+	assert_string_equal(f.failed[0].message,
+			    "nvidia-smi refused the query field 'inforom.img'");
 	gf_hostfacts_release(&f);
 	/* output that cannot be read: the same */
 	{
@@ -750,7 +794,8 @@ static void build_health_states(void **state)
 	node_out_free(&no);
 	h100_node(&no);
 	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields,
-					    gf_hostfacts_nquery_fields, &f, &err), 0);
+					    gf_hostfacts_nquery_fields, &f, &err),
+			 0);
 	assert_int_equal(f.nfailed, 0);
 	assert_int_equal(gf_hostfacts_partial_err(&f, &err), 0);
 	gf_hostfacts_release(&f);
@@ -766,24 +811,28 @@ static void build_driver_mismatch(void **state)
 	(void)state;
 	/* a driver installed without a reboot: the library is 570.124, the module 535.161.08 */
 	h100_node(&no);
-	set_out(&no, GF_HC_SMI_QUERY, 18, slurp("nvidia-smi_error_driver-library-mismatch.txt"), "");
+	set_out(&no, GF_HC_SMI_QUERY, 18, slurp("nvidia-smi_error_driver-library-mismatch.txt"),
+		"");
 	set_out(&no, GF_HC_SMI, 18, slurp("nvidia-smi_error_driver-library-mismatch.txt"), "");
 	set_out(&no, GF_HC_PROC_VERSION, 0,
 		slurp("proc-driver-nvidia-version_535.161.08_proprietary.txt"), "");
 	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields,
-					    gf_hostfacts_nquery_fields, &f, NULL), 0);
+					    gf_hostfacts_nquery_fields, &f, NULL),
+			 0);
 	assert_int_equal(f.health, GF_HEALTH_DRIVER_MISMATCH);
 	assert_string_equal(gf_host_health_name(f.health), "driver-mismatch");
-	assert_string_equal(f.health_detail, "Failed to initialize NVML: Driver/library version mismatch");
-	assert_string_equal(f.driver, "535.161.08");     /* the loaded kernel module */
+	assert_string_equal(f.health_detail,
+			    "Failed to initialize NVML: Driver/library version mismatch");
+	assert_string_equal(f.driver, "535.161.08");      /* the loaded kernel module */
 	assert_string_equal(f.driver_library, "570.124"); /* what nvidia-smi loaded */
 	assert_null(f.cuda_driver);
 	assert_int_equal(f.ngpus, 0);
-	assert_int_equal(f.nfailed, 0);                  /* a health state, not a failure */
+	assert_int_equal(f.nfailed, 0); /* a health state, not a failure */
 	assert_string_equal(f.kernel, "5.15.0-112-generic");
 	j = gf_hostfacts_to_json(&f);
 	assert_string_equal(json_string_value(json_object_get(j, "driver_library")), "570.124");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "health"), "state")),
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "health"),
+							      "state")),
 			    "driver-mismatch");
 	json_decref(j);
 	gf_hostfacts_release(&f);
@@ -793,7 +842,8 @@ static void build_driver_mismatch(void **state)
 	set_out(&no, GF_HC_SMI, 18,
 		slurp("nvidia-smi_error_driver-library-mismatch_no-library-line.txt"), "");
 	assert_int_equal(gf_hostfacts_build(no.o, gf_hostfacts_query_fields,
-					    gf_hostfacts_nquery_fields, &f, NULL), 0);
+					    gf_hostfacts_nquery_fields, &f, NULL),
+			 0);
 	assert_int_equal(f.health, GF_HEALTH_DRIVER_MISMATCH);
 	assert_string_equal(f.driver, "535.161.08");
 	assert_null(f.driver_library);

@@ -16,10 +16,11 @@
 
 /* IPMI 1.5 spec, section 18.12 (22.13 in 2.0), as ipmiping and FreeIPMI's --debug show it. */
 static const uint8_t want_request[GF_IPMI_PING_SIZE] = {
-	0x06, 0x00, 0xFF, 0x07,                          /* RMCP: version, -, no ACK, IPMI */
-	0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0x09,              /* auth none, seq, session ID, length */
-	0x20, 0x18, 0xC8,                                /* BMC, NetFn App / LUN 0, checksum */
-	0x81, 0x2B << 2, 0x38, 0x0E, 0x04, 0x00,         /* software ID, seq 0x2B, cmd, channel, admin */
+	0x06, 0x00,      0xFF, 0x07, /* RMCP: version, -, no ACK, IPMI */
+	0x00, 0,         0,    0,    0,    0,
+	0,    0,         0,    0x09,             /* auth none, seq, session ID, length */
+	0x20, 0x18,      0xC8,                   /* BMC, NetFn App / LUN 0, checksum */
+	0x81, 0x2B << 2, 0x38, 0x0E, 0x04, 0x00, /* software ID, seq 0x2B, cmd, channel, admin */
 };
 
 static void request_is_the_specs(void **state)
@@ -50,7 +51,7 @@ static size_t answer(uint8_t seq, uint8_t cc, uint8_t *d)
 
 	memset(d, 0, 14);
 	d[0] = 0x06, d[2] = 0xFF, d[3] = 0x07, d[13] = (uint8_t)len;
-	m[0] = 0x81, m[1] = 0x07 << 2, m[2] = (uint8_t)-(0x81 + (0x07 << 2));
+	m[0] = 0x81, m[1] = 0x07 << 2, m[2] = (uint8_t) - (0x81 + (0x07 << 2));
 	m[3] = 0x20, m[4] = (uint8_t)(seq << 2), m[5] = 0x38, m[6] = cc;
 	memcpy(m + 7, caps, sizeof(caps));
 	for (size_t k = 3; k < len - 1; k++)
@@ -192,7 +193,9 @@ static void ping_stops_at_once(void **state)
 	int port;
 	int dead = udp_bound("127.0.0.1", &port);
 	gf_cancel_flag cancel = 0;
-	struct gf_bmc_target t = {.node = "dead", .host = "127.0.0.1", .port = port,
+	struct gf_bmc_target t = {.node = "dead",
+				  .host = "127.0.0.1",
+				  .port = port,
 				  .cancel = &cancel};
 	struct gf_ping *p = NULL;
 	uint8_t buf[64];

@@ -192,7 +192,8 @@ static void test_unchecked_profile(void **state)
 	p.ipmi_privilege = NULL;
 	p.ipmi_cipher_suite = (char *)"5";
 	assert_int_equal(gf_ipmi_profile_parse(&p, &ip, &err), GF_E_CONFIG);
-	assert_non_null(strstr(err.msg, "profile 'lab': ipmi_cipher_suite '5' is not a cipher suite"));
+	assert_non_null(strstr(err.msg,
+			       "profile 'lab': ipmi_cipher_suite '5' is not a cipher suite"));
 }
 
 static int setup(void **state)
@@ -218,10 +219,10 @@ static int teardown(void **state)
 static void test_cipher_records(void **state)
 {
 	/* ipmi_sim's first suites, then an OEM record (IANA 0x000157, Intel) with suite 17. */
-	static const uint8_t sim[] = {0xC0, 0x00, 0x00, 0x40, 0x80, 0xC0, 0x01, 0x01, 0x40, 0x80,
-				      0xC0, 0x03, 0x01, 0x41, 0x81};
-	static const uint8_t oem[] = {0xC0, 0x03, 0x01, 0x41, 0x81, 0xC1, 0x11, 0x57, 0x01, 0x00,
-				      0x03, 0x44, 0x81};
+	static const uint8_t sim[] = {0xC0, 0x00, 0x00, 0x40, 0x80, 0xC0, 0x01, 0x01,
+				      0x40, 0x80, 0xC0, 0x03, 0x01, 0x41, 0x81};
+	static const uint8_t oem[] = {0xC0, 0x03, 0x01, 0x41, 0x81, 0xC1, 0x11,
+				      0x57, 0x01, 0x00, 0x03, 0x44, 0x81};
 	static const uint8_t junk[] = {0x01, 0xC0, 0x11};
 	static const uint8_t cut[] = {0xC0, 0x03, 0x01, 0xC0};
 	static const uint8_t cut_oem[] = {0xC1, 0x11, 0x57};
@@ -255,14 +256,10 @@ static void test_fallback_verdict(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_cipher_suites),
-		cmocka_unit_test(test_workarounds),
-		cmocka_unit_test(test_privilege),
-		cmocka_unit_test(test_bad_values),
-		cmocka_unit_test(test_unchecked_profile),
-		cmocka_unit_test(test_cipher_records),
-		cmocka_unit_test(test_fallback_verdict),
+		cmocka_unit_test(test_defaults),       cmocka_unit_test(test_cipher_suites),
+		cmocka_unit_test(test_workarounds),    cmocka_unit_test(test_privilege),
+		cmocka_unit_test(test_bad_values),     cmocka_unit_test(test_unchecked_profile),
+		cmocka_unit_test(test_cipher_records), cmocka_unit_test(test_fallback_verdict),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -100,8 +100,11 @@ static struct gf_sweep *fleet(void)
 	facts(n, "{\"gpus\":[{\"index\":0},{\"index\":1}]}",
 	      "{\"gpus\":[{\"index\":0}],\"health\":{\"state\":\"ok\",\"xid\":{\"79\":3,\"13\":1}}}");
 	n->sel = (struct gf_sel_summary){.read = true, .total = 9, .new_info = 1, .new_critical = 2};
-	n->sensors = (struct gf_sensor_summary){.read = true, .nominal = 20, .warning = 1,
-						.critical = 2, .unknown = 3};
+	n->sensors = (struct gf_sensor_summary){.read = true,
+						.nominal = 20,
+						.warning = 1,
+						.critical = 2,
+						.unknown = 3};
 	n = add(sw, "gpu2", "DGX H100", odd, 2);
 	n->status = GF_NODE_PARTIAL;
 	gf_sweep_node_error(sw, n, GF_OP_SEL, GF_EK_TIMEOUT, "no answer");
@@ -165,11 +168,19 @@ static void values(void **state)
 static void help_and_type(void **state)
 {
 	static const char *const families[] = {
-		"gpufleet_sweep_timestamp_seconds", "gpufleet_node_sweep_timestamp_seconds",
-		"gpufleet_node_info", "gpufleet_node_status", "gpufleet_node_errors",
-		"gpufleet_component_info", "gpufleet_drift_components", "gpufleet_drift_info",
-		"gpufleet_gpus", "gpufleet_gpu_xid_errors", "gpufleet_sel_entries",
-		"gpufleet_sel_new_entries", "gpufleet_sensors",
+		"gpufleet_sweep_timestamp_seconds",
+		"gpufleet_node_sweep_timestamp_seconds",
+		"gpufleet_node_info",
+		"gpufleet_node_status",
+		"gpufleet_node_errors",
+		"gpufleet_component_info",
+		"gpufleet_drift_components",
+		"gpufleet_drift_info",
+		"gpufleet_gpus",
+		"gpufleet_gpu_xid_errors",
+		"gpufleet_sel_entries",
+		"gpufleet_sel_new_entries",
+		"gpufleet_sensors",
 	};
 	struct gf_sweep *sw = fleet();
 	char *t = render(sw), *line, *next;
@@ -228,8 +239,9 @@ static void label_escaping(void **state)
 	add(sw, "n2", "HGX \"B200\"", b, 1);
 	add(sw, "n3", "HGX \"B200\"", b, 1);
 	t = render(sw);
-	has_line(t, "gpufleet_node_info{node=\"we\\\"ird\\\\node\\nname\",model=\"HGX \\\"B200\\\"\","
-		    "protocol=\"redfish\"} 1");
+	has_line(t,
+		 "gpufleet_node_info{node=\"we\\\"ird\\\\node\\nname\",model=\"HGX \\\"B200\\\"\","
+		 "protocol=\"redfish\"} 1");
 	has_line(t, "gpufleet_component_info{node=\"we\\\"ird\\\\node\\nname\","
 		    "component=\"gpu0.firmware\",version=\"96.00.\\\"A1\\\"\\\\b\\nrc\","
 		    "source=\"redfish\"} 1");
@@ -282,7 +294,8 @@ static void file_replace(void **state)
 	d = opendir(dir);
 	assert_non_null(d);
 	while ((e = readdir(d)))
-		entries += e->d_name[0] != '.' || (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."));
+		entries += e->d_name[0] != '.' ||
+			   (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."));
 	closedir(d);
 	assert_int_equal(entries, 1);
 	snprintf(bad, sizeof(bad), "%s/no-such-folder/x.prom", dir);
@@ -295,10 +308,8 @@ static void file_replace(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(values),
-		cmocka_unit_test(help_and_type),
-		cmocka_unit_test(label_escaping),
-		cmocka_unit_test(empty_inventory),
+		cmocka_unit_test(values),         cmocka_unit_test(help_and_type),
+		cmocka_unit_test(label_escaping), cmocka_unit_test(empty_inventory),
 		cmocka_unit_test(file_replace),
 	};
 

@@ -31,8 +31,9 @@ static void test_component_without_details(void **state)
 	c->version = gf_xstrdup("1.74");
 	s = dump(gf_components_to_json(&l));
 	/* No kind means "other"; no details member at all. */
-	assert_string_equal(s, "[{\"key\":\"bmc\",\"id\":\"bmc\",\"name\":\"BMC\",\"kind\":\"other\","
-			       "\"version\":\"1.74\",\"updateable\":false}]");
+	assert_string_equal(s,
+			    "[{\"key\":\"bmc\",\"id\":\"bmc\",\"name\":\"BMC\",\"kind\":\"other\","
+			    "\"version\":\"1.74\",\"updateable\":false}]");
 	free(s);
 	gf_component_list_release(&l);
 	assert_int_equal(l.n, 0);
@@ -53,7 +54,8 @@ static void test_component_details_survive_the_list(void **state)
 	/* The object keeps its own reference: releasing the list must not free it. */
 	gf_component_list_release(&l);
 	s = dump(o);
-	assert_non_null(strstr(s, "\"details\":{\"ipmi_version\":\"2.0\",\"manufacturer_id\":5703}"));
+	assert_non_null(strstr(s,
+			       "\"details\":{\"ipmi_version\":\"2.0\",\"manufacturer_id\":5703}"));
 	assert_non_null(strstr(s, "\"kind\":\"bmc\""));
 	assert_non_null(strstr(s, "\"version\":null"));
 	free(s);
@@ -69,12 +71,14 @@ static void test_hardware_all_members_present(void **state)
 	h.product.asset_tag = gf_xstrdup("RACK1-U03");
 	o = gf_hardware_to_json(&h);
 	gf_hardware_release(&h);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "system"), "model")),
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "system"),
+							      "model")),
 			    "HGX H100 8-GPU");
 	assert_true(json_is_null(json_object_get(json_object_get(o, "system"), "uuid")));
 	assert_true(json_is_null(json_object_get(json_object_get(o, "chassis"), "serial")));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "product"),
-							      "asset_tag")), "RACK1-U03");
+							      "asset_tag")),
+			    "RACK1-U03");
 	assert_int_equal(json_array_size(json_object_get(o, "gpus")), 0);
 	assert_true(json_is_null(json_object_get(o, "memory_gib")));
 	s = dump(o);

@@ -107,12 +107,14 @@ static void test_csv_quotes(void **state)
 
 	(void)state;
 	/* A quoted field keeps commas; blanks outside the quotes are dropped. */
-	assert_int_equal(gf_nodes_parse_csv("name,groups\n  \"gpu1\"  ,\"a,b\"\n", &nodes, &n, &err),
+	assert_int_equal(gf_nodes_parse_csv("name,groups\n  \"gpu1\"  ,\"a,b\"\n", &nodes, &n,
+					    &err),
 			 GF_E_USAGE);
 	/* ... and ',' is not a valid group character, which shows the comma stayed in. */
 	assert_non_null(strstr(err.msg, "group 'a,b'"));
 
-	assert_int_equal(gf_nodes_parse_csv("name,groups\n\"gpu1\",\"a;b\"\n", &nodes, &n, &err), 0);
+	assert_int_equal(gf_nodes_parse_csv("name,groups\n\"gpu1\",\"a;b\"\n", &nodes, &n, &err),
+			 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(nodes[0].ngroups, 2);
 	gf_nodes_free(nodes, n);
@@ -136,7 +138,8 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
-	{"", "line 1: no header line (expected columns such as name,bmc,protocol,ssh,profile,groups)"},
+	{"",
+	 "line 1: no header line (expected columns such as name,bmc,protocol,ssh,profile,groups)"},
 	{"# only a comment\n\n",
 	 "line 3: no header line (expected columns such as name,bmc,protocol,ssh,profile,groups)"},
 	{"bmc,ssh\nh1,h2\n", "line 1: the header has no 'name' column"},
@@ -149,7 +152,8 @@ static const struct bad_case bad_cases[] = {
 	{"name,bmc\n#\ngpu1,\"h1\"x\n", "line 3: text after the closing quote of a field"},
 	{"name,bmc\ngpu1,h\"1\n", "line 2: a double quote inside an unquoted field"},
 	{"name,bmc\n,h1\n", "line 2: the node name is empty"},
-	{"name\ngpu1\n-gpu2\n", "line 3: node name '-gpu2' is not valid: it does not start with a letter or digit"},
+	{"name\ngpu1\n-gpu2\n",
+	 "line 3: node name '-gpu2' is not valid: it does not start with a letter or digit"},
 	{"name\ngpu 1\n",
 	 "line 2: node name 'gpu 1' is not valid: only letters, digits, '.', '_' and '-' are allowed"},
 	{"name,bmc\r\ngpu1,h1:0\r\n",
@@ -246,9 +250,10 @@ static void test_hostport_good(void **state)
 static void test_hostport_bad(void **state)
 {
 	static const char *const cases[] = {
-		"", "host:", "host:0", "host:65536", "host:99999999999999999999", "host:-1",
-		"host:+1", "host: 1", "host:0x10", "[::1", "[::1]x", "[::1]:", "[]:623", ":623",
-		"ho st", "a/b", "[::1]:70000",
+		"",        "host:",       "host:0",  "host:65536", "host:99999999999999999999",
+		"host:-1", "host:+1",     "host: 1", "host:0x10",  "[::1",
+		"[::1]x",  "[::1]:",      "[]:623",  ":623",       "ho st",
+		"a/b",     "[::1]:70000",
 	};
 	struct gf_err err = {0};
 
@@ -271,8 +276,8 @@ static void test_hostport_bad(void **state)
 static void test_names(void **state)
 {
 	static const char *const good[] = {"gpu001", "a", "9", "a.b_c-d", "GPU-01.rack2"};
-	static const char *const bad[] = {"", "-gpu", ".gpu", "_gpu", "gpu 1", "gpu/1",
-					  "gpu,1", "gpu[1]", "gpu@1", "g\xc3\xa9"};
+	static const char *const bad[] = {"",      "-gpu",  ".gpu",   "_gpu",  "gpu 1",
+					  "gpu/1", "gpu,1", "gpu[1]", "gpu@1", "g\xc3\xa9"};
 	char longname[257];
 	struct gf_err err = {0};
 
@@ -323,8 +328,8 @@ static void test_copy(void **state)
 	size_t n = 0;
 
 	(void)state;
-	assert_int_equal(gf_nodes_parse_csv("name,bmc,groups,ssh\ngpu1,h:623,a;b,u@s\n", &nodes,
-					    &n, NULL),
+	assert_int_equal(gf_nodes_parse_csv("name,bmc,groups,ssh\ngpu1,h:623,a;b,u@s\n", &nodes, &n,
+					    NULL),
 			 0);
 	gf_node_copy(&c, &nodes[0]);
 	gf_nodes_free(nodes, n);
@@ -390,12 +395,18 @@ static void test_name_lookup(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_csv_good),      cmocka_unit_test(test_csv_name_only),
-		cmocka_unit_test(test_csv_header_only), cmocka_unit_test(test_csv_quotes),
-		cmocka_unit_test(test_csv_bad_lines), cmocka_unit_test(test_csv_many),
-		cmocka_unit_test(test_hostport_good), cmocka_unit_test(test_hostport_bad),
-		cmocka_unit_test(test_names),         cmocka_unit_test(test_proto),
-		cmocka_unit_test(test_copy),          cmocka_unit_test(test_name_order),
+		cmocka_unit_test(test_csv_good),
+		cmocka_unit_test(test_csv_name_only),
+		cmocka_unit_test(test_csv_header_only),
+		cmocka_unit_test(test_csv_quotes),
+		cmocka_unit_test(test_csv_bad_lines),
+		cmocka_unit_test(test_csv_many),
+		cmocka_unit_test(test_hostport_good),
+		cmocka_unit_test(test_hostport_bad),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_proto),
+		cmocka_unit_test(test_copy),
+		cmocka_unit_test(test_name_order),
 		cmocka_unit_test(test_name_lookup),
 	};
 

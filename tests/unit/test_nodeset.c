@@ -76,7 +76,8 @@ static void check_error_r(const char *expr, gf_group_resolver r, void *ud, int c
 	va_end(ap);
 }
 
-#define check_error(expr, ...) check_error_r(expr, NULL, NULL, GF_E_USAGE, __VA_ARGS__, (char *)NULL)
+#define check_error(expr, ...) \
+	check_error_r(expr, NULL, NULL, GF_E_USAGE, __VA_ARGS__, (char *)NULL)
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -245,7 +246,8 @@ static void test_cartesian(void **state)
 {
 	check_expand("r[1-2]n[01-02]", "r1n01,r1n02,r2n01,r2n02");
 	check_expand("r[1-2]n[01-02,7]", "r1n01,r1n02,r1n7,r2n01,r2n02,r2n7");
-	check_expand("a[1-2]b[1-2]c[1-2]", "a1b1c1,a1b1c2,a1b2c1,a1b2c2,a2b1c1,a2b1c2,a2b2c1,a2b2c2");
+	check_expand("a[1-2]b[1-2]c[1-2]",
+		     "a1b1c1,a1b1c2,a1b2c1,a1b2c2,a2b1c1,a2b1c2,a2b2c1,a2b2c2");
 	check_expand("[1-2][1-2]", "11,12,21,22");
 	/* Cartesian products may repeat a name: it appears once. */
 	check_expand("[1-2][1,11]", "11,111,21,211");
@@ -383,8 +385,8 @@ static void test_cap(void **state)
 	struct gf_nodeset s;
 
 	/* Rejected before anything is allocated: these could never fit in memory. */
-	check_error("gpu[0-999999999999999999]", "'gpu[0-999999999999999999]' expands to more than 1000000",
-		    "column 1");
+	check_error("gpu[0-999999999999999999]",
+		    "'gpu[0-999999999999999999]' expands to more than 1000000", "column 1");
 	check_error("a,gpu[1-1000001]", "expands to more than 1000000", "column 3");
 	check_error("a[1-1000]b[1-1001]", "expands to more than 1000000");
 	check_error("a[1-100000]b[1-100000]c[1-100000]d[1-100000]", "expands to more than");
@@ -400,7 +402,8 @@ static void test_cap(void **state)
 
 	/* A step brings a range that is huge on its face within the cap. */
 	assert_int_equal(gf_nodeset_parse("a[0-999999999999999999/1000000000000000]", NULL, NULL,
-					  &s, NULL), 0);
+					  &s, NULL),
+			 0);
 	assert_int_equal(s.n, 1000);
 	assert_string_equal(s.names[1], "a1000000000000000");
 	assert_string_equal(s.names[999], "a999000000000000000");
@@ -412,10 +415,12 @@ static void test_cap_union(void **state)
 	struct gf_nodeset s;
 
 	/* Each term fits; their union does not, by one. */
-	check_error("a[1-600000],b[1-400001]", "node set expands to more than 1000000", "column 13");
+	check_error("a[1-600000],b[1-400001]", "node set expands to more than 1000000",
+		    "column 13");
 	/* Names already there do not count twice. */
 	assert_int_equal(gf_nodeset_parse("a[1-600],a[1-600],a[601-1000]!a[1-10]&a[5-20]", NULL,
-					  NULL, &s, NULL), 0);
+					  NULL, &s, NULL),
+			 0);
 	assert_int_equal(s.n, 10);
 	assert_string_equal(s.names[0], "a11");
 	assert_string_equal(s.names[9], "a20");
@@ -476,10 +481,10 @@ static void check_collapse(const char *const *names, size_t n, const char *want)
 	free(got);
 }
 
-#define COLLAPSE(want, ...)                                                              \
-	do {                                                                              \
-		const char *const v_[] = {__VA_ARGS__};                                   \
-		check_collapse(v_, sizeof(v_) / sizeof(v_[0]), want);                     \
+#define COLLAPSE(want, ...)                                           \
+	do {                                                          \
+		const char *const v_[] = {__VA_ARGS__};               \
+		check_collapse(v_, sizeof(v_) / sizeof(v_[0]), want); \
 	} while (0)
 
 static void test_collapse(void **state)
@@ -625,7 +630,8 @@ static void test_collapse_large(void **state)
 	char *c;
 
 	assert_int_equal(gf_nodeset_parse("gpu[000001-400000]!gpu[000100-000199]", NULL, NULL, &s,
-					  NULL), 0);
+					  NULL),
+			 0);
 	assert_int_equal(s.n, 399900);
 	c = gf_nodeset_collapse((const char *const *)s.names, s.n);
 	assert_string_equal(c, "gpu[000001-000099,000200-400000]");

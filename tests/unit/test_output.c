@@ -66,11 +66,10 @@ static void table_collapse_and_error(void **state)
 	struct gf_buf b = GF_BUF_INIT;
 
 	gf_render_table(o, 5, &spec, &b);
-	assert_string_equal(gf_buf_str(&b),
-			    "NODE        POWER  ERROR\n"
-			    "gpu[1-2,4]  on\n"
-			    "gpu3        off\n"
-			    "gpu5        -      auth: bad password\n");
+	assert_string_equal(gf_buf_str(&b), "NODE        POWER  ERROR\n"
+					    "gpu[1-2,4]  on\n"
+					    "gpu3        off\n"
+					    "gpu5        -      auth: bad password\n");
 	gf_buf_release(&b);
 	free_objs(o, 5);
 }
@@ -100,10 +99,13 @@ static void json_shape(void **state)
 	arr = json_loads(gf_buf_str(&b), 0, &je);
 	assert_non_null(arr);
 	assert_int_equal(json_array_size(arr), 2);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(arr, 0), "node")), "gpu1");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(arr, 0), "node")),
+			    "gpu1");
 	assert_true(json_is_true(json_object_get(json_array_get(arr, 0), "ok")));
 	assert_null(json_object_get(json_array_get(arr, 0), "error"));
-	assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(arr, 1), "error"), "kind")),
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(arr, 1),
+									      "error"),
+							      "kind")),
 			    "connect");
 	assert_true(json_is_false(json_object_get(json_array_get(arr, 1), "ok")));
 	json_decref(arr);
@@ -126,11 +128,12 @@ static void rows_key(void **state)
 
 	gf_result_init(&r);
 	r.ok = true;
-	r.data = json_pack("{s:[{s:s,s:f},{s:s,s:i}]}", "sensors", "name", "Temp", "reading", 41.5, "name",
-			   "Fan", "reading", 9000);
+	r.data = json_pack("{s:[{s:s,s:f},{s:s,s:i}]}", "sensors", "name", "Temp", "reading", 41.5,
+			   "name", "Fan", "reading", 9000);
 	o = gf_result_to_json("n1", NULL, NULL, &r);
 	gf_render_table(&o, 1, &spec, &b);
-	assert_string_equal(gf_buf_str(&b), "NODE  SENSOR  READING\nn1    Temp    41.5\nn1    Fan     9000\n");
+	assert_string_equal(gf_buf_str(&b),
+			    "NODE  SENSOR  READING\nn1    Temp    41.5\nn1    Fan     9000\n");
 	gf_buf_release(&b);
 	json_decref(o);
 	gf_result_release(&r);
@@ -178,9 +181,13 @@ static void term_escape(void **state)
 		{"\x1b[2Jx", "\\x1b[2Jx"},
 		{"a\tb\nc\rd", "a\\tb\\nc\\rd"},
 		{"\x01\x1f\x7f", "\\x01\\x1f\\x7f"},
-		{"csi \xc2\x9b" "31m", "csi \\u009b31m"},     /* C1 as UTF-8 */
+		{"csi \xc2\x9b"
+		 "31m",
+		 "csi \\u009b31m"}, /* C1 as UTF-8 */
 		{"\xc2\x80\xc2\x9f\xc2\xa0", "\\u0080\\u009f\xc2\xa0"},
-		{"raw \x9b" "31m \x80", "raw \\x9b31m \\x80"}, /* bytes that are no UTF-8 */
+		{"raw \x9b"
+		 "31m \x80",
+		 "raw \\x9b31m \\x80"}, /* bytes that are no UTF-8 */
 		{"cut \xe2\x82", "cut \\xe2\\x82"},
 		{"overlong \xc0\x9b \xe0\x80\x9b", "overlong \\xc0\\x9b \\xe0\\x80\\x9b"},
 		{"surrogate \xed\xa0\x80", "surrogate \\xed\\xa0\\x80"},
@@ -242,18 +249,19 @@ static void hostile_cells(void **state)
 	struct gf_buf b = GF_BUF_INIT;
 
 	json_object_set_new(o[0], "name", json_string("BMC\x1b]0;pwned\x07"));
-	json_object_set_new(o[0], "version", json_string("1.0\n\xc2\x9b" "2J\x7f"));
+	json_object_set_new(o[0], "version",
+			    json_string("1.0\n\xc2\x9b"
+					"2J\x7f"));
 	gf_render_table(o, 2, &spec, &b);
-	assert_string_equal(gf_buf_str(&b),
-			    "NODE  NAME                 VERSION            ERROR\n"
-			    "n1    BMC\\x1b]0;pwned\\x07  1.0\\n\\u009b2J\\x7f\n"
-			    "n2    -                    -                  "
-			    "protocol: bad \\x1b[2J\\nanswer\n");
+	assert_string_equal(gf_buf_str(&b), "NODE  NAME                 VERSION            ERROR\n"
+					    "n1    BMC\\x1b]0;pwned\\x07  1.0\\n\\u009b2J\\x7f\n"
+					    "n2    -                    -                  "
+					    "protocol: bad \\x1b[2J\\nanswer\n");
 	gf_buf_reset(&b);
 	gf_render_csv(o, 2, &spec, &b);
 	assert_string_equal(gf_buf_str(&b), "node,name,version,error\n"
-			    "n1,BMC\\x1b]0;pwned\\x07,1.0\\n\\u009b2J\\x7f,\n"
-			    "n2,-,-,protocol: bad \\x1b[2J\\nanswer\n");
+					    "n1,BMC\\x1b]0;pwned\\x07,1.0\\n\\u009b2J\\x7f,\n"
+					    "n2,-,-,protocol: bad \\x1b[2J\\nanswer\n");
 	gf_buf_release(&b);
 	/* JSON keeps the exact string. */
 	char *j = gf_render_cell(json_object_get(o[0], "name"));
@@ -281,9 +289,10 @@ static void prom_values_and_labels(void **state)
 		double v;
 		const char *want;
 	} nums[] = {
-		{1, "1"}, {0, "0"}, {-0.0, "-0"}, {-3, "-3"}, {2.5, "2.5"},
-		{999999999999999.0, "999999999999999"}, {1e15, "1e+15"}, {-1e15, "-1e+15"},
-		{1764417600.125, "1764417600.125"}, {NAN, "NaN"}, {INFINITY, "+Inf"}, {-INFINITY, "-Inf"},
+		{1, "1"},        {0, "0"},           {-0.0, "-0"},
+		{-3, "-3"},      {2.5, "2.5"},       {999999999999999.0, "999999999999999"},
+		{1e15, "1e+15"}, {-1e15, "-1e+15"},  {1764417600.125, "1764417600.125"},
+		{NAN, "NaN"},    {INFINITY, "+Inf"}, {-INFINITY, "-Inf"},
 	};
 	struct gf_buf b = GF_BUF_INIT;
 

@@ -39,8 +39,10 @@ static int wait_exit(pid_t pid)
 
 static void streams(void **state)
 {
-	const struct gf_proc_opts how = {.in = GF_PROC_NULL, .out = GF_PROC_PIPE,
-					 .err = GF_PROC_PIPE, .own_group = true};
+	const struct gf_proc_opts how = {.in = GF_PROC_NULL,
+					 .out = GF_PROC_PIPE,
+					 .err = GF_PROC_PIPE,
+					 .own_group = true};
 	struct gf_proc p;
 	struct gf_err err = {0};
 	char out[256], errs[256], want[64];
@@ -48,7 +50,8 @@ static void streams(void **state)
 	(void)state;
 	/* stdin is /dev/null (read gives nothing), the group is its own. */
 	assert_int_equal(gf_proc_spawn("cat; echo out; echo err >&2; cut -d' ' -f5 /proc/$$/stat",
-				       &how, &p, &err), 0);
+				       &how, &p, &err),
+			 0);
 	assert_true(p.out >= 0 && p.err >= 0);
 	/* Close-on-exec: a later child does not hold the pipes open. */
 	assert_true(fcntl(p.out, F_GETFD) & FD_CLOEXEC);
@@ -88,8 +91,10 @@ static void clean_signals(void **state)
 	assert_int_equal(sigaction(SIGPIPE, &ign, &old_pipe), 0);
 	assert_int_equal(sigaction(SIGHUP, &ign, &old_hup), 0);
 	assert_int_equal(pthread_sigmask(SIG_BLOCK, &set, &old_mask), 0);
-	assert_int_equal(gf_proc_spawn("sed -n 's/^Sig\\(Blk\\|Ign\\):[[:space:]]*//p' /proc/self/status",
-				       &how, &p, NULL), 0);
+	assert_int_equal(
+		gf_proc_spawn("sed -n 's/^Sig\\(Blk\\|Ign\\):[[:space:]]*//p' /proc/self/status",
+			      &how, &p, NULL),
+		0);
 	read_all(p.out, out, sizeof(out));
 	assert_int_equal(wait_exit(p.pid), 0);
 	assert_int_equal(pthread_sigmask(SIG_SETMASK, &old_mask, NULL), 0);

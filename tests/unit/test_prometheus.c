@@ -77,18 +77,27 @@ static char *render(json_t **objs, size_t n)
 static void families_and_values(void **state)
 {
 	struct tsensor s[] = {
-		{.name = "GPU3 Temp", .type = "temperature", .reading = {true, 87.0}, .unit = "C",
+		{.name = "GPU3 Temp",
+		 .type = "temperature",
+		 .reading = {true, 87.0},
+		 .unit = "C",
 		 .state = GF_SENSOR_WARNING},
-		{.name = "12V", .type = "voltage", .reading = {true, 12.04}, .unit = "V",
+		{.name = "12V",
+		 .type = "voltage",
+		 .reading = {true, 12.04},
+		 .unit = "V",
 		 .state = GF_SENSOR_NOMINAL},
-		{.name = "PSU2 Status", .type = "power_supply", .state = GF_SENSOR_CRITICAL,
+		{.name = "PSU2 Status",
+		 .type = "power_supply",
+		 .state = GF_SENSOR_CRITICAL,
 		 .state_text = "Power Supply Failure detected"},
 		{.name = "FAN9", .type = "fan", .unit = "RPM", .state = GF_SENSOR_UNKNOWN},
 	};
 	json_t *o[] = {node_with("gpu01", s, 4)};
 	char *out = render(o, 1);
 
-	assert_string_equal(out,
+	assert_string_equal(
+		out,
 		"# HELP gpufleet_node_up Whether the node's BMC answered the sensor read (1) or not (0).\n"
 		"# TYPE gpufleet_node_up gauge\n"
 		"gpufleet_node_up{node=\"gpu01\"} 1\n"
@@ -108,8 +117,11 @@ static void families_and_values(void **state)
 static void label_escaping(void **state)
 {
 	struct tsensor s[] = {
-		{.name = "Odd \"name\" \\ with\nnewline", .type = "other", .reading = {true, 1.5},
-		 .unit = "%", .state = GF_SENSOR_NOMINAL},
+		{.name = "Odd \"name\" \\ with\nnewline",
+		 .type = "other",
+		 .reading = {true, 1.5},
+		 .unit = "%",
+		 .state = GF_SENSOR_NOMINAL},
 	};
 	json_t *o[] = {node_with("gpu02", s, 1)};
 	char *out = render(o, 1);
@@ -129,11 +141,20 @@ static void label_escaping(void **state)
 static void duplicate_names_made_unique(void **state)
 {
 	struct tsensor s[] = {
-		{.name = "Temp", .type = "temperature", .reading = {true, 30}, .unit = "C",
+		{.name = "Temp",
+		 .type = "temperature",
+		 .reading = {true, 30},
+		 .unit = "C",
 		 .state = GF_SENSOR_NOMINAL},
-		{.name = "Temp", .type = "temperature", .reading = {true, 31}, .unit = "C",
+		{.name = "Temp",
+		 .type = "temperature",
+		 .reading = {true, 31},
+		 .unit = "C",
 		 .state = GF_SENSOR_NOMINAL},
-		{.name = "Temp", .type = "temperature", .reading = {true, 32}, .unit = "C",
+		{.name = "Temp",
+		 .type = "temperature",
+		 .reading = {true, 32},
+		 .unit = "C",
 		 .state = GF_SENSOR_NOMINAL},
 	};
 	json_t *o[] = {node_with("gpu03", s, 3)};
@@ -155,8 +176,11 @@ static void many_duplicate_names(void **state)
 
 	assert_non_null(s);
 	for (size_t i = 0; i < N; i++)
-		s[i] = (struct tsensor){.name = "Fan", .type = "fan", .reading = {i != 1, 100},
-					.unit = "RPM", .state = GF_SENSOR_NOMINAL};
+		s[i] = (struct tsensor){.name = "Fan",
+					.type = "fan",
+					.reading = {i != 1, 100},
+					.unit = "RPM",
+					.state = GF_SENSOR_NOMINAL};
 	o[0] = node_with("gpu04", s, N);
 	out = render(o, 1);
 	assert_non_null(strstr(out, "gpufleet_sensor_value{node=\"gpu04\",sensor=\"Fan\",type"));
@@ -172,15 +196,19 @@ static void many_duplicate_names(void **state)
 static void failed_node_is_down_with_a_comment(void **state)
 {
 	struct tsensor s[] = {
-		{.name = "Inlet", .type = "temperature", .reading = {true, 21}, .unit = "C",
+		{.name = "Inlet",
+		 .type = "temperature",
+		 .reading = {true, 21},
+		 .unit = "C",
 		 .state = GF_SENSOR_NOMINAL},
 	};
 	json_t *o[] = {node_with("gpu01", s, 1), failed_node("gpu02", "no answer\nat all")};
 	char *out = render(o, 2);
 
-	assert_non_null(strstr(out, "gpufleet_node_up{node=\"gpu01\"} 1\n"
-				    "gpufleet_node_up{node=\"gpu02\"} 0\n"
-				    "# gpufleet: node gpu02 failed: timeout: no answer\\nat all\n"));
+	assert_non_null(strstr(out,
+			       "gpufleet_node_up{node=\"gpu01\"} 1\n"
+			       "gpufleet_node_up{node=\"gpu02\"} 0\n"
+			       "# gpufleet: node gpu02 failed: timeout: no answer\\nat all\n"));
 	assert_null(strstr(out, "node=\"gpu02\",sensor"));
 	free(out);
 }

@@ -25,13 +25,13 @@
 /* ---- an in-memory BMC over a captured tree ------------------------------ */
 
 struct tree {
-	json_t *doc;        /* the whole fixture file */
-	json_t *res;        /* uri -> resource (borrowed from doc) */
-	size_t page;        /* members per page, 0: no paging */
-	size_t overlap;     /* a next page repeats this many members of the one before */
+	json_t *doc;    /* the whole fixture file */
+	json_t *res;    /* uri -> resource (borrowed from doc) */
+	size_t page;    /* members per page, 0: no paging */
+	size_t overlap; /* a next page repeats this many members of the one before */
 	unsigned gets;
-	json_t *sent;       /* [{"method","path","body","if_match"}] */
-	int fail_patch;     /* answer the next PATCHes with this status */
+	json_t *sent;   /* [{"method","path","body","if_match"}] */
+	int fail_patch; /* answer the next PATCHes with this status */
 };
 
 static const char *data_dir(void)
@@ -408,15 +408,15 @@ static void test_firmware_dell_rename(void **state)
 {
 	const struct rf_dialect *dell = rf_dialect_by_name("dell");
 	struct gf_component_list l = {0};
-	json_t *members = json_pack(
-		"[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}]",
-		"Id", "Installed-25227-7.10.30.00__iDRAC.Embedded.1-1", "Name", "iDRAC",
-		"Version", "7.10.30.00",
-		"Id", "Previous-25227-6.00.30.00__iDRAC.Embedded.1-1", "Name", "iDRAC",
-		"Version", "6.00.30.00",
-		"Id", "Staged-25227-7.20.00.00__iDRAC.Embedded.1-1", "Name", "iDRAC",
-		"Version", "7.20.00.00",
-		"Id", "Installed-1-1.0__Something.New.1", "Name", "A new part", "Version", "1.0");
+	json_t *members = json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}]",
+				    "Id", "Installed-25227-7.10.30.00__iDRAC.Embedded.1-1", "Name",
+				    "iDRAC", "Version", "7.10.30.00", "Id",
+				    "Previous-25227-6.00.30.00__iDRAC.Embedded.1-1", "Name",
+				    "iDRAC", "Version", "6.00.30.00", "Id",
+				    "Staged-25227-7.20.00.00__iDRAC.Embedded.1-1", "Name", "iDRAC",
+				    "Version", "7.20.00.00", "Id",
+				    "Installed-1-1.0__Something.New.1", "Name", "A new part",
+				    "Version", "1.0");
 
 	rf_firmware_normalize(dell, members, &l);
 	assert_int_equal(l.n, 4);
@@ -434,11 +434,10 @@ static void test_firmware_collisions(void **state)
 	const struct rf_dialect *sm = rf_dialect_by_name("supermicro");
 	struct gf_component_list l = {0};
 	/* The HGX row comes first in the list but loses to the vendor's own GPU1. */
-	json_t *members = json_pack("[{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s}]",
-				    "Id", "HGX_FW_GPU_SXM_1", "Version", "b",
-				    "Id", "GPU1", "Version", "a",
-				    "Id", "GPU01", "Version", "c",
-				    "Id", "HGX_FW_GPU_1", "Version", "d");
+	json_t *members = json_pack("[{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s}]", "Id",
+				    "HGX_FW_GPU_SXM_1", "Version", "b", "Id", "GPU1", "Version",
+				    "a", "Id", "GPU01", "Version", "c", "Id", "HGX_FW_GPU_1",
+				    "Version", "d");
 
 	rf_firmware_normalize(sm, members, &l);
 	assert_int_equal(l.n, 4);
@@ -501,8 +500,8 @@ static void test_firmware_hostile(void **state)
  */
 static void test_firmware_shared_keys(void **state)
 {
-	static const char *const ids[] = {"GPU1", "HGX_FW_GPU_SXM_1", "Firmware", "GPU1",
-					  "BMC", "Firmware", "HGX_FW_GPU_SXM_1", "CPLD_2"};
+	static const char *const ids[] = {"GPU1", "HGX_FW_GPU_SXM_1", "Firmware",         "GPU1",
+					  "BMC",  "Firmware",         "HGX_FW_GPU_SXM_1", "CPLD_2"};
 	static const char *const names[] = {"Firmware", "GPU", "Firmware", "CPLD", "BMC"};
 	const struct rf_dialect *sm = rf_dialect_by_name("supermicro");
 	struct gf_component_list l = {0};
@@ -557,17 +556,15 @@ static const struct rf_io map_io = {map_get, tree_send};
 
 static void test_collection_loops(void **state)
 {
-	json_t *map = json_pack(
-		"{s:{}, s:{s:[{s:s},{s:s}], s:s},"
-		" s:{s:[{s:s},{s:s},{s:s}], s:s},"
-		" s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:[]}",
-		"/redfish/v1",
-		"/a", "Members", "@odata.id", "/m/1", "@odata.id", "/m/2",
-		"Members@odata.nextLink", "/a?$skip=2",
-		"/a?$skip=2", "Members", "@odata.id", "/m/2", "@odata.id", "/m/3",
-		"@odata.id", "/m/gone", "Members@odata.nextLink", "/a",
-		"/m/1", "Id", "1", "/m/2", "Id", "2", "/m/3", "Id", "3",
-		"/bad", "Members", "not an array", "/notobj");
+	json_t *map = json_pack("{s:{}, s:{s:[{s:s},{s:s}], s:s},"
+				" s:{s:[{s:s},{s:s},{s:s}], s:s},"
+				" s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:[]}",
+				"/redfish/v1", "/a", "Members", "@odata.id", "/m/1", "@odata.id",
+				"/m/2", "Members@odata.nextLink", "/a?$skip=2", "/a?$skip=2",
+				"Members", "@odata.id", "/m/2", "@odata.id", "/m/3", "@odata.id",
+				"/m/gone", "Members@odata.nextLink", "/a", "/m/1", "Id", "1",
+				"/m/2", "Id", "2", "/m/3", "Id", "3", "/bad", "Members",
+				"not an array", "/notobj");
 	struct gf_err err = {0};
 	struct rf_client c;
 	json_t *got = NULL;
@@ -618,7 +615,8 @@ static void test_expand_query(void **state)
 	rf_expand_query(root, q, sizeof(q));
 	assert_string_equal(q, "$expand=.($levels=1)");
 	json_decref(root);
-	root = json_pack("{s:{s:{s:b}}}", "ProtocolFeaturesSupported", "ExpandQuery", "ExpandAll", 1);
+	root = json_pack("{s:{s:{s:b}}}", "ProtocolFeaturesSupported", "ExpandQuery", "ExpandAll",
+			 1);
 	rf_expand_query(root, q, sizeof(q));
 	assert_string_equal(q, "$expand=*");
 	json_decref(root);
@@ -684,9 +682,7 @@ static void test_sensors(void **state)
 		assert_int_equal(s->state, GF_SENSOR_NOMINAL);
 		break;
 	}
-	case 1:
-		assert_non_null(sensor_named(&l, "TEMP_CPU0"));
-		break;
+	case 1: assert_non_null(sensor_named(&l, "TEMP_CPU0")); break;
 	case 2: {
 		/* Lenovo reports system power as "Current" in "Watts": the unit decides. */
 		const struct gf_sensor *s = sensor_named(&l, "Sys Power");
@@ -696,9 +692,7 @@ static void test_sensors(void **state)
 		assert_string_equal(s->unit, "W");
 		break;
 	}
-	case 3:
-		assert_non_null(sensor_named(&l, "System Board Inlet Temp"));
-		break;
+	case 3: assert_non_null(sensor_named(&l, "System Board Inlet Temp")); break;
 	default: {
 		const struct gf_sensor *s = sensor_named(&l, "01-Inlet Ambient");
 
@@ -757,8 +751,9 @@ static void test_sensor_states(void **state)
 	assert_int_equal(sensor_named(&l, "warm")->state, GF_SENSOR_WARNING);
 	assert_null(sensor_named(&l, "warm")->note);
 	assert_int_equal(sensor_named(&l, "energy")->state, GF_SENSOR_NOMINAL);
-	assert_string_equal(sensor_named(&l, "energy")->note,
-			    "reading beyond upper_critical (272850); a counter: thresholds do not judge it");
+	assert_string_equal(
+		sensor_named(&l, "energy")->note,
+		"reading beyond upper_critical (272850); a counter: thresholds do not judge it");
 	assert_int_equal(sensor_named(&l, "energy told")->state, GF_SENSOR_WARNING);
 	assert_null(sensor_named(&l, "energy told")->note);
 	assert_int_equal(sensor_named(&l, "ok")->state, GF_SENSOR_NOMINAL);
@@ -777,7 +772,8 @@ static void test_sensor_states(void **state)
 	/* Legacy documents of the wrong shapes. */
 	docs = json_loads("{\"Temperatures\":{\"x\":1},\"Fans\":[1,{\"Name\":\"f\",\"Reading\":\"9\"}],"
 			  "\"Voltages\":\"no\",\"PowerSupplies\":[{\"Status\":{\"State\":\"Absent\"}}],"
-			  "\"PowerControl\":[{\"PowerConsumedWatts\":[]}]}", 0, &je);
+			  "\"PowerControl\":[{\"PowerConsumedWatts\":[]}]}",
+			  0, &je);
 	assert_non_null(docs);
 	rf_sensors_thermal(docs, seen, &l);
 	rf_sensors_power(docs, seen, &l);
@@ -816,8 +812,11 @@ static void test_sel(void **state)
 		if (!rf_link(r, "Entries") || !strstr(key, "/LogServices/"))
 			continue;
 		if (v == 2 && !want)
-			want = rf_link(json_object_get(t->res, "/redfish/v1/Systems/1/LogServices/SEL"),
-				       "Entries") ? "SEL" : "PlatformLog";
+			want = rf_link(json_object_get(t->res,
+						       "/redfish/v1/Systems/1/LogServices/SEL"),
+				       "Entries")
+				       ? "SEL"
+				       : "PlatformLog";
 		if (id && !strcmp(id, want) && !log)
 			log = r;
 	}
@@ -845,7 +844,8 @@ static void test_sel_pick(void **state)
 		" {\"Id\":\"Odd\",\"LogEntryType\":\"SEL\",\"Entries\":{\"@odata.id\":\"/o\"}}, 5]",
 		0, &je);
 	json_t *only_odd = json_loads("[{\"Id\":\"Odd\",\"LogEntryType\":\"SEL\","
-				      "\"Entries\":{\"@odata.id\":\"/o\"}}, {\"Id\":\"x\"}]", 0, &je);
+				      "\"Entries\":{\"@odata.id\":\"/o\"}}, {\"Id\":\"x\"}]",
+				      0, &je);
 
 	assert_non_null(svcs);
 	/* HPE wants IML before IEL; an SEL without Entries is passed over. */
@@ -1156,7 +1156,8 @@ static void test_boot(void **state)
 	want = (struct gf_boot){GF_BOOT_NONE, false, GF_BOOT_MODE_UNSET};
 	assert_int_equal(rf_boot_set(&c, &want, &err), 0);
 	assert_int_equal(json_array_size(t->sent), 2);
-	assert_string_equal(rf_get_str(json_array_get(t->sent, 1), "body.Boot.BootSourceOverrideEnabled"),
+	assert_string_equal(rf_get_str(json_array_get(t->sent, 1),
+				       "body.Boot.BootSourceOverrideEnabled"),
 			    "Disabled");
 	json_decref(sys);
 	rf_client_release(&c);
@@ -1360,11 +1361,10 @@ static void test_db_pins(void **state)
 	nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-#define PER_VENDOR(fn)                                                                    \
+#define PER_VENDOR(fn)                                                                      \
 	cmocka_unit_test_prestate(fn, (void *)0), cmocka_unit_test_prestate(fn, (void *)1), \
 		cmocka_unit_test_prestate(fn, (void *)2),                                   \
-		cmocka_unit_test_prestate(fn, (void *)3),                                   \
-		cmocka_unit_test_prestate(fn, (void *)4)
+		cmocka_unit_test_prestate(fn, (void *)3), cmocka_unit_test_prestate(fn, (void *)4)
 
 int main(void)
 {

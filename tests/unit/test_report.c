@@ -76,10 +76,11 @@ static void folds_and_counts(void **state)
 		snprintf(name, sizeof(name), "gpu%02d", i);
 		n = add(sw, name, i == 3 ? "<b>&old" : "24.12", i == 5 || i == 6 ? "580" : "590");
 		if (i == 7) {
-			json_t *j = json_pack("{s:[{s:{s:{s:i},s:{s:i}},s:b}],s:{s:s,s:{s:i}}}", "gpus", "ecc",
-					      "volatile", "uncorrected", 2, "aggregate", "uncorrected", 0,
-					      "remapped_rows_pending", 1, "health", "state", "ok", "xid",
-					      "79", 3);
+			json_t *j = json_pack("{s:[{s:{s:{s:i},s:{s:i}},s:b}],s:{s:s,s:{s:i}}}",
+					      "gpus", "ecc", "volatile", "uncorrected", 2,
+					      "aggregate", "uncorrected", 0,
+					      "remapped_rows_pending", 1, "health", "state", "ok",
+					      "xid", "79", 3);
 			struct gf_hostfacts f;
 
 			assert_int_equal(gf_hostfacts_from_json(j, name, &f, NULL), 0);
@@ -96,11 +97,11 @@ static void folds_and_counts(void **state)
 	r = build(sw);
 	assert_int_equal(r->nodes, 13);
 	assert_int_equal(r->failed, 1);
-	assert_int_equal(r->ncols, 2);  /* bmc, driver */
+	assert_int_equal(r->ncols, 2); /* bmc, driver */
 	assert_string_equal(r->cols[0], "bmc");
 	assert_string_equal(r->cols[1], "driver");
 	assert_int_equal(r->nrows, 4);
-	row = &r->rows[0];                 /* the agreeing nodes first, folded */
+	row = &r->rows[0]; /* the agreeing nodes first, folded */
 	assert_string_equal(row->nodes, "gpu[01-02,04,07-12]");
 	assert_int_equal(row->count, 9);
 	assert_int_equal(row->cells[0], GF_RCELL_SAME);
@@ -125,7 +126,8 @@ static void folds_and_counts(void **state)
 	assert_string_equal(r->failures[0].what, "failed: bmc connect");
 	assert_string_equal(r->failures[0].nodes, "gpu13");
 
-	assert_int_equal(r->nhealth, 3);  /* GPUs with remapped rows, uncorrected (volatile), Xid 79 */
+	assert_int_equal(r->nhealth,
+			 3); /* GPUs with remapped rows, uncorrected (volatile), Xid 79 */
 	for (size_t k = 0; k < r->nhealth; k++)
 		assert_string_equal(r->health[k].nodes, "gpu07");
 	assert_string_equal(r->health[2].what, "uncorrected ECC errors (volatile)");
@@ -145,16 +147,18 @@ static void folds_and_counts(void **state)
 		assert_non_null(strstr(page, "&lt;b&gt;&amp;old"));
 		assert_non_null(strstr(page, "no route to &lt;host&gt;"));
 		assert_non_null(strstr(page, "<tr class=\"ok\" data-nodes=\"gpu[05-06]\">"));
-		assert_non_null(strstr(page, "data-c=\"driver\" title=\"driver: 580, expected 590"));
+		assert_non_null(strstr(page,
+				       "data-c=\"driver\" title=\"driver: 580, expected 590"));
 		assert_null(strstr(page, "<script"));
 		gf_buf_release(&b);
 	}
 	gf_report_free(r);
 }
 
-#define BMC3 "{\"gpus\":[{\"index\":1,\"serial\":\"S1\",\"firmware\":\"9.1\"}," \
-	     "{\"index\":2,\"serial\":\"S2\",\"firmware\":\"9.1\"}," \
-	     "{\"index\":3,\"serial\":\"S3\",\"firmware\":\"9.1\"}]}"
+#define BMC3                                                               \
+	"{\"gpus\":[{\"index\":1,\"serial\":\"S1\",\"firmware\":\"9.1\"}," \
+	"{\"index\":2,\"serial\":\"S2\",\"firmware\":\"9.1\"},"            \
+	"{\"index\":3,\"serial\":\"S3\",\"firmware\":\"9.1\"}]}"
 
 static void reconcile_checks(void **state)
 {
@@ -172,7 +176,7 @@ static void reconcile_checks(void **state)
 	      "{\"index\":1,\"serial\":\"X9\",\"vbios\":\"9.1\"}],\"health\":{\"state\":\"ok\"}}");
 	/* no GPUs from the host: not reconciled */
 	facts(add(sw, "n3", "1", "590"), BMC3, "{\"gpus\":[],\"health\":{\"state\":\"gpu-lost\"}}");
-	add(sw, "n4", "1", "590");  /* no facts at all */
+	add(sw, "n4", "1", "590"); /* no facts at all */
 
 	r = gf_reconcile_compute(sw);
 	assert_int_equal(r->n, 4);

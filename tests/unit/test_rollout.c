@@ -22,9 +22,9 @@
 /* One stub BMC: the version of its "bmc" component, and how it behaves. */
 struct stub_bmc {
 	char version[16];
-	bool refuse;        /* fw_push fails (refused) */
-	bool dead;          /* its session cannot be opened */
-	bool no_update;     /* it cannot update its firmware */
+	bool refuse;    /* fw_push fails (refused) */
+	bool dead;      /* its session cannot be opened */
+	bool no_update; /* it cannot update its firmware */
 	int pushes;
 };
 
@@ -32,11 +32,11 @@ struct lab {
 	struct gf_node nodes[MAXN];
 	struct stub_bmc bmc[MAXN];
 	size_t n;
-	size_t fanouts;             /* fan-outs run */
-	size_t sizes[16];           /* nodes of each */
-	int stop_at;                /* the fan-out (1-based) that reports a stop, 0: none */
-	size_t stopped;             /* the stopping hook: failed count */
-	size_t done;                /* node_done calls */
+	size_t fanouts;   /* fan-outs run */
+	size_t sizes[16]; /* nodes of each */
+	int stop_at;      /* the fan-out (1-based) that reports a stop, 0: none */
+	size_t stopped;   /* the stopping hook: failed count */
+	size_t done;      /* node_done calls */
 	char dir[64], path[128];
 	struct gf_db *db;
 	struct gf_catalog cat;
@@ -109,8 +109,13 @@ static void stub_close(void *sess)
 }
 
 static const struct gf_backend stub = {
-	.name = "stub", .title = "Stub", .open = stub_open, .close = stub_close,
-	.firmware = stub_firmware, .fw_caps = stub_caps, .fw_push = stub_push,
+	.name = "stub",
+	.title = "Stub",
+	.open = stub_open,
+	.close = stub_close,
+	.firmware = stub_firmware,
+	.fw_caps = stub_caps,
+	.fw_push = stub_push,
 };
 
 /*
@@ -121,11 +126,15 @@ static int stub_fan(void *ud, const struct gf_rollout_fanout *rf)
 {
 	struct lab *l = ud;
 	struct gf_fanout f = {
-		.nodes = rf->nodes, .n = rf->n, .op = rf->op, .ctx = rf->ctx,
+		.nodes = rf->nodes,
+		.n = rf->n,
+		.op = rf->op,
+		.ctx = rf->ctx,
 		.may_be_restarting = rf->may_be_restarting,
 		.backend = &stub,
-		.exec = {.fanout = 2, .timeout = rf->timeout > 0 ? rf->timeout : 30,
-			 .batch = rf->batch},  /* no pause between the stubs */
+		.exec = {.fanout = 2,
+			 .timeout = rf->timeout > 0 ? rf->timeout : 30,
+			 .batch = rf->batch}, /* no pause between the stubs */
 		.hooks = {.done = rf->on_done, .ud = rf->done_ud},
 	};
 	struct gf_err err = {0};
@@ -137,7 +146,7 @@ static int stub_fan(void *ud, const struct gf_rollout_fanout *rf)
 			struct gf_result slot = {0};
 
 			gf_err_set(&slot.err, GF_E_NODE, GF_EK_INTERNAL, "interrupted");
-			rf->on_done(rf->done_ud, i, &slot);  /* attempts 0: never started */
+			rf->on_done(rf->done_ud, i, &slot); /* attempts 0: never started */
 		}
 		return 130;
 	}
@@ -213,7 +222,8 @@ static void add_nodes(struct lab *l, size_t n, const char *const *versions)
 
 		snprintf(name, sizeof(name), "n%zu", i + 1);
 		l->nodes[i] = (struct gf_node){
-			.name = gf_xstrdup(name), .bmc = gf_xstrdup("192.0.2.1"),
+			.name = gf_xstrdup(name),
+			.bmc = gf_xstrdup("192.0.2.1"),
 			.protocol = &stub,
 		};
 		snprintf(l->bmc[i].version, sizeof(l->bmc[i].version), "%s", versions[i]);
@@ -224,7 +234,12 @@ static void add_nodes(struct lab *l, size_t n, const char *const *versions)
 static void run_init(struct lab *l, const struct gf_rollout_opts *o, struct gf_rollout_run *ret)
 {
 	*ret = (struct gf_rollout_run){
-		.cat = &l->cat, .o = o, .nodes = l->nodes, .n = l->n, .fanout = 64, .db = l->db,
+		.cat = &l->cat,
+		.o = o,
+		.nodes = l->nodes,
+		.n = l->n,
+		.fanout = 64,
+		.db = l->db,
 		.fan = {.run = stub_fan, .ud = l},
 		.hooks = {.ud = l, .node_done = on_done, .stopping = on_stopping},
 	};
@@ -342,7 +357,9 @@ static void max_failures_then_resume(void **state)
 {
 	static const char *const v[] = {"1.0", "1.0", "1.0", "1.0"};
 	struct lab *l = *state;
-	struct gf_rollout_opts o = {.canary = 1, .batch = 2, .max_failures = 0,
+	struct gf_rollout_opts o = {.canary = 1,
+				    .batch = 2,
+				    .max_failures = 0,
 				    .update_timeout = 60};
 	struct gf_rollout r = {0}, again = {0};
 	struct gf_rollout_run run;
@@ -385,7 +402,9 @@ static void more_failures_allowed(void **state)
 {
 	static const char *const v[] = {"1.0", "1.0", "1.0", "1.0"};
 	struct lab *l = *state;
-	struct gf_rollout_opts o = {.canary = 1, .batch = 2, .max_failures = 1,
+	struct gf_rollout_opts o = {.canary = 1,
+				    .batch = 2,
+				    .max_failures = 1,
 				    .update_timeout = 60};
 	struct gf_rollout r = {0};
 
@@ -414,7 +433,7 @@ static void stopped_fanout_then_resume(void **state)
 	bool store_failed;
 
 	add_nodes(l, 3, v);
-	l->stop_at = 3;  /* the plan, batch 1, then batch 2 is interrupted */
+	l->stop_at = 3; /* the plan, batch 1, then batch 2 is interrupted */
 	assert_int_equal(plan_and_run(l, &o, &r), 130);
 	assert_int_equal(r.nodes[0].state, GF_RS_DONE);
 	assert_int_equal(r.nodes[1].state, GF_RS_DONE);

@@ -287,7 +287,10 @@ static void test_sets_are_shared(void **state)
 
 			snprintf(name, sizeof(name), "n%02d", i);
 			/* Two kinds of node; in the last sweep one node changes. */
-			add(sw, name, s == 2 && i == 7 ? "bmc=9,bios=2" : i % 2 ? "bmc=1,bios=2" : "bmc=1,bios=3");
+			add(sw, name,
+			    s == 2 && i == 7 ? "bmc=9,bios=2"
+			    : i % 2          ? "bmc=1,bios=2"
+					     : "bmc=1,bios=3");
 			set_host(&sw->nodes[i], i % 3 ? (i % 3 == 1 ? "d1" : "d2") : "d0");
 		}
 		store(db, sw, 100.0 * (s + 1));
@@ -328,7 +331,8 @@ static void test_bios_settings_shared_apart(void **state)
 		struct gf_sweep_node *n;
 
 		snprintf(name, sizeof(name), "n%d", i);
-		n = add(sw, name, i % 3 == 0 ? "bmc=1,bios=2,bios.sriov=on,bios.numa=2"
+		n = add(sw, name,
+			i % 3 == 0   ? "bmc=1,bios=2,bios.sriov=on,bios.numa=2"
 			: i % 3 == 1 ? "bmc=2,bios=2,bios.sriov=on,bios.numa=2"
 				     : "bmc=3,bios=2,bios.sriov=off,bios.numa=2");
 		for (size_t k = 0; k < n->set->n; k++)
@@ -462,7 +466,9 @@ static void test_import_is_idempotent(void **state)
 		assert_int_equal(existed, round == 1);
 		assert_true(sw->id != lid);
 		for (size_t i = 0; i < sw->n; i++) {
-			assert_int_equal(gf_store_put_node(tx, sw, &sw->nodes[i], true, &added, &err), 0);
+			assert_int_equal(gf_store_put_node(tx, sw, &sw->nodes[i], true, &added,
+							   &err),
+					 0);
 			added_n += added;
 		}
 		assert_int_equal(added_n, round == 0 ? 2 : 0);
@@ -677,9 +683,18 @@ static void migrate_from(struct fixture *f, int version)
 	gf_sweep_free(sw);
 }
 
-static void test_migrate_v0(void **state) { migrate_from(*state, 0); }
-static void test_migrate_v1(void **state) { migrate_from(*state, 1); }
-static void test_migrate_v2(void **state) { migrate_from(*state, 2); }
+static void test_migrate_v0(void **state)
+{
+	migrate_from(*state, 0);
+}
+static void test_migrate_v1(void **state)
+{
+	migrate_from(*state, 1);
+}
+static void test_migrate_v2(void **state)
+{
+	migrate_from(*state, 2);
+}
 
 int main(void)
 {

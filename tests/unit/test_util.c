@@ -44,10 +44,23 @@ static void iso8601_forms(void **state)
 static void iso8601_refused(void **state)
 {
 	static const char *const bad[] = {
-		"", "2026", "2026-11", "2026-1-29", "2026-11-29T", "2026-11-29T12",
-		"2026-13-01", "2026-00-10", "2026-02-29", "2026-02-31", "2026-04-31",
-		"2026-11-29T24:00", "2026-11-29T12:60", "2026-11-29T12:00:00.",
-		"2026-11-29T12:00:00+24:00", "2026-11-29T12:00:00 junk", "29/11/2026",
+		"",
+		"2026",
+		"2026-11",
+		"2026-1-29",
+		"2026-11-29T",
+		"2026-11-29T12",
+		"2026-13-01",
+		"2026-00-10",
+		"2026-02-29",
+		"2026-02-31",
+		"2026-04-31",
+		"2026-11-29T24:00",
+		"2026-11-29T12:60",
+		"2026-11-29T12:00:00.",
+		"2026-11-29T12:00:00+24:00",
+		"2026-11-29T12:00:00 junk",
+		"29/11/2026",
 	};
 	double t = 42;
 
@@ -143,11 +156,11 @@ static void durations(void **state)
 		const char *s;
 		double secs;
 	} good[] = {
-		{"90d", 90 * 86400.0}, {"1.5h", 5400}, {"90m", 5400}, {"45s", 45},
-		{"2w", 14 * 86400.0}, {"0.25d", 21600}, {"30", 30}, {"0s", 0},
+		{"90d", 90 * 86400.0}, {"1.5h", 5400},   {"90m", 5400}, {"45s", 45},
+		{"2w", 14 * 86400.0},  {"0.25d", 21600}, {"30", 30},    {"0s", 0},
 	};
-	static const char *const bad[] = {"", "3y", "-1d", "+1d", " 1h", "1h ", "h", "1hh",
-					  "inf", "nan", "1e999s"};
+	static const char *const bad[] = {"",  "3y",  "-1d", "+1d", " 1h",   "1h ",
+					  "h", "1hh", "inf", "nan", "1e999s"};
 	struct gf_err err = {0};
 	double d;
 
@@ -162,7 +175,8 @@ static void durations(void **state)
 		assert_true(d == 42);
 	}
 	assert_int_equal(gf_parse_duration("1.5y", &d, &err), GF_E_USAGE);
-	assert_string_equal(err.msg, "duration '1.5y' is not a number with s, m, h, d or w (e.g. 90d)");
+	assert_string_equal(err.msg,
+			    "duration '1.5y' is not a number with s, m, h, d or w (e.g. 90d)");
 	assert_int_equal(gf_parse_duration(NULL, &d, NULL), GF_E_USAGE);
 }
 
@@ -294,11 +308,13 @@ static void bounded_run_and_abandon(void **state)
 	atomic_store(&slow_done, 0);
 	t0 = gf_monotime();
 	assert_int_equal(gf_bounded_run(slow_fn, slow_abandon, v, t0 + 0.05, NULL, 0, "waiting",
-					&err), GF_E_NODE);
+					&err),
+			 GF_E_NODE);
 	assert_true(gf_monotime() - t0 < 0.25);
 	assert_int_equal(err.kind, GF_EK_TIMEOUT);
 	assert_string_equal(err.msg, "waiting did not finish by the deadline");
-	for (double until = gf_monotime() + 5; !atomic_load(&slow_abandoned) && gf_monotime() < until;)
+	for (double until = gf_monotime() + 5;
+	     !atomic_load(&slow_abandoned) && gf_monotime() < until;)
 		usleep(5000);
 	assert_int_equal(atomic_load(&slow_abandoned), 1);
 }
@@ -309,17 +325,21 @@ static void resolve_numeric_and_names(void **state)
 	struct gf_err err = {0};
 
 	assert_int_equal(gf_resolve_numeric("127.0.0.1", 0, gf_monotime() + 1, NULL, buf,
-					    sizeof(buf), &err), 0);
+					    sizeof(buf), &err),
+			 0);
 	assert_string_equal(buf, "127.0.0.1");
 	assert_int_equal(gf_resolve_numeric("::1", 0, gf_monotime() + 1, NULL, buf, sizeof(buf),
-					    &err), 0);
+					    &err),
+			 0);
 	assert_string_equal(buf, "::1");
 	assert_int_equal(gf_resolve_numeric("no-such-host.invalid", 0, gf_monotime() + 5, NULL, buf,
-					    sizeof(buf), &err), GF_E_NODE);
+					    sizeof(buf), &err),
+			 GF_E_NODE);
 	assert_int_equal(err.kind, GF_EK_CONNECT);
 	/* No time left: a name is not looked up at all. */
 	assert_int_equal(gf_resolve_numeric("localhost", 0, gf_monotime() - 1, NULL, buf,
-					    sizeof(buf), &err), GF_E_NODE);
+					    sizeof(buf), &err),
+			 GF_E_NODE);
 	assert_int_equal(err.kind, GF_EK_TIMEOUT);
 }
 
