@@ -215,11 +215,11 @@ def test_partial_and_failed_nodes_are_stored(inv, lab):
              f"nothing,{IPMI_PREFIX}.251,ipmi,,odd"]          # nothing answers
     r = inv.run("nodes", "import", "-", input="name,bmc,protocol,ssh,groups\n" + "\n".join(extra) + "\n")
     assert r.returncode == 0, r.stderr
-    r, data = inv.json("sweep", "@odd", "ipmi1", "--timeout", "3", "--retries", "0")
+    r, data = inv.json("sweep", "@odd", "ipmi1", "--timeout", "6", "--retries", "0")
     assert r.returncode == 1, r.stderr
     nodes = {o["node"]: o for o in data}
     assert nodes["nobmc"]["status"] == "ok" and nodes["nobmc"]["ok"] is True
-    assert nodes["ipmi1"]["status"] == "ok"
+    assert nodes["ipmi1"]["status"] == "ok", nodes["ipmi1"]
     dead = nodes["deadbmc"]
     assert dead["status"] == "partial" and dead["ok"] is False
     assert [(e["op"], e["kind"]) for e in dead["errors"]] == [("bmc", "timeout")], dead
