@@ -273,6 +273,13 @@ static void test_operators(void **state)
 	check_expand("a[1-4]&a[2-3]!a2", "a3");
 	/* Brackets hold commas that are not operators. */
 	check_expand("n[1,3],m[2,4]", "n1,n3,m2,m4");
+	/* Symmetric difference: the left side's names not in the right, then the right's. */
+	check_expand("gpu[1-4]^gpu[3-6]", "gpu1,gpu2,gpu5,gpu6");
+	check_expand("a,b^b,a", "");
+	check_expand("a^b", "a,b");
+	check_expand("a[1-3] ^ a2 , a9", "a1,a3,a9");
+	check_expand("^a", "a");
+	check_expand("a[1-5]^a[4-8]&a[1-6]", "a1,a2,a3,a6");
 }
 
 static void test_leading_operator(void **state)
@@ -514,6 +521,18 @@ static void test_collapse(void **state)
 	/* Prefix and suffix must both match; the last digit run folds. */
 	COLLAPSE("gpu[1-2]-bmc,gpu3", "gpu1-bmc", "gpu2-bmc", "gpu3");
 	COLLAPSE("r1n[01-02],r2n01", "r1n01", "r1n02", "r2n01");
+	/* Every numeric dimension folds, the last first (ClusterShell 1.9's nodeset -f). */
+	COLLAPSE("r[1-2]n[01-03]", "r1n01", "r1n02", "r1n03", "r2n01", "r2n02", "r2n03");
+	COLLAPSE("r[1-2]n[01-03]", "r2n03", "r1n01", "r2n01", "r1n02", "r2n02", "r1n03");
+	COLLAPSE("r[1-2]n1", "r1n1", "r2n1");
+	COLLAPSE("r1n[1-2],r2n1", "r1n1", "r1n2", "r2n1");
+	COLLAPSE("a1b1,a2b2", "a1b1", "a2b2");
+	COLLAPSE("r1-n[1-2],r2-n1", "r1-n1", "r2-n1", "r1-n2");
+	COLLAPSE("10.0.[1-2].[1-3]", "10.0.1.1", "10.0.1.2", "10.0.1.3", "10.0.2.1", "10.0.2.2",
+		 "10.0.2.3");
+	COLLAPSE("r[1-3]n[1-2]-bmc", "r1n1-bmc", "r1n2-bmc", "r2n1-bmc", "r2n2-bmc", "r3n1-bmc",
+		 "r3n2-bmc");
+	COLLAPSE("r[09-10]n[8-9]", "r09n8", "r09n9", "r10n8", "r10n9");
 	COLLAPSE("n1x[2-3]", "n1x2", "n1x3");
 	COLLAPSE("a1b,a[1-2]", "a1b", "a1", "a2");
 	COLLAPSE("127.31.0.[1-3]", "127.31.0.1", "127.31.0.2", "127.31.0.3");
@@ -553,7 +572,9 @@ static void test_roundtrip_exprs(void **state)
 	check_roundtrip("gpu[9-10]", "gpu[9-10]");
 	check_roundtrip("gpu[098-101]", "gpu[098-101]");
 	check_roundtrip("n[1-010]", "n[1-10]");
-	check_roundtrip("r[1-2]n[01-04]", "r1n[01-04],r2n[01-04]");
+	check_roundtrip("r[1-2]n[01-04]", "r[1-2]n[01-04]");
+	check_roundtrip("r[1-2]n[01-04]!r2n04", "r1n[01-04],r2n[01-03]");
+	check_roundtrip("x[1-3]y[1-2]z[7-9]", "x[1-3]y[1-2]z[7-9]");
 	check_roundtrip("127.31.0.[1-20]", "127.31.0.[1-20]");
 	check_roundtrip("n[1-20/3]", "n[1,4,7,10,13,16,19]");
 	check_roundtrip("a,b,c[1-2]x", "a,b,c[1-2]x");
@@ -639,6 +660,29 @@ static void test_collapse_large(void **state)
 	gf_nodeset_release(&s);
 }
 
+/* 2,000 names, 64 racks of 32, fold to one range and expand back, quickly. */
+static void test_collapse_racks(void **state)
+{
+	struct gf_nodeset s = GF_NODESET_INIT, back;
+	char name[32];
+	char *c;
+	int r, n;
+
+	for (r = 64; r >= 1; r--)
+		for (n = 1; n <= 32; n++) {
+			snprintf(name, sizeof(name), "r%02dn%02d", r, n);
+			gf_nodeset_add(&s, name);
+		}
+	assert_int_equal(s.n, 2048);
+	c = gf_nodeset_collapse((const char *const *)s.names, s.n);
+	assert_string_equal(c, "r[01-64]n[01-32]");
+	assert_int_equal(gf_nodeset_parse(c, NULL, NULL, &back, NULL), 0);
+	assert_true(same_set(&s, &back));
+	free(c);
+	gf_nodeset_release(&s);
+	gf_nodeset_release(&back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -662,6 +706,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_exprs),
 		cmocka_unit_test(test_roundtrip_random),
 		cmocka_unit_test(test_collapse_large),
+		cmocka_unit_test(test_collapse_racks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
