@@ -275,7 +275,8 @@ static void test_operators(void **state)
 	check_expand("n[1,3],m[2,4]", "n1,n3,m2,m4");
 	/* Symmetric difference: the left side's names not in the right, then the right's. */
 	check_expand("gpu[1-4]^gpu[3-6]", "gpu1,gpu2,gpu5,gpu6");
-	check_expand("a,b^b,a", "");
+	check_expand("a,b^b,a", "a"); /* ((a,b)^b),a */
+	check_expand("a[1-3]^a[1-3]", "");
 	check_expand("a^b", "a,b");
 	check_expand("a[1-3] ^ a2 , a9", "a1,a3,a9");
 	check_expand("^a", "a");
