@@ -4,6 +4,7 @@ folds and expansions compared with ClusterShell's `nodeset -f` and `nodeset -e`
 a folded set where targets name unregistered nodes (the usage error lists them
 folded), and expands a set in `nodes list --format json`. No peers needed: the
 registered BMC addresses are never contacted."""
+import random
 import re
 import shutil
 import subprocess
@@ -123,3 +124,20 @@ def test_symmetric_difference_in_targets(gf):
     assert sorted(expand_gf(gf, "gpu[1-4]^gpu[3-6]")) == ["gpu1", "gpu2", "gpu5", "gpu6"]
     r = gf.run("nodes", "list", "gpu[1-2]^")
     assert r.returncode == 2 and "empty term after '^'" in r.stderr
+
+
+def test_random_subsets_fold_as_nodeset_does(gf):
+    """Seeded random subsets of racks of nodes (and of a three-dimensional
+    grid): the greedy merge of blocks must pick ClusterShell's fold."""
+    rnd = random.Random(22)
+    for _ in range(20):
+        keep = rnd.random()
+        racks, nodes = rnd.choice([2, 3, 8, 64]), rnd.choice([3, 8, 32])
+        names = [f"r{r:02d}n{n:02d}" for r in range(1, racks + 1)
+                 for n in range(1, nodes + 1) if rnd.random() < keep]
+        names += [f"x{a}y{b}z{c}" for a in range(1, 4) for b in range(1, 4)
+                  for c in range(1, 4) if rnd.random() < keep / 2]
+        if not names:
+            continue
+        expr = ",".join(names)
+        assert terms(fold_gf(gf, expr)) == terms(nodeset("-f", expr)), expr
