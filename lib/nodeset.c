@@ -829,9 +829,10 @@ struct nums {
 struct block {
 	struct nums *d;
 	size_t nd;
-	u64 size;   /* the number of names */
-	size_t pos; /* before the last sort: ties keep their order */
-	bool dead;  /* merged into another */
+	const size_t *width; /* the pattern's, per dimension */
+	u64 size;            /* the number of names */
+	size_t pos;          /* before the last sort: ties keep their order */
+	bool dead;           /* merged into another */
 };
 
 static int cmp_u64(const void *a, const void *b)
@@ -853,11 +854,26 @@ static size_t sort_unique(u64 *v, size_t n)
 	return k;
 }
 
-/* ClusterShell's order: larger blocks first, then per dimension larger sets, lower bounds. */
+/* Compare @a and @b as written with @width digits, as strings ("10" before "9"). */
+static int cmp_written(u64 a, u64 b, size_t width)
+{
+	char x[32], y[32];
+
+	snprintf(x, sizeof(x), "%0*llu", (int)width, a);
+	snprintf(y, sizeof(y), "%0*llu", (int)width, b);
+	return strcmp(x, y);
+}
+
+/*
+ * ClusterShell's order: larger blocks first, then per dimension larger sets,
+ * the lower first number, the lower last number; ClusterShell compares the
+ * numbers as written, as strings.
+ */
 static int cmp_block(const void *pa, const void *pb)
 {
 	const struct block *a = pa, *b = pb;
 	size_t k;
+	int c;
 
 	if (a->size != b->size)
 		return a->size > b->size ? -1 : 1;
@@ -866,10 +882,12 @@ static int cmp_block(const void *pa, const void *pb)
 
 		if (x->n != y->n)
 			return x->n > y->n ? -1 : 1;
-		if (x->v[0] != y->v[0])
-			return x->v[0] < y->v[0] ? -1 : 1;
-		if (x->v[x->n - 1] != y->v[y->n - 1])
-			return x->v[x->n - 1] < y->v[y->n - 1] ? -1 : 1;
+		c = cmp_written(x->v[0], y->v[0], a->width[k]);
+		if (c)
+			return c;
+		c = cmp_written(x->v[x->n - 1], y->v[y->n - 1], a->width[k]);
+		if (c)
+			return c;
 	}
 	return (a->pos > b->pos) - (a->pos < b->pos);
 }
@@ -1108,7 +1126,12 @@ static void pattern_render(struct gf_buf *out, const char *const *names, const s
 		size_t nb;
 
 		for (m = 0; m < p->n; m++) {
-			b[m] = (struct block){gf_xcalloc(nd, sizeof(struct nums)), nd, 1, m, false};
+			b[m] = (struct block){gf_xcalloc(nd, sizeof(struct nums)),
+					      nd,
+					      p->width,
+					      1,
+					      m,
+					      false};
 			for (k = 0; k < nd; k++) {
 				b[m].d[k].v = gf_xcalloc(1, sizeof(u64));
 				b[m].d[k].v[0] = vals[m * nd + k];
@@ -1196,11 +1219,14 @@ char *gf_nodeset_collapse(const char *const *names, size_t n)
 		text_key(&text, names[i], r, nr);
 		for (k = 0; k < nr; k++) {
 			w[k] = r[k].padded ? r[k].dig : 0;
-			/* An unpadded number as wide as a padded class prints the same in it. */
-			if (!r[k].padded && r[k].dig > 1 && npads) {
-				class_key(&key, &text, k, r[k].dig);
+			/*
+			 * An unpadded number at least as wide as a padded class prints
+			 * the same in it (gpu[098-100], r[01-120]): it joins the widest.
+			 */
+			for (size_t cw = r[k].dig; !r[k].padded && npads && cw > 1 && !w[k]; cw--) {
+				class_key(&key, &text, k, cw);
 				if (index_find(&pad_idx, pads, gf_buf_str(&key)) != NOT_FOUND)
-					w[k] = r[k].dig;
+					w[k] = cw;
 			}
 		}
 		gf_buf_reset(&key);

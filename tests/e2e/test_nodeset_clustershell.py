@@ -128,12 +128,15 @@ def test_symmetric_difference_in_targets(gf):
 
 def test_random_subsets_fold_as_nodeset_does(gf):
     """Seeded random subsets of racks of nodes (and of a three-dimensional
-    grid): the greedy merge of blocks must pick ClusterShell's fold."""
+    grid): the greedy merge of blocks must pick ClusterShell's fold, which
+    orders blocks by their numbers as written ("10" before "9"), and puts
+    r100 with r01-r99."""
     rnd = random.Random(22)
-    for _ in range(20):
+    for _ in range(24):
         keep = rnd.random()
-        racks, nodes = rnd.choice([2, 3, 8, 64]), rnd.choice([3, 8, 32])
-        names = [f"r{r:02d}n{n:02d}" for r in range(1, racks + 1)
+        racks, nodes = rnd.choice([2, 3, 12, 64, 120]), rnd.choice([3, 8, 12, 32])
+        pad = rnd.choice(["", "02", "03"])
+        names = [f"r{r:{pad}d}n{n}" for r in range(1, racks + 1)
                  for n in range(1, nodes + 1) if rnd.random() < keep]
         names += [f"x{a}y{b}z{c}" for a in range(1, 4) for b in range(1, 4)
                   for c in range(1, 4) if rnd.random() < keep / 2]

@@ -512,6 +512,12 @@ static void test_collapse(void **state)
 	COLLAPSE("gpu[9-10,100]", "gpu100", "gpu9", "gpu10");
 	COLLAPSE("gpu[09-10]", "gpu09", "gpu10");
 	COLLAPSE("gpu[098-100]", "gpu098", "gpu099", "gpu100");
+	/* Wider unpadded numbers too, in the widest class they fit (ClusterShell 1.9). */
+	COLLAPSE("gpu[01-02,100]", "gpu01", "gpu02", "gpu100");
+	COLLAPSE("r[98-120]", "r98", "r99", "r100", "r101", "r102", "r103", "r104", "r105", "r106",
+		 "r107", "r108", "r109", "r110", "r111", "r112", "r113", "r114", "r115", "r116",
+		 "r117", "r118", "r119", "r120");
+	COLLAPSE("gpu[098-100,1000],gpu01", "gpu098", "gpu01", "gpu099", "gpu100", "gpu1000");
 	COLLAPSE("gpu01,gpu001", "gpu01", "gpu001");
 	COLLAPSE("gpu1,gpu01", "gpu1", "gpu01");
 	COLLAPSE("gpu[1-2],gpu[01-02]", "gpu1", "gpu01", "gpu2", "gpu02");
