@@ -130,7 +130,8 @@ static void main_help(FILE *f)
 		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
 	cli_print_global_opts(f);
 	fputs("\nTargets: gpu[001-128], r[1-2]n[01-04], @group, ',' union, '!' difference,\n"
-	      "'&' intersection. Exit codes: 0 all ok, 1 some failed, 2 usage, 3 drift, 4 refused.\n"
+	      "'&' intersection, '^' symmetric difference.\n"
+	      "Exit codes: 0 all ok, 1 some failed, 2 usage, 3 drift, 4 refused.\n"
 	      "See gpufleet(1) and 'gpufleet VERB --help'.\n",
 	      f);
 }

@@ -269,7 +269,7 @@ struct group {
 
 static bool is_op(char c)
 {
-	return c == ',' || c == '!' || c == '&';
+	return c == ',' || c == '!' || c == '&' || c == '^';
 }
 
 static bool is_space(char c)
@@ -648,6 +648,27 @@ static int expand_group(const struct parser *p, size_t off, size_t len, struct w
 	return rc;
 }
 
+/* @cur becomes the names in only one of @cur and @t: its own first, then @t's. */
+static int apply_xor(const struct parser *p, struct wset *cur, struct wset *t, size_t off)
+{
+	bool *mine = gf_xcalloc(t->s.n ? t->s.n : 1, sizeof(*mine));
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < t->s.n; i++)
+		mine[i] = wset_has(cur, t->s.names[i]);
+	wset_filter(cur, t, false);
+	for (i = 0; !rc && i < t->s.n; i++) {
+		if (mine[i])
+			continue;
+		if (wset_take(cur, t->s.names[i]) < 0)
+			rc = perr(p, off, "node set expands to more than %d names", GF_NODESET_MAX);
+		t->s.names[i] = NULL; /* taken over, or freed by wset_take() */
+	}
+	free(mine);
+	return rc;
+}
+
 /* Combine @t into @cur with @op; @t is emptied. */
 static int apply(const struct parser *p, struct wset *cur, struct wset *t, char op, size_t off)
 {
@@ -667,7 +688,8 @@ static int apply(const struct parser *p, struct wset *cur, struct wset *t, char 
 		t->s.n = 0;
 		break;
 	case '!': wset_filter(cur, t, false); break;
-	default: /* '&' */ wset_filter(cur, t, true); break;
+	case '&': wset_filter(cur, t, true); break;
+	default: /* '^' */ rc = apply_xor(p, cur, t, off); break;
 	}
 	return rc;
 }
@@ -718,7 +740,7 @@ int gf_nodeset_parse(const char *expr, gf_group_resolver resolve, void *ud, stru
 		if (i == p.len)
 			break;
 		if (!is_op(p.expr[i])) {
-			rc = err_unexpected(&p, i, ", expected ',', '!' or '&'");
+			rc = err_unexpected(&p, i, ", expected ',', '!', '&' or '^'");
 			goto out;
 		}
 		op = p.expr[i++];
@@ -733,60 +755,84 @@ out:
 
 /* ---- collapse ---- */
 
-/* Where the last digit run of a name is, and what it says. */
-struct split {
-	size_t pre; /* digits start here */
-	size_t dig; /* number of digits; 0: the name stays as it is */
+/*
+ * Folding follows ClusterShell's "nodeset -f": each run of at most
+ * NUM_MAX_DIGITS digits in a name is a dimension, and names that share the
+ * text around those runs (a pattern) fold together. Inside a pattern, when
+ * only one dimension varies, its numbers share one bracket; otherwise every
+ * name starts as its own block (a vector of one-number sets), and blocks that
+ * differ in one dimension only merge, greedily, largest blocks first.
+ */
+
+/* A digit run of a name. */
+struct run {
+	size_t off, dig; /* where it starts in the name, and its digits */
 	u64 val;
 	bool padded; /* a leading zero: only folds with the same width */
 };
 
-static struct split split_name(const char *name)
+/* The digit runs of @name into @runs (at most @cap); returns their count. */
+static size_t name_runs(const char *name, struct run *runs, size_t cap)
 {
-	struct split sp = {0, 0, 0, false};
-	size_t len = strlen(name);
-	size_t e = len, s, i;
+	size_t i = 0, nr = 0;
 
-	while (e > 0 && !is_digit(name[e - 1]))
-		e--;
-	if (e == 0)
-		return sp;
-	s = e;
-	while (s > 0 && is_digit(name[s - 1]))
-		s--;
-	if (e - s > NUM_MAX_DIGITS)
-		return sp;
-	sp.pre = s;
-	sp.dig = e - s;
-	for (i = s; i < e; i++)
-		sp.val = sp.val * 10 + (u64)(name[i] - '0');
-	sp.padded = sp.dig > 1 && name[s] == '0';
-	return sp;
-}
+	while (name[i]) {
+		size_t s = i, k;
+		u64 v = 0;
 
-/* The fold key: the length of the prefix keeps prefix and suffix apart. */
-static void fold_key(struct gf_buf *key, const char *name, const struct split *sp, size_t width)
-{
-	gf_buf_reset(key);
-	if (!sp->dig) {
-		gf_buf_addc(key, 'P');
-		gf_buf_adds(key, name);
-		return;
+		if (!is_digit(name[i])) {
+			i++;
+			continue;
+		}
+		while (is_digit(name[i]))
+			i++;
+		if (i - s > NUM_MAX_DIGITS || nr == cap)
+			continue; /* stays text */
+		for (k = s; k < i; k++)
+			v = v * 10 + (u64)(name[k] - '0');
+		runs[nr].off = s;
+		runs[nr].dig = i - s;
+		runs[nr].val = v;
+		runs[nr].padded = i - s > 1 && name[s] == '0';
+		nr++;
 	}
-	gf_buf_addc(key, 'N');
-	add_num(key, sp->pre, 0);
-	gf_buf_addc(key, ':');
-	gf_buf_add(key, name, sp->pre);
-	gf_buf_adds(key, name + sp->pre + sp->dig);
-	gf_buf_addc(key, '#');
-	add_num(key, width, 0);
+	return nr;
 }
 
-struct fold {
-	size_t first; /* index in names of its first member */
-	size_t width; /* digits of every member; 0: unpadded numbers of any width */
-	u64 *nums;
+/* Names are at most NAME_MAX_LEN long when parsed; longer ones keep only so many runs. */
+#define RUNS_MAX (NAME_MAX_LEN / 2 + 1)
+
+/* The text of @name around its runs, lengths first so that keys cannot collide. */
+static void text_key(struct gf_buf *key, const char *name, const struct run *r, size_t nr)
+{
+	size_t k, at = 0;
+
+	gf_buf_reset(key);
+	for (k = 0; k <= nr; k++) {
+		size_t end = k < nr ? r[k].off : strlen(name);
+
+		add_num(key, end - at, 0);
+		gf_buf_addc(key, ':');
+		gf_buf_add(key, name + at, end - at);
+		if (k < nr)
+			at = r[k].off + r[k].dig;
+	}
+}
+
+/* A sorted set of numbers without duplicates. */
+struct nums {
+	u64 *v;
 	size_t n, cap;
+};
+
+/* A block: one set per dimension, the names are every combination. */
+struct block {
+	struct nums *d;
+	size_t nd;
+	const size_t *width; /* the pattern's, per dimension */
+	u64 size;            /* the number of names */
+	size_t pos;          /* before the last sort: ties keep their order */
+	bool dead;           /* merged into another */
 };
 
 static int cmp_u64(const void *a, const void *b)
@@ -796,116 +842,431 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void fold_render(struct gf_buf *out, const char *const *names, struct fold *f)
+/* Sort @v and drop duplicates; returns the new count. */
+static size_t sort_unique(u64 *v, size_t n)
 {
-	const char *name = names[f->first];
-	struct split sp = split_name(name);
-	size_t i, j, n = 0;
+	size_t i, k = 0;
 
-	if (f->n > 1) {
-		qsort(f->nums, f->n, sizeof(*f->nums), cmp_u64);
-		for (i = 0; i < f->n; i++)
-			if (n == 0 || f->nums[n - 1] != f->nums[i])
-				f->nums[n++] = f->nums[i];
-	} else {
-		n = f->n;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	for (i = 0; i < n; i++)
+		if (k == 0 || v[k - 1] != v[i])
+			v[k++] = v[i];
+	return k;
+}
+
+/* Compare @a and @b as written with @width digits, as strings ("10" before "9"). */
+static int cmp_written(u64 a, u64 b, size_t width)
+{
+	char x[32], y[32];
+
+	snprintf(x, sizeof(x), "%0*llu", (int)width, a);
+	snprintf(y, sizeof(y), "%0*llu", (int)width, b);
+	return strcmp(x, y);
+}
+
+/*
+ * ClusterShell's order: larger blocks first, then per dimension larger sets,
+ * the lower first number, the lower last number; ClusterShell compares the
+ * numbers as written, as strings.
+ */
+static int cmp_block(const void *pa, const void *pb)
+{
+	const struct block *a = pa, *b = pb;
+	size_t k;
+	int c;
+
+	if (a->size != b->size)
+		return a->size > b->size ? -1 : 1;
+	for (k = 0; k < a->nd; k++) {
+		const struct nums *x = &a->d[k], *y = &b->d[k];
+
+		if (x->n != y->n)
+			return x->n > y->n ? -1 : 1;
+		c = cmp_written(x->v[0], y->v[0], a->width[k]);
+		if (c)
+			return c;
+		c = cmp_written(x->v[x->n - 1], y->v[y->n - 1], a->width[k]);
+		if (c)
+			return c;
 	}
-	if (n <= 1) {
-		gf_buf_adds(out, name);
+	return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+enum rel { REL_SAME, REL_DISJOINT, REL_INSIDE, REL_HOLDS, REL_OVERLAP };
+
+/* How @a relates to @b: the same, disjoint, strictly inside it, strictly holding it, or overlapping. */
+static enum rel nums_relation(const struct nums *a, const struct nums *b)
+{
+	size_t i = 0, j = 0, common = 0;
+
+	while (i < a->n && j < b->n) {
+		if (a->v[i] == b->v[j]) {
+			common++;
+			i++;
+			j++;
+		} else if (a->v[i] < b->v[j]) {
+			i++;
+		} else {
+			j++;
+		}
+	}
+	if (common == a->n && common == b->n)
+		return REL_SAME;
+	if (common == 0)
+		return REL_DISJOINT;
+	if (common == a->n)
+		return REL_INSIDE;
+	if (common == b->n)
+		return REL_HOLDS;
+	return REL_OVERLAP;
+}
+
+/* @a becomes the union of @a and @b, which are disjoint. */
+static void nums_union(struct nums *a, const struct nums *b)
+{
+	u64 *v;
+	size_t i = 0, j = 0, k = 0;
+
+	if (b->v[0] > a->v[a->n - 1]) {
+		/* Above: the usual case, as blocks merge in ascending order. */
+		if (a->n + b->n > a->cap) {
+			a->cap = (a->n + b->n) * 2;
+			a->v = gf_xrealloc(a->v, a->cap * sizeof(*a->v));
+		}
+		memcpy(a->v + a->n, b->v, b->n * sizeof(*b->v));
+		a->n += b->n;
 		return;
 	}
-	gf_buf_add(out, name, sp.pre);
+	v = gf_xcalloc(a->n + b->n, sizeof(*v));
+
+	while (i < a->n || j < b->n) {
+		if (j == b->n || (i < a->n && a->v[i] < b->v[j]))
+			v[k++] = a->v[i++];
+		else
+			v[k++] = b->v[j++];
+	}
+	free(a->v);
+	a->v = v;
+	a->n = k;
+	a->cap = k;
+}
+
+/* Merge @b into @a when they differ in at most one dimension; @b is then dead. */
+static bool block_merge(struct block *a, struct block *b)
+{
+	size_t k, diff = NOT_FOUND;
+	enum rel how = REL_SAME;
+
+	for (k = 0; k < a->nd; k++) {
+		enum rel r = nums_relation(&a->d[k], &b->d[k]);
+
+		if (r == REL_SAME)
+			continue;
+		if (r == REL_OVERLAP || diff != NOT_FOUND)
+			return false;
+		diff = k;
+		how = r;
+	}
+	if (how == REL_DISJOINT) {
+		nums_union(&a->d[diff], &b->d[diff]);
+	} else if (how == REL_INSIDE) {
+		struct nums t = a->d[diff];
+
+		a->d[diff] = b->d[diff];
+		b->d[diff] = t;
+	}
+	a->size = 1;
+	for (k = 0; k < a->nd; k++)
+		a->size *= a->d[k].n;
+	b->dead = true;
+	return true;
+}
+
+static void block_release(struct block *b)
+{
+	size_t k;
+
+	for (k = 0; k < b->nd; k++)
+		free(b->d[k].v);
+	free(b->d);
+}
+
+/*
+ * Merge the blocks b[0..nb) as ClusterShell does: passes over the sorted
+ * blocks where each merges the ones right after it until one does not fit,
+ * then, once that changes nothing, passes comparing every pair. Returns the
+ * number of blocks left, in order at the start of @b.
+ */
+static size_t blocks_fold(struct block *b, size_t nb)
+{
+	bool full = false, changed = true;
+
+	while (changed) {
+		size_t i, j, k = 0;
+
+		changed = false;
+		for (i = 0; i < nb; i++) {
+			if (b[i].dead) {
+				block_release(&b[i]);
+				continue;
+			}
+			b[k] = b[i];
+			b[k].pos = k;
+			k++;
+		}
+		nb = k;
+		qsort(b, nb, sizeof(*b), cmp_block);
+		for (i = 0; i + 1 < nb; i++) {
+			if (b[i].dead)
+				continue;
+			for (j = i + 1; j < nb; j++) {
+				if (b[j].dead)
+					continue;
+				if (block_merge(&b[i], &b[j]))
+					changed = true;
+				else if (!full)
+					break;
+			}
+		}
+		if (!changed && !full)
+			changed = full = true;
+	}
+	return nb;
+}
+
+static void nums_render(struct gf_buf *out, const struct nums *s, size_t width)
+{
+	size_t i, j;
+
+	if (s->n == 1) {
+		add_num(out, s->v[0], (int)width);
+		return;
+	}
 	gf_buf_addc(out, '[');
-	for (i = 0; i < n; i = j + 1) {
+	for (i = 0; i < s->n; i = j + 1) {
 		j = i;
-		while (j + 1 < n && f->nums[j + 1] == f->nums[j] + 1)
+		while (j + 1 < s->n && s->v[j + 1] == s->v[j] + 1)
 			j++;
 		if (i > 0)
 			gf_buf_addc(out, ',');
-		add_num(out, f->nums[i], (int)f->width);
+		add_num(out, s->v[i], (int)width);
 		if (j > i) {
 			gf_buf_addc(out, '-');
-			add_num(out, f->nums[j], (int)f->width);
+			add_num(out, s->v[j], (int)width);
 		}
 	}
 	gf_buf_addc(out, ']');
-	gf_buf_adds(out, name + sp.pre + sp.dig);
+}
+
+struct pattern {
+	size_t first;  /* index in the names of the first member */
+	size_t nd;     /* dimensions */
+	size_t *width; /* per dimension; 0: unpadded */
+	size_t *member;
+	size_t n, cap;
+};
+
+/* Write the names of @d: the text of @name (the pattern's first) around its runs @r. */
+static void block_render(struct gf_buf *out, const char *name, const struct run *r,
+			 const struct pattern *p, const struct nums *d)
+{
+	size_t k, at = 0;
+
+	if (out->len)
+		gf_buf_addc(out, ',');
+	for (k = 0; k < p->nd; k++) {
+		gf_buf_add(out, name + at, r[k].off - at);
+		nums_render(out, &d[k], p->width[k]);
+		at = r[k].off + r[k].dig;
+	}
+	gf_buf_adds(out, name + at);
+}
+
+static void pattern_render(struct gf_buf *out, const char *const *names, const struct pattern *p)
+{
+	struct run r[RUNS_MAX], first[RUNS_MAX];
+	size_t nd = p->nd, m, k, nvar = 0, var = 0;
+	u64 *vals;
+
+	if (nd == 0 || p->n == 1) {
+		if (out->len)
+			gf_buf_addc(out, ',');
+		gf_buf_adds(out, names[p->first]);
+		return;
+	}
+	name_runs(names[p->first], first, RUNS_MAX);
+	vals = gf_xcalloc(p->n * nd, sizeof(*vals));
+	for (m = 0; m < p->n; m++) {
+		name_runs(names[p->member[m]], r, RUNS_MAX);
+		for (k = 0; k < nd; k++)
+			vals[m * nd + k] = r[k].val;
+	}
+	for (k = 0; k < nd; k++)
+		for (m = 1; m < p->n; m++)
+			if (vals[m * nd + k] != vals[k]) {
+				nvar++;
+				var = k;
+				break;
+			}
+	if (nvar <= 1) {
+		/* One dimension varies: its numbers share a bracket. */
+		struct nums *d = gf_xcalloc(nd, sizeof(*d));
+		u64 *v = gf_xcalloc(p->n, sizeof(*v));
+
+		for (k = 0; k < nd; k++)
+			d[k] = (struct nums){&vals[k], 1, 1};
+		for (m = 0; m < p->n; m++)
+			v[m] = vals[m * nd + var];
+		d[var] = (struct nums){v, sort_unique(v, p->n), p->n};
+		block_render(out, names[p->first], first, p, d);
+		free(v);
+		free(d);
+	} else {
+		struct block *b = gf_xcalloc(p->n, sizeof(*b));
+		size_t nb;
+
+		for (m = 0; m < p->n; m++) {
+			b[m] = (struct block){gf_xcalloc(nd, sizeof(struct nums)),
+					      nd,
+					      p->width,
+					      1,
+					      m,
+					      false};
+			for (k = 0; k < nd; k++) {
+				b[m].d[k].v = gf_xcalloc(1, sizeof(u64));
+				b[m].d[k].v[0] = vals[m * nd + k];
+				b[m].d[k].n = 1;
+				b[m].d[k].cap = 1;
+			}
+		}
+		nb = blocks_fold(b, p->n);
+		for (m = 0; m < nb; m++) {
+			block_render(out, names[p->first], first, p, b[m].d);
+			block_release(&b[m]);
+		}
+		free(b);
+	}
+	free(vals);
+}
+
+/* Add @k to the keys of @x unless there; returns its position. */
+static size_t key_intern(struct index *x, char ***keys, size_t *n, const char *k)
+{
+	size_t pos = index_find(x, *keys, k);
+
+	if (pos != NOT_FOUND)
+		return pos;
+	if (!(*n & (*n - 1)))
+		*keys = gf_xrealloc(*keys, (*n ? *n * 2 : 1) * sizeof(**keys));
+	(*keys)[*n] = gf_xstrdup(k);
+	index_put(x, *keys, (*n)++);
+	return *n - 1;
+}
+
+/* The key of a padded class: the text, the dimension and the width. */
+static void class_key(struct gf_buf *key, const struct gf_buf *text, size_t k, size_t width)
+{
+	gf_buf_reset(key);
+	gf_buf_add(key, text->s, text->len);
+	gf_buf_addc(key, '|');
+	add_num(key, k, 0);
+	gf_buf_addc(key, '|');
+	add_num(key, width, 0);
 }
 
 char *gf_nodeset_collapse(const char *const *names, size_t n)
 {
-	struct gf_buf out = GF_BUF_INIT, key = GF_BUF_INIT;
-	struct index padded_idx = {NULL, 0, 0}, fold_idx = {NULL, 0, 0};
-	char **padded = NULL, **keys = NULL;
-	size_t npadded = 0, nfolds = 0, i;
-	struct fold *folds = NULL;
+	struct gf_buf out = GF_BUF_INIT, key = GF_BUF_INIT, text = GF_BUF_INIT;
+	struct index uniq = {NULL, 0, 0}, pad_idx = {NULL, 0, 0}, pat_idx = {NULL, 0, 0};
+	char **pads = NULL, **pkeys = NULL;
+	size_t npads = 0, npat = 0, i, k;
+	struct pattern *pat;
+	struct run r[RUNS_MAX];
+	bool *dup;
 
 	if (n == 0)
 		return gf_xstrdup("");
-	/* At most one fold per name. */
-	keys = gf_xcalloc(n, sizeof(*keys));
-	folds = gf_xcalloc(n, sizeof(*folds));
+	dup = gf_xcalloc(n, sizeof(*dup));
+	pat = gf_xcalloc(n, sizeof(*pat));
 
-	/* Which prefix/suffix/width classes have zero-padded members. */
+	/* Duplicates once; which text, dimension and width have zero-padded members. */
 	for (i = 0; i < n; i++) {
-		struct split sp = split_name(names[i]);
+		size_t nr;
 
-		if (!sp.padded)
+		if (index_find(&uniq, (char *const *)names, names[i]) != NOT_FOUND) {
+			dup[i] = true;
 			continue;
-		fold_key(&key, names[i], &sp, sp.dig);
-		if (index_find(&padded_idx, padded, gf_buf_str(&key)) != NOT_FOUND)
-			continue;
-		if (!(npadded & (npadded - 1)))
-			padded = gf_xrealloc(padded, (npadded ? npadded * 2 : 1) * sizeof(*padded));
-		padded[npadded++] = gf_xstrdup(gf_buf_str(&key));
-		index_put(&padded_idx, padded, npadded - 1);
+		}
+		index_put(&uniq, (char *const *)names, i);
+		nr = name_runs(names[i], r, RUNS_MAX);
+		text_key(&text, names[i], r, nr);
+		for (k = 0; k < nr; k++) {
+			if (!r[k].padded)
+				continue;
+			class_key(&key, &text, k, r[k].dig);
+			key_intern(&pad_idx, &pads, &npads, gf_buf_str(&key));
+		}
 	}
 
+	/* Patterns: the text and the width of every dimension. */
 	for (i = 0; i < n; i++) {
-		struct split sp = split_name(names[i]);
-		size_t width = sp.padded ? sp.dig : 0;
-		size_t pos;
-		struct fold *f;
+		size_t nr, w[RUNS_MAX], pos, before = npat;
+		struct pattern *p;
 
-		/* An unpadded number as wide as a padded class prints the same in it. */
-		if (sp.dig > 1 && !sp.padded && npadded) {
-			fold_key(&key, names[i], &sp, sp.dig);
-			if (index_find(&padded_idx, padded, gf_buf_str(&key)) != NOT_FOUND)
-				width = sp.dig;
-		}
-		fold_key(&key, names[i], &sp, width);
-		pos = index_find(&fold_idx, keys, gf_buf_str(&key));
-		if (pos == NOT_FOUND) {
-			pos = nfolds++;
-			keys[pos] = gf_xstrdup(gf_buf_str(&key));
-			folds[pos] = (struct fold){i, width, NULL, 0, 0};
-			index_put(&fold_idx, keys, pos);
-		}
-		f = &folds[pos];
-		if (!sp.dig)
+		if (dup[i])
 			continue;
-		if (f->n == f->cap) {
-			f->cap = f->cap ? f->cap * 2 : 4;
-			f->nums = gf_xrealloc(f->nums, f->cap * sizeof(*f->nums));
+		nr = name_runs(names[i], r, RUNS_MAX);
+		text_key(&text, names[i], r, nr);
+		for (k = 0; k < nr; k++) {
+			w[k] = r[k].padded ? r[k].dig : 0;
+			/*
+			 * An unpadded number at least as wide as a padded class prints
+			 * the same in it (gpu[098-100], r[01-120]): it joins the widest.
+			 */
+			for (size_t cw = r[k].dig; !r[k].padded && npads && cw > 1 && !w[k]; cw--) {
+				class_key(&key, &text, k, cw);
+				if (index_find(&pad_idx, pads, gf_buf_str(&key)) != NOT_FOUND)
+					w[k] = cw;
+			}
 		}
-		f->nums[f->n++] = sp.val;
+		gf_buf_reset(&key);
+		gf_buf_add(&key, text.s, text.len);
+		for (k = 0; k < nr; k++) {
+			gf_buf_addc(&key, '#');
+			add_num(&key, w[k], 0);
+		}
+		pos = key_intern(&pat_idx, &pkeys, &npat, gf_buf_str(&key));
+		p = &pat[pos];
+		if (npat > before) {
+			p->first = i;
+			p->nd = nr;
+			p->width = gf_xcalloc(nr ? nr : 1, sizeof(*p->width));
+			memcpy(p->width, w, nr * sizeof(*w));
+		}
+		if (p->n == p->cap) {
+			p->cap = p->cap ? p->cap * 2 : 4;
+			p->member = gf_xrealloc(p->member, p->cap * sizeof(*p->member));
+		}
+		p->member[p->n++] = i;
 	}
 
-	for (i = 0; i < nfolds; i++) {
-		if (i > 0)
-			gf_buf_addc(&out, ',');
-		fold_render(&out, names, &folds[i]);
-		free(folds[i].nums);
-		free(keys[i]);
+	for (i = 0; i < npat; i++) {
+		pattern_render(&out, names, &pat[i]);
+		free(pat[i].width);
+		free(pat[i].member);
+		free(pkeys[i]);
 	}
-	for (i = 0; i < npadded; i++)
-		free(padded[i]);
-	free(padded);
-	free(folds);
-	free(keys);
-	index_release(&padded_idx);
-	index_release(&fold_idx);
+	for (i = 0; i < npads; i++)
+		free(pads[i]);
+	free(pads);
+	free(pkeys);
+	free(pat);
+	free(dup);
+	index_release(&uniq);
+	index_release(&pad_idx);
+	index_release(&pat_idx);
 	gf_buf_release(&key);
+	gf_buf_release(&text);
 	if (!out.s) /* a single empty name */
 		return gf_xstrdup("");
 	return gf_buf_detach(&out);

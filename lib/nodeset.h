@@ -34,9 +34,9 @@ typedef int (*gf_group_resolver)(void *ud, const char *group, struct gf_nodeset 
 				 struct gf_err *err);
 
 /*
- * Expand @expr: terms separated by ',' (union), '!' (difference) and '&'
- * (intersection), evaluated left to right; a term is a name pattern with any
- * number of bracket groups "gpu[001-128]", "r[1-2]n[01-04,7]" (zero padding
+ * Expand @expr: terms separated by ',' (union), '!' (difference), '&'
+ * (intersection) and '^' (symmetric difference), evaluated left to right; a
+ * term is a name pattern with any number of bracket groups "gpu[001-128]", "r[1-2]n[01-04,7]" (zero padding
  * kept, width of the lower bound), or "@group" when @resolve is not NULL.
  * Whitespace around operators is ignored. A leading operator applies to the
  * empty set. The result is in @ret (initialised by this call) only on success;
@@ -48,12 +48,15 @@ int gf_nodeset_parse(const char *expr, gf_group_resolver resolve, void *ud, stru
 		     struct gf_err *err);
 
 /*
- * Fold @names into the shortest range form, e.g. "gpu[001-004,007],login1":
- * names that differ only in their last run of digits (same prefix, suffix and
- * digit width; numbers without a leading zero fold whatever their width, as
- * "gpu[9-10]") share one bracket; order: as the first name of each fold
- * appears in @names, numbers ascending inside a bracket. Returns a string
- * the caller frees. Thread-safe.
+ * Fold @names into range form as ClusterShell's "nodeset -f" does, e.g.
+ * "gpu[001-004,007],login1" or "r[1-2]n[01-03]": every run of digits is a
+ * dimension; names with the same text around their digit runs (and the same
+ * digit width in each; numbers without a leading zero fold whatever their
+ * width, as "gpu[9-10]") fold together over every dimension, the largest
+ * blocks first. Order: by the first name of each such pattern in @names,
+ * then ClusterShell's order inside a pattern, numbers ascending inside a
+ * bracket. The result expands back to exactly @names (duplicates once).
+ * Returns a string the caller frees. Thread-safe.
  */
 char *gf_nodeset_collapse(const char *const *names, size_t n);
 

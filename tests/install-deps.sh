@@ -13,6 +13,8 @@ pkgs=(
 	# test lab and reference tools
 	openipmi libopenipmi-dev freeipmi-tools ipmitool openssh-server openssl sqlite3 groff-base
 	python3 python3-pytest hyperfine curl openssh-client valgrind
+	# ClusterShell's nodeset: the reference for node set folds (tests only)
+	clustershell
 	# promtool (metrics and rule checks), and a real Prometheus scraping
 	# node_exporter's textfile collector (gpufleet metrics)
 	prometheus prometheus-node-exporter
