@@ -246,7 +246,6 @@ struct img_src {
 	atomic_ullong *sent;        /* progress, NULL: none */
 	unsigned long long counted; /* what this body added to *sent */
 	struct rf_body body;
-	const char *path;       /* the file, for messages */
 	const char *want;       /* NULL, or the SHA-256 its bytes must have */
 	struct gf_sha256 *hash; /* of the file's bytes sent so far, with @want */
 	bool changed;           /* they differ from @want: the body was cut short */
@@ -335,34 +334,28 @@ static int img_changed(const struct rf_upd *u, const char *path, const char *why
 }
 
 /*
- * Before anything is sent: is the file still the size and SHA-256 planned?
- * (The bytes sent are hashed again as they go: this only spares a BMC the
- * upload of a file replaced meanwhile.)
+ * Before anything reaches the BMC: is the file still the size and SHA-256
+ * planned? (The bytes sent are hashed again as they go: this spares a BMC
+ * the upload, and the HttpPushUriTargets it would set, of a file replaced
+ * meanwhile.)
  */
-static int img_precheck(const struct rf_upd *u, const struct gf_fw_push *p, struct img_src *s,
-			struct gf_err *err)
+static int img_unchanged(const struct rf_upd *u, const struct gf_fw_push *p, struct gf_err *err)
 {
-	struct gf_sha256 *h;
-	char buf[65536], hex[GF_SHA256_HEX], why[200];
-	size_t got;
+	char hex[GF_SHA256_HEX], why[200];
+	unsigned long long size;
 
-	if (s->size != p->size) {
-		snprintf(why, sizeof(why), "%llu bytes, %llu planned", s->size, p->size);
-		return img_changed(u, p->file, why, err);
-	}
-	h = gf_sha256_new();
-	while ((got = fread(buf, 1, sizeof(buf), s->f)) > 0)
-		gf_sha256_update(h, buf, got);
-	gf_sha256_final(h, hex);
-	gf_sha256_free(h);
-	if (ferror(s->f) || fseek(s->f, 0, SEEK_SET) != 0)
+	if (!p->sha256 || !p->file || (p->method != GF_FW_MULTIPART && p->method != GF_FW_PUSH))
+		return 0;
+	if (gf_sha256_file(p->file, &size, hex, NULL) < 0)
 		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
 				  "image '%s' for bmc '%s' cannot be read", p->file, u->c->node);
-	if (strcmp(hex, p->sha256) != 0) {
+	if (size != p->size)
+		snprintf(why, sizeof(why), "%llu bytes, %llu planned", size, p->size);
+	else if (strcmp(hex, p->sha256) != 0)
 		snprintf(why, sizeof(why), "sha256 %s, %s planned", hex, p->sha256);
-		return img_changed(u, p->file, why, err);
-	}
-	return 0;
+	else
+		return 0;
+	return img_changed(u, p->file, why, err);
 }
 
 /* Open the image of @p to be streamed; IMAGE_MAX is a sanity limit, not a buffer. */
@@ -372,7 +365,6 @@ static int img_open(const struct rf_upd *u, const struct gf_fw_push *p, struct i
 	const char *path = p->file;
 	struct img_src s = {0};
 	struct stat st;
-	int rc;
 
 	s.f = fopen(path, "rb");
 	if (!s.f || fstat(fileno(s.f), &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -386,12 +378,7 @@ static int img_open(const struct rf_upd *u, const struct gf_fw_push *p, struct i
 				  path);
 	}
 	s.size = (unsigned long long)st.st_size;
-	s.path = path;
 	if (p->sha256) {
-		if ((rc = img_precheck(u, p, &s, err)) < 0) {
-			img_close(&s);
-			return rc;
-		}
 		s.want = p->sha256;
 		s.hash = gf_sha256_new();
 	}
@@ -720,7 +707,9 @@ int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_ta
 	char *mon = NULL;
 	int rc;
 
-	rc = update_service(u, &svc, err);
+	rc = img_unchanged(u, p, err);
+	if (rc == 0)
+		rc = update_service(u, &svc, err);
 	if (rc == 0)
 		rc = push_targets_take(u, &svc, p, &was, err);
 	if (rc == 0)
