@@ -255,8 +255,8 @@ static void run_init(struct upd *u, const struct gf_catalog *cat, const struct g
 }
 
 static const struct gf_col plan_cols[] = {
-	{"component", "COMPONENT"},   {"from", "FROM"}, {"to", "TO"}, {"action", "ACTION"},
-	{"activation", "ACTIVATION"},
+	{"component", "COMPONENT"},   {"from", "FROM"},     {"to", "TO"}, {"action", "ACTION"},
+	{"activation", "ACTIVATION"}, {"sha256", "SHA256"},
 };
 
 static const struct gf_render_spec plan_spec = {

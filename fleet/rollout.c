@@ -111,6 +111,9 @@ static void plan_item(const struct ctx *c, const struct node_plan *p, const stru
 		.action = gf_xstrdup(gf_fw_method_name(method_of(c, p, pi))),
 		.activation = gf_xstrdup(gf_activation_name(pi->activation)),
 		.state = state,
+		.sha256 = c->run->cat->v[pi->image].digest[0]
+				  ? gf_xstrdup(c->run->cat->v[pi->image].digest)
+				  : NULL,
 	};
 }
 
@@ -198,6 +201,18 @@ int gf_rollout_start(const struct gf_rollout_run *run, const struct gf_rollout_p
 	size_t work = 0;
 	int rc;
 
+	/* Each image file as read at plan: every push is checked against it. */
+	r.images = gf_xcalloc(run->cat->n ? run->cat->n : 1, sizeof(*r.images));
+	for (size_t i = 0; i < run->cat->n; i++) {
+		const struct gf_catalog_image *im = &run->cat->v[i];
+
+		if (!im->file || !im->digest[0])
+			continue;
+		r.images[r.nimages] = (struct gf_catalog_record){.image = i,
+								 .file = gf_xstrdup(im->file),
+								 .size = im->size};
+		memcpy(r.images[r.nimages++].sha256, im->digest, sizeof(im->digest));
+	}
 	for (size_t i = 0; i < run->n; i++) {
 		const struct gf_rollout_node *p = &plans[i].node;
 		struct gf_rollout_node *rn = &r.nodes[i];
@@ -381,6 +396,8 @@ static void run_items(const struct gf_backend *be, void *sess, const struct gf_n
 		push = (struct gf_fw_push){
 			.method = method_of(c, p, pi),
 			.file = im->file,
+			.size = im->size,
+			.sha256 = im->digest[0] ? im->digest : NULL,
 			.image_uri = im->image_uri,
 			.targets = targets,
 			.ntargets = nt,
@@ -856,8 +873,14 @@ int gf_rollout_resume_load(struct gf_db *db, long id, const struct gf_rollout_op
 	if ((rc = gf_rollout_load(db, id, &rs.r, err)) < 0)
 		return rc;
 	gf_rollout_opts_stored(&rs.r, given, &rs.o, &rs.component);
-	rc = gf_catalog_parse(rs.r.catalog_path, rs.r.catalog_text, strlen(rs.r.catalog_text),
-			      &rs.cat, err);
+	/* The image files as planned; a rollout stored before they were recorded reads them. */
+	if (rs.r.nimages)
+		rc = gf_catalog_parse_recorded(rs.r.catalog_path, rs.r.catalog_text,
+					       strlen(rs.r.catalog_text), rs.r.images, rs.r.nimages,
+					       &rs.cat, err);
+	else
+		rc = gf_catalog_parse(rs.r.catalog_path, rs.r.catalog_text,
+				      strlen(rs.r.catalog_text), &rs.cat, err);
 	if (rc < 0) {
 		gf_rollout_resume_release(&rs);
 		return rc;

@@ -1,6 +1,7 @@
 /* Firmware catalogs and the plan of one node against one. */
 #include "inventory/catalog.h"
 
+#include <ctype.h>
 #include <fnmatch.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -81,6 +82,7 @@ static void image_release(struct gf_catalog_image *im)
 	free(im->version);
 	free(im->file);
 	free(im->image_uri);
+	free(im->sha256);
 }
 
 void gf_catalog_release(struct gf_catalog *c)
@@ -136,23 +138,53 @@ static int opt_string(const char *path, size_t i, const json_t *e, const char *f
 	return 0;
 }
 
+/* @file against the catalog's folder, made absolute against the current one. */
 static char *resolve_file(const char *catalog, const char *file)
 {
 	struct gf_buf b = GF_BUF_INIT;
 	const char *slash = strrchr(catalog, '/');
 
-	if (file[0] != '/' && slash) {
-		gf_buf_add(&b, catalog, (size_t)(slash - catalog) + 1);
+	if (file[0] != '/' && catalog[0] != '/') {
+		char *cwd = getcwd(NULL, 0);
+
+		if (cwd) {
+			gf_buf_adds(&b, cwd);
+			gf_buf_addc(&b, '/');
+		}
+		free(cwd);
 	}
+	if (file[0] != '/' && slash)
+		gf_buf_add(&b, catalog, (size_t)(slash - catalog) + 1);
 	gf_buf_adds(&b, file);
 	return gf_buf_detach(&b);
 }
 
-static int parse_image(const char *path, size_t i, const json_t *e, struct gf_catalog_image *ret,
+/* Read the image's file: its size and SHA-256, checked against the catalog's sha256. */
+static int record_file(const char *path, size_t i, const json_t *e, struct gf_catalog_image *im,
 		       struct gf_err *err)
 {
+	struct gf_buf b = GF_BUF_INIT;
+	int rc = 0;
+
+	entry_name(&b, i, e);
+	if (access(im->file, R_OK) != 0 ||
+	    gf_sha256_file(im->file, &im->size, im->digest, NULL) < 0)
+		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				"catalog '%s': %s: 'file' '%s' cannot be read", path,
+				gf_buf_str(&b), im->file);
+	else if (im->sha256 && strcmp(im->sha256, im->digest) != 0)
+		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				"catalog '%s': %s: image '%s' has sha256 %s, the catalog gives %s",
+				path, gf_buf_str(&b), im->file, im->digest, im->sha256);
+	gf_buf_release(&b);
+	return rc;
+}
+
+static int parse_image(const char *path, size_t i, const json_t *e, bool read_files,
+		       struct gf_catalog_image *ret, struct gf_err *err)
+{
 	static const char *const known[] = {"model",     "component",  "version", "file",
-					    "image_uri", "activation", "comment"};
+					    "image_uri", "activation", "comment", "sha256"};
 	struct gf_catalog_image im = {0};
 	char *file = NULL, *act = NULL;
 	const char *key;
@@ -178,7 +210,8 @@ static int parse_image(const char *path, size_t i, const json_t *e, struct gf_ca
 	    (rc = opt_string(path, i, e, "version", &im.version, err)) < 0 ||
 	    (rc = opt_string(path, i, e, "file", &file, err)) < 0 ||
 	    (rc = opt_string(path, i, e, "image_uri", &im.image_uri, err)) < 0 ||
-	    (rc = opt_string(path, i, e, "activation", &act, err)) < 0)
+	    (rc = opt_string(path, i, e, "activation", &act, err)) < 0 ||
+	    (rc = opt_string(path, i, e, "sha256", &im.sha256, err)) < 0)
 		goto out;
 	if (!im.component) {
 		rc = bad(err, path, i, e, "'component' is missing");
@@ -197,18 +230,17 @@ static int parse_image(const char *path, size_t i, const json_t *e, struct gf_ca
 		rc = bad(err, path, i, e, "'image_uri' must be an http:// or https:// URI");
 		goto out;
 	}
+	if (im.sha256 && (!file || !gf_sha256_valid(im.sha256))) {
+		rc = bad(err, path, i, e,
+			 file ? "'sha256' must be 64 hex digits" : "'sha256' needs a 'file'");
+		goto out;
+	}
+	for (char *c = im.sha256; c && *c; c++)
+		*c = (char)tolower((unsigned char)*c);
 	if (file) {
 		im.file = resolve_file(path, file);
-		if (access(im.file, R_OK) != 0) {
-			struct gf_buf b = GF_BUF_INIT;
-
-			entry_name(&b, i, e);
-			rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-					"catalog '%s': %s: 'file' '%s' cannot be read", path,
-					gf_buf_str(&b), im.file);
-			gf_buf_release(&b);
+		if (read_files && (rc = record_file(path, i, e, &im, err)) < 0)
 			goto out;
-		}
 	}
 	if (act) {
 		int a = gf_activation_parse(act);
@@ -229,8 +261,8 @@ out:
 	return rc;
 }
 
-int gf_catalog_parse(const char *path, const char *text, size_t len, struct gf_catalog *ret,
-		     struct gf_err *err)
+static int parse(const char *path, const char *text, size_t len, bool read_files,
+		 struct gf_catalog *ret, struct gf_err *err)
 {
 	struct gf_catalog c = {0};
 	json_error_t je;
@@ -254,7 +286,7 @@ int gf_catalog_parse(const char *path, const char *text, size_t len, struct gf_c
 	c.len = len;
 	c.v = gf_xcalloc(json_array_size(images) ? json_array_size(images) : 1, sizeof(*c.v));
 	json_array_foreach(images, i, e) {
-		rc = parse_image(path, i, e, &c.v[c.n], err);
+		rc = parse_image(path, i, e, read_files, &c.v[c.n], err);
 		if (rc < 0)
 			break;
 		c.n++;
@@ -266,6 +298,37 @@ int gf_catalog_parse(const char *path, const char *text, size_t len, struct gf_c
 	}
 	*ret = c;
 	return 0;
+}
+
+int gf_catalog_parse(const char *path, const char *text, size_t len, struct gf_catalog *ret,
+		     struct gf_err *err)
+{
+	return parse(path, text, len, true, ret, err);
+}
+
+int gf_catalog_parse_recorded(const char *path, const char *text, size_t len,
+			      const struct gf_catalog_record *rec, size_t nrec,
+			      struct gf_catalog *ret, struct gf_err *err)
+{
+	int rc = parse(path, text, len, false, ret, err);
+
+	for (size_t k = 0; rc == 0 && k < nrec; k++) {
+		struct gf_catalog_image *im;
+
+		if (rec[k].image >= ret->n || !rec[k].file) {
+			gf_catalog_release(ret);
+			return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+					  "catalog '%s': the rollout's record of images[%zu] does "
+					  "not match it",
+					  path, rec[k].image);
+		}
+		im = &ret->v[rec[k].image];
+		free(im->file);
+		im->file = gf_xstrdup(rec[k].file);
+		im->size = rec[k].size;
+		snprintf(im->digest, sizeof(im->digest), "%s", rec[k].sha256);
+	}
+	return rc;
 }
 
 int gf_catalog_load(const char *path, struct gf_catalog *ret, struct gf_err *err)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lib/digest.h"
 #include "lib/err.h"
 #include "lib/model.h"
 
@@ -45,6 +46,22 @@ struct gf_catalog_image {
 	char *file;      /* absolute (resolved against the catalog's folder), or NULL */
 	char *image_uri; /* for BMCs that pull (SimpleUpdate), or NULL */
 	enum gf_activation activation;
+	char *sha256; /* the catalog's, lower case, or NULL */
+	/*
+	 * What the file was when the catalog was read (a push refuses it once it
+	 * differs): its size and SHA-256; digest "" when not recorded (no file,
+	 * or a rollout stored before gpufleet recorded images).
+	 */
+	unsigned long long size;
+	char digest[GF_SHA256_HEX];
+};
+
+/* An image as a rollout recorded it at plan: catalog entry @image, its file, size and SHA-256. */
+struct gf_catalog_record {
+	size_t image;
+	char *file; /* absolute */
+	unsigned long long size;
+	char sha256[GF_SHA256_HEX];
 };
 
 struct gf_catalog {
@@ -58,7 +75,9 @@ struct gf_catalog {
 /*
  * Read and check the catalog at @path: {"images":[{...}]}, members model
  * (optional glob), component, version, file or image_uri (at least one; a
- * file must be readable), activation (optional). Anything else is refused
+ * file must be readable), activation (optional), sha256 (optional: 64 hex
+ * digits the file must hash to). Each file is read and its size and
+ * SHA-256 recorded in its image (digest). Anything else is refused
  * with GF_E_USAGE and one line naming the entry and the field ("catalog
  * 'c.json': images[2] (component 'bmc'): 'version' is missing"). @ret is
  * filled only on success; release with gf_catalog_release().
@@ -67,6 +86,15 @@ int gf_catalog_load(const char *path, struct gf_catalog *ret, struct gf_err *err
 /* The same from text; @path names it in messages and files are relative to its folder. */
 int gf_catalog_parse(const char *path, const char *text, size_t len, struct gf_catalog *ret,
 		     struct gf_err *err);
+/*
+ * The catalog of a stored rollout: @text parsed without reading any file,
+ * each image of @rec (@nrec of them) taking the file, size and SHA-256 the
+ * rollout recorded, so that a resume from another folder, or after the
+ * file changed, pushes (or refuses) what was planned.
+ */
+int gf_catalog_parse_recorded(const char *path, const char *text, size_t len,
+			      const struct gf_catalog_record *rec, size_t nrec,
+			      struct gf_catalog *ret, struct gf_err *err);
 void gf_catalog_release(struct gf_catalog *c);
 
 /* One component of a node against the catalog. */

@@ -209,6 +209,19 @@ static const char *const migrations[] = {
 	"  SELECT cset, key, version, source, raw_id, name, kind FROM components;"
 	"DROP TABLE components;"
 	"ALTER TABLE components_new RENAME TO components;",
+	/*
+	 * 7 -> 8: each image file of a rollout as planned (absolute path, size,
+	 * SHA-256): every push checks the bytes it sends against it, and resume
+	 * pushes that file wherever it runs. Rollouts of version 7 have none.
+	 */
+	"CREATE TABLE rollout_images ("
+	"  rollout INTEGER NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,"
+	"  image INTEGER NOT NULL," /* the catalog entry's index */
+	"  file TEXT NOT NULL,"
+	"  size INTEGER NOT NULL,"
+	"  sha256 TEXT NOT NULL,"
+	"  PRIMARY KEY (rollout, image)"
+	") WITHOUT ROWID;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

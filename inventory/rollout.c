@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +89,7 @@ void gf_rollout_node_release(struct gf_rollout_node *n)
 		free(it->activation);
 		free(it->kind);
 		free(it->message);
+		free(it->sha256);
 	}
 	free(n->items);
 	free(n->node);
@@ -103,6 +105,9 @@ void gf_rollout_release(struct gf_rollout *r)
 	for (size_t i = 0; i < r->n; i++)
 		gf_rollout_node_release(&r->nodes[i]);
 	free(r->nodes);
+	for (size_t i = 0; i < r->nimages; i++)
+		free(r->images[i].file);
+	free(r->images);
 	free(r->user);
 	free(r->catalog_path);
 	free(r->catalog_text);
@@ -165,6 +170,36 @@ struct create_ud {
 	long *id;
 };
 
+#define IMAGE_SQL                                                                              \
+	"INSERT INTO rollout_images (rollout, image, file, size, sha256) VALUES (?1, ?2, ?3, " \
+	"?4, ?5)"
+
+/* The image files as planned, in the rollout's first row. */
+static int bind_images(struct gf_db *db, const struct gf_rollout *r, long id, const char *what,
+		       struct gf_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (r->nimages == 0)
+		return 0;
+	if ((rc = gf_db_prepare(db, IMAGE_SQL, &st, what, err)) < 0)
+		return rc;
+	for (size_t i = 0; rc == 0 && i < r->nimages; i++) {
+		const struct gf_catalog_record *im = &r->images[i];
+
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)im->image);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)im->size);
+		if ((rc = gf_db_bind_text(db, st, 3, im->file, what, err)) == 0 &&
+		    (rc = gf_db_bind_text(db, st, 5, im->sha256, what, err)) == 0)
+			rc = gf_db_step_done(db, st, what, err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int create_row(struct gf_db *db, struct sqlite3_stmt *const *st, const char *what,
 		      const void *vud, size_t i, struct gf_err *err)
 {
@@ -183,6 +218,8 @@ static int create_row(struct gf_db *db, struct sqlite3_stmt *const *st, const ch
 		if ((rc = gf_db_step_done(db, st[0], what, err)) < 0)
 			return rc;
 		*ud->id = (long)sqlite3_last_insert_rowid(gf_db_sqlite(db));
+		if ((rc = bind_images(db, r, *ud->id, what, err)) < 0)
+			return rc;
 	}
 	if ((rc = bind_node(db, st[1], *ud->id, i, &r->nodes[i], what, err)) < 0)
 		return rc;
@@ -351,6 +388,37 @@ static int load_items(struct gf_db *db, struct gf_rollout *r, struct gf_err *err
 	return rc;
 }
 
+static int load_images(struct gf_db *db, struct gf_rollout *r, struct gf_err *err)
+{
+	static const char what[] = "reading a rollout";
+	sqlite3_stmt *st = NULL;
+	int rc = gf_db_prepare(db,
+			       "SELECT image, file, size, sha256 FROM rollout_images "
+			       "WHERE rollout = ?1 ORDER BY image",
+			       &st, what, err);
+
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, r->id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct gf_catalog_record *im;
+
+		r->images = gf_xrealloc(r->images, (r->nimages + 1) * sizeof(*r->images));
+		im = &r->images[r->nimages++];
+		*im = (struct gf_catalog_record){
+			.image = (size_t)sqlite3_column_int64(st, 0),
+			.file = col_dup(st, 1),
+			.size = (unsigned long long)sqlite3_column_int64(st, 2),
+		};
+		snprintf(im->sha256, sizeof(im->sha256), "%s",
+			 sqlite3_column_text(st, 3) ? (const char *)sqlite3_column_text(st, 3)
+						    : "");
+	}
+	rc = rc == SQLITE_DONE ? 0 : gf_db_fail(db, rc, what, err);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf_err *err)
 {
 	static const char what[] = "reading a rollout";
@@ -421,6 +489,8 @@ int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf
 	sqlite3_finalize(st);
 	if (rc == 0)
 		rc = load_items(db, &r, err);
+	if (rc == 0)
+		rc = load_images(db, &r, err);
 out:
 	if (rc < 0) {
 		gf_rollout_release(&r);
@@ -435,9 +505,14 @@ json_t *gf_rollout_item_json(const struct gf_rollout_item *it)
 {
 	int act = gf_activation_parse(it->activation);
 
-	return json_pack("{s:s, s:s?, s:s, s:s, s:s, s:b}", "component", it->component, "from",
-			 it->from, "to", it->to, "action", it->action, "activation", it->activation,
-			 "host_reboot", act >= 0 && gf_activation_is_host((enum gf_activation)act));
+	json_t *o = json_pack("{s:s, s:s?, s:s, s:s, s:s, s:b}", "component", it->component, "from",
+			      it->from, "to", it->to, "action", it->action, "activation",
+			      it->activation, "host_reboot",
+			      act >= 0 && gf_activation_is_host((enum gf_activation)act));
+
+	if (it->sha256)
+		json_object_set_new(o, "sha256", json_string(it->sha256));
+	return o;
 }
 
 /* A stored node as the documented object: {"node","ok","rollout","batch","state","updates"}. */

@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "inventory/catalog.h"
 #include "inventory/db.h"
 
 enum gf_rollout_state {
@@ -69,6 +70,7 @@ struct gf_rollout_item {
 	char *activation;
 	enum gf_rollout_state state;
 	char *kind, *message; /* failed: the error kind and message; else NULL */
+	char *sha256; /* a plan: the SHA-256 of the image it pushes; NULL: none, or stored */
 };
 
 struct gf_rollout_node {
@@ -91,6 +93,9 @@ struct gf_rollout {
 	char *options;      /* JSON: component, canary, batch, max_failures, reboot, timeouts */
 	struct gf_rollout_node *nodes;
 	size_t n;
+	/* Each image file of the catalog as planned (none: stored before they were recorded). */
+	struct gf_catalog_record *images;
+	size_t nimages;
 };
 
 void gf_rollout_release(struct gf_rollout *r);
@@ -110,7 +115,7 @@ int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf
 
 /*
  * The documents of a rollout, as `update` prints them: an item of a plan
- * {"component","from","to","action","activation","host_reboot"}, and a
+ * {"component","from","to","action","activation","host_reboot"[,"sha256"]}, and a
  * stored node of rollout @id {"node","ok","rollout","batch","state",
  * "updates"[,"error"]}. New references. Thread-safe.
  */

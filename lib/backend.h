@@ -87,6 +87,9 @@ enum gf_fw_method gf_fw_method_for(const struct gf_fw_caps *c, bool file, bool i
 struct gf_fw_push {
 	enum gf_fw_method method;
 	const char *file;           /* image to push */
+	unsigned long long size;    /* with @sha256: what @file must still be */
+	const char *sha256;         /* NULL, or the SHA-256 the bytes pushed must have (a push
+				     * whose file differs is refused, before or while it is sent) */
 	const char *image_uri;      /* image to pull */
 	const char *const *targets; /* raw FirmwareInventory member ids it updates */
 	size_t ntargets;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
+#include "lib/digest.h"
 #include "lib/util.h"
 
 #define POLL_S 0.5       /* between looks at a task */
@@ -245,6 +246,9 @@ struct img_src {
 	atomic_ullong *sent;        /* progress, NULL: none */
 	unsigned long long counted; /* what this body added to *sent */
 	struct rf_body body;
+	const char *want;       /* NULL, or the SHA-256 its bytes must have */
+	struct gf_sha256 *hash; /* of the file's bytes sent so far, with @want */
+	bool changed;           /* they differ from @want: the body was cut short */
 };
 
 static size_t piece(const struct gf_buf *b, unsigned long long off, char *buf, size_t n)
@@ -265,8 +269,23 @@ static size_t img_read(void *ud, char *buf, size_t n)
 		got = piece(&s->head, s->pos, buf, n);
 	} else if (s->pos < end) {
 		got = fread(buf, 1, end - s->pos < n ? (size_t)(end - s->pos) : n, s->f);
-		if (got == 0)
+		if (got == 0) {
+			s->changed = s->want != NULL;
 			return (size_t)-1; /* shorter than it was, or unreadable */
+		}
+		if (s->hash) {
+			gf_sha256_update(s->hash, buf, got);
+			/* The last bytes of the file go only once they hash to what was planned. */
+			if (s->pos + got == end) {
+				char hex[GF_SHA256_HEX];
+
+				gf_sha256_final(s->hash, hex);
+				if (strcmp(hex, s->want) != 0) {
+					s->changed = true;
+					return (size_t)-1;
+				}
+			}
+		}
 		if (s->sent)
 			atomic_fetch_add(s->sent, got);
 		s->counted += got;
@@ -287,6 +306,11 @@ static int img_rewind(void *ud)
 		atomic_fetch_sub(s->sent, s->counted);
 	s->counted = 0;
 	s->pos = 0;
+	if (s->hash) {
+		char hex[GF_SHA256_HEX];
+
+		gf_sha256_final(s->hash, hex); /* starts it again */
+	}
 	return fseek(s->f, 0, SEEK_SET) == 0 ? 0 : -1;
 }
 
@@ -294,15 +318,51 @@ static void img_close(struct img_src *s)
 {
 	if (s->f)
 		fclose(s->f);
+	gf_sha256_free(s->hash);
 	gf_buf_release(&s->head);
 	gf_buf_release(&s->tail);
 	*s = (struct img_src){0};
 }
 
-/* Open the image @path to be streamed; IMAGE_MAX is a sanity limit, not a buffer. */
-static int img_open(const struct rf_upd *u, const char *path, struct img_src *ret,
+static int img_changed(const struct rf_upd *u, const char *path, const char *why,
+		       struct gf_err *err)
+{
+	return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+			  "image '%s' changed since the rollout was planned (%s): not pushed to "
+			  "bmc '%s'",
+			  path, why, u->c->node);
+}
+
+/*
+ * Before anything reaches the BMC: is the file still the size and SHA-256
+ * planned? (The bytes sent are hashed again as they go: this spares a BMC
+ * the upload, and the HttpPushUriTargets it would set, of a file replaced
+ * meanwhile.)
+ */
+static int img_unchanged(const struct rf_upd *u, const struct gf_fw_push *p, struct gf_err *err)
+{
+	char hex[GF_SHA256_HEX], why[200];
+	unsigned long long size;
+
+	if (!p->sha256 || !p->file || (p->method != GF_FW_MULTIPART && p->method != GF_FW_PUSH))
+		return 0;
+	if (gf_sha256_file(p->file, &size, hex, NULL) < 0)
+		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+				  "image '%s' for bmc '%s' cannot be read", p->file, u->c->node);
+	if (size != p->size)
+		snprintf(why, sizeof(why), "%llu bytes, %llu planned", size, p->size);
+	else if (strcmp(hex, p->sha256) != 0)
+		snprintf(why, sizeof(why), "sha256 %s, %s planned", hex, p->sha256);
+	else
+		return 0;
+	return img_changed(u, p->file, why, err);
+}
+
+/* Open the image of @p to be streamed; IMAGE_MAX is a sanity limit, not a buffer. */
+static int img_open(const struct rf_upd *u, const struct gf_fw_push *p, struct img_src *ret,
 		    struct gf_err *err)
 {
+	const char *path = p->file;
 	struct img_src s = {0};
 	struct stat st;
 
@@ -318,6 +378,10 @@ static int img_open(const struct rf_upd *u, const char *path, struct img_src *re
 				  path);
 	}
 	s.size = (unsigned long long)st.st_size;
+	if (p->sha256) {
+		s.want = p->sha256;
+		s.hash = gf_sha256_new();
+	}
 	*ret = s;
 	return 0;
 }
@@ -390,7 +454,7 @@ static int build_push(struct rf_upd *u, const json_t *svc, const struct gf_fw_pu
 
 		ret->uri = rf_str(svc, "MultipartHttpPushUri");
 		ret->what = "the multipart push";
-		rc = img_open(u, p->file, &ret->img, err);
+		rc = img_open(u, p, &ret->img, err);
 		if (rc < 0)
 			break;
 		ret->has_img = true;
@@ -412,7 +476,7 @@ static int build_push(struct rf_upd *u, const json_t *svc, const struct gf_fw_pu
 	case GF_FW_PUSH:
 		ret->uri = rf_str(svc, "HttpPushUri");
 		ret->what = "the image push";
-		rc = img_open(u, p->file, &ret->img, err);
+		rc = img_open(u, p, &ret->img, err);
 		if (rc < 0)
 			break;
 		ret->has_img = true;
@@ -643,7 +707,9 @@ int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_ta
 	char *mon = NULL;
 	int rc;
 
-	rc = update_service(u, &svc, err);
+	rc = img_unchanged(u, p, err);
+	if (rc == 0)
+		rc = update_service(u, &svc, err);
 	if (rc == 0)
 		rc = push_targets_take(u, &svc, p, &was, err);
 	if (rc == 0)
@@ -654,6 +720,13 @@ int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_ta
 		/* The image travels within the node's deadline, not one request's. */
 		rc = req(u, "POST", pr.uri, gf_buf_str(&pr.json), pr.has_img ? &pr.img.body : NULL,
 			 p->deadline, &r, err);
+		if (pr.img.changed) {
+			/* Cut short before its last bytes: the BMC has no whole image. */
+			gf_err_clear(err);
+			rc = img_changed(u, p->file,
+					 "the bytes read differ from the sha256 planned", err);
+			goto out;
+		}
 		if (rc < 0)
 			goto out;
 		if (r.status != 409 && r.status != 503)

@@ -582,6 +582,7 @@ PRAGMA user_version = 2;
 
 # Version 6 listed the sources of components in a CHECK; version 7 takes any (they are data).
 V6_COMPONENTS = """
+DROP TABLE IF EXISTS rollout_images;
 CREATE TABLE components_v6 (cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,
   key TEXT NOT NULL, version TEXT,
   source TEXT NOT NULL CHECK (source IN ('ipmi', 'redfish', 'ssh')),
@@ -592,10 +593,33 @@ ALTER TABLE components_v6 RENAME TO components;
 PRAGMA user_version = 6;
 """
 COMPONENTS = "SELECT cset, key, version, source, raw_id, name, kind FROM components ORDER BY 1, 2"
+# Version 7 kept no record of a rollout's image files; version 8 does (rollout_images).
+V7_ROLLOUT = """
+DROP TABLE rollout_images;
+INSERT INTO rollouts (id, started, user, state, catalog_path, catalog, options)
+  VALUES (1, 1, 'u', 'stopped', '/nowhere/c.json', '{"images": []}', '{}');
+INSERT INTO rollout_nodes VALUES (1, 'ipmi1', 0, 0, 'skipped', NULL, NULL, 1);
+PRAGMA user_version = 7;
+"""
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 6])
+@pytest.mark.parametrize("version", [0, 1, 2, 6, 7])
 def test_migration_from_every_earlier_schema(gf, lab, version):
+    if version == 7:
+        gf.write_creds(lab.creds())
+        r = gf.run("nodes", "add", "ipmi1", "--bmc", lab.ipmi.addr(1), "--protocol", "ipmi")
+        assert r.returncode == 0, r.stderr
+        assert gf.sql("PRAGMA user_version")[0]["user_version"] >= 8
+        con = sqlite3.connect(gf.db)
+        con.executescript(V7_ROLLOUT)
+        con.close()
+        r, data = gf.json("update", "status")
+        assert r.returncode == 0, r.stderr
+        assert data[0]["node"] == "ipmi1" and data[0]["state"] == "skipped", data
+        assert gf.sql("PRAGMA user_version")[0]["user_version"] >= 8
+        assert gf.sql("SELECT count(*) AS n FROM rollout_images") == [{"n": 0}]
+        assert integrity(gf) == "ok"
+        return
     if version == 6:
         gf.write_creds(lab.creds())
         r = gf.run("nodes", "add", "ipmi1", "--bmc", lab.ipmi.addr(1), "--protocol", "ipmi")

@@ -12,6 +12,10 @@
 #include "inventory/catalog.h"
 #include "lib/buf.h"
 
+/* The SHA-256 of the test image ("image"), and one no file has. */
+#define IMAGE_SHA "6105d6cc76af400325e94d588ce511be5bfdbb73b437dc51eca43917d7a43e3d"
+#define ZERO64 "0000000000000000000000000000000000000000000000000000000000000000"
+
 static char dir[] = "/tmp/gf-catalog-XXXXXX";
 static char catpath[256];
 
@@ -102,6 +106,18 @@ static void bad_catalogs(void **state)
 		{"{\"images\": [{\"component\": \"bmc\", \"version\": \"2\", \"image_uri\": \"ftp://x\"}]}",
 		 "'image_uri' must be an http:// or https:// URI"},
 		{"{\"images\": [7]}", "images[0]: not an object"},
+		{"{\"images\": [{\"component\": \"bmc\", \"version\": \"2\", \"file\": \"bmc-24.12.05.fwpkg\","
+		 " \"sha256\": \"6105d6cc\"}]}",
+		 "images[0] (component 'bmc'): 'sha256' must be 64 hex digits"},
+		{"{\"images\": [{\"component\": \"bmc\", \"version\": \"2\", \"file\": \"bmc-24.12.05.fwpkg\","
+		 " \"sha256\": \"" ZERO64 "\"}]}",
+		 "images[0] (component 'bmc'): image '"},
+		{"{\"images\": [{\"component\": \"bmc\", \"version\": \"2\", \"image_uri\": \"https://x/i\","
+		 " \"sha256\": \"" IMAGE_SHA "\"}]}",
+		 "images[0] (component 'bmc'): 'sha256' needs a 'file'"},
+		{"{\"images\": [{\"component\": \"bmc\", \"version\": \"2\", \"file\": \"bmc-24.12.05.fwpkg\","
+		 " \"sha256\": 7}]}",
+		 "images[0] (component 'bmc'): 'sha256' must be a non-empty string"},
 	};
 
 	(void)state;
@@ -115,6 +131,100 @@ static void bad_catalogs(void **state)
 		    strchr(err.msg, '\n'))
 			fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, cases[i].want);
 	}
+}
+
+/*
+ * sha256: checked against the file when given (any case), and every file's
+ * size and SHA-256 recorded whether given or not; a mismatch names the image
+ * and both hashes.
+ */
+static void catalog_sha256(void **state)
+{
+	struct gf_catalog c = {0};
+	struct gf_err err = {0};
+	char upper[] = IMAGE_SHA;
+
+	(void)state;
+	for (char *p = upper; *p; p++)
+		*p = (char)(*p >= 'a' && *p <= 'f' ? *p - 'a' + 'A' : *p);
+	{
+		char text[512];
+
+		snprintf(text, sizeof(text),
+			 "{\"images\": [{\"component\": \"bmc\", \"version\": \"2\","
+			 " \"file\": \"bmc-24.12.05.fwpkg\", \"sha256\": \"%s\"},"
+			 " {\"component\": \"bios\", \"version\": \"3\","
+			 " \"file\": \"bmc-24.12.05.fwpkg\"},"
+			 " {\"component\": \"gpu\", \"version\": \"4\","
+			 " \"image_uri\": \"https://x/i\"}]}",
+			 upper);
+		assert_int_equal(parse(text, &c, &err), 0);
+	}
+	assert_string_equal(c.v[0].sha256, IMAGE_SHA); /* lower case */
+	assert_string_equal(c.v[0].digest, IMAGE_SHA);
+	assert_true(c.v[0].size == 5);
+	assert_null(c.v[1].sha256);
+	assert_string_equal(c.v[1].digest, IMAGE_SHA); /* recorded all the same */
+	assert_string_equal(c.v[2].digest, "");
+	gf_catalog_release(&c);
+
+	assert_int_equal(parse("{\"images\": [{\"component\": \"bmc\", \"version\": \"2\","
+			       " \"file\": \"bmc-24.12.05.fwpkg\", \"sha256\": \"" ZERO64 "\"}]}",
+			       &c, &err),
+			 GF_E_USAGE);
+	assert_non_null(strstr(err.msg, "bmc-24.12.05.fwpkg' has sha256 " IMAGE_SHA
+					", the catalog gives " ZERO64));
+}
+
+/*
+ * A stored rollout's catalog: no file is read (it may be gone, or the
+ * catalog's folder relative to another directory); each recorded image
+ * takes the file, size and hash recorded.
+ */
+static void catalog_recorded(void **state)
+{
+	static const char text[] =
+		"{\"images\": [{\"component\": \"bmc\", \"version\": \"2\", \"file\": \"gone.bin\"},"
+		" {\"component\": \"bios\", \"version\": \"3\", \"file\": \"gone2.bin\"}]}";
+	char f[] = "/srv/fw/bmc.bin";
+	struct gf_catalog_record rec = {.image = 1, .file = f, .size = 77, .sha256 = IMAGE_SHA};
+	struct gf_catalog c = {0};
+	struct gf_err err = {0};
+
+	(void)state;
+	assert_int_equal(gf_catalog_parse_recorded("rel/c.json", text, strlen(text), &rec, 1, &c,
+						   &err),
+			 0);
+	assert_string_equal(c.v[1].file, "/srv/fw/bmc.bin");
+	assert_true(c.v[1].size == 77);
+	assert_string_equal(c.v[1].digest, IMAGE_SHA);
+	assert_string_equal(c.v[0].digest, "");
+	assert_true(c.v[0].file[0] == '/'); /* absolute all the same */
+	gf_catalog_release(&c);
+	rec.image = 2;
+	assert_int_equal(gf_catalog_parse_recorded("rel/c.json", text, strlen(text), &rec, 1, &c,
+						   &err),
+			 GF_E_USAGE);
+}
+
+/* A catalog named relative to the current folder: its files are recorded absolute. */
+static void catalog_relative(void **state)
+{
+	struct gf_catalog c = {0};
+	struct gf_err err = {0};
+	char *cwd = getcwd(NULL, 0), want[300];
+	static const char text[] = "{\"images\": [{\"component\": \"bmc\", \"version\": \"2\","
+				   " \"file\": \"bmc-24.12.05.fwpkg\"}]}";
+
+	(void)state;
+	assert_int_equal(chdir(dir), 0);
+	assert_int_equal(gf_catalog_parse("catalog.json", text, strlen(text), &c, &err), 0);
+	snprintf(want, sizeof(want), "%s/bmc-24.12.05.fwpkg", dir);
+	assert_string_equal(c.v[0].file, want);
+	assert_string_equal(c.v[0].digest, IMAGE_SHA);
+	gf_catalog_release(&c);
+	assert_int_equal(chdir(cwd), 0);
+	free(cwd);
 }
 
 static void activation_defaults(void **state)
@@ -195,6 +305,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(good_catalog),
 		cmocka_unit_test(bad_catalogs),
+		cmocka_unit_test(catalog_sha256),
+		cmocka_unit_test(catalog_recorded),
+		cmocka_unit_test(catalog_relative),
 		cmocka_unit_test(activation_defaults),
 		cmocka_unit_test(plan),
 	};

@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "inventory/db.h"
+#include "inventory/rollout.h"
 #include "lib/buf.h"
 #include "tests/unit/stub_backends.h"
 
@@ -573,6 +574,7 @@ static void test_audit_migrated(void **state)
 	h = raw_open(f->path);
 	/* What later versions added goes too: a real version 3 file has none of it. */
 	raw_exec(h,
+		 "DROP TABLE rollout_images;"
 		 "DROP TABLE rollout_items; DROP TABLE rollout_nodes; DROP TABLE rollouts;"
 		 "ALTER TABLE sweep_nodes DROP COLUMN bios_cset;"
 		 "ALTER TABLE sweep_nodes DROP COLUMN bios_read;"
@@ -605,6 +607,7 @@ static void test_sources_are_data(void **state)
 	gf_db_close(db);
 	h = raw_open(f->path);
 	raw_exec(h,
+		 "DROP TABLE rollout_images;"
 		 "DROP TABLE components;"
 		 "CREATE TABLE components ("
 		 "  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
@@ -652,6 +655,66 @@ static void test_sources_are_data(void **state)
 	sql = raw_text(h, "PRAGMA integrity_check");
 	assert_string_equal(sql, "ok");
 	free(sql);
+	sqlite3_close(h);
+}
+
+/* A rollout's image files as planned: stored with it, read back; none for a version 7 rollout. */
+static void test_rollout_images(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_db *db = open_ok(f->path);
+	char comp[] = "bmc", to[] = "2", action[] = "multipart-push", act[] = "bmc-reset";
+	char name[] = "n1", user[] = "u", cpath[] = "c.json", text[] = "{}", opts[] = "{}";
+	char f0[] = "/srv/fw/bmc.fwpkg", f2[] = "/srv/fw/gpu.fwpkg";
+	struct gf_rollout_item it = {.component = comp,
+				     .to = to,
+				     .action = action,
+				     .activation = act};
+	struct gf_rollout_node node = {.node = name, .items = &it, .nitems = 1};
+	struct gf_catalog_record im[2] = {
+		{.image = 0, .file = f0, .size = 5},
+		{.image = 2, .file = f2, .size = (1ull << 33)},
+	};
+	struct gf_rollout r = {.user = user,
+			       .catalog_path = cpath,
+			       .catalog_text = text,
+			       .options = opts,
+			       .nodes = &node,
+			       .n = 1,
+			       .images = im,
+			       .nimages = 2};
+	struct gf_rollout got = {0};
+	struct gf_err err = {0};
+	sqlite3 *h;
+	long id = 0, old = 0;
+
+	memset(im[0].sha256, 'a', 64);
+	memset(im[1].sha256, 'b', 64);
+	assert_int_equal(gf_rollout_create(db, &r, &id, &err), 0);
+	assert_int_equal(gf_rollout_load(db, id, &got, &err), 0);
+	assert_int_equal(got.nimages, 2);
+	assert_int_equal(got.images[1].image, 2);
+	assert_string_equal(got.images[0].file, "/srv/fw/bmc.fwpkg");
+	assert_true(got.images[1].size == (1ull << 33));
+	assert_string_equal(got.images[1].sha256, im[1].sha256);
+	gf_rollout_release(&got);
+	r.nimages = 0;
+	assert_int_equal(gf_rollout_create(db, &r, &old, &err), 0);
+	gf_db_close(db);
+
+	/* Back to version 7: the rollouts stay, the table goes; version 8 brings it back empty. */
+	h = raw_open(f->path);
+	raw_exec(h, "DROP TABLE rollout_images; PRAGMA user_version = 7");
+	sqlite3_close(h);
+	db = open_ok(f->path);
+	assert_int_equal(gf_rollout_load(db, id, &got, &err), 0);
+	assert_int_equal(got.nimages, 0);
+	assert_int_equal(got.n, 1);
+	gf_rollout_release(&got);
+	gf_db_close(db);
+	h = raw_open(f->path);
+	assert_int_equal(raw_int(h, "PRAGMA user_version"), gf_db_schema_version());
+	assert_true(gf_db_schema_version() >= 8);
 	sqlite3_close(h);
 }
 
@@ -905,6 +968,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_intent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_migrated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollout_images, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sources_are_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tls_pins, setup, teardown),

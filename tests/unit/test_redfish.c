@@ -20,7 +20,9 @@
 #include "lib/buf.h"
 #include "lib/exec.h"
 #include "lib/util.h"
+#include "lib/digest.h"
 #include "redfish/rf.h"
+#include "redfish/update.h"
 
 /* ---- an in-memory BMC over a captured tree ------------------------------ */
 
@@ -1366,6 +1368,120 @@ static void test_db_pins(void **state)
 		cmocka_unit_test_prestate(fn, (void *)2),                                   \
 		cmocka_unit_test_prestate(fn, (void *)3), cmocka_unit_test_prestate(fn, (void *)4)
 
+/*
+ * A push checks the image against the SHA-256 planned: refused before any
+ * request when the file changed, and cut short before its last bytes when
+ * it changes while it is sent (the bytes read are what is hashed).
+ */
+struct push_fake {
+	const char *path;
+	int posts;
+	bool replace; /* rewrite the file (same size) once the POST starts */
+	struct gf_buf seen;
+};
+
+static int push_get(void *ud, const char *path, json_t **ret, char **ret_etag, struct gf_err *err)
+{
+	(void)ud;
+	(void)ret_etag;
+	if (strcmp(path, "/redfish/v1/UpdateService") != 0)
+		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "no %s", path);
+	*ret = json_pack("{s:s}", "MultipartHttpPushUri", "/push");
+	return 0;
+}
+
+static void push_write(const char *path, char fill)
+{
+	FILE *f = fopen(path, "wb");
+	char buf[1000];
+
+	assert_non_null(f);
+	memset(buf, fill, sizeof(buf));
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(fwrite(buf, 1, sizeof(buf), f), sizeof(buf));
+	fclose(f);
+}
+
+static int push_request(void *ud, const char *method, const char *path, const char *body,
+			const struct rf_body *image, double until, struct rf_resp *ret,
+			struct gf_err *err)
+{
+	struct push_fake *f = ud;
+	char buf[16384];
+	size_t got;
+
+	(void)body;
+	(void)until;
+	assert_string_equal(method, "POST");
+	assert_string_equal(path, "/push");
+	f->posts++;
+	if (f->replace)
+		push_write(f->path, 'y');
+	while ((got = image->read(image->ud, buf, sizeof(buf))) != 0) {
+		if (got == (size_t)-1)
+			return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "upload aborted");
+		gf_buf_add(&f->seen, buf, got);
+	}
+	*ret = (struct rf_resp){.status = 200};
+	return 0;
+}
+
+static void test_push_checks_the_image_planned(void **state)
+{
+	char path[] = "/tmp/gf-test-push-XXXXXX";
+	int fd = mkstemp(path);
+	struct push_fake f = {.path = path};
+	struct rf_io io = {push_get, NULL};
+	struct rf_client c = {.io = &io, .ud = &f, .node = "n1"};
+	struct rf_upd u = {.c = &c, .ud = &f, .request = push_request, .request_timeout = 5};
+	char hex[GF_SHA256_HEX];
+	unsigned long long size;
+	struct gf_fw_push p = {.method = GF_FW_MULTIPART, .file = path, .deadline = 1e12};
+	struct gf_fw_task t = {0};
+	struct gf_err err = {0};
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	c.root = json_pack("{s:{s:s}}", "UpdateService", "@odata.id", "/redfish/v1/UpdateService");
+	push_write(path, 'x');
+	assert_int_equal(gf_sha256_file(path, &size, hex, &err), 0);
+	p.size = size;
+	p.sha256 = hex;
+
+	/* Unchanged: the whole file goes. */
+	assert_int_equal(rf_update_push(&u, &p, &t, &err), 0);
+	assert_int_equal(f.posts, 1);
+	assert_true(f.seen.len > size);
+	gf_fw_task_release(&t);
+
+	/* Changed while sent: cut short before the file's last bytes, the node fails. */
+	f.replace = true;
+	f.seen.len = 0;
+	assert_int_equal(rf_update_push(&u, &p, &t, &err), GF_E_NODE);
+	assert_int_equal(f.posts, 2);
+	assert_non_null(strstr(err.msg, "changed since the rollout was planned"));
+	assert_non_null(strstr(err.msg, path));
+	assert_true(f.seen.len < size);
+	gf_err_clear(&err);
+
+	/* Changed before: refused, nothing sent. */
+	f.replace = false;
+	assert_int_equal(rf_update_push(&u, &p, &t, &err), GF_E_NODE);
+	assert_int_equal(f.posts, 2);
+	assert_non_null(strstr(err.msg, "sha256 "));
+	gf_err_clear(&err);
+	push_write(path, 'x'); /* the bytes planned, but not the size recorded */
+	p.size = size + 1;
+	assert_int_equal(rf_update_push(&u, &p, &t, &err), GF_E_NODE);
+	assert_non_null(strstr(err.msg, "bytes, "));
+	assert_int_equal(f.posts, 2);
+
+	unlink(path);
+	gf_buf_release(&f.seen);
+	json_decref(c.root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1395,6 +1511,7 @@ int main(void)
 		cmocka_unit_test(test_deep_on_a_worker),
 		cmocka_unit_test(test_dialect_detect),
 		cmocka_unit_test(test_db_pins),
+		cmocka_unit_test(test_push_checks_the_image_planned),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
