@@ -306,8 +306,6 @@ def stopped_after_canary(gf, lab, cat, cwd=None):
     lab.override(1, update_result="ok")
 
 
-@pytest.mark.skip(reason="expectations corrected after its first run (the canary u1 is refused "
-                  "first, so u6 stays not-started); not yet run again under the e2e lock")
 def test_image_replaced_before_resume_is_refused_and_not_sent(rf, lab):
     """The file is replaced between the run and resume: the push is refused
     (node failed, the image named), and the BMC receives none of it."""
