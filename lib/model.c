@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "lib/buf.h"
 #include "lib/util.h"
@@ -305,4 +306,73 @@ json_t *gf_boot_to_json(const struct gf_boot *b)
 
 	return json_pack("{s:s,s:b,s:o}", "device", gf_boot_dev_name(b->dev), "persistent",
 			 b->persistent, "mode", mode ? json_string(mode) : json_null());
+}
+
+/* ---- events ---- */
+
+struct gf_event *gf_event_list_add(struct gf_event_list *l)
+{
+	return list_add((void **)&l->v, &l->n, &l->cap, sizeof(*l->v));
+}
+
+void gf_event_release(struct gf_event *e)
+{
+	free(e->node);
+	free(e->source);
+	free(e->bmc_id);
+	free(e->message);
+	free(e->message_id);
+	free(e->sensor);
+	free(e->type);
+	free(e->origin);
+	json_decref(e->payload);
+	memset(e, 0, sizeof(*e));
+}
+
+void gf_event_list_release(struct gf_event_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		gf_event_release(&l->v[i]);
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+enum gf_severity gf_event_severity_redfish(const char *s)
+{
+	if (!s)
+		return GF_SEV_INFO;
+	if (!strcasecmp(s, "Critical"))
+		return GF_SEV_CRITICAL;
+	if (!strcasecmp(s, "Warning"))
+		return GF_SEV_WARNING;
+	return GF_SEV_INFO;
+}
+
+static json_t *time_or_null(bool has, double t)
+{
+	char when[40];
+
+	if (!has)
+		return json_null();
+	gf_time_format_secs(t, when, sizeof(when));
+	return json_string(when);
+}
+
+json_t *gf_event_to_json(const struct gf_event *e)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "node", str(e->node));
+	json_object_set_new(o, "source", str(e->source));
+	json_object_set_new(o, "id", str(e->bmc_id));
+	json_object_set_new(o, "time", time_or_null(e->has_time, e->time));
+	json_object_set_new(o, "received", time_or_null(true, e->received));
+	json_object_set_new(o, "severity", json_string(gf_severity_name(e->severity)));
+	json_object_set_new(o, "message", str(e->message));
+	json_object_set_new(o, "message_id", str(e->message_id));
+	json_object_set_new(o, "sensor", str(e->sensor));
+	json_object_set_new(o, "type", str(e->type));
+	json_object_set_new(o, "origin", str(e->origin));
+	json_object_set_new(o, "payload", e->payload ? json_incref(e->payload) : json_null());
+	return o;
 }

@@ -70,6 +70,47 @@ struct gf_sel_list {
 	size_t n, cap;
 };
 
+/* ---- events (issue 19) ------------------------------------------------ */
+
+/*
+ * The one normalized event: what `events follow` prints and stores and
+ * `events list` reads back, whatever the source (the IPMI SEL, a Redfish
+ * Server-Sent Events stream, a Redfish LogService, the host's kernel log).
+ * Each source's code fills these fields; the store, the renderers and the
+ * metrics know only this struct.
+ */
+struct gf_event {
+	char *node;   /* node name */
+	char *source; /* "sel", "redfish-sse", "redfish-log", "host-xid", ... */
+	char *bmc_id; /* the id the peer gives (SEL record id, EventId, log entry Id) */
+	bool has_time;
+	double time;     /* when it happened, epoch seconds UTC, as the peer says */
+	double received; /* when gpufleet received it, epoch seconds UTC */
+	enum gf_severity severity;
+	char *message;    /* the text as the peer gives it (escaped only when printed) */
+	char *message_id; /* Redfish MessageId, NULL where none */
+	char *sensor;     /* sensor name or number where given */
+	char *type;       /* sensor type / EntryType / event type where given */
+	char *origin;     /* Redfish OriginOfCondition URI where given */
+	json_t *payload;  /* owned, NULL: none; the decoded payload (CPER sections, Xid) */
+};
+
+struct gf_event_list {
+	struct gf_event *v;
+	size_t n, cap;
+};
+
+struct gf_event *gf_event_list_add(struct gf_event_list *l);
+void gf_event_release(struct gf_event *e);
+void gf_event_list_release(struct gf_event_list *l);
+
+/* Severity mapped once: Redfish Severity / MessageSeverity ("OK", "Warning",
+ * "Critical", case-insensitive; unknown or NULL: info). */
+enum gf_severity gf_event_severity_redfish(const char *s);
+
+/* The documented JSON shape of one event (new reference). */
+json_t *gf_event_to_json(const struct gf_event *e);
+
 /* ---- firmware --------------------------------------------------------- */
 
 struct gf_component {
@@ -154,10 +195,13 @@ int gf_boot_dev_parse(const char *s);
 /* Append a zeroed element and return it (owned by the list). */
 struct gf_sensor *gf_sensor_list_add(struct gf_sensor_list *l);
 struct gf_sel_entry *gf_sel_list_add(struct gf_sel_list *l);
+struct gf_event *gf_event_list_add(struct gf_event_list *l);
 struct gf_component *gf_component_list_add(struct gf_component_list *l);
 
 void gf_sensor_list_release(struct gf_sensor_list *l);
 void gf_sel_list_release(struct gf_sel_list *l);
+void gf_event_release(struct gf_event *e);
+void gf_event_list_release(struct gf_event_list *l);
 void gf_component_list_release(struct gf_component_list *l);
 void gf_hardware_release(struct gf_hardware *h);
 
@@ -172,5 +216,11 @@ json_t *gf_boot_to_json(const struct gf_boot *b); /* {"device","persistent","mod
 /* A string member, or null: BMCs send text that is not always UTF-8 (then only its ASCII). */
 json_t *gf_model_json_str(const char *s);
 json_t *gf_model_json_num(struct gf_num n); /* the number, or null */
+
+/* Events: severity mapped once from Redfish Severity / MessageSeverity ("OK",
+ * "Warning", "Critical", case-insensitive; unknown or NULL: info); the
+ * documented JSON shape of one event (new reference). */
+enum gf_severity gf_event_severity_redfish(const char *s);
+json_t *gf_event_to_json(const struct gf_event *e);
 
 #endif
