@@ -3,15 +3,12 @@
  * planned from a fresh read of each node's firmware inventory, pushed in
  * batches, and `done` only once the new version is read back.
  */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/bmc.h"
-#include "cli/inv.h"
+#include "cli/update.h"
 #include "cli/verbs.h"
-#include "fleet/rollout.h"
 #include "lib/util.h"
 
 enum {
@@ -91,180 +88,6 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	return rc < 0 ? cli_fail(&err) : 0;
 }
 
-/*
- * The upload bar of a batch, on a terminal, redrawn on stderr by a ticker
- * thread from the batch's progress: the bytes of the images handed to the
- * BMCs so far against the bytes its nodes push, and the nodes done.
- */
-#define METER_WIDTH 30
-
-static void meter_draw(void *ud)
-{
-	const struct gf_rollout_progress *p = ud;
-	unsigned long long total = atomic_load(&p->total), sent = atomic_load(&p->sent);
-	unsigned long long shown = sent < total ? sent : total;
-	size_t fill = total ? (size_t)(METER_WIDTH * shown / total) : 0;
-	char bar[METER_WIDTH + 1];
-
-	memset(bar, '#', fill);
-	memset(bar + fill, '.', METER_WIDTH - fill);
-	bar[METER_WIDTH] = '\0';
-	cli_progress_line("batch %u/%u: uploads [%s] %3u%% %.1f/%.1f MiB, %zu/%zu nodes done",
-			  p->batch, p->batches, bar, total ? (unsigned)(100 * shown / total) : 0,
-			  (double)sent / 1048576, (double)total / 1048576,
-			  atomic_load(&p->finished), p->nodes);
-}
-
-/* ---- the engine's fan-out, its hooks, the rendering --------------------- */
-
-struct upd {
-	struct gf_cli *cli;
-	bool dry_run;             /* update run --dry-run: plans say so */
-	struct cli_bmc_fan fan;   /* the engine's fan-outs: whether the last ran, its code */
-	struct cli_render render; /* plan: rendered once all are read, ndjson as they come */
-	struct gf_result *shown;  /* plan: each node's object as rendered */
-	struct cli_ticker *meter; /* the batch's upload bar, or NULL */
-	bool progress;            /* cli->progress, while the meter replaces it */
-};
-
-/* A node's plan as rendered: the frame's members (protocol), model, dialect, updates, ... */
-static json_t *plan_json(const struct upd *u, const struct gf_rollout_plan *p,
-			 const struct gf_result *slot)
-{
-	json_t *o = slot->data ? json_deep_copy(slot->data) : json_object();
-	json_t *ups, *skipped;
-
-	if (!slot->ok)
-		return o;
-	ups = json_array();
-	skipped = json_array();
-	for (size_t i = 0; i < p->node.nitems; i++) {
-		const struct gf_rollout_item *it = &p->node.items[i];
-
-		if (it->state == GF_RS_SKIPPED)
-			json_array_append_new(skipped, json_pack("{s:s, s:s}", "component",
-								 it->component, "version", it->to));
-		else
-			json_array_append_new(ups, gf_rollout_item_json(it));
-	}
-	if (p->model)
-		json_object_set_new(o, "model", json_string(p->model));
-	if (p->dialect)
-		json_object_set_new(o, "dialect", json_string(p->dialect));
-	json_object_set_new(o, "updates", ups);
-	json_object_set_new(o, "up_to_date", skipped);
-	if (u->dry_run)
-		json_object_set_new(o, "dry_run", json_true());
-	return o;
-}
-
-static void on_planned(void *ud, size_t i, const struct gf_rollout_plan *p,
-		       const struct gf_result *slot)
-{
-	struct upd *u = ud;
-	struct gf_result *r = &u->shown[i];
-
-	if (!u->shown)
-		return;
-	*r = *slot;
-	r->data = plan_json(u, p, slot);
-	cli_render_stream(&u->render, i, r);
-}
-
-static void on_batch_start(void *ud, const struct gf_rollout_progress *p)
-{
-	struct upd *u = ud;
-
-	/* The upload bar instead of the fan-out's count of nodes done. */
-	u->progress = u->cli->progress;
-	if (u->progress && !u->cli->quiet)
-		u->meter = cli_ticker_start(meter_draw, (void *)p, 0.25);
-	u->cli->progress = u->progress && !u->meter;
-}
-
-static void on_batch_end(void *ud, const struct gf_rollout_progress *p, size_t ok)
-{
-	struct upd *u = ud;
-
-	u->cli->progress = u->progress;
-	cli_ticker_stop(u->meter);
-	u->meter = NULL;
-	if (u->cli->progress)
-		cli_note(u->cli, "gpufleet: batch %u/%u: %zu nodes, %zu ok, %zu not ok", p->batch,
-			 p->batches, p->nodes, ok, p->nodes - ok);
-}
-
-static const struct gf_col status_cols[] = {
-	{"component", "COMPONENT"},
-	{"from", "FROM"},
-	{"to", "TO"},
-	{"state", "STATE"},
-};
-
-/* As a node of a batch is stored: ndjson streams it. */
-static void on_node_done(void *ud, long id, const struct gf_rollout_node *rn,
-			 const struct gf_err *store_err)
-{
-	struct upd *u = ud;
-
-	if (store_err)
-		cli_error("the state of node '%s' could not be stored: %s", rn->node,
-			  store_err->msg);
-	if (u->cli->format == GF_FMT_NDJSON) {
-		json_t *o = gf_rollout_node_json(id, rn);
-		char *line = json_dumps(o, JSON_COMPACT);
-
-		printf("%s\n", line ? line : "null");
-		fflush(stdout);
-		free(line);
-		json_decref(o);
-	}
-}
-
-static void on_stopping(void *ud, size_t failed, unsigned long max_failures)
-{
-	struct upd *u = ud;
-
-	cli_warn(u->cli, "%zu nodes failed (--max-failures %lu): no more nodes are started", failed,
-		 max_failures);
-}
-
-/* The engine's view of a run of this verb: its fan-out and hooks over @u. */
-static void run_init(struct upd *u, const struct gf_catalog *cat, const struct gf_rollout_opts *o,
-		     const struct gf_node *nodes, size_t n, struct gf_db *db,
-		     struct gf_rollout_run *ret)
-{
-	*ret = (struct gf_rollout_run){
-		.cat = cat,
-		.o = o,
-		.nodes = nodes,
-		.n = n,
-		.fanout = u->cli->fanout,
-		.db = db,
-		.fan = {.run = cli_bmc_rollout_fan, .ud = &u->fan},
-		.hooks =
-			{
-				.ud = u,
-				.planned = on_planned,
-				.batch_start = on_batch_start,
-				.batch_end = on_batch_end,
-				.node_done = on_node_done,
-				.stopping = on_stopping,
-			},
-	};
-}
-
-static const struct gf_col plan_cols[] = {
-	{"component", "COMPONENT"},   {"from", "FROM"},     {"to", "TO"}, {"action", "ACTION"},
-	{"activation", "ACTIVATION"}, {"sha256", "SHA256"},
-};
-
-static const struct gf_render_spec plan_spec = {
-	.cols = plan_cols,
-	.ncols = sizeof(plan_cols) / sizeof(plan_cols[0]),
-	.rows_key = "updates",
-};
-
 /* What plan and run share: the catalog, the targets, the plan of each. */
 struct plan_run {
 	struct gf_catalog cat;
@@ -294,7 +117,7 @@ static int plan_read(struct upd *u, struct plan_run *p, const struct gf_rollout_
 	u->render = (struct cli_render){.cli = u->cli,
 					.nodes = p->nodes,
 					.n = p->n,
-					.spec = &plan_spec,
+					.spec = &upd_plan_spec,
 					.show_bmc = true};
 	u->shown = render ? gf_xcalloc(p->n ? p->n : 1, sizeof(*u->shown)) : NULL;
 	gf_rollout_plan(run, &p->plans);
@@ -316,42 +139,6 @@ static void plan_release(struct upd *u, struct plan_run *p)
 	gf_catalog_release(&p->cat);
 }
 
-/* Print rollout @id as stored, and the exit code: 0 when every node is done or skipped. */
-static int print_rollout(struct gf_cli *cli, struct gf_db *db, long id, bool quiet_ndjson)
-{
-	static const struct gf_render_spec spec = {
-		.cols = status_cols,
-		.ncols = sizeof(status_cols) / sizeof(status_cols[0]),
-		.rows_key = "updates",
-	};
-	struct gf_rollout r = {0};
-	struct gf_err err = {0};
-	json_t **objs;
-	int rc = GF_EXIT_OK;
-
-	if (gf_rollout_load(db, id, &r, &err) < 0)
-		return err.code == GF_E_NOTFOUND ? (cli_error("%s", err.msg), GF_EXIT_USAGE)
-						 : cli_fail(&err);
-	objs = gf_xcalloc(r.n ? r.n : 1, sizeof(*objs));
-	for (size_t i = 0; i < r.n; i++) {
-		objs[i] = gf_rollout_node_json(r.id, &r.nodes[i]);
-		if (!gf_rollout_state_ok(r.nodes[i].state))
-			rc = GF_EXIT_FAILED;
-	}
-	if (!(quiet_ndjson && cli->format == GF_FMT_NDJSON)) {
-		if (cli->format == GF_FMT_TABLE)
-			cli_note(cli, "rollout %ld (%s, started by %s, catalog %s)", r.id,
-				 gf_rollout_state_name(r.state), r.user ? r.user : "?",
-				 r.catalog_path);
-		inv_print(cli, objs, r.n, &spec);
-	}
-	for (size_t i = 0; i < r.n; i++)
-		json_decref(objs[i]);
-	free(objs);
-	gf_rollout_release(&r);
-	return rc;
-}
-
 /* Run and resume alike: the batches, the rollout's final state, its nodes printed; an exit code. */
 static int execute(struct gf_cli *cli, const struct gf_rollout_run *run, const struct gf_rollout *r,
 		   bool resume)
@@ -368,7 +155,7 @@ static int execute(struct gf_cli *cli, const struct gf_rollout_run *run, const s
 	prc = gf_rollout_finish(run->db, r->id, &err) < 0 ? cli_fail(&err) : 0;
 	if (!rc)
 		rc = prc;
-	prc = print_rollout(cli, run->db, r->id, true);
+	prc = upd_print_rollout(cli, run->db, r->id, true);
 	if (!rc)
 		rc = prc;
 	return cli_interrupted(rc);
@@ -396,7 +183,7 @@ static int update_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		goto out;
 	if (!plan && !dry && (rc = cli_db(cli, &db)))
 		goto out;
-	run_init(&u, &p.cat, &a->o, p.nodes, p.n, db, &run);
+	upd_run_init(&u, &p.cat, &a->o, p.nodes, p.n, db, &run);
 	/* The plan, from a fresh read of every node; plan and --dry-run stop here. */
 	rc = plan_read(&u, &p, &run, plan || dry);
 	if (plan || dry || !u.fan.ran || rc == GF_EXIT_INTERRUPTED)
@@ -443,7 +230,7 @@ static int update_status(struct gf_cli *cli, const struct cli_subverb *sv, void 
 	(void)ud;
 	if ((rc = rollout_arg(cli, args, nargs, &id)) || (rc = cli_db(cli, &db)))
 		return rc;
-	return print_rollout(cli, db, id, false);
+	return upd_print_rollout(cli, db, id, false);
 }
 
 static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
@@ -476,7 +263,7 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 	if (!rc && gf_rollout_set_state(db, rs.r.id, GF_RS_RUNNING, &err) < 0)
 		rc = cli_fail(&err);
 	if (!rc) {
-		run_init(&u, &rs.cat, &rs.o, nodes, nn, db, &run);
+		upd_run_init(&u, &rs.cat, &rs.o, nodes, nn, db, &run);
 		rc = execute(cli, &run, &rs.r, true);
 	}
 	gf_nodes_free(nodes, nn);
