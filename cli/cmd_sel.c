@@ -156,97 +156,77 @@ static const struct gf_col list_cols[] = {
 };
 static const struct gf_col clear_cols[] = {{"action", "ACTION"}};
 
-static int sel_clear(struct gf_cli *cli, const char *sub, struct sel_args *a, struct gf_node *nodes,
-		     size_t n)
+/*
+ * What sel clear checks before anything is sent: no list filters, then
+ * --dry-run (rendered here: *@done) or the guard. Returns an exit code.
+ */
+static int clear_check(struct gf_cli *cli, const char *sub, struct sel_args *a,
+		       const struct gf_node *nodes, size_t n, const char *what,
+		       const struct gf_render_spec *spec, bool *done)
 {
-	char what[64];
-	struct gf_render_spec spec = {.cols = clear_cols, .ncols = 1};
-	struct cli_bmc_run run = {0};
-	int rc;
-
 	if (a->has_since || a->severities || a->has_last || a->log) {
 		cli_error("%s %s takes no --since, --severity, --last or --log (it clears the "
 			  "system event log)",
 			  cli->verb, sub);
 		return GF_EXIT_USAGE;
 	}
-	if (a->dry_run)
-		return cli_dry_run(cli, sub, nodes, n, &spec);
-	snprintf(what, sizeof(what), "%s %s", cli->verb, sub);
-	rc = cli_guard(cli, what, nodes, n, a->yes);
-	if (rc)
-		return rc;
-	run = (struct cli_bmc_run){
-		.cli = cli,
-		.nodes = nodes,
-		.n = n,
-		.op = clear_op,
-		.ctx = a,
-		.spec = &spec,
-		.action = sub,
-		.audit = what,
-	};
-	rc = cli_bmc_fanout(&run);
-	cli_bmc_release(&run);
-	return rc;
+	if (a->dry_run) {
+		*done = true;
+		return cli_dry_run(cli, sub, nodes, n, spec);
+	}
+	return cli_guard(cli, what, nodes, n, a->yes);
 }
 
-/* sel clear TARGETS */
-static int clear_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
-		     int nargs)
-{
-	struct gf_node *nodes = NULL;
-	size_t n = 0;
-	int rc = cli_targets(cli, args, nargs, false, &nodes, &n);
-
-	if (rc)
-		return rc;
-	rc = sel_clear(cli, sv->name, ud, nodes, n);
-	gf_nodes_free(nodes, n);
-	return rc;
-}
-
-/* sel list [FILTERS] TARGETS */
-static int list_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
-		    int nargs)
+/* sel list [FILTERS] TARGETS, sel clear TARGETS */
+static int sel_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
+		   int nargs)
 {
 	struct sel_args *a = ud;
-	struct gf_render_spec spec = {
-		.cols = list_cols,
-		.ncols = sizeof(list_cols) / sizeof(list_cols[0]),
-		.rows_key = "entries",
-	};
+	const bool clear = strcmp(sv->name, "clear") == 0;
+	struct gf_render_spec spec = {.cols = clear_cols, .ncols = 1};
 	const struct gf_bmc_opts opts = {.log_name = a->log};
 	struct cli_bmc_run run = {0};
 	struct gf_node *nodes = NULL;
+	bool done = false;
 	size_t n = 0;
+	char what[64];
 	int rc;
 
-	if (a->yes || a->dry_run) {
-		cli_error("%s %s takes no --yes or --dry-run", cli->verb, sv->name);
-		return GF_EXIT_USAGE;
+	if (!clear) {
+		spec = (struct gf_render_spec){.cols = list_cols,
+					       .ncols = sizeof(list_cols) / sizeof(list_cols[0]),
+					       .rows_key = "entries"};
+		if (a->yes || a->dry_run) {
+			cli_error("%s %s takes no --yes or --dry-run", cli->verb, sv->name);
+			return GF_EXIT_USAGE;
+		}
 	}
 	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
 	if (rc)
 		return rc;
-	run = (struct cli_bmc_run){
-		.cli = cli,
-		.nodes = nodes,
-		.n = n,
-		.op = list_op,
-		.ctx = a,
-		.spec = &spec,
-		.opts = &opts,
-	};
-	rc = cli_bmc_fanout(&run);
-	cli_bmc_release(&run);
+	snprintf(what, sizeof(what), "%s %s", cli->verb, sv->name);
+	if (clear)
+		rc = clear_check(cli, sv->name, a, nodes, n, what, &spec, &done);
+	if (!rc && !done) {
+		run = (struct cli_bmc_run){.cli = cli,
+					   .nodes = nodes,
+					   .n = n,
+					   .op = clear ? clear_op : list_op,
+					   .ctx = a,
+					   .spec = &spec,
+					   .opts = &opts,
+					   .action = clear ? sv->name : NULL,
+					   .audit = clear ? what : NULL};
+		rc = cli_bmc_fanout(&run);
+		cli_bmc_release(&run);
+	}
 	gf_nodes_free(nodes, n);
 	return rc;
 }
 
 static const struct cli_subverb subs[] = {
-	{"list", list_run, NULL, 0},
-	{"clear", clear_run, NULL, 0},
+	{"list", sel_run, NULL, 0},
+	{"clear", sel_run, NULL, 0},
 };
 
 int cmd_sel(struct gf_cli *cli, int argc, char **argv)
