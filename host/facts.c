@@ -73,16 +73,53 @@ static json_t *jmode(enum gf_tri t)
 				   : json_string(t == GF_TRI_YES ? "enabled" : "disabled");
 }
 
+/* The string members of the documents, one table for the writer and the reader. */
+struct doc_field {
+	const char *parent; /* NULL: a member of the document itself */
+	const char *key;
+	size_t off; /* of the char * in the struct */
+};
+
+#define HG(key, member)                                         \
+	{                                                       \
+		NULL, key, offsetof(struct gf_host_gpu, member) \
+	}
+static const struct doc_field gpu_fields[] = {
+	HG("name", name), HG("serial", serial), HG("uuid", uuid),
+	HG("pci", pci),   HG("vbios", vbios),   HG("inforom", inforom),
+};
+#undef HG
+
+#define HF(key, member)                                          \
+	{                                                        \
+		NULL, key, offsetof(struct gf_hostfacts, member) \
+	}
+static const struct doc_field host_fields[] = {
+	HF("driver", driver),
+	HF("cuda_driver", cuda_driver),
+	HF("cuda_toolkit", cuda_toolkit),
+	HF("kernel", kernel),
+	HF("os", os),
+	HF("fabricmanager", fabricmanager),
+	HF("ofed", ofed),
+	HF("driver_library", driver_library),
+};
+#undef HF
+
+/* The top-level string members of @table from @base into @o. */
+static void doc_put_fields(json_t *o, const struct doc_field *table, size_t n, const void *base)
+{
+	for (size_t i = 0; i < n; i++)
+		json_object_set_new(o, table[i].key,
+				    jstr(*(char *const *)((const char *)base + table[i].off)));
+}
+
 static json_t *gpu_json(const struct gf_host_gpu *g)
 {
 	json_t *o = json_object();
 
 	json_object_set_new(o, "index", json_integer(g->index));
-	json_object_set_new(o, "name", jstr(g->name));
-	json_object_set_new(o, "serial", jstr(g->serial));
-	json_object_set_new(o, "uuid", jstr(g->uuid));
-	json_object_set_new(o, "pci", jstr(g->pci));
-	json_object_set_new(o, "vbios", jstr(g->vbios));
+	doc_put_fields(o, gpu_fields, NELEM(gpu_fields) - 1, g); /* all but "inforom", last */
 	json_object_set_new(o, "memory_total_mib", jcount(g->memory_total_mib));
 	json_object_set_new(o, "mig_mode", jmode(g->mig_mode));
 	json_object_set_new(o, "persistence_mode", jmode(g->persistence_mode));
@@ -94,7 +131,7 @@ static json_t *gpu_json(const struct gf_host_gpu *g)
 				      jcount(g->ecc_aggregate_uncorrected)));
 	json_object_set_new(o, "retired_pages_pending", jbool(g->retired_pages_pending));
 	json_object_set_new(o, "remapped_rows_pending", jbool(g->remapped_rows_pending));
-	json_object_set_new(o, "inforom", jstr(g->inforom));
+	doc_put_fields(o, gpu_fields + NELEM(gpu_fields) - 1, 1, g);
 	return o;
 }
 
@@ -105,15 +142,10 @@ json_t *gf_hostfacts_to_json(const struct gf_hostfacts *f)
 	json_t *failed = json_array();
 	const char *module = gf_driver_module_name(f->driver_module);
 
-	json_object_set_new(o, "driver", jstr(f->driver));
+	/* The documented order: "driver", "driver_module", then the others. */
+	doc_put_fields(o, host_fields, 1, f);
 	json_object_set_new(o, "driver_module", jstr(module));
-	json_object_set_new(o, "cuda_driver", jstr(f->cuda_driver));
-	json_object_set_new(o, "cuda_toolkit", jstr(f->cuda_toolkit));
-	json_object_set_new(o, "kernel", jstr(f->kernel));
-	json_object_set_new(o, "os", jstr(f->os));
-	json_object_set_new(o, "fabricmanager", jstr(f->fabricmanager));
-	json_object_set_new(o, "ofed", jstr(f->ofed));
-	json_object_set_new(o, "driver_library", jstr(f->driver_library));
+	doc_put_fields(o, host_fields + 1, NELEM(host_fields) - 1, f);
 	for (size_t i = 0; i < f->ngpus; i++)
 		json_array_append_new(gpus, gpu_json(&f->gpus[i]));
 	json_object_set_new(o, "gpus", gpus);
@@ -237,12 +269,6 @@ static int doc_index(const struct doc_at *at, json_t *o, const char *parent, int
 	*dst = (int)json_integer_value(v);
 	return 0;
 }
-
-struct doc_field {
-	const char *parent; /* NULL: a member of the document itself */
-	const char *key;
-	size_t off; /* of the char * in the struct */
-};
 
 static int doc_fields(const struct doc_at *at, json_t *doc, const struct doc_field *f, size_t n,
 		      void *base)
@@ -373,16 +399,6 @@ static int doc_tri(const struct doc_at *at, json_t *o, const char *parent, const
 	return 0;
 }
 
-#define HG(key, member)                                         \
-	{                                                       \
-		NULL, key, offsetof(struct gf_host_gpu, member) \
-	}
-static const struct doc_field gpu_fields[] = {
-	HG("name", name), HG("serial", serial), HG("uuid", uuid),
-	HG("pci", pci),   HG("vbios", vbios),   HG("inforom", inforom),
-};
-#undef HG
-
 static int host_gpu(const struct doc_at *gat, json_t *v, struct gf_host_gpu *g)
 {
 	const struct doc_at at = {gat->node, "host.gpus[]", gat->err};
@@ -457,22 +473,6 @@ static int host_health(const struct doc_at *at, json_t *o, struct gf_hostfacts *
 	qsort(f->xids, f->nxids, sizeof(*f->xids), xid_cmp);
 	return 0;
 }
-
-#define HF(key, member)                                          \
-	{                                                        \
-		NULL, key, offsetof(struct gf_hostfacts, member) \
-	}
-static const struct doc_field host_fields[] = {
-	HF("driver", driver),
-	HF("cuda_driver", cuda_driver),
-	HF("cuda_toolkit", cuda_toolkit),
-	HF("kernel", kernel),
-	HF("os", os),
-	HF("fabricmanager", fabricmanager),
-	HF("ofed", ofed),
-	HF("driver_library", driver_library),
-};
-#undef HF
 
 /* "failed": the commands that failed unexplained (absent in documents older than it). */
 static int host_failed(const struct doc_at *at, json_t *o, struct gf_hostfacts *f)
