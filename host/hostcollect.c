@@ -241,6 +241,20 @@ static bool drop_field(const char **fields, size_t *n, const char *field)
 	return false;
 }
 
+/* What the parsers read of each command: views into @res, which keeps them. */
+static void outs_of(const struct gf_remote_cmd *res, struct gf_cmd_out *outs)
+{
+	for (int c = 0; c < GF_HC_COUNT; c++) {
+		outs[c] = (struct gf_cmd_out){
+			.ran = res[c].ran || res[c].timed_out,
+			.timed_out = res[c].timed_out,
+			.status = res[c].status,
+			.out = gf_buf_str(&res[c].out),
+			.err = gf_buf_str(&res[c].err),
+		};
+	}
+}
+
 int gf_host_collect(const struct gf_host_runner *r, double deadline, struct gf_hostfacts *ret,
 		    struct gf_err *err)
 {
@@ -265,15 +279,7 @@ int gf_host_collect(const struct gf_host_runner *r, double deadline, struct gf_h
 	for (int i = 0; rc == 0 && i < MAX_ROUNDS; i++) {
 		const struct gf_remote_cmd *q = &res[GF_HC_SMI_QUERY];
 
-		for (int c = 0; c < GF_HC_COUNT; c++) {
-			outs[c] = (struct gf_cmd_out){
-				.ran = res[c].ran || res[c].timed_out,
-				.timed_out = res[c].timed_out,
-				.status = res[c].status,
-				.out = gf_buf_str(&res[c].out),
-				.err = gf_buf_str(&res[c].err),
-			};
-		}
+		outs_of(res, outs);
 		if (q->ran && !q->timed_out && q->status != 0) {
 			char *bad = gf_hostfacts_invalid_field(gf_buf_str(&q->out));
 
@@ -300,15 +306,7 @@ int gf_host_collect(const struct gf_host_runner *r, double deadline, struct gf_h
 					"'%s' printed more than %u MiB; stopped there", res[c].line,
 					GF_REMOTE_MAX_OUTPUT >> 20);
 	if (rc == 0) {
-		for (int c = 0; c < GF_HC_COUNT; c++) {
-			outs[c] = (struct gf_cmd_out){
-				.ran = res[c].ran || res[c].timed_out,
-				.timed_out = res[c].timed_out,
-				.status = res[c].status,
-				.out = gf_buf_str(&res[c].out),
-				.err = gf_buf_str(&res[c].err),
-			};
-		}
+		outs_of(res, outs);
 		rc = gf_hostfacts_build(outs, fields, nfields, ret, err);
 	}
 	for (int c = 0; c < GF_HC_COUNT; c++)
