@@ -131,6 +131,20 @@ static json_t *rows_of(const json_t *attrs, const json_t *pending, const json_t 
 	return rows;
 }
 
+/*
+ * A node's "bios" member (@attrs and @pending taken over) and, for a table
+ * or CSV (@rows), its "rows", limited to @requested where not NULL.
+ */
+static void put_bios(json_t *data, bool rows, json_t *attrs, json_t *pending,
+		     const json_t *requested, const char *registry)
+{
+	if (rows)
+		json_object_set_new(data, "rows", rows_of(attrs, pending, requested));
+	json_object_set_new(data, "bios",
+			    json_pack("{s:o, s:o, s:o}", "attributes", attrs, "pending", pending,
+				      "registry", registry ? json_string(registry) : json_null()));
+}
+
 static int show_op(const struct gf_backend *be, void *sess, const struct gf_node *n,
 		   const void *vctx, struct gf_result *slot, struct gf_err *err)
 {
@@ -146,12 +160,7 @@ static int show_op(const struct gf_backend *be, void *sess, const struct gf_node
 		return GF_E_NODE;
 	attrs = filtered(ctx, &b, b.attributes);
 	pending = filtered(ctx, &b, b.pending);
-	if (ctx->rows)
-		json_object_set_new(slot->data, "rows", rows_of(attrs, pending, NULL));
-	json_object_set_new(slot->data, "bios",
-			    json_pack("{s:o, s:o, s:o}", "attributes", attrs, "pending", pending,
-				      "registry",
-				      b.registry ? json_string(b.registry) : json_null()));
+	put_bios(slot->data, ctx->rows, attrs, pending, NULL, b.registry);
 	gf_bios_release(&b);
 	return 0;
 }
@@ -279,12 +288,7 @@ static int set_op(const struct gf_backend *be, void *sess, const struct gf_node 
 	json_object_foreach(values, name, v)
 		if (json_object_get(b.pending, name))
 			json_object_set(pending, name, json_object_get(b.pending, name));
-	if (ctx->rows)
-		json_object_set_new(slot->data, "rows", rows_of(shown, pending, values));
-	json_object_set_new(slot->data, "bios",
-			    json_pack("{s:o, s:o, s:o}", "attributes", shown, "pending", pending,
-				      "registry",
-				      b.registry ? json_string(b.registry) : json_null()));
+	put_bios(slot->data, ctx->rows, shown, pending, values, b.registry);
 	rc = 0;
 	if (ctx->dry_run)
 		goto out;
