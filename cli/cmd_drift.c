@@ -301,17 +301,9 @@ int cmd_drift(struct gf_cli *cli, int argc, char **argv)
 		goto out;
 	}
 	table = cli->format == GF_FMT_TABLE || cli->format == GF_FMT_CSV;
-	rc = inv_targets(cli, args, nargs, &targets, &every);
+	rc = inv_open(cli, args, nargs, a.by == BY_GROUP, &targets, &every, &db);
 	if (rc)
 		goto out;
-	rc = cli_db(cli, &db);
-	if (rc)
-		goto out;
-	if (a.by == BY_GROUP || !every) {
-		rc = cli_registry(cli);
-		if (rc)
-			goto out;
-	}
 	if (gf_store_sweeps(db, &all, &nall, &err) < 0) {
 		rc = cli_fail(&err);
 		goto out;

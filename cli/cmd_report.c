@@ -71,16 +71,10 @@ int cmd_report(struct gf_cli *cli, int argc, char **argv)
 		rc = GF_EXIT_USAGE;
 		goto out;
 	}
-	rc = inv_targets(cli, args, nargs, &targets, &every);
-	if (rc)
-		goto out;
-	rc = cli_db(cli, &db);
+	rc = inv_open(cli, args, nargs, false, &targets, &every, &db);
 	if (rc)
 		goto out;
 	if (!every) {
-		rc = cli_registry(cli);
-		if (rc)
-			goto out;
 		q.nodes = (const char *const *)targets.names;
 		q.nnodes = targets.n;
 	}

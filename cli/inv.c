@@ -32,6 +32,18 @@ int inv_targets(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *r
 	return 0;
 }
 
+int inv_open(struct gf_cli *cli, char **args, int nargs, bool registry, struct gf_nodeset *ret,
+	     bool *ret_all, struct gf_db **db)
+{
+	int rc = inv_targets(cli, args, nargs, ret, ret_all);
+
+	if (!rc)
+		rc = cli_db(cli, db);
+	if (!rc && (registry || !*ret_all))
+		rc = cli_registry(cli);
+	return rc;
+}
+
 void inv_globs_add(struct inv_globs *g, const char *arg)
 {
 	const char *p = arg;

@@ -14,6 +14,14 @@
  */
 int inv_targets(struct gf_cli *cli, char **args, int nargs, struct gf_nodeset *ret, bool *ret_all);
 
+/*
+ * inv_targets(), then the inventory opened into *@db, with the registry
+ * loaded when the TARGETS name nodes or @registry asks for it (groups).
+ * 0 or an exit code (printed).
+ */
+int inv_open(struct gf_cli *cli, char **args, int nargs, bool registry, struct gf_nodeset *ret,
+	     bool *ret_all, struct gf_db **db);
+
 /* A growing list of shell globs from options like --component a,b --component c. */
 struct inv_globs {
 	char **v;
