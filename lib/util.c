@@ -241,21 +241,18 @@ bad:
 int gf_parse_seconds(const char *s, double min, double max, double *ret, struct gf_err *err,
 		     const char *what)
 {
-	char *end;
-	double v;
+	char *end = NULL;
+	double v = 0;
 
 	errno = 0;
-	if (!s || !*s || *s == ' ')
-		goto bad;
-	v = strtod(s, &end);
-	if (errno || *end || !isfinite(v) || v < min || v > max)
-		goto bad;
+	if (s && *s && *s != ' ')
+		v = strtod(s, &end);
+	if (!end || errno || *end || !isfinite(v) || v < min || v > max)
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "%s '%s' is not a number of seconds from %g to %g", what,
+				  s ? s : "", min, max);
 	*ret = v;
 	return 0;
-bad:
-	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
-			  "%s '%s' is not a number of seconds from %g to %g", what, s ? s : "", min,
-			  max);
 }
 
 int gf_parse_duration(const char *s, double *ret, struct gf_err *err)
