@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "host/script.h"
 #include "lib/proc.h"
 #include "lib/util.h"
 
@@ -17,12 +18,41 @@
 /* Rounds of asking nvidia-smi again without a refused field. */
 #define MAX_ROUNDS 8
 
-/* The SSH runner: @ud is an open struct gf_ssh. */
+/* Time kept back from a round's deadline for the script's answer to come back. */
+#define SCRIPT_MARGIN 0.4
+
+/*
+ * The SSH runner: @ud is an open struct gf_ssh. A round is one session and
+ * one shell on the host (host/script.h), each command stopped by the host
+ * shortly before @deadline so that what it printed still comes back.
+ */
 static int run_ssh(void *ud, struct gf_remote_cmd *cmds, size_t n, double deadline,
 		   const gf_cancel_flag *cancel, struct gf_err *err)
 {
+	char tag[GF_SCRIPT_TAG_SIZE];
+	struct gf_remote_cmd sc = {.max = gf_script_max_output(n)};
+	char *line;
+	int rc;
+
 	(void)cancel; /* the session watches its target's */
-	return gf_ssh_run(ud, cmds, n, deadline, err);
+	gf_script_tag(tag);
+	line = gf_script_build(cmds, n, deadline - gf_monotime() - SCRIPT_MARGIN, tag);
+	sc.line = line;
+	rc = gf_ssh_run(ud, &sc, 1, deadline, err);
+	if (rc == 0)
+		rc = gf_script_parse(gf_buf_str(&sc.out), sc.out.len, tag, cmds, n, err);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		/* No frame: the host stopped the script, or the answer came too late. */
+		if (!cmds[i].ran && (sc.timed_out || sc.cut))
+			cmds[i].ran = cmds[i].timed_out = true;
+		else if (!cmds[i].ran)
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+					"the remote shell ended (status %d) before '%s' ran: %.200s",
+					sc.status, cmds[i].line, gf_buf_str(&sc.err));
+	}
+	gf_remote_cmd_release(&sc);
+	free(line);
+	return rc;
 }
 
 int gf_host_facts_ssh(const struct gf_ssh_target *t, struct gf_hostfacts *ret, struct gf_err *err)

@@ -1013,7 +1013,8 @@ struct chan {
 
 bool gf_remote_keep(struct gf_remote_cmd *c, struct gf_buf *b, const char *data, size_t n)
 {
-	size_t room = b->len < GF_REMOTE_MAX_OUTPUT ? GF_REMOTE_MAX_OUTPUT - b->len : 0;
+	size_t max = c->max ? c->max : GF_REMOTE_MAX_OUTPUT;
+	size_t room = b->len < max ? max - b->len : 0;
 
 	gf_buf_add(b, data, n < room ? n : room);
 	if (n > room)

@@ -26,6 +26,7 @@ struct gf_remote_cmd {
 	struct gf_buf out; /* out: stdout (at most GF_REMOTE_MAX_OUTPUT bytes) */
 	struct gf_buf err; /* out: stderr (the same) */
 	bool cut;          /* out: it printed more than that on a stream: stopped there */
+	size_t max;        /* in: what each stream may keep; 0: GF_REMOTE_MAX_OUTPUT */
 };
 
 /*

@@ -425,6 +425,39 @@ def default_nodes():
     return n
 
 
+
+# How the enter script ends each session's entry in commands.log.
+SESSION_END = '\n\x1e\n'
+
+
+def _sh_unquote(s):
+    """The text of one sh single-quoted word 'it'\\''s' (s starts at its quote)."""
+    out, i = [], 0
+    while i < len(s) and s[i] == "'":
+        j = s.index("'", i + 1)
+        out.append(s[i + 1:j])
+        i = j + 1
+        if s[i:i + 2] == "\\'":
+            out.append("'")
+            i += 2
+    return ''.join(out), s[i:]
+
+
+def script_commands(entry):
+    """The commands of a session: gpufleet's round script (host/script.c)
+    yields each command it runs; anything else is one command."""
+    head = "exec /bin/sh -c "
+    if not entry.startswith(head):
+        return [entry]
+    script, _ = _sh_unquote(entry[len(head):])
+    cmds = []
+    for line in script.split('\n'):
+        m = re.match(r"\(ulimit -f \d+; exec timeout -k 1 [\d.]+ /bin/sh -c ('.*)$", line)
+        if m:
+            cmds.append(_sh_unquote(m.group(1))[0])
+    return cmds
+
+
 class SshLab:
     def __init__(self, workdir, nodes=None, prefix='127.33.0', names=None, sshd_options=()):
         self.dir = os.path.abspath(workdir)
@@ -461,9 +494,22 @@ class SshLab:
         except FileNotFoundError:
             return []
 
+    def sessions(self, i):
+        """What the client sent to node i, one entry per SSH session (exec request)."""
+        p = os.path.join(self.node_dir(i), 'commands.log')
+        if not os.path.exists(p):
+            return []
+        with open(p, encoding='utf-8', errors='replace') as f:
+            return [e for e in f.read().split(SESSION_END) if e]
+
     def commands(self, i):
-        """The command lines the client sent to node i, in order."""
-        return self._lines(i, 'commands.log')
+        """The command lines that ran on node i, in order: each session's, and
+        where a session is gpufleet's one shell for a round (host/script.c),
+        the commands of its script."""
+        out = []
+        for entry in self.sessions(i):
+            out += script_commands(entry)
+        return out
 
     def calls(self, i):
         """How the fake tools of node i were called: 'tool args'."""
@@ -566,7 +612,7 @@ class SshLab:
     def _sysbin(self):
         d = os.path.join(self.dir, 'sysbin')
         os.makedirs(d, exist_ok=True)
-        for tool in ('env', 'sh', 'sleep', 'python3'):
+        for tool in ('env', 'sh', 'sleep', 'python3', 'mktemp', 'timeout', 'wc', 'rm'):
             real = shutil.which(tool, path='/usr/bin:/bin')
             link = os.path.join(d, tool)
             if real and not os.path.lexists(link):
@@ -715,7 +761,7 @@ exec /bin/uname "$@"
             _write(os.path.join(d, name), '', 0o666)
         # the ForceCommand: log the command, run it with only this node's tools on PATH
         _write(os.path.join(d, 'enter'), """#!/bin/sh
-printf '%%s\\n' "$SSH_ORIGINAL_COMMAND" >> '%s/commands.log'
+printf '%%s\\n\\036\\n' "$SSH_ORIGINAL_COMMAND" >> '%s/commands.log'
 PATH='%s/bin:%s/sysbin'
 export PATH
 exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"

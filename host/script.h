@@ -1,0 +1,51 @@
+/*
+ * One remote shell per round of commands (issue 23): instead of a channel,
+ * a session and a shell on the host for each command, the commands of a
+ * round run at once under one POSIX sh script, and what each printed comes
+ * back framed, so that each command's output and exit status are read
+ * exactly as if it had had its own channel.
+ */
+#ifndef GF_HOST_SCRIPT_H
+#define GF_HOST_SCRIPT_H
+
+#include <stddef.h>
+
+#include "host/ssh.h"
+#include "lib/err.h"
+
+/* What a frame tag is: a fixed prefix and 16 hex digits, different per script. */
+#define GF_SCRIPT_TAG_SIZE 24
+
+/*
+ * The script for @n commands: /bin/sh runs each command line (as the remote
+ * user's shell would) in the background, stdin from /dev/null, stdout and
+ * stderr to files of a private temporary directory capped past
+ * GF_REMOTE_MAX_OUTPUT bytes (ulimit -f), stopped by timeout(1) after
+ * @seconds (TERM, then KILL a second later, the command's whole process
+ * group); once all have ended it prints, for each command in order, a line
+ * "TAG INDEX STATUS LATE OUTBYTES ERRBYTES" and then the bytes of both outputs,
+ * and removes the directory. @tag: GF_SCRIPT_TAG_SIZE - 1 characters from
+ * gf_script_tag(). The text is a single command line for exec. Caller frees.
+ */
+char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds, const char *tag);
+
+/* A new tag into @tag (GF_SCRIPT_TAG_SIZE bytes), from the kernel's random bytes. */
+void gf_script_tag(char tag[GF_SCRIPT_TAG_SIZE]);
+
+/*
+ * Read what the script printed (@out, @len: its stdout; anything the
+ * login's shell startup printed before the first frame is skipped) into
+ * @cmds: ran, status (-1 for a signal), timed_out (timeout(1)'s 124 or 137 once the
+ * time was up: LATE),
+ * out, err, cut (more than GF_REMOTE_MAX_OUTPUT on a stream: what is kept
+ * is that much). A command without a frame (the script was cut short) is
+ * left not run. 0, or GF_E_NODE (kind protocol) when the frames are not
+ * the script's.
+ */
+int gf_script_parse(const char *out, size_t len, const char *tag, struct gf_remote_cmd *cmds,
+		    size_t n, struct gf_err *err);
+
+/* The output one script may print for @n commands: both streams of each, capped, and frames. */
+size_t gf_script_max_output(size_t n);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * One remote shell per round (host/script.c): the script is run here by
+ * the real /bin/sh, as the host's sshd would, and what it printed is read
+ * back into each command's output, exit status, time-out and cut.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/hostcollect.h"
+#include "host/script.h"
+#include "lib/util.h"
+
+/* Run @n commands as one script through the local runner, then parse. */
+static void run_script(struct gf_remote_cmd *cmds, size_t n, double seconds)
+{
+	char tag[GF_SCRIPT_TAG_SIZE];
+	struct gf_remote_cmd sc = {.max = gf_script_max_output(n)};
+	struct gf_err err = {0};
+	char *line;
+
+	gf_script_tag(tag);
+	line = gf_script_build(cmds, n, seconds, tag);
+	sc.line = line;
+	assert_int_equal(gf_host_run_local(NULL, &sc, 1, gf_monotime() + seconds + 5, NULL, &err),
+			 0);
+	assert_int_equal(sc.status, 0);
+	assert_int_equal(gf_script_parse(gf_buf_str(&sc.out), sc.out.len, tag, cmds, n, &err), 0);
+	gf_remote_cmd_release(&sc);
+	free(line);
+}
+
+static void outputs_and_status(void **state)
+{
+	struct gf_remote_cmd c[4] = {
+		{.line = "echo out; echo err >&2; exit 3"},
+		{.line = "printf 'it'\"'\"'s \\001\\n'"}, /* quotes and a control byte */
+		{.line = "cat; echo read-nothing"},       /* stdin is /dev/null */
+		{.line = "kill -9 $$"},                   /* a signal */
+	};
+
+	(void)state;
+	run_script(c, 4, 5);
+	assert_true(c[0].ran && !c[0].timed_out && !c[0].cut);
+	assert_int_equal(c[0].status, 3);
+	assert_string_equal(gf_buf_str(&c[0].out), "out\n");
+	assert_string_equal(gf_buf_str(&c[0].err), "err\n");
+	assert_string_equal(gf_buf_str(&c[1].out), "it's \001\n");
+	assert_int_equal(c[1].status, 0);
+	assert_string_equal(gf_buf_str(&c[2].out), "read-nothing\n");
+	assert_int_equal(c[3].status, -1);
+	assert_false(c[3].timed_out);
+	for (int i = 0; i < 4; i++)
+		gf_remote_cmd_release(&c[i]);
+}
+
+static void hung_command_stopped_others_answer(void **state)
+{
+	struct gf_remote_cmd c[2] = {
+		{.line = "echo before; sleep 30"},
+		{.line = "echo quick"},
+	};
+	double t0 = gf_monotime();
+
+	(void)state;
+	run_script(c, 2, 0.5);
+	assert_true(gf_monotime() - t0 < 3);
+	assert_true(c[0].ran && c[0].timed_out);
+	assert_int_equal(c[0].status, -1);
+	assert_string_equal(gf_buf_str(&c[0].out), "before\n"); /* what it printed is kept */
+	assert_false(c[1].timed_out);
+	assert_string_equal(gf_buf_str(&c[1].out), "quick\n");
+	for (int i = 0; i < 2; i++)
+		gf_remote_cmd_release(&c[i]);
+}
+
+static void flood_is_cut_at_the_bound(void **state)
+{
+	struct gf_remote_cmd c[1] = {{.line = "head -c 20000000 /dev/zero"}};
+
+	(void)state;
+	run_script(c, 1, 10);
+	assert_true(c[0].cut);
+	assert_int_equal(c[0].out.len, GF_REMOTE_MAX_OUTPUT);
+	gf_remote_cmd_release(&c[0]);
+}
+
+static void login_noise_skipped_and_foreign_frames_refused(void **state)
+{
+	const char *tag = "@gf1-0123456789abcdef";
+	struct gf_remote_cmd c[1] = {{.line = "x"}};
+	struct gf_err err = {0};
+	const char good[] = "Welcome!\n@gf1-0123456789abcdef 0 0 0 3 0\nhi\n";
+	const char longer[] = "@gf1-0123456789abcdef 0 0 0 99 0\nhi\n";
+	const char other[] = "@gf1-0123456789abcdef 5 0 0 0 0\n";
+
+	(void)state;
+	assert_int_equal(gf_script_parse(good, sizeof(good) - 1, tag, c, 1, &err), 0);
+	assert_string_equal(gf_buf_str(&c[0].out), "hi\n");
+	assert_int_equal(gf_script_parse(longer, sizeof(longer) - 1, tag, c, 1, &err), GF_E_NODE);
+	assert_int_equal(gf_script_parse(other, sizeof(other) - 1, tag, c, 1, &err), GF_E_NODE);
+	/* Nothing of ours at all: no command ran. */
+	assert_int_equal(gf_script_parse("motd\n", 5, tag, c, 1, &err), 0);
+	assert_false(c[0].ran);
+	gf_remote_cmd_release(&c[0]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(outputs_and_status),
+		cmocka_unit_test(hung_command_stopped_others_answer),
+		cmocka_unit_test(flood_is_cut_at_the_bound),
+		cmocka_unit_test(login_noise_skipped_and_foreign_frames_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
