@@ -42,24 +42,37 @@ char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds
 
 	if (seconds < 0.1)
 		seconds = 0.1;
-	gf_buf_adds(&s, "d=$(mktemp -d) || exit 97\ntrap 'rm -rf \"$d\"' EXIT\n");
 	/* What tells a command stopped by timeout(1) from one killed otherwise: the clock. */
-	gf_buf_addf(&s, "(sleep %.2f; : >\"$d/late\") </dev/null >/dev/null 2>&1 & w=$!\n",
-		    seconds);
+	gf_buf_addf(&s,
+		    "d=$(mktemp -d) || exit 97\ntrap 'rm -rf \"$d\"' EXIT\ncd \"$d\" || exit 97\n"
+		    "(sleep %.2f; : >late) </dev/null >/dev/null 2>&1 & w=$!\n",
+		    seconds > 0.2 ? seconds - 0.1 : seconds / 2);
 	for (size_t i = 0; i < n; i++) {
-		gf_buf_addf(&s, "(ulimit -f %u; exec timeout -k 1 %.2f /bin/sh -c ",
-			    (unsigned)BLOCKS, seconds);
+		gf_buf_addf(&s, "(ulimit -f %u; timeout -k 1 %.2f /bin/sh -c ", (unsigned)BLOCKS,
+			    seconds);
 		add_quoted(&s, cmds[i].line);
-		gf_buf_addf(&s, ") </dev/null >\"$d/%zuo\" 2>\"$d/%zue\" & p%zu=$!\n", i, i, i);
+		gf_buf_addf(&s, "; echo $? >%zus) </dev/null >%zuo 2>%zue &\n", i, i, i);
 	}
+	/* Each command's frame as soon as it has ended (its status file written), in any order. */
+	gf_buf_adds(&s, "left='");
 	for (size_t i = 0; i < n; i++)
-		gf_buf_addf(&s, "wait $p%zu; s%zu=$?\n", i, i);
-	gf_buf_adds(&s, "kill $w 2>/dev/null; l=0; [ -e \"$d/late\" ] && l=1\n");
-	for (size_t i = 0; i < n; i++)
-		gf_buf_addf(&s,
-			    "printf '%s %zu %%s %%s %%s %%s\\n' $s%zu $l $(wc -c <\"$d/%zuo\") "
-			    "$(wc -c <\"$d/%zue\")\n/bin/cat \"$d/%zuo\" \"$d/%zue\"\n",
-			    tag, i, i, i, i, i, i);
+		gf_buf_addf(&s, " %zu", i);
+	gf_buf_addf(&s,
+		    "'\nwhile [ -n \"$left\" ]; do\n"
+		    " next=\n"
+		    " for i in $left; do\n"
+		    "  if [ -s ${i}s ]; then\n"
+		    "   read s <${i}s; l=0; [ -e late ] && l=1\n"
+		    "   set -- $(wc -c ${i}o ${i}e)\n"
+		    "   printf '%s %%s %%s %%s %%s %%s\\n' $i $s $l $1 $3\n"
+		    "   /bin/cat ${i}o ${i}e\n"
+		    "  else next=\"$next $i\"; fi\n"
+		    " done\n"
+		    " left=$next\n"
+		    " [ -z \"$left\" ] || sleep 0.05\n"
+		    "done\n"
+		    "kill $w 2>/dev/null; exit 0\n",
+		    tag);
 	/* One command line for the login's shell, whatever it is: /bin/sh runs the script. */
 	gf_buf_adds(&line, "exec /bin/sh -c ");
 	add_quoted(&line, gf_buf_str(&s));
@@ -108,6 +121,8 @@ int gf_script_parse(const char *out, size_t len, const char *tag, struct gf_remo
 		int status, late, used = 0;
 		struct gf_remote_cmd *c;
 
+		if (!nl && end - p < FRAME_LINE)
+			break; /* cut short: the frames that came are kept */
 		if (!nl)
 			return bad(err, "a frame without its header line");
 		memcpy(head, p, (size_t)(nl - p));
@@ -118,9 +133,11 @@ int gf_script_parse(const char *out, size_t len, const char *tag, struct gf_remo
 		    head[taglen + (size_t)used] != '\0')
 			return bad(err, "a malformed frame header");
 		p = nl + 1;
-		if (idx >= n || cmds[idx].ran || olen > (unsigned long long)(end - p) ||
+		if (idx >= n || cmds[idx].ran)
+			return bad(err, "a frame out of place");
+		if (olen > (unsigned long long)(end - p) ||
 		    elen > (unsigned long long)(end - p) - olen)
-			return bad(err, "a frame out of place or longer than what came");
+			break; /* cut short: that command's answer did not all come */
 		c = &cmds[idx];
 		c->ran = true;
 		keep(c, &c->out, p, (size_t)olen);

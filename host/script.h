@@ -22,9 +22,10 @@
  * stderr to files of a private temporary directory capped past
  * GF_REMOTE_MAX_OUTPUT bytes (ulimit -f), stopped by timeout(1) after
  * @seconds (TERM, then KILL a second later, the command's whole process
- * group); once all have ended it prints, for each command in order, a line
- * "TAG INDEX STATUS LATE OUTBYTES ERRBYTES" and then the bytes of both outputs,
- * and removes the directory. @tag: GF_SCRIPT_TAG_SIZE - 1 characters from
+ * group); as each command ends (its status file written; looked for every
+ * 50 ms) it prints a line "TAG INDEX STATUS LATE OUTBYTES ERRBYTES" and then
+ * the bytes of both outputs, so that what ended before a deadline comes back
+ * even when another command has not; at the end it removes the directory. @tag: GF_SCRIPT_TAG_SIZE - 1 characters from
  * gf_script_tag(). The text is a single command line for exec. Caller frees.
  */
 char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds, const char *tag);
@@ -39,8 +40,8 @@ void gf_script_tag(char tag[GF_SCRIPT_TAG_SIZE]);
  * time was up: LATE),
  * out, err, cut (more than GF_REMOTE_MAX_OUTPUT on a stream: what is kept
  * is that much). A command without a frame (the script was cut short) is
- * left not run. 0, or GF_E_NODE (kind protocol) when the frames are not
- * the script's.
+ * left not run, as is one whose frame came only in part. 0, or GF_E_NODE
+ * (kind protocol) when the frames are not the script's.
  */
 int gf_script_parse(const char *out, size_t len, const char *tag, struct gf_remote_cmd *cmds,
 		    size_t n, struct gf_err *err);

@@ -452,7 +452,7 @@ def script_commands(entry):
     script, _ = _sh_unquote(entry[len(head):])
     cmds = []
     for line in script.split('\n'):
-        m = re.match(r"\(ulimit -f \d+; exec timeout -k 1 [\d.]+ /bin/sh -c ('.*)$", line)
+        m = re.match(r"\(ulimit -f \d+; timeout -k 1 [\d.]+ /bin/sh -c ('.*)$", line)
         if m:
             cmds.append(_sh_unquote(m.group(1))[0])
     return cmds
