@@ -1,5 +1,6 @@
 #include "host/script.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,19 @@ static void add_quoted(struct gf_buf *b, const char *s)
 	gf_buf_adds(b, "'");
 }
 
+/*
+ * A line of plain words (no quoting, expansion, redirection or operator, no
+ * assignment first): timeout(1) runs it as the shell would, without a shell.
+ */
+static bool simple(const char *line)
+{
+	const char *first_space = strchr(line, ' ');
+
+	if (!*line || strpbrk(line, "|&;<>()$`\\\"'*?[]#~{}\t\n\r!"))
+		return false;
+	return !memchr(line, '=', first_space ? (size_t)(first_space - line) : strlen(line));
+}
+
 char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds, const char *tag)
 {
 	struct gf_buf s = GF_BUF_INIT, line = GF_BUF_INIT;
@@ -42,37 +56,39 @@ char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds
 
 	if (seconds < 0.1)
 		seconds = 0.1;
-	/* What tells a command stopped by timeout(1) from one killed otherwise: the clock. */
+	/*
+	 * A FIFO says which command has ended (its status file written first),
+	 * so that its frame is printed then, in the order they end, with no
+	 * polling; a clock tells a command stopped by timeout(1) from one
+	 * killed otherwise (LATE).
+	 */
 	gf_buf_addf(&s,
 		    "d=$(mktemp -d) || exit 97\ntrap 'rm -rf \"$d\"' EXIT\ncd \"$d\" || exit 97\n"
-		    "(sleep %.2f; : >late) </dev/null >/dev/null 2>&1 & w=$!\n",
+		    "mkfifo q || exit 97\nexec 9<>q\n"
+		    "(sleep %.2f; : >late) </dev/null >/dev/null 2>&1 9>&- & w=$!\n",
 		    seconds > 0.2 ? seconds - 0.1 : seconds / 2);
 	for (size_t i = 0; i < n; i++) {
-		gf_buf_addf(&s, "(ulimit -f %u; timeout -k 1 %.2f /bin/sh -c ", (unsigned)BLOCKS,
-			    seconds);
-		add_quoted(&s, cmds[i].line);
-		gf_buf_addf(&s, "; echo $? >%zus) </dev/null >%zuo 2>%zue &\n", i, i, i);
+		gf_buf_addf(&s, "(ulimit -f %u; timeout -k 1 %.2f ", (unsigned)BLOCKS, seconds);
+		if (simple(cmds[i].line)) {
+			gf_buf_adds(&s, cmds[i].line);
+		} else {
+			gf_buf_adds(&s, "/bin/sh -c ");
+			add_quoted(&s, cmds[i].line);
+		}
+		gf_buf_addf(&s, " 9>&-; echo $? >%zus; echo %zu >&9) </dev/null >%zuo 2>%zue &\n",
+			    i, i, i, i);
 	}
-	/* Each command's frame as soon as it has ended (its status file written), in any order. */
-	gf_buf_adds(&s, "left='");
-	for (size_t i = 0; i < n; i++)
-		gf_buf_addf(&s, " %zu", i);
 	gf_buf_addf(&s,
-		    "'\nwhile [ -n \"$left\" ]; do\n"
-		    " next=\n"
-		    " for i in $left; do\n"
-		    "  if [ -s ${i}s ]; then\n"
-		    "   read s <${i}s; l=0; [ -e late ] && l=1\n"
-		    "   set -- $(wc -c ${i}o ${i}e)\n"
-		    "   printf '%s %%s %%s %%s %%s %%s\\n' $i $s $l $1 $3\n"
-		    "   /bin/cat ${i}o ${i}e\n"
-		    "  else next=\"$next $i\"; fi\n"
-		    " done\n"
-		    " left=$next\n"
-		    " [ -z \"$left\" ] || sleep 0.05\n"
+		    "k=0\n"
+		    "while [ $k -lt %zu ] && read i <&9; do\n"
+		    " read s <${i}s; l=0; [ -e late ] && l=1\n"
+		    " wc -c ${i}o ${i}e >z; { read o x; read e x; } <z\n"
+		    " printf '%s %%s %%s %%s %%s %%s\\n' $i $s $l $o $e\n"
+		    " /bin/cat ${i}o ${i}e\n"
+		    " k=$((k + 1))\n"
 		    "done\n"
 		    "kill $w 2>/dev/null; exit 0\n",
-		    tag);
+		    n, tag);
 	/* One command line for the login's shell, whatever it is: /bin/sh runs the script. */
 	gf_buf_adds(&line, "exec /bin/sh -c ");
 	add_quoted(&line, gf_buf_str(&s));

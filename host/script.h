@@ -22,8 +22,8 @@
  * stderr to files of a private temporary directory capped past
  * GF_REMOTE_MAX_OUTPUT bytes (ulimit -f), stopped by timeout(1) after
  * @seconds (TERM, then KILL a second later, the command's whole process
- * group); as each command ends (its status file written; looked for every
- * 50 ms) it prints a line "TAG INDEX STATUS LATE OUTBYTES ERRBYTES" and then
+ * group); as each command ends (its status file written, then its index
+ * on a FIFO the script reads) it prints a line "TAG INDEX STATUS LATE OUTBYTES ERRBYTES" and then
  * the bytes of both outputs, so that what ended before a deadline comes back
  * even when another command has not; at the end it removes the directory. @tag: GF_SCRIPT_TAG_SIZE - 1 characters from
  * gf_script_tag(). The text is a single command line for exec. Caller frees.

@@ -452,9 +452,11 @@ def script_commands(entry):
     script, _ = _sh_unquote(entry[len(head):])
     cmds = []
     for line in script.split('\n'):
-        m = re.match(r"\(ulimit -f \d+; timeout -k 1 [\d.]+ /bin/sh -c ('.*)$", line)
-        if m:
-            cmds.append(_sh_unquote(m.group(1))[0])
+        m = re.match(r"\(ulimit -f \d+; timeout -k 1 [\d.]+ (.*) 9>&-; echo \$\? >\d+s; ", line)
+        if m and m.group(1).startswith("/bin/sh -c '"):
+            cmds.append(_sh_unquote(m.group(1)[len("/bin/sh -c "):])[0])
+        elif m:
+            cmds.append(m.group(1))
     return cmds
 
 
@@ -612,7 +614,7 @@ class SshLab:
     def _sysbin(self):
         d = os.path.join(self.dir, 'sysbin')
         os.makedirs(d, exist_ok=True)
-        for tool in ('env', 'sh', 'sleep', 'python3', 'mktemp', 'timeout', 'wc', 'rm'):
+        for tool in ('env', 'sh', 'sleep', 'python3', 'mktemp', 'mkfifo', 'timeout', 'wc', 'rm'):
             real = shutil.which(tool, path='/usr/bin:/bin')
             link = os.path.join(d, tool)
             if real and not os.path.lexists(link):
