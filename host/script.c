@@ -8,6 +8,7 @@
 #include <sys/random.h>
 
 #include "lib/buf.h"
+#include "lib/util.h"
 
 /* ulimit -f counts 512-byte blocks in a POSIX sh: a file may reach one byte past the bound. */
 #define BLOCKS ((GF_REMOTE_MAX_OUTPUT + 1 + 511) / 512)
@@ -42,11 +43,21 @@ static void add_quoted(struct gf_buf *b, const char *s)
  */
 static bool simple(const char *line)
 {
-	const char *first_space = strchr(line, ' ');
+	/* The shell's own commands, which no program stands in for. */
+	static const char *const builtins[] = {
+		".",        ":",      "alias",   "break",  "cd",      "command", "continue",
+		"eval",     "exec",   "exit",    "export", "getopts", "hash",    "read",
+		"readonly", "return", "set",     "shift",  "times",   "trap",    "type",
+		"ulimit",   "umask",  "unalias", "unset",  "wait",
+	};
+	size_t first = strcspn(line, " ");
 
-	if (!*line || strpbrk(line, "|&;<>()$`\\\"'*?[]#~{}\t\n\r!"))
+	if (!*line || strpbrk(line, "|&;<>()$`\\\"'*?[]#~{}\t\n\r!") || memchr(line, '=', first))
 		return false;
-	return !memchr(line, '=', first_space ? (size_t)(first_space - line) : strlen(line));
+	for (size_t i = 0; i < NELEM(builtins); i++)
+		if (strlen(builtins[i]) == first && strncmp(line, builtins[i], first) == 0)
+			return false;
+	return true;
 }
 
 char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds, const char *tag)
@@ -160,7 +171,8 @@ int gf_script_parse(const char *out, size_t len, const char *tag, struct gf_remo
 		keep(c, &c->err, p + olen, (size_t)elen);
 		p += olen + elen;
 		c->timed_out = late && (status == 124 || status == 137);
-		c->status = status >= 128 || c->timed_out ? -1 : status;
+		/* A shell says 128 + N for signal N (1 to 64); 255 and the like are exits. */
+		c->status = (status > 128 && status <= 128 + 64) || c->timed_out ? -1 : status;
 	}
 	return 0;
 }

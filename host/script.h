@@ -36,7 +36,8 @@ void gf_script_tag(char tag[GF_SCRIPT_TAG_SIZE]);
 /*
  * Read what the script printed (@out, @len: its stdout; anything the
  * login's shell startup printed before the first frame is skipped) into
- * @cmds: ran, status (-1 for a signal), timed_out (timeout(1)'s 124 or 137 once the
+ * @cmds: ran, status (-1 for a signal: 129 to 192, as a shell
+ * reports them), timed_out (timeout(1)'s 124 or 137 once the
  * time was up: LATE),
  * out, err, cut (more than GF_REMOTE_MAX_OUTPUT on a stream: what is kept
  * is that much). A command without a frame (the script was cut short) is

@@ -414,7 +414,8 @@ def test_one_session_one_shell_per_round(hg, lab):
 @pytest.mark.parametrize("sessions", [3, 1])
 def test_server_allowing_fewer_sessions(gf, sessions):
     """sshd with MaxSessions 3 or 1: one session per round is all gpufleet asks
-    for, so the server refuses nothing; all commands still run, once."""
+    for (a second round's session may wait for the server to let go of the
+    first); all commands still run, once."""
     workdir = tempfile.mkdtemp(prefix="gf-ssh-ms-")
     small = sshlab.SshLab(workdir, nodes=[dict(profile="h100")],
                           prefix=loopback(__name__, "ssh-small"),
@@ -425,8 +426,7 @@ def test_server_allowing_fewer_sessions(gf, sessions):
         r, data = gf.json("host", "-H", small.spec(1), "--timeout", SLOW)
         assert r.returncode == 0 and data[0]["ok"], data
         compare(data[0], small.expected(1))
-        assert "no more sessions" not in small.sshd_log(0)
-        assert len(small.sessions(1)) == 1
+        assert 1 <= len(small.sessions(1)) <= 2             # a round each: first, fallbacks
         assert sorted(set(small.commands(1))) == sorted(small.commands(1))
         assert len(small.commands(1)) >= 10
     finally:

@@ -36,17 +36,18 @@ static void run_script(struct gf_remote_cmd *cmds, size_t n, double seconds)
 
 static void outputs_and_status(void **state)
 {
-	struct gf_remote_cmd c[6] = {
+	struct gf_remote_cmd c[7] = {
 		{.line = "echo out; echo err >&2; exit 3"},
 		{.line = "printf 'it'\"'\"'s \\001\\n'"}, /* quotes and a control byte */
 		{.line = "cat; echo read-nothing"},       /* stdin is /dev/null */
 		{.line = "kill -9 $$"},                   /* a signal */
 		{.line = "echo plain words"},             /* run without a shell */
 		{.line = "gf-no-such-command --version"}, /* not there: 127, as a shell says */
+		{.line = "exit 255"},                     /* an exit, not a signal */
 	};
 
 	(void)state;
-	run_script(c, 6, 5);
+	run_script(c, 7, 5);
 	assert_true(c[0].ran && !c[0].timed_out && !c[0].cut);
 	assert_int_equal(c[0].status, 3);
 	assert_string_equal(gf_buf_str(&c[0].out), "out\n");
@@ -58,7 +59,8 @@ static void outputs_and_status(void **state)
 	assert_false(c[3].timed_out);
 	assert_string_equal(gf_buf_str(&c[4].out), "plain words\n");
 	assert_int_equal(c[5].status, 127);
-	for (int i = 0; i < 6; i++)
+	assert_int_equal(c[6].status, 255);
+	for (int i = 0; i < 7; i++)
 		gf_remote_cmd_release(&c[i]);
 }
 
