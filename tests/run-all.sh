@@ -210,6 +210,8 @@ if [ "${GF_VALGRIND:-1}" != 0 ]; then
 		u=$?
 		tail -n 8 "$vg/unit.log"
 		export GPUFLEET_BIN=$top/$vg/gpufleet-memcheck
+		# the deadlines that live peers must meet, x4 (tests/e2e/conftest.py)
+		export GF_TEST_SLOWDOWN=4
 		e2e "$vg/e2e.xml" \
 			tests/e2e/test_cli.py tests/e2e/test_nodes.py \
 			"tests/e2e/test_inventory.py::test_sweep_reads_every_source_and_stores_one_sweep" \
