@@ -6,6 +6,7 @@
 # target: executions, coverage, corpus, findings. Findings (crash-*, leak-*,
 # timeout-*, oom-*) are kept in $GF_FUZZ_BUILD/fuzz-findings/.
 #   bash bench/fuzz.sh [SECONDS]
+# GF_FUZZ_TARGETS="redfish nodeset" runs only those (e.g. several scripts at once).
 set -euo pipefail
 secs=${1:-600}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,7 +42,7 @@ printf 'gpu[001-100]' >"$work/nodeset/1"
 printf 'rack[1-4]-n[01-32],spare' >"$work/nodeset/2"
 
 status=0
-for t in redfish hostfacts nodes_csv nodeset; do
+for t in ${GF_FUZZ_TARGETS:-redfish hostfacts nodes_csv nodeset}; do
 	log=$work/$t.log
 	rc=0
 	"$build/tests/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \

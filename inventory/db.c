@@ -26,202 +26,205 @@ struct gf_db {
 
 /*
  * Schema migrations: migrations[i] takes a database from version i to i + 1.
- * Append only; never edit a step that has shipped.
+ * Append only; never edit a step that has shipped. A step of several
+ * literals is in parentheses: clang (-Wstring-concatenation, an error under
+ * -Werror in the fuzz build) takes literals concatenated in a list of strings
+ * for a missing comma unless they are.
  */
 static const char *const migrations[] = {
 	/* 0 -> 1: node registry and audit log */
-	"CREATE TABLE nodes ("
-	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
-	"  name TEXT UNIQUE NOT NULL,"
-	"  bmc TEXT,"
-	"  bmc_port INTEGER NOT NULL DEFAULT 0,"
-	"  protocol TEXT NOT NULL,"
-	"  ssh TEXT,"
-	"  profile TEXT,"
-	"  added REAL"
-	");"
-	"CREATE TABLE node_groups ("
-	"  node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,"
-	"  grp TEXT NOT NULL,"
-	"  PRIMARY KEY (node_id, grp)"
-	") WITHOUT ROWID;"
-	"CREATE INDEX node_groups_grp ON node_groups(grp);"
-	"CREATE TABLE audit ("
-	"  id INTEGER PRIMARY KEY,"
-	"  time REAL NOT NULL,"
-	"  user TEXT,"
-	"  verb TEXT NOT NULL,"
-	"  node TEXT,"
-	"  result TEXT,"
-	"  detail TEXT"
-	");"
-	"CREATE INDEX audit_time ON audit(time);",
+	("CREATE TABLE nodes ("
+	 "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	 "  name TEXT UNIQUE NOT NULL,"
+	 "  bmc TEXT,"
+	 "  bmc_port INTEGER NOT NULL DEFAULT 0,"
+	 "  protocol TEXT NOT NULL,"
+	 "  ssh TEXT,"
+	 "  profile TEXT,"
+	 "  added REAL"
+	 ");"
+	 "CREATE TABLE node_groups ("
+	 "  node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,"
+	 "  grp TEXT NOT NULL,"
+	 "  PRIMARY KEY (node_id, grp)"
+	 ") WITHOUT ROWID;"
+	 "CREATE INDEX node_groups_grp ON node_groups(grp);"
+	 "CREATE TABLE audit ("
+	 "  id INTEGER PRIMARY KEY,"
+	 "  time REAL NOT NULL,"
+	 "  user TEXT,"
+	 "  verb TEXT NOT NULL,"
+	 "  node TEXT,"
+	 "  result TEXT,"
+	 "  detail TEXT"
+	 ");"
+	 "CREATE INDEX audit_time ON audit(time);"),
 	/* 1 -> 2: TLS certificate pins of Redfish BMCs (trust on first use) */
-	"CREATE TABLE tls_pins ("
-	"  node TEXT PRIMARY KEY,"     /* registry name, or the host for -H */
-	"  fingerprint TEXT NOT NULL," /* SHA-256 of the DER certificate, hex */
-	"  first_seen REAL NOT NULL"
-	");",
+	("CREATE TABLE tls_pins ("
+	 "  node TEXT PRIMARY KEY,"     /* registry name, or the host for -H */
+	 "  fingerprint TEXT NOT NULL," /* SHA-256 of the DER certificate, hex */
+	 "  first_seen REAL NOT NULL"
+	 ");"),
 	/*
 	 * 2 -> 3: sweeps (inventory/store.c). Component lists and documents are
 	 * content-addressed (hash, then the body compared) and shared by rows.
 	 */
-	"CREATE TABLE sweeps ("
-	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
-	"  uid TEXT NOT NULL UNIQUE," /* random, the identity across sites */
-	"  started REAL NOT NULL,"
-	"  finished REAL NOT NULL,"
-	"  imported REAL," /* when inventory import added it */
-	"  nodes INTEGER NOT NULL DEFAULT 0,"
-	"  ok INTEGER NOT NULL DEFAULT 0,"
-	"  partial INTEGER NOT NULL DEFAULT 0,"
-	"  failed INTEGER NOT NULL DEFAULT 0"
-	");"
-	"CREATE INDEX sweeps_started ON sweeps(started, id);"
-	"CREATE TABLE csets ("
-	"  id INTEGER PRIMARY KEY,"
-	"  hash INTEGER NOT NULL,"
-	"  body BLOB NOT NULL" /* canonical form of the list */
-	");"
-	"CREATE INDEX csets_hash ON csets(hash);"
-	"CREATE TABLE components ("
-	"  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
-	"  key TEXT NOT NULL,"
-	"  version TEXT,"
-	"  source TEXT NOT NULL CHECK (source IN ('ipmi', 'redfish', 'ssh')),"
-	"  raw_id TEXT,"
-	"  name TEXT,"
-	"  kind TEXT,"
-	"  PRIMARY KEY (cset, key)"
-	") WITHOUT ROWID;"
-	"CREATE TABLE blobs ("
-	"  id INTEGER PRIMARY KEY,"
-	"  hash INTEGER NOT NULL,"
-	"  body TEXT NOT NULL" /* compact JSON, keys sorted */
-	");"
-	"CREATE INDEX blobs_hash ON blobs(hash);"
-	"CREATE TABLE sweep_nodes ("
-	"  sweep INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,"
-	"  node TEXT NOT NULL,"
-	"  status TEXT NOT NULL CHECK (status IN ('ok', 'partial', 'failed')),"
-	"  errors TEXT," /* JSON [{"op","kind","message"}], NULL: none */
-	"  protocol TEXT,"
-	"  model TEXT,"
-	"  fw_read INTEGER NOT NULL DEFAULT 0,"
-	"  host_read INTEGER NOT NULL DEFAULT 0,"
-	"  cset INTEGER NOT NULL REFERENCES csets(id),"
-	"  hardware INTEGER REFERENCES blobs(id),"
-	"  host INTEGER REFERENCES blobs(id),"
-	"  sel_total INTEGER," /* NULL: the SEL was not read */
-	"  sel_info INTEGER,"
-	"  sel_warning INTEGER,"
-	"  sel_critical INTEGER,"
-	"  sel_mark REAL,"
-	"  sens_nominal INTEGER," /* NULL: sensors were not read */
-	"  sens_warning INTEGER,"
-	"  sens_critical INTEGER,"
-	"  sens_unknown INTEGER,"
-	"  PRIMARY KEY (sweep, node)"
-	") WITHOUT ROWID;"
-	"CREATE INDEX sweep_nodes_node ON sweep_nodes(node, sweep);"
-	"CREATE INDEX sweep_nodes_cset ON sweep_nodes(cset);"
-	"CREATE INDEX sweep_nodes_hardware ON sweep_nodes(hardware);"
-	"CREATE INDEX sweep_nodes_host ON sweep_nodes(host);"
-	"CREATE TABLE node_last (" /* each node's newest row */
-	"  node TEXT PRIMARY KEY,"
-	"  sweep INTEGER NOT NULL,"
-	"  started REAL NOT NULL"
-	") WITHOUT ROWID;",
+	("CREATE TABLE sweeps ("
+	 "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	 "  uid TEXT NOT NULL UNIQUE," /* random, the identity across sites */
+	 "  started REAL NOT NULL,"
+	 "  finished REAL NOT NULL,"
+	 "  imported REAL," /* when inventory import added it */
+	 "  nodes INTEGER NOT NULL DEFAULT 0,"
+	 "  ok INTEGER NOT NULL DEFAULT 0,"
+	 "  partial INTEGER NOT NULL DEFAULT 0,"
+	 "  failed INTEGER NOT NULL DEFAULT 0"
+	 ");"
+	 "CREATE INDEX sweeps_started ON sweeps(started, id);"
+	 "CREATE TABLE csets ("
+	 "  id INTEGER PRIMARY KEY,"
+	 "  hash INTEGER NOT NULL,"
+	 "  body BLOB NOT NULL" /* canonical form of the list */
+	 ");"
+	 "CREATE INDEX csets_hash ON csets(hash);"
+	 "CREATE TABLE components ("
+	 "  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
+	 "  key TEXT NOT NULL,"
+	 "  version TEXT,"
+	 "  source TEXT NOT NULL CHECK (source IN ('ipmi', 'redfish', 'ssh')),"
+	 "  raw_id TEXT,"
+	 "  name TEXT,"
+	 "  kind TEXT,"
+	 "  PRIMARY KEY (cset, key)"
+	 ") WITHOUT ROWID;"
+	 "CREATE TABLE blobs ("
+	 "  id INTEGER PRIMARY KEY,"
+	 "  hash INTEGER NOT NULL,"
+	 "  body TEXT NOT NULL" /* compact JSON, keys sorted */
+	 ");"
+	 "CREATE INDEX blobs_hash ON blobs(hash);"
+	 "CREATE TABLE sweep_nodes ("
+	 "  sweep INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,"
+	 "  node TEXT NOT NULL,"
+	 "  status TEXT NOT NULL CHECK (status IN ('ok', 'partial', 'failed')),"
+	 "  errors TEXT," /* JSON [{"op","kind","message"}], NULL: none */
+	 "  protocol TEXT,"
+	 "  model TEXT,"
+	 "  fw_read INTEGER NOT NULL DEFAULT 0,"
+	 "  host_read INTEGER NOT NULL DEFAULT 0,"
+	 "  cset INTEGER NOT NULL REFERENCES csets(id),"
+	 "  hardware INTEGER REFERENCES blobs(id),"
+	 "  host INTEGER REFERENCES blobs(id),"
+	 "  sel_total INTEGER," /* NULL: the SEL was not read */
+	 "  sel_info INTEGER,"
+	 "  sel_warning INTEGER,"
+	 "  sel_critical INTEGER,"
+	 "  sel_mark REAL,"
+	 "  sens_nominal INTEGER," /* NULL: sensors were not read */
+	 "  sens_warning INTEGER,"
+	 "  sens_critical INTEGER,"
+	 "  sens_unknown INTEGER,"
+	 "  PRIMARY KEY (sweep, node)"
+	 ") WITHOUT ROWID;"
+	 "CREATE INDEX sweep_nodes_node ON sweep_nodes(node, sweep);"
+	 "CREATE INDEX sweep_nodes_cset ON sweep_nodes(cset);"
+	 "CREATE INDEX sweep_nodes_hardware ON sweep_nodes(hardware);"
+	 "CREATE INDEX sweep_nodes_host ON sweep_nodes(host);"
+	 "CREATE TABLE node_last (" /* each node's newest row */
+	 "  node TEXT PRIMARY KEY,"
+	 "  sweep INTEGER NOT NULL,"
+	 "  started REAL NOT NULL"
+	 ") WITHOUT ROWID;"),
 	/*
 	 * 3 -> 4: audit before acting. A row is written as an intent (result
 	 * 'pending', finished NULL) and committed before the request leaves,
 	 * then completed with the result; one still pending after the run is
 	 * an action that may have happened.
 	 */
-	"ALTER TABLE audit ADD COLUMN finished REAL;"
-	"UPDATE audit SET finished = time;"
-	"CREATE INDEX audit_pending ON audit(node) WHERE finished IS NULL;",
+	("ALTER TABLE audit ADD COLUMN finished REAL;"
+	 "UPDATE audit SET finished = time;"
+	 "CREATE INDEX audit_pending ON audit(node) WHERE finished IS NULL;"),
 	/* 4 -> 5: firmware rollouts (inventory/rollout.c): the plan and each node's state */
-	"CREATE TABLE rollouts ("
-	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
-	"  started REAL NOT NULL,"
-	"  finished REAL,"
-	"  user TEXT,"
-	"  state TEXT NOT NULL CHECK (state IN ('running', 'stopped', 'finished')),"
-	"  catalog_path TEXT NOT NULL,"
-	"  catalog TEXT NOT NULL," /* the catalog as read: resume plans with it */
-	"  options TEXT NOT NULL"  /* JSON */
-	");"
-	"CREATE TABLE rollout_nodes ("
-	"  rollout INTEGER NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,"
-	"  node TEXT NOT NULL,"
-	"  seq INTEGER NOT NULL," /* the order of the plan */
-	"  batch INTEGER NOT NULL,"
-	"  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
-	"    'failed', 'pending-activation', 'unsupported')),"
-	"  kind TEXT,"
-	"  message TEXT,"
-	"  updated REAL NOT NULL,"
-	"  PRIMARY KEY (rollout, node)"
-	") WITHOUT ROWID;"
-	"CREATE TABLE rollout_items ("
-	"  rollout INTEGER NOT NULL,"
-	"  node TEXT NOT NULL,"
-	"  component TEXT NOT NULL,"
-	"  from_version TEXT,"
-	"  to_version TEXT NOT NULL,"
-	"  action TEXT NOT NULL,"
-	"  activation TEXT NOT NULL,"
-	"  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
-	"    'failed', 'pending-activation')),"
-	"  kind TEXT,"
-	"  message TEXT,"
-	"  PRIMARY KEY (rollout, node, component),"
-	"  FOREIGN KEY (rollout, node) REFERENCES rollout_nodes(rollout, node) ON DELETE CASCADE"
-	") WITHOUT ROWID;",
+	("CREATE TABLE rollouts ("
+	 "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	 "  started REAL NOT NULL,"
+	 "  finished REAL,"
+	 "  user TEXT,"
+	 "  state TEXT NOT NULL CHECK (state IN ('running', 'stopped', 'finished')),"
+	 "  catalog_path TEXT NOT NULL,"
+	 "  catalog TEXT NOT NULL," /* the catalog as read: resume plans with it */
+	 "  options TEXT NOT NULL"  /* JSON */
+	 ");"
+	 "CREATE TABLE rollout_nodes ("
+	 "  rollout INTEGER NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,"
+	 "  node TEXT NOT NULL,"
+	 "  seq INTEGER NOT NULL," /* the order of the plan */
+	 "  batch INTEGER NOT NULL,"
+	 "  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
+	 "    'failed', 'pending-activation', 'unsupported')),"
+	 "  kind TEXT,"
+	 "  message TEXT,"
+	 "  updated REAL NOT NULL,"
+	 "  PRIMARY KEY (rollout, node)"
+	 ") WITHOUT ROWID;"
+	 "CREATE TABLE rollout_items ("
+	 "  rollout INTEGER NOT NULL,"
+	 "  node TEXT NOT NULL,"
+	 "  component TEXT NOT NULL,"
+	 "  from_version TEXT,"
+	 "  to_version TEXT NOT NULL,"
+	 "  action TEXT NOT NULL,"
+	 "  activation TEXT NOT NULL,"
+	 "  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
+	 "    'failed', 'pending-activation')),"
+	 "  kind TEXT,"
+	 "  message TEXT,"
+	 "  PRIMARY KEY (rollout, node, component),"
+	 "  FOREIGN KEY (rollout, node) REFERENCES rollout_nodes(rollout, node) ON DELETE CASCADE"
+	 ") WITHOUT ROWID;"),
 	/*
 	 * 5 -> 6: a node's BIOS settings (components bios.* of kind "setting")
 	 * in a list of their own, shared by every node whose settings agree
 	 * whatever its firmware and host facts: 400 settings are not copied
 	 * each time a driver changes. NULL: none.
 	 */
-	"ALTER TABLE sweep_nodes ADD COLUMN bios_cset INTEGER;" /* a csets id; no FOREIGN KEY: ALTER TABLE cannot add one */
-	/* were the settings read (what drift compares them on, as fw_read for firmware) */
-	"ALTER TABLE sweep_nodes ADD COLUMN bios_read INTEGER NOT NULL DEFAULT 0;"
-	/* rows of version 5 read none */,
+	("ALTER TABLE sweep_nodes ADD COLUMN bios_cset INTEGER;" /* a csets id; no FOREIGN KEY: ALTER TABLE cannot add one */
+	 /* were the settings read (what drift compares them on, as fw_read for firmware) */
+	 "ALTER TABLE sweep_nodes ADD COLUMN bios_read INTEGER NOT NULL DEFAULT 0;"
+	 /* rows of version 5 read none */),
 	/*
 	 * 6 -> 7: a component's source is data, not a list in the schema, so
 	 * that a new backend or stream brings new sources without a migration.
 	 * SQLite drops a CHECK only by building the table again; no table
 	 * refers to this one.
 	 */
-	"CREATE TABLE components_new ("
-	"  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
-	"  key TEXT NOT NULL,"
-	"  version TEXT,"
-	"  source TEXT NOT NULL," /* where it was read: a protocol's name, or ssh */
-	"  raw_id TEXT,"
-	"  name TEXT,"
-	"  kind TEXT,"
-	"  PRIMARY KEY (cset, key)"
-	") WITHOUT ROWID;"
-	"INSERT INTO components_new (cset, key, version, source, raw_id, name, kind)"
-	"  SELECT cset, key, version, source, raw_id, name, kind FROM components;"
-	"DROP TABLE components;"
-	"ALTER TABLE components_new RENAME TO components;",
+	("CREATE TABLE components_new ("
+	 "  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
+	 "  key TEXT NOT NULL,"
+	 "  version TEXT,"
+	 "  source TEXT NOT NULL," /* where it was read: a protocol's name, or ssh */
+	 "  raw_id TEXT,"
+	 "  name TEXT,"
+	 "  kind TEXT,"
+	 "  PRIMARY KEY (cset, key)"
+	 ") WITHOUT ROWID;"
+	 "INSERT INTO components_new (cset, key, version, source, raw_id, name, kind)"
+	 "  SELECT cset, key, version, source, raw_id, name, kind FROM components;"
+	 "DROP TABLE components;"
+	 "ALTER TABLE components_new RENAME TO components;"),
 	/*
 	 * 7 -> 8: each image file of a rollout as planned (absolute path, size,
 	 * SHA-256): every push checks the bytes it sends against it, and resume
 	 * pushes that file wherever it runs. Rollouts of version 7 have none.
 	 */
-	"CREATE TABLE rollout_images ("
-	"  rollout INTEGER NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,"
-	"  image INTEGER NOT NULL," /* the catalog entry's index */
-	"  file TEXT NOT NULL,"
-	"  size INTEGER NOT NULL,"
-	"  sha256 TEXT NOT NULL,"
-	"  PRIMARY KEY (rollout, image)"
-	") WITHOUT ROWID;",
+	("CREATE TABLE rollout_images ("
+	 "  rollout INTEGER NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,"
+	 "  image INTEGER NOT NULL," /* the catalog entry's index */
+	 "  file TEXT NOT NULL,"
+	 "  size INTEGER NOT NULL,"
+	 "  sha256 TEXT NOT NULL,"
+	 "  PRIMARY KEY (rollout, image)"
+	 ") WITHOUT ROWID;"),
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

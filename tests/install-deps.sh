@@ -13,6 +13,10 @@ pkgs=(
 	# test lab and reference tools
 	openipmi libopenipmi-dev freeipmi-tools ipmitool openssh-server openssl sqlite3 groff-base
 	python3 python3-pytest hyperfine curl openssh-client valgrind
+	# e2e modules side by side (run-all.sh); a test in a network namespace of its own
+	python3-pytest-xdist iproute2
+	# the clang fuzz build (README, bench/fuzz.sh): libFuzzer is in libclang-rt-dev
+	clang libclang-rt-dev
 	# ClusterShell's nodeset: the reference for node set folds (tests only)
 	clustershell
 	# promtool (metrics and rule checks), and a real Prometheus scraping

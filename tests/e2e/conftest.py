@@ -195,3 +195,15 @@ def register_redfish(gf, lab, group=lambda i: "all"):
         lines.append(f"rf{i},{lab.addr(i)}:{lab.port},redfish,{group(i)}")
     r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
     assert r.returncode == 0, r.stderr
+
+
+# Under a slow wrapper (Valgrind's memcheck) gpufleet runs many times slower
+# and a busy machine slows it further: a deadline that live peers must meet
+# is scaled by GF_TEST_SLOWDOWN (run-all.sh sets it for the Valgrind pass), and
+# any bound a test puts on a run is computed from the deadline it gave.
+SLOWDOWN = float(os.environ.get("GF_TEST_SLOWDOWN", "1"))
+
+
+def deadline(seconds):
+    """The --timeout argument for a deadline of @seconds, scaled by GF_TEST_SLOWDOWN."""
+    return f"{seconds * SLOWDOWN:g}"

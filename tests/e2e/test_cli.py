@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from conftest import deadline
 from test_docs import ALL_VERBS, subverbs
 
 # The messages as users see them, word for word.
@@ -110,7 +111,8 @@ def test_notes_and_quiet(gf, tmp_path):
 
 def test_verbose_lines(gf, tmp_path):
     # Nothing listens on port 1: each node fails to connect at once.
-    args = ["--timeout", "1", "--retries", "0", "--protocol", "redfish",
+    # (Under Valgrind on a busy machine, starting took more than a second.)
+    args = ["--timeout", deadline(1), "--retries", "0", "--protocol", "redfish",
             "-H", "127.0.0.1:1,127.0.0.1:2", "--format", "table", "firmware"]
     r = gf.run(*args)
     assert r.returncode == 1 and r.stderr == "2 of 2 nodes failed\n", r.stderr

@@ -43,6 +43,7 @@ by the PIDs the lab started, never by name.
 
 import argparse
 import base64
+import fcntl
 import getpass
 import hashlib
 import hmac
@@ -813,8 +814,9 @@ exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 
     def start(self):
         os.makedirs(self.dir, exist_ok=True)
-        if os.geteuid() == 0 and not os.path.isdir('/run/sshd'):
-            os.makedirs('/run/sshd', mode=0o755)  # sshd's privilege separation directory
+        if os.geteuid() == 0:
+            # sshd's privilege separation directory (labs start side by side: exist_ok)
+            os.makedirs('/run/sshd', mode=0o755, exist_ok=True)
         if os.geteuid() == 0:
             ensure_lab_user()
         os.chmod(self.dir, 0o755)  # the login user reads the lab's scripts
@@ -904,14 +906,18 @@ exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 
 
 def ensure_lab_user():
-    """Make LAB_USER when it does not exist (root only)."""
-    try:
-        pwd.getpwnam(LAB_USER)
-        return
-    except KeyError:
-        pass
-    subprocess.run(['useradd', '--system', '--no-create-home', '--home-dir', '/nonexistent',
-                    '--shell', '/bin/sh', '--password', '*', LAB_USER], check=True)
+    """Make LAB_USER when it does not exist (root only). Labs start side by side
+    (e2e modules run in parallel): the look and the useradd are done under a lock,
+    so that two labs never both make the user (the second useradd would fail)."""
+    with open('/run/gpufleet-lab-user.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            pwd.getpwnam(LAB_USER)
+            return
+        except KeyError:
+            pass
+        subprocess.run(['useradd', '--system', '--no-create-home', '--home-dir', '/nonexistent',
+                        '--shell', '/bin/sh', '--password', '*', LAB_USER], check=True)
 
 
 def kill_hung(workdir):
