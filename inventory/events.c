@@ -275,7 +275,7 @@ int gf_events_counts(struct gf_db *db, const char *const *nodes, size_t nnodes,
 	char *nj = json_names(nodes, nnodes);
 	sqlite3_stmt *st = NULL;
 	int rc = gf_db_prepare(db,
-			       "SELECT node, source, severity, count(*), max(coalesce(time, received))"
+			       "SELECT node, source, severity, count(*), max(received)"
 			       " FROM events WHERE (?1 IS NULL OR node IN"
 			       " (SELECT value FROM json_each(?1)))"
 			       " GROUP BY node, source, severity ORDER BY node, source, severity",

@@ -63,12 +63,12 @@ int gf_events_list(struct gf_db *db, const struct gf_events_query *q, struct gf_
 /* Delete the events received before @before (epoch seconds); *@ret_pruned (nullable). */
 int gf_events_prune(struct gf_db *db, double before, size_t *ret_pruned, struct gf_err *err);
 
-/* Per node, source and severity: how many events, and the newest one's time. */
+/* Per node, source and severity: how many events are stored, and when the newest came. */
 struct gf_events_count {
 	char *node, *source;
 	enum gf_severity severity;
 	unsigned long n;
-	double last; /* epoch seconds: its time, or when it was received */
+	double last; /* epoch seconds: when the newest of them was received */
 };
 
 /* The counts of @nodes (NULL: all) into *@ret, *@ret_n; free with gf_events_counts_free(). */

@@ -4,6 +4,7 @@ what follow printed, what it stored, exactly once, across kill -9 and SEL clears
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -270,3 +271,42 @@ def test_bad_input_exits_2(reg, args):
     assert r.returncode == 2, (args, r.stdout, r.stderr)
     assert r.stdout == ""
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_inventory_prune_is_the_events_retention(reg, lab):
+    baseline(reg, 1, 2)
+    n1, n2 = len(stored(reg, 1)), len(stored(reg, 2))
+    # gpu01's events were received 40 days ago (as the store says), gpu02's now.
+    subprocess.run(["sqlite3", reg.db, "UPDATE events SET received = received - 40 * 86400"
+                    " WHERE node = 'gpu01'"], check=True)
+    r = reg.run("inventory", "prune", "--older-than", "30d")
+    assert r.returncode == 0, r.stderr
+    assert f"pruned {n1} events" in r.stdout, r.stdout
+    assert stored(reg, 1) == [] and len(stored(reg, 2)) == n2
+    # The cursor stays: a follow does not take the pruned entries as new.
+    r = reg.run("events", "follow", "--format", "ndjson", "--duration", "1", "--interval", "0.5",
+                node(1))
+    assert r.returncode == 0 and r.stdout == "", r.stdout + r.stderr
+    r = reg.run("--format", "json", "inventory", "prune", "--older-than", "30d")
+    assert json.loads(r.stdout)["events_pruned"] == 0
+
+
+def test_metrics_count_the_stored_events(reg, lab):
+    baseline(reg, 1, 2)
+    r = reg.run("metrics", "gpu01", "gpu02")
+    text = r.stdout
+    counts = {}
+    for line in text.splitlines():
+        if line.startswith("gpufleet_events{"):
+            labels, _, value = line.rpartition(" ")
+            counts[labels] = float(value)
+    for i in (1, 2):
+        for sev in ("info", "warning", "critical"):
+            n = sum(1 for row in stored(reg, i) if row["severity"] == sev)
+            key = f'gpufleet_events{{node="{node(i)}",source="sel",severity="{sev}"}}'
+            assert counts.get(key, 0) == n, (key, counts)
+    assert 'gpufleet_event_last_received_timestamp_seconds{node="gpu02"' in text
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool (Debian package prometheus) is not installed"
+    p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
