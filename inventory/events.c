@@ -127,6 +127,14 @@ int gf_events_store(struct gf_db *db, const struct gf_events_batch *b, size_t nb
 	return rc;
 }
 
+int gf_events_store_list(struct gf_db *db, const struct gf_event_list *l, size_t *ret_added,
+			 struct gf_err *err)
+{
+	const struct gf_events_batch b = {.v = l->v, .n = l->n};
+
+	return gf_events_store(db, &b, l->n ? 1 : 0, ret_added, err);
+}
+
 int gf_events_cursor(struct gf_db *db, const char *node, const char *source, char **ret,
 		     struct gf_err *err)
 {
@@ -325,4 +333,44 @@ void gf_events_counts_free(struct gf_events_count *v, size_t n)
 		free(v[i].source);
 	}
 	free(v);
+}
+
+static enum gf_severity xid_severity(unsigned code)
+{
+	static const unsigned critical[] = {48, 63, 64, 74, 79, 92, 94, 95, 119, 120};
+
+	for (size_t k = 0; k < sizeof(critical) / sizeof(critical[0]); k++)
+		if (critical[k] == code)
+			return GF_SEV_CRITICAL;
+	return GF_SEV_WARNING;
+}
+
+void gf_events_from_xids(const char *node, const struct gf_hostfacts *h, double now,
+			 struct gf_event_list *ret)
+{
+	for (size_t k = 0; h && k < h->nxid_lines; k++) {
+		const struct gf_xid_line *x = &h->xid_lines[k];
+		const char *msg = strstr(x->line, "NVRM: "), *pci = strchr(x->line, '(');
+		size_t repeat = 0, pcilen = pci ? strcspn(pci + 1, ")") : 0;
+		struct gf_event *e = gf_event_list_add(ret);
+		struct gf_buf key = GF_BUF_INIT, id = GF_BUF_INIT;
+
+		/* The same line twice in one read (a log without timestamps): two events. */
+		for (size_t j = 0; j < k; j++)
+			repeat += !strcmp(h->xid_lines[j].line, x->line);
+		gf_buf_addf(&key, "host-xid:%s", x->line);
+		if (repeat)
+			gf_buf_addf(&key, "#%zu", repeat + 1);
+		gf_buf_addf(&id, "xid-%u", x->code);
+		e->node = gf_xstrdup(node);
+		e->source = gf_xstrdup("host-xid");
+		e->bmc_id = gf_buf_detach(&id);
+		e->received = now;
+		e->severity = xid_severity(x->code);
+		e->message = gf_xstrdup(msg ? msg + 6 : x->line);
+		e->sensor = pci ? gf_xstrndup(pci + 1, pcilen) : NULL;
+		e->type = gf_xstrdup("xid");
+		e->payload = json_pack("{s:i,s:s}", "xid", (int)x->code, "line", x->line);
+		e->key = gf_buf_detach(&key);
+	}
 }

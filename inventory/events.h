@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "host/hostfacts.h"
 #include "inventory/db.h"
 #include "lib/err.h"
 #include "lib/model.h"
@@ -39,6 +40,10 @@ struct gf_events_batch {
  */
 int gf_events_store(struct gf_db *db, const struct gf_events_batch *b, size_t nb, size_t *ret_added,
 		    struct gf_err *err);
+
+/* @l's events (each names its node and source) in one transaction, no cursor. */
+int gf_events_store_list(struct gf_db *db, const struct gf_event_list *l, size_t *ret_added,
+			 struct gf_err *err);
 
 /* The stored cursor of (@node, @source) into *@ret (caller frees; NULL when none). */
 int gf_events_cursor(struct gf_db *db, const char *node, const char *source, char **ret,
@@ -62,6 +67,16 @@ int gf_events_list(struct gf_db *db, const struct gf_events_query *q, struct gf_
 
 /* Delete the events received before @before (epoch seconds); *@ret_pruned (nullable). */
 int gf_events_prune(struct gf_db *db, double before, size_t *ret_pruned, struct gf_err *err);
+
+/*
+ * The GPU Xid lines of a host's kernel log (what host and sweep read) as
+ * events of source "host-xid" added to @ret, received @now: severity
+ * critical for the Xids that take a GPU out (48, 63, 64, 74, 79, 92, 94, 95,
+ * 119, 120), else warning; keyed by the line itself (its kernel timestamp
+ * included), so a second read of the same log adds nothing.
+ */
+void gf_events_from_xids(const char *node, const struct gf_hostfacts *h, double now,
+			 struct gf_event_list *ret);
 
 /* Per node, source and severity: how many events are stored, and when the newest came. */
 struct gf_events_count {

@@ -200,6 +200,58 @@ static void test_filters_and_prune(void **state)
 	assert_int_equal(count(f->db, &q), 1);
 }
 
+/* A host's Xid lines: events of source host-xid, stored once across two reads. */
+static void test_host_xids_stored_once(void **state)
+{
+	struct fixture *f = *state;
+	static const char log[] =
+		"[  100.5] NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics Exception\n"
+		"[  101.0] nvidia: unrelated\n"
+		"[  102.5] NVRM: Xid (PCI:0000:86:00): 79, pid=2, GPU has fallen off the bus.\n"
+		"NVRM: Xid (PCI:0000:86:00): 79, pid=2, GPU has fallen off the bus.\n"
+		"NVRM: Xid (PCI:0000:86:00): 79, pid=2, GPU has fallen off the bus.\n";
+	struct gf_hostfacts h = {0};
+	struct gf_event_list l = {0};
+	struct gf_events_query q = {0};
+	size_t added = 0;
+
+	gf_hostfacts_xid_lines(log, &h.xid_lines, &h.nxid_lines);
+	assert_int_equal(h.nxid_lines, 4);
+	gf_events_from_xids("n1", &h, 1000, &l);
+	assert_int_equal(l.n, 4);
+	assert_string_equal(l.v[0].source, "host-xid");
+	assert_int_equal(l.v[0].severity, GF_SEV_WARNING);
+	assert_int_equal(l.v[1].severity, GF_SEV_CRITICAL);
+	assert_string_equal(l.v[1].sensor, "PCI:0000:86:00");
+	assert_string_equal(l.v[1].message,
+			    "Xid (PCI:0000:86:00): 79, pid=2, GPU has fallen off the bus.");
+	assert_int_equal(gf_events_store_list(f->db, &l, &added, NULL), 0);
+	assert_int_equal(added, 4); /* the repeated line without a timestamp: twice */
+	assert_int_equal(gf_events_store_list(f->db, &l, &added, NULL), 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(count(f->db, &q), 4);
+	gf_event_list_release(&l);
+	gf_xid_lines_free(h.xid_lines, h.nxid_lines);
+}
+
+/* A log that floods: the last GF_XID_LINES_MAX lines, in order. */
+static void test_host_xids_bounded(void **state)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	struct gf_xid_line *v = NULL;
+	size_t n = 0;
+
+	(void)state;
+	for (int k = 0; k < GF_XID_LINES_MAX + 10; k++)
+		gf_buf_addf(&b, "[%d.0] NVRM: Xid (PCI:0000:01:00): 31, %d\n", k, k);
+	gf_hostfacts_xid_lines(gf_buf_str(&b), &v, &n);
+	assert_int_equal(n, GF_XID_LINES_MAX);
+	assert_string_equal(v[0].line, "[10.0] NVRM: Xid (PCI:0000:01:00): 31, 10");
+	assert_int_equal(v[n - 1].code, 31);
+	gf_xid_lines_free(v, n);
+	gf_buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +259,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_default_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cursor_with_events, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_filters_and_prune, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_host_xids_stored_once, setup, teardown),
+		cmocka_unit_test(test_host_xids_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
