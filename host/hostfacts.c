@@ -713,11 +713,8 @@ static int xid_cmp(const void *a, const void *b)
 	return (x->code > y->code) - (x->code < y->code);
 }
 
-/*
- * An "NVRM: Xid (PCI:...): CODE," line: its code and where "NVRM: " starts;
- * false for any other line.
- */
-static bool xid_line(const char *l, size_t len, unsigned *ret_code, const char **ret_at)
+/* Is this an "NVRM: Xid (PCI:...): CODE," line? Its code into *@ret_code. */
+static bool xid_line(const char *l, size_t len, unsigned *ret_code)
 {
 	const char *x = memcasemem(l, len, "NVRM: Xid ("), *end = l + len, *c;
 	unsigned code = 0;
@@ -735,23 +732,26 @@ static bool xid_line(const char *l, size_t len, unsigned *ret_code, const char *
 	if (!digits || (c < end && isdigit((unsigned char)*c)))
 		return false;
 	*ret_code = code;
-	*ret_at = x;
 	return true;
+}
+
+/* The next Xid line of the text at *@p (advanced): the line, its length and its code. */
+static bool next_xid(const char **p, const char **l, size_t *len, unsigned *code)
+{
+	while (*p && next_line(p, l, len))
+		if (xid_line(*l, *len, code))
+			return true;
+	return false;
 }
 
 void gf_hostfacts_count_xids(const char *text, struct gf_xid_count **ret, size_t *ret_n)
 {
 	struct gf_xid_count *v = NULL;
-	size_t n = 0, cap = 0;
-	const char *p = text, *l, *at;
-	size_t len;
+	size_t n = 0, cap = 0, len, i;
+	const char *p = text, *l;
+	unsigned code = 0;
 
-	while (text && next_line(&p, &l, &len)) {
-		unsigned code = 0;
-		size_t i;
-
-		if (!xid_line(l, len, &code, &at))
-			continue;
+	while (next_xid(&p, &l, &len, &code)) {
 		for (i = 0; i < n && v[i].code != code; i++)
 			;
 		if (i == n) {
@@ -773,17 +773,12 @@ void gf_hostfacts_count_xids(const char *text, struct gf_xid_count **ret, size_t
 
 void gf_hostfacts_xid_lines(const char *text, struct gf_xid_line **ret, size_t *ret_n)
 {
-	struct gf_xid_line *v = NULL;
-	size_t n = 0, first = 0;
-	const char *p = text, *l, *at;
-	size_t len;
+	struct gf_xid_line *v = NULL, *x;
+	size_t n = 0, first = 0, len;
+	const char *p = text, *l;
+	unsigned code = 0;
 
-	while (text && next_line(&p, &l, &len)) {
-		unsigned code = 0;
-		struct gf_xid_line *x;
-
-		if (!xid_line(l, len, &code, &at))
-			continue;
+	while (next_xid(&p, &l, &len, &code)) {
 		if (!v)
 			v = gf_xcalloc(GF_XID_LINES_MAX, sizeof(*v));
 		/* A ring of the last GF_XID_LINES_MAX: a flooding log costs no more. */
