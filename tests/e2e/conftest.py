@@ -55,6 +55,7 @@ LOOPBACK = {
     ("test_host", "ssh-hang"): "127.33.2",                  # a host that hangs
     ("test_inventory", "ssh"): "127.33.36",
     ("test_host_partial_answer", "ssh"): "127.42.41",
+    ("test_events_host_xid", "ssh"): "127.50.2",
     # other peers
     ("test_metrics", "prometheus"): "127.41.13",            # Prometheus and node_exporter
     # nothing listens
