@@ -310,3 +310,18 @@ def test_metrics_count_the_stored_events(reg, lab):
     assert promtool, "promtool (Debian package prometheus) is not installed"
     p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_ctrl_c_ends_follow_with_130_and_what_was_printed_is_stored(reg, lab):
+    baseline(reg, 5)
+    p = follow(reg, node(5))
+    try:
+        hot_gpu(lab, 5, 92)
+        got = read_events(p, 1)
+    finally:
+        rc, rest, err = stop(p, signal.SIGINT)
+    assert rc == 130, err
+    assert "interrupted" in err
+    assert rest == ""
+    keys = [r["bmc_id"] for r in stored(reg, 5)]
+    assert got[0]["id"] in keys and keys.count(got[0]["id"]) == 1
