@@ -268,6 +268,7 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		.fan = {cli_bmc_rollout_fan, &fan},
 		.hooks = {on_events, on_cleared, on_node_state, &fw},
 	};
+	cli->progress = false; /* a bar each round would bury the events */
 	stop_flag = 0;
 	terminated = 0;
 	memset(&sa, 0, sizeof(sa));
