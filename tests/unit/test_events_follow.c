@@ -125,6 +125,25 @@ static void log_add(struct sel *s, unsigned id, unsigned long stamp, enum gf_sev
 	s->added = stamp;
 }
 
+/* A pushed source's batch, handed over while the round runs (set by a test). */
+static struct gf_events_follow *push_to;
+
+static void push_two(struct gf_events_follow *f)
+{
+	struct gf_event_list l = {0};
+
+	for (int k = 0; k < 2; k++) {
+		struct gf_event *e = gf_event_list_add(&l);
+
+		e->node = gf_xstrdup("n1");
+		e->source = gf_xstrdup("redfish-sse");
+		e->bmc_id = gf_xstrdup(k ? "7" : "6");
+		e->received = 1000;
+	}
+	gf_events_push(f, 0, "redfish-sse", &l, "{\"last\":\"7\"}");
+	assert_int_equal(l.n, 0); /* taken */
+}
+
 static int stub_fan(void *ud, const struct gf_rollout_fanout *rf)
 {
 	struct gf_fanout f = {
@@ -140,6 +159,8 @@ static int stub_fan(void *ud, const struct gf_rollout_fanout *rf)
 	int rc;
 
 	(void)ud;
+	if (push_to)
+		push_two(push_to);
 	rc = gf_fanout_run(&f, &err);
 	gf_fanout_release(&f);
 	assert_int_equal(rc, 0);
@@ -148,6 +169,7 @@ static int stub_fan(void *ud, const struct gf_rollout_fanout *rf)
 
 /* What the hooks saw. */
 struct seen {
+	size_t pushed;
 	size_t fresh[NODES], stale[NODES], baseline[NODES];
 	size_t cleared[NODES], failed[NODES], recovered[NODES];
 };
@@ -157,6 +179,11 @@ static void on_events(void *ud, size_t i, const char *source, const struct gf_ev
 {
 	struct seen *s = ud;
 
+	if (!strcmp(source, "redfish-sse")) {
+		for (size_t k = 0; k < n; k++)
+			s->pushed += fresh[k];
+		return;
+	}
 	assert_string_equal(source, "sel");
 	for (size_t k = 0; k < n; k++) {
 		assert_string_equal(v[k].source, "sel");
@@ -235,8 +262,8 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* One round of follow over both nodes. */
-static void round_of(struct fixture *fx, struct seen *s)
+/* One round of follow over both nodes (@push: a pushed source hands over a batch). */
+static void round_push(struct fixture *fx, struct seen *s, bool push)
 {
 	static const struct gf_event_source *const src[] = {&gf_event_source_sel};
 	gf_cancel_flag stop = 0;
@@ -254,8 +281,15 @@ static void round_of(struct fixture *fx, struct seen *s)
 	};
 	struct gf_err err = {0};
 
+	push_to = push ? &f : NULL;
 	assert_int_equal(gf_events_follow_run(&f, &err), 0);
+	push_to = NULL;
 	assert_int_equal(f.rounds, 1);
+}
+
+static void round_of(struct fixture *fx, struct seen *s)
+{
+	round_push(fx, s, false);
 }
 
 static void test_baseline_then_only_what_is_new(void **state)
@@ -335,6 +369,22 @@ static void test_a_refused_node_is_reported_once_others_flow(void **state)
 	assert_int_equal(s.recovered[1], 0); /* a new run did not know it failed */
 }
 
+/* What a pushed source (the SSE multiplexer) hands over is stored with its cursor, once. */
+static void test_pushed_batches_are_stored_once(void **state)
+{
+	struct fixture *fx = *state;
+	struct seen s = {0};
+	char *cur = NULL;
+
+	round_push(fx, &s, true);
+	assert_int_equal(s.pushed, 2);
+	assert_int_equal(gf_events_cursor(fx->db, "n1", "redfish-sse", &cur, NULL), 0);
+	assert_string_equal(cur, "{\"last\":\"7\"}");
+	free(cur);
+	round_push(fx, &s, true);
+	assert_int_equal(s.pushed, 2); /* the same two again: nothing new */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +393,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_clear_and_wrap_are_detected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_refused_node_is_reported_once_others_flow,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pushed_batches_are_stored_once, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
