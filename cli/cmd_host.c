@@ -7,6 +7,7 @@
 #include "fleet/hosts.h"
 #include "host/facts.h"
 #include "host/hostcollect.h"
+#include "inventory/events.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -43,9 +44,17 @@ static int on_opt(void *ud, size_t idx, const char *arg)
  * A node's object, built as it finishes: {"status", "host"} (status failed: no "host"), then
  * streamed (ndjson) and counted. Nothing when it never started.
  */
+/* The render state, and the Xid lines of the hosts as events (stored at the end). */
+struct host_run {
+	struct cli_render r; /* first: cli_render_done() takes the run as one */
+	struct gf_event_list xids;
+};
+
 static void host_done(void *ud, size_t i, struct gf_result *slot, enum gf_hosts_status status,
 		      const struct gf_hostfacts *facts)
 {
+	struct host_run *run = ud;
+
 	static const char *const names[] = {
 		[GF_HOSTS_FAILED] = "failed",
 		[GF_HOSTS_PARTIAL] = "partial",
@@ -57,8 +66,9 @@ static void host_done(void *ud, size_t i, struct gf_result *slot, enum gf_hosts_
 		json_object_set_new(slot->data, "status", json_string(names[status]));
 		if (facts)
 			json_object_set_new(slot->data, "host", gf_hostfacts_to_json(facts));
+		gf_events_from_xids(run->r.nodes[i].name, facts, gf_walltime(), &run->xids);
 	}
-	cli_render_done(ud, i, slot);
+	cli_render_done(&run->r, i, slot);
 }
 
 /* The summary columns of the table: "8x NVIDIA H100 80GB HBM3", "ok, xid 79x2". */
@@ -112,6 +122,22 @@ static void print_commands(void)
 		printf("%s\n", gf_hostcmd_line(c));
 }
 
+/* The hosts' GPU Xid lines into the inventory's events (events list), each once. */
+static int store_xids(struct gf_cli *cli, const struct gf_event_list *l)
+{
+	struct gf_err err = {0};
+	struct gf_db *db;
+	int rc = cli_db(cli, &db);
+
+	if (rc)
+		return rc;
+	if (gf_events_store_list(db, l, NULL, &err) < 0) {
+		cli_fail(&err);
+		return GF_EXIT_FAILED;
+	}
+	return 0;
+}
+
 static const struct gf_col host_cols[] = {
 	{"host.driver", "DRIVER"}, {"host.cuda_driver", "CUDA"}, {"host.cuda_toolkit", "TOOLKIT"},
 	{"gpus", "GPUS"},          {"health", "HEALTH"},
@@ -123,8 +149,9 @@ int cmd_host(struct gf_cli *cli, int argc, char **argv)
 	struct gf_node *nodes = NULL;
 	struct gf_render_spec spec = {host_cols, sizeof(host_cols) / sizeof(host_cols[0]), NULL,
 				      false, false};
-	struct cli_render r = {.cli = cli, .spec = &spec};
-	struct gf_hosts h = {.done = host_done, .ud = &r};
+	struct host_run run = {.r = {.cli = cli, .spec = &spec}};
+	struct cli_render *r = &run.r;
+	struct gf_hosts h = {.done = host_done, .ud = &run};
 	const struct gf_profile **profs = NULL;
 	struct gf_err err = {0};
 	char **args;
@@ -168,8 +195,8 @@ int cmd_host(struct gf_cli *cli, int argc, char **argv)
 	h.profs = profs;
 	h.local = a.local;
 	h.accept_new = a.accept_new;
-	r.nodes = nodes;
-	r.n = n;
+	r->nodes = nodes;
+	r->n = n;
 	cli_exec_opts(cli, &h.exec);
 	if (gf_hosts_run(&h, &err) < 0) {
 		rc = cli_fail(&err);
@@ -178,10 +205,13 @@ int cmd_host(struct gf_cli *cli, int argc, char **argv)
 			for (size_t i = 0; i < n; i++)
 				if (json_object_get(h.slots[i].data, "host"))
 					add_summaries(h.slots[i].data);
-		rc = cli_interrupted(cli_render_finish(&r, h.slots));
+		rc = cli_interrupted(cli_render_finish(r, h.slots));
+		if (run.xids.n && store_xids(cli, &run.xids) && rc == GF_EXIT_OK)
+			rc = GF_EXIT_FAILED;
 	}
 	gf_hosts_release(&h);
 out:
+	gf_event_list_release(&run.xids);
 	free(profs);
 	gf_nodes_free(nodes, n);
 	return rc;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/inv.h"
+#include "inventory/events.h"
 #include "cli/verbs.h"
 #include "inventory/codec.h"
 #include "lib/util.h"
@@ -543,7 +544,7 @@ out:
 static int sub_prune(struct inv_ctx *c)
 {
 	struct gf_err err = {0};
-	size_t pruned = 0, left = 0;
+	size_t pruned = 0, left = 0, events = 0;
 
 	if (c->a->keep < 0 && !c->a->older) {
 		cli_error("inventory prune needs --keep N or --older-than DURATION");
@@ -556,12 +557,19 @@ static int sub_prune(struct inv_ctx *c)
 	if (gf_store_prune(c->db, c->a->keep, c->a->older ? gf_walltime() - c->a->older_than : 0,
 			   &pruned, &left, &err) < 0)
 		return cli_fail(&err);
+	/* Events have no sweep: --older-than is their retention. */
+	if (c->a->older &&
+	    gf_events_prune(c->db, gf_walltime() - c->a->older_than, &events, &err) < 0)
+		return cli_fail(&err);
 	if (inv_is_table(c->cli)) {
 		if (!c->cli->quiet)
 			printf("pruned %zu sweep%s, %zu left\n", pruned, pruned == 1 ? "" : "s",
 			       left);
+		if (!c->cli->quiet && c->a->older)
+			printf("pruned %zu event%s\n", events, events == 1 ? "" : "s");
 	} else {
-		printf("{\"pruned\":%zu,\"left\":%zu}\n", pruned, left);
+		printf("{\"pruned\":%zu,\"left\":%zu,\"events_pruned\":%zu}\n", pruned, left,
+		       events);
 	}
 	return 0;
 }

@@ -47,43 +47,15 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 {
 	struct sel_args *a = ud;
 	struct gf_err err = {0};
-	double dur;
 
 	switch (idx) {
 	case L_SINCE:
-		if (gf_parse_duration(arg, &dur, NULL) == 0) {
-			a->since = gf_walltime() - dur;
-		} else if (gf_time_parse_iso8601(arg, &a->since) < 0) {
-			cli_error("--since '%s' is neither a date (2026-11-29, 2026-11-29T12:00Z) nor "
-				  "a duration (90m, 12h, 7d)",
-				  arg);
+		if (cli_parse_since("--since", arg, &a->since))
 			return GF_EXIT_USAGE;
-		}
 		a->has_since = true;
 		return 0;
 	case L_SEVERITY:
-		for (const char *p = arg; *p;) {
-			size_t len = strcspn(p, ",");
-			char *w = gf_xstrndup(p, len);
-			int sev = gf_severity_parse(w);
-
-			free(w);
-			if (len && sev < 0) {
-				cli_error("--severity '%.*s' is not info, warning or critical",
-					  (int)len, p);
-				return GF_EXIT_USAGE;
-			}
-			if (len)
-				a->severities |= 1u << sev;
-			p += len;
-			if (*p == ',')
-				p++;
-		}
-		if (!a->severities) {
-			cli_error("--severity needs at least one of info, warning, critical");
-			return GF_EXIT_USAGE;
-		}
-		return 0;
+		return cli_parse_severities("--severity", arg, &a->severities) ? GF_EXIT_USAGE : 0;
 	case L_LAST:
 		if (gf_parse_uint(arg, 1, 1000000, &a->last, &err, "--last") < 0)
 			return cli_fail(&err);

@@ -12,6 +12,7 @@
 #include "cli/inv.h"
 #include "cli/verbs.h"
 #include "inventory/codec.h"
+#include "inventory/events.h"
 #include "fleet/collect.h"
 #include "inventory/store.h"
 #include "lib/buf.h"
@@ -150,6 +151,25 @@ static int sweep_start(void *ud, const struct gf_fanout *f)
 	return 0;
 }
 
+/* The hosts' GPU Xid lines into the events table (events list), each once. */
+static int store_xids(struct gf_cli *cli, struct gf_db *db, const struct gf_sweep *sw)
+{
+	struct gf_event_list l = {0};
+	struct gf_err err = {0};
+	double now = gf_walltime();
+	int rc = 0;
+
+	for (size_t i = 0; i < sw->n; i++)
+		gf_events_from_xids(sw->nodes[i].node, sw->nodes[i].host, now, &l);
+	if (gf_events_store_list(db, &l, NULL, &err) < 0) {
+		cli_fail(&err);
+		cli_error("the hosts' Xid events were not stored");
+		rc = GF_EXIT_FAILED;
+	}
+	gf_event_list_release(&l);
+	return rc;
+}
+
 int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 {
 	struct sweep_args a = {0};
@@ -267,6 +287,8 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 			 counts[GF_NODE_FAILED]);
 	}
 	rc = counts[GF_NODE_OK] == sw->n && !prc ? GF_EXIT_OK : GF_EXIT_FAILED;
+	if (store_xids(cli, db, sw))
+		rc = GF_EXIT_FAILED;
 	/* The whole inventory, as gpufleet metrics writes it, while the sweep lock is held. */
 	if (a.metrics && inv_metrics_write(cli, NULL, 0, a.metrics, NULL))
 		rc = GF_EXIT_FAILED;

@@ -88,6 +88,14 @@ int cli_parse(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *o
 	      int (*on_opt)(void *ud, size_t idx, const char *arg), void *ud, char ***ret_args,
 	      int *ret_nargs);
 
+/*
+ * --since DATE|DURATION (2026-11-29, 2026-11-29T12:00Z, 90m, 7d) into epoch
+ * seconds, and a --severity list (info,warning,critical) added to a mask of
+ * bits (1 << enum gf_severity): 0, or GF_EXIT_USAGE (printed, naming @opt).
+ */
+int cli_parse_since(const char *opt, const char *arg, double *ret);
+int cli_parse_severities(const char *opt, const char *arg, unsigned *ret);
+
 /* cli/output.c: print "gpufleet: MESSAGE" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print @err as an error and return the exit code it maps to (2 for usage/config). */

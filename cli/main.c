@@ -48,6 +48,15 @@ static const struct cli_verb verbs[] = {
 	 "       gpufleet drift --since SWEEP|DATE|DURATION [TARGETS]\n"
 	 "Compares each node's last sweep. --fail-on-drift exits 3 when anything differs.\n"
 	 "--reconcile also compares the BMC's GPUs with the host's (count, serials, firmware).\n"},
+	{"events", cmd_events, 0,
+	 "every BMC's events as they happen, stored once; list what was stored",
+	 "usage: gpufleet events follow [--interval S] [--duration S] [--format table|ndjson] TARGETS\n"
+	 "       gpufleet events list [--since DATE|DURATION] [--severity LEVELS] [--source SOURCES]\n"
+	 "                            [--fail-on warning|critical] [--format F] [TARGETS]\n"
+	 "follow polls each node's event log (IPMI: the SEL, only what is new) every interval until\n"
+	 "--duration, Ctrl-C or SIGTERM; prints each new event and stores it once. The first\n"
+	 "follow of a node stores what its log already holds as the baseline, without printing it.\n"
+	 "list --fail-on exits 3 when such an event is listed.\n"},
 	{"firmware", cmd_firmware, 0, "firmware versions the BMC reports (BMC, BIOS, ...)",
 	 "usage: gpufleet firmware TARGETS\n"
 	 "       gpufleet firmware -H BMCHOSTS [--protocol P] [--profile NAME]\n"},

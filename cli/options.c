@@ -7,6 +7,7 @@
 
 #include "lib/backend.h"
 #include "lib/buf.h"
+#include "lib/model.h"
 #include "lib/util.h"
 
 /* Global options: accepted before and after the verb. Sorted by long name. */
@@ -275,4 +276,48 @@ void cli_exec_opts(const struct gf_cli *cli, struct gf_exec_opts *o)
 	o->fanout = cli->fanout;
 	o->timeout = cli->timeout;
 	o->retries = cli->retries;
+}
+
+int cli_parse_since(const char *opt, const char *arg, double *ret)
+{
+	double dur;
+
+	if (gf_parse_duration(arg, &dur, NULL) == 0) {
+		*ret = gf_walltime() - dur;
+		return 0;
+	}
+	if (gf_time_parse_iso8601(arg, ret) == 0)
+		return 0;
+	cli_error("%s '%s' is neither a date (2026-11-29, 2026-11-29T12:00Z) nor a duration (90m, "
+		  "12h, 7d)",
+		  opt, arg);
+	return GF_EXIT_USAGE;
+}
+
+int cli_parse_severities(const char *opt, const char *arg, unsigned *ret)
+{
+	unsigned sevs = 0;
+
+	for (const char *p = arg; *p;) {
+		size_t len = strcspn(p, ",");
+		char *w = gf_xstrndup(p, len);
+		int sev = gf_severity_parse(w);
+
+		free(w);
+		if (len && sev < 0) {
+			cli_error("%s '%.*s' is not info, warning or critical", opt, (int)len, p);
+			return GF_EXIT_USAGE;
+		}
+		if (len)
+			sevs |= 1u << sev;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	if (!sevs) {
+		cli_error("%s needs at least one of info, warning, critical", opt);
+		return GF_EXIT_USAGE;
+	}
+	*ret |= sevs;
+	return 0;
 }

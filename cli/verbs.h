@@ -8,6 +8,7 @@ int cmd_bios(struct gf_cli *cli, int argc, char **argv);
 int cmd_boot(struct gf_cli *cli, int argc, char **argv);
 int cmd_diff(struct gf_cli *cli, int argc, char **argv);
 int cmd_drift(struct gf_cli *cli, int argc, char **argv);
+int cmd_events(struct gf_cli *cli, int argc, char **argv);
 int cmd_firmware(struct gf_cli *cli, int argc, char **argv);
 int cmd_hardware(struct gf_cli *cli, int argc, char **argv);
 int cmd_host(struct gf_cli *cli, int argc, char **argv);

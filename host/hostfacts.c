@@ -713,29 +713,45 @@ static int xid_cmp(const void *a, const void *b)
 	return (x->code > y->code) - (x->code < y->code);
 }
 
+/* Is this an "NVRM: Xid (PCI:...): CODE," line? Its code into *@ret_code. */
+static bool xid_line(const char *l, size_t len, unsigned *ret_code)
+{
+	const char *x = memcasemem(l, len, "NVRM: Xid ("), *end = l + len, *c;
+	unsigned code = 0;
+	size_t digits = 0;
+
+	if (!x)
+		return false;
+	c = memchr(x, ')', (size_t)(end - x));
+	if (!c || c + 1 >= end || c[1] != ':')
+		return false;
+	for (c += 2; c < end && *c == ' '; c++)
+		;
+	for (; c < end && isdigit((unsigned char)*c) && digits < 6; c++, digits++)
+		code = code * 10 + (unsigned)(*c - '0');
+	if (!digits || (c < end && isdigit((unsigned char)*c)))
+		return false;
+	*ret_code = code;
+	return true;
+}
+
+/* The next Xid line of the text at *@p (advanced): the line, its length and its code. */
+static bool next_xid(const char **p, const char **l, size_t *len, unsigned *code)
+{
+	while (*p && next_line(p, l, len))
+		if (xid_line(*l, *len, code))
+			return true;
+	return false;
+}
+
 void gf_hostfacts_count_xids(const char *text, struct gf_xid_count **ret, size_t *ret_n)
 {
 	struct gf_xid_count *v = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, len, i;
 	const char *p = text, *l;
-	size_t len;
+	unsigned code = 0;
 
-	while (text && next_line(&p, &l, &len)) {
-		const char *x = memcasemem(l, len, "NVRM: Xid ("), *end = l + len, *c;
-		unsigned code = 0;
-		size_t i, digits = 0;
-
-		if (!x)
-			continue;
-		c = memchr(x, ')', (size_t)(end - x));
-		if (!c || c + 1 >= end || c[1] != ':')
-			continue;
-		for (c += 2; c < end && *c == ' '; c++)
-			;
-		for (; c < end && isdigit((unsigned char)*c) && digits < 6; c++, digits++)
-			code = code * 10 + (unsigned)(*c - '0');
-		if (!digits || (c < end && isdigit((unsigned char)*c)))
-			continue;
+	while (next_xid(&p, &l, &len, &code)) {
 		for (i = 0; i < n && v[i].code != code; i++)
 			;
 		if (i == n) {
@@ -753,6 +769,46 @@ void gf_hostfacts_count_xids(const char *text, struct gf_xid_count **ret, size_t
 		qsort(v, n, sizeof(*v), xid_cmp);
 	*ret = v;
 	*ret_n = n;
+}
+
+void gf_hostfacts_xid_lines(const char *text, struct gf_xid_line **ret, size_t *ret_n)
+{
+	struct gf_xid_line *v = NULL, *x;
+	size_t n = 0, first = 0, len;
+	const char *p = text, *l;
+	unsigned code = 0;
+
+	while (next_xid(&p, &l, &len, &code)) {
+		if (!v)
+			v = gf_xcalloc(GF_XID_LINES_MAX, sizeof(*v));
+		/* A ring of the last GF_XID_LINES_MAX: a flooding log costs no more. */
+		x = &v[(first + n) % GF_XID_LINES_MAX];
+		if (n == GF_XID_LINES_MAX) {
+			free(x->line);
+			first = (first + 1) % GF_XID_LINES_MAX;
+		} else {
+			n++;
+		}
+		x->code = code;
+		x->line = gf_xstrndup(l, len < GF_XID_LINE_MAX ? len : GF_XID_LINE_MAX);
+	}
+	if (first) {
+		struct gf_xid_line *w = gf_xcalloc(GF_XID_LINES_MAX, sizeof(*w));
+
+		for (size_t k = 0; k < n; k++)
+			w[k] = v[(first + k) % GF_XID_LINES_MAX];
+		free(v);
+		v = w;
+	}
+	*ret = v;
+	*ret_n = n;
+}
+
+void gf_xid_lines_free(struct gf_xid_line *v, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		free(v[k].line);
+	free(v);
 }
 
 int gf_cuda_version_cmp(const char *a, const char *b)
@@ -831,6 +887,7 @@ void gf_hostfacts_release(struct gf_hostfacts *f)
 	free(f->xid_source);
 	free(f->xid_note);
 	free(f->xids);
+	gf_xid_lines_free(f->xid_lines, f->nxid_lines);
 	for (size_t i = 0; i < f->nnotes; i++)
 		free(f->notes[i]);
 	free(f->notes);
@@ -977,18 +1034,21 @@ static void build_xids(const struct gf_cmd_out outs[GF_HC_COUNT], struct gf_host
 
 	if (succeeded(j) && !log_denied(j)) {
 		gf_hostfacts_count_xids(j->out, &f->xids, &f->nxids);
+		gf_hostfacts_xid_lines(j->out, &f->xid_lines, &f->nxid_lines);
 		f->xid_read = true;
 		f->xid_source = gf_xstrdup("journal");
 		return;
 	}
 	if (succeeded(d) && !log_denied(d)) {
 		gf_hostfacts_count_xids(d->out, &f->xids, &f->nxids);
+		gf_hostfacts_xid_lines(d->out, &f->xid_lines, &f->nxid_lines);
 		f->xid_read = true;
 		f->xid_source = gf_xstrdup("dmesg");
 		return;
 	}
 	if (succeeded(da) && !log_denied(da)) {
 		gf_hostfacts_count_xids(da->out, &f->xids, &f->nxids);
+		gf_hostfacts_xid_lines(da->out, &f->xid_lines, &f->nxid_lines);
 		f->xid_read = true;
 		f->xid_source = gf_xstrdup("dmesg-boot");
 		return;

@@ -60,6 +60,14 @@ struct gf_xid_count {
 	unsigned count;
 };
 
+/* One Xid line of the kernel log, as it was logged (events: source host-xid). */
+struct gf_xid_line {
+	unsigned code;
+	char *line; /* the whole line, its kernel timestamp included, GF_XID_LINE_MAX at most */
+};
+#define GF_XID_LINES_MAX 256 /* the last ones of a log are kept */
+#define GF_XID_LINE_MAX 512
+
 /* A command that failed for a reason no health state names: the node answered in part. */
 struct gf_host_failure {
 	char *command; /* gf_hostcmd_name(): "nvidia-smi --query-gpu" */
@@ -92,6 +100,8 @@ struct gf_hostfacts {
 	char *xid_note;            /* why the kernel log could not be read */
 	struct gf_xid_count *xids; /* sorted by code */
 	size_t nxids;
+	struct gf_xid_line *xid_lines; /* the last GF_XID_LINES_MAX Xid lines, oldest first */
+	size_t nxid_lines;
 	char **notes; /* other things worth flagging (toolkit newer than driver) */
 	size_t nnotes;
 	struct gf_host_failure *failed; /* commands that failed unexplained: the facts are partial */
@@ -239,6 +249,9 @@ int gf_hostfacts_parse_first_line(const char *text, char **ret);
  * format (dmesg, dmesg -T, journalctl). *ret sorted by code, NULL when none.
  */
 void gf_hostfacts_count_xids(const char *text, struct gf_xid_count **ret, size_t *ret_n);
+/* The Xid lines themselves, the last GF_XID_LINES_MAX; free with gf_xid_lines_free(). */
+void gf_hostfacts_xid_lines(const char *text, struct gf_xid_line **ret, size_t *ret_n);
+void gf_xid_lines_free(struct gf_xid_line *v, size_t n);
 
 /*
  * Compare CUDA versions "12.8.93" and "12.2" by major.minor: <0, 0, >0.

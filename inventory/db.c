@@ -225,6 +225,38 @@ static const char *const migrations[] = {
 	 "  sha256 TEXT NOT NULL,"
 	 "  PRIMARY KEY (rollout, image)"
 	 ") WITHOUT ROWID;"),
+	/*
+	 * 8 -> 9 (IF NOT EXISTS: the tests of older steps lower user_version
+	 * and migrate again): events of every source (events follow, host Xid), each
+	 * stored once per node and dedupe key (inventory/events.h), and where
+	 * each source of a node got to, written with the events it covers.
+	 */
+	("CREATE TABLE IF NOT EXISTS events ("
+	 "  id INTEGER PRIMARY KEY,"
+	 "  node TEXT NOT NULL,"
+	 "  source TEXT NOT NULL," /* sel, redfish-sse, redfish-log, host-xid, ... */
+	 "  bmc_id TEXT,"          /* the id the peer gives */
+	 "  key TEXT NOT NULL,"    /* the dedupe key */
+	 "  time REAL,"            /* epoch seconds UTC as the peer says, NULL: none */
+	 "  received REAL NOT NULL,"
+	 "  severity TEXT NOT NULL,"
+	 "  message TEXT,"
+	 "  message_id TEXT,"
+	 "  sensor TEXT,"
+	 "  type TEXT,"
+	 "  origin TEXT,"
+	 "  payload TEXT," /* JSON */
+	 "  UNIQUE (node, key)"
+	 ");"
+	 "CREATE INDEX IF NOT EXISTS events_time ON events (coalesce(time, received));"
+	 "CREATE INDEX IF NOT EXISTS events_received ON events (received);"
+	 "CREATE TABLE IF NOT EXISTS event_cursors ("
+	 "  node TEXT NOT NULL,"
+	 "  source TEXT NOT NULL,"
+	 "  cursor TEXT NOT NULL," /* the source's own */
+	 "  updated REAL NOT NULL,"
+	 "  PRIMARY KEY (node, source)"
+	 ") WITHOUT ROWID;"),
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

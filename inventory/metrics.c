@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "inventory/events.h"
 #include "inventory/store.h"
 #include "lib/backend.h"
 #include "lib/output.h"
@@ -233,6 +234,31 @@ void gf_metrics_render(const struct gf_sweep *sw, const struct gf_drift *d, stru
 	sel_and_sensors(sw, out);
 }
 
+/* The stored events (events follow, host Xid): counts and the newest's arrival. */
+static void events(const struct gf_events_count *v, size_t n, struct gf_buf *out)
+{
+	static const struct {
+		const char *name, *help;
+	} fam[] = {
+		{"gpufleet_events",
+		 "Events stored for the node, per source and severity (events follow, host Xid)."},
+		{"gpufleet_event_last_received_timestamp_seconds",
+		 "When the newest of those events was received, in Unix time."},
+	};
+
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		gf_prom_family(out, fam[f].name, fam[f].help);
+		for (size_t i = 0; i < n; i++) {
+			gf_buf_adds(out, fam[f].name);
+			gf_buf_addc(out, '{');
+			gf_prom_label(out, "node", v[i].node, true);
+			label(out, "source", v[i].source);
+			label(out, "severity", gf_severity_name(v[i].severity));
+			value(out, f == 0 ? (double)v[i].n : v[i].last);
+		}
+	}
+}
+
 int gf_metrics_build(struct gf_db *db, const char *const *nodes, size_t nnodes, struct gf_buf *out,
 		     size_t *ret_n, struct gf_err *err)
 {
@@ -241,6 +267,8 @@ int gf_metrics_build(struct gf_db *db, const char *const *nodes, size_t nnodes, 
 	struct gf_sweep *sw = NULL;
 	struct gf_drift *d = NULL;
 	const char **classes = NULL;
+	struct gf_events_count *ev = NULL;
+	size_t nev = 0;
 	int rc;
 
 	if (nnodes) {
@@ -256,9 +284,14 @@ int gf_metrics_build(struct gf_db *db, const char *const *nodes, size_t nnodes, 
 	if (rc < 0)
 		goto out;
 	gf_metrics_render(sw, d, out);
+	rc = gf_events_counts(db, nnodes ? nodes : NULL, nnodes, &ev, &nev, err);
+	if (rc < 0)
+		goto out;
+	events(ev, nev, out);
 	if (ret_n)
 		*ret_n = sw->n;
 out:
+	gf_events_counts_free(ev, nev);
 	gf_drift_free(d);
 	free(classes);
 	gf_sweep_free(sw);

@@ -71,6 +71,9 @@ int gf_ipmi_check_deadline(struct ipmi_session *s, const char *what, struct gf_e
 int gf_ipmi_sensors(void *session, struct gf_sensor_list *ret, struct gf_err *err);
 int gf_ipmi_sel_list(void *session, struct gf_sel_list *ret, struct gf_err *err);
 int gf_ipmi_sel_clear(void *session, struct gf_err *err);
+int gf_ipmi_sel_info(void *session, struct gf_sel_info *ret, struct gf_err *err);
+int gf_ipmi_sel_since(void *session, const char *after, struct gf_sel_since *ret,
+		      struct gf_err *err);
 
 /* Backend operations of fru.c (firmware, hardware) and boot.c. */
 int gf_ipmi_firmware(void *session, struct gf_component_list *ret, struct gf_err *err);

@@ -624,6 +624,8 @@ enum op_kind {
 	OP_SENSORS,
 	OP_SEL_LIST,
 	OP_SEL_CLEAR,
+	OP_SEL_INFO,
+	OP_SEL_SINCE,
 	OP_FIRMWARE,
 	OP_HARDWARE,
 	OP_BOOT_GET,
@@ -636,11 +638,14 @@ struct op {
 	struct ipmi_session *s;
 	enum gf_power_op power_op; /* power_set */
 	struct gf_boot want;       /* boot_set */
+	char after[8];             /* sel_since: a record id, "": from the first */
 	union {                    /* the answer, at its start */
 		enum gf_power power;
 		struct gf_boot boot;
 		struct gf_sensor_list sensors;
 		struct gf_sel_list sel;
+		struct gf_sel_info sel_info;
+		struct gf_sel_since since;
 		struct gf_component_list comps;
 		struct gf_hardware hw;
 	} out;
@@ -658,6 +663,11 @@ static void op_call(void *vo)
 	case OP_SENSORS: o->rc = gf_ipmi_sensors(o->s, &o->out.sensors, &o->err); break;
 	case OP_SEL_LIST: o->rc = gf_ipmi_sel_list(o->s, &o->out.sel, &o->err); break;
 	case OP_SEL_CLEAR: o->rc = gf_ipmi_sel_clear(o->s, &o->err); break;
+	case OP_SEL_INFO: o->rc = gf_ipmi_sel_info(o->s, &o->out.sel_info, &o->err); break;
+	case OP_SEL_SINCE:
+		o->rc = gf_ipmi_sel_since(o->s, o->after[0] ? o->after : NULL, &o->out.since,
+					  &o->err);
+		break;
 	case OP_FIRMWARE: o->rc = gf_ipmi_firmware(o->s, &o->out.comps, &o->err); break;
 	case OP_HARDWARE: o->rc = gf_ipmi_hardware(o->s, &o->out.hw, &o->err); break;
 	case OP_BOOT_GET: o->rc = gf_ipmi_boot_get(o->s, &o->out.boot, &o->err); break;
@@ -673,6 +683,7 @@ static void op_release(struct op *o)
 	switch (o->kind) {
 	case OP_SENSORS: gf_sensor_list_release(&o->out.sensors); break;
 	case OP_SEL_LIST: gf_sel_list_release(&o->out.sel); break;
+	case OP_SEL_SINCE: gf_sel_list_release(&o->out.since.entries); break;
 	case OP_FIRMWARE: gf_component_list_release(&o->out.comps); break;
 	case OP_HARDWARE: gf_hardware_release(&o->out.hw); break;
 	default: break;
@@ -690,10 +701,16 @@ static void op_abandoned(void *vo)
 }
 
 static const char *const op_what[] = {
-	[OP_POWER_GET] = "reading the power state", [OP_POWER_SET] = "the power request",
-	[OP_SENSORS] = "reading sensors",           [OP_SEL_LIST] = "reading the event log",
-	[OP_SEL_CLEAR] = "clearing the event log",  [OP_FIRMWARE] = "reading firmware",
-	[OP_HARDWARE] = "reading the hardware",     [OP_BOOT_GET] = "reading the boot device",
+	[OP_POWER_GET] = "reading the power state",
+	[OP_POWER_SET] = "the power request",
+	[OP_SENSORS] = "reading sensors",
+	[OP_SEL_LIST] = "reading the event log",
+	[OP_SEL_CLEAR] = "clearing the event log",
+	[OP_FIRMWARE] = "reading firmware",
+	[OP_SEL_INFO] = "reading the event log's counters",
+	[OP_SEL_SINCE] = "reading the event log",
+	[OP_HARDWARE] = "reading the hardware",
+	[OP_BOOT_GET] = "reading the boot device",
 	[OP_BOOT_SET] = "setting the boot device",
 };
 
@@ -773,6 +790,28 @@ static int ipmi_sel_clear(void *session, struct gf_err *err)
 	return op_do(session, OP_SEL_CLEAR, 0, NULL, NULL, 0, err);
 }
 
+static int ipmi_sel_info(void *session, struct gf_sel_info *ret, struct gf_err *err)
+{
+	return op_do(session, OP_SEL_INFO, 0, NULL, ret, sizeof(*ret), err);
+}
+
+static int ipmi_sel_since(void *session, const char *after, struct gf_sel_since *ret,
+			  struct gf_err *err)
+{
+	struct op *o = gf_xcalloc(1, sizeof(*o));
+	int rc;
+
+	o->kind = OP_SEL_SINCE;
+	if (after)
+		snprintf(o->after, sizeof(o->after), "%.7s", after);
+	rc = op_run(session, o, err);
+	if (rc == 0) {
+		*ret = o->out.since;
+		free(o);
+	}
+	return rc;
+}
+
 static int ipmi_firmware(void *session, struct gf_component_list *ret, struct gf_err *err)
 {
 	return op_do(session, OP_FIRMWARE, 0, NULL, ret, sizeof(*ret), err);
@@ -805,6 +844,8 @@ const struct gf_backend gf_ipmi_backend = {
 	.sensors = ipmi_sensors,
 	.sel_list = ipmi_sel_list,
 	.sel_clear = ipmi_sel_clear,
+	.sel_info = ipmi_sel_info,
+	.sel_since = ipmi_sel_since,
 	.firmware = ipmi_firmware,
 	.hardware = ipmi_hardware,
 	.boot_get = ipmi_boot_get,

@@ -32,6 +32,9 @@ struct sel_walk {
 	struct gf_sel_list *out;
 	struct gf_err *err;
 	int rc;
+	uint16_t skip; /* sel_since: the record the walk starts at, not returned */
+	bool first;    /* no record seen yet */
+	bool found;    /* the first record seen was @skip */
 };
 
 /* A FreeIPMI record string (see ipmi_sel_parse_read_record_string), or NULL when empty. */
@@ -74,6 +77,13 @@ static int on_entry(ipmi_sel_ctx_t ctx, void *data)
 	if (len <= 0 || ipmi_sel_parse_read_record_id(ctx, rec, (unsigned)len, &id) < 0 ||
 	    ipmi_sel_parse_read_record_type(ctx, rec, (unsigned)len, &rtype) < 0)
 		return 0; /* a record FreeIPMI cannot parse: skip it, as ipmi-sel does */
+	if (w->first) {
+		w->first = false;
+		if (w->skip && id == w->skip) {
+			w->found = true;
+			return 0;
+		}
+	}
 	cls = ipmi_sel_record_type_class(rtype);
 
 	e = gf_sel_list_add(w->out);
@@ -81,8 +91,10 @@ static int on_entry(ipmi_sel_ctx_t ctx, void *data)
 	e->id = gf_xstrdup(num);
 	if (cls == IPMI_SEL_RECORD_TYPE_CLASS_SYSTEM_EVENT_RECORD ||
 	    cls == IPMI_SEL_RECORD_TYPE_CLASS_TIMESTAMPED_OEM_RECORD) {
-		if (ipmi_sel_parse_read_timestamp(ctx, rec, (unsigned)len, &ts) < 0 ||
-		    ts == SEL_TIME_UNSPECIFIED) {
+		bool read = ipmi_sel_parse_read_timestamp(ctx, rec, (unsigned)len, &ts) == 0;
+
+		e->stamp = read ? ts : SEL_TIME_UNSPECIFIED;
+		if (!read || ts == SEL_TIME_UNSPECIFIED) {
 			e->time_note = gf_xstrdup("unspecified");
 		} else if (ts <= SEL_TIME_PRE_INIT_MAX) {
 			e->time_note = gf_xstrdup("pre-init");
@@ -130,11 +142,17 @@ static int sel_error(struct ipmi_session *s, ipmi_sel_ctx_t sel, struct gf_err *
 	}
 }
 
-int gf_ipmi_sel_list(void *session, struct gf_sel_list *ret, struct gf_err *err)
+/*
+ * The entries from record @start (IPMI_SEL_RECORD_ID_FIRST: all) into *@ret;
+ * with @start, *@ret_found says whether the log still holds it (it is not
+ * returned). A record that is gone makes FreeIPMI fail the walk (the BMC
+ * answers "not present"): then *@ret_found is false and nothing is read.
+ */
+static int sel_read(struct ipmi_session *s, uint16_t start, struct gf_sel_list *ret,
+		    bool *ret_found, struct gf_err *err)
 {
-	struct ipmi_session *s = session;
 	struct gf_sel_list l = {0};
-	struct sel_walk w = {.s = s, .out = &l, .err = err};
+	struct sel_walk w = {.s = s, .out = &l, .err = err, .first = true};
 	ipmi_sdr_ctx_t sdr = NULL;
 	ipmi_sel_ctx_t sel = NULL;
 	struct gf_err sdr_err = {0};
@@ -158,8 +176,18 @@ int gf_ipmi_sel_list(void *session, struct gf_sel_list *ret, struct gf_err *err)
 	}
 	/* Event data parts joined as ipmi-sel joins them. */
 	ipmi_sel_ctx_set_separator(sel, " ; ");
-	if (ipmi_sel_parse(sel, IPMI_SEL_RECORD_ID_FIRST, IPMI_SEL_RECORD_ID_LAST, on_entry, &w) <
-	    0) {
+	if (start != IPMI_SEL_RECORD_ID_FIRST)
+		w.skip = start;
+	if (ipmi_sel_parse(sel, start, IPMI_SEL_RECORD_ID_LAST, on_entry, &w) < 0) {
+		int e = ipmi_sel_ctx_errnum(sel);
+
+		if (w.rc == 0 && start != IPMI_SEL_RECORD_ID_FIRST && w.first &&
+		    (e == IPMI_SEL_ERR_NOT_FOUND || e == IPMI_SEL_ERR_IPMI_ERROR ||
+		     e == IPMI_SEL_ERR_NO_SEL_ENTRIES)) {
+			*ret_found = false; /* the record is gone: the caller reads it all */
+			rc = 0;
+			goto out;
+		}
 		rc = w.rc < 0 ? w.rc : sel_error(s, sel, err);
 		goto out;
 	}
@@ -167,6 +195,8 @@ int gf_ipmi_sel_list(void *session, struct gf_sel_list *ret, struct gf_err *err)
 		rc = w.rc;
 		goto out;
 	}
+	if (ret_found)
+		*ret_found = w.found;
 	*ret = l;
 	memset(&l, 0, sizeof(l));
 	rc = 0;
@@ -176,6 +206,65 @@ out:
 		ipmi_sel_ctx_destroy(sel);
 	if (sdr)
 		ipmi_sdr_ctx_destroy(sdr);
+	return rc;
+}
+
+int gf_ipmi_sel_list(void *session, struct gf_sel_list *ret, struct gf_err *err)
+{
+	return sel_read(session, IPMI_SEL_RECORD_ID_FIRST, ret, NULL, err);
+}
+
+int gf_ipmi_sel_since(void *session, const char *after, struct gf_sel_since *ret,
+		      struct gf_err *err)
+{
+	struct ipmi_session *s = session;
+	struct gf_sel_since out = {0};
+	unsigned long id = 0;
+	bool found = false;
+	int rc;
+
+	if (after && gf_parse_uint(after, 1, 0xfffe, &id, NULL, "record id") < 0)
+		id = 0; /* not one of ours: read it all */
+	if (id) {
+		rc = sel_read(s, (uint16_t)id, &out.entries, &found, err);
+		if (rc < 0)
+			return rc;
+		if (found) {
+			*ret = out;
+			return 0;
+		}
+		gf_sel_list_release(&out.entries);
+	}
+	rc = sel_read(s, IPMI_SEL_RECORD_ID_FIRST, &out.entries, NULL, err);
+	if (rc < 0)
+		return rc;
+	out.from_start = true;
+	*ret = out;
+	return 0;
+}
+
+int gf_ipmi_sel_info(void *session, struct gf_sel_info *ret, struct gf_err *err)
+{
+	struct ipmi_session *s = session;
+	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_get_sel_info_rs);
+	uint64_t n = 0, add = 0, erase = 0;
+	int rc = 0;
+
+	if (!rs)
+		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "out of memory");
+	if (ipmi_cmd_get_sel_info(s->ctx, rs) < 0) {
+		rc = gf_ipmi_cmd_error(s, "get sel info", rs, IPMI_NET_FN_STORAGE_RQ, err);
+	} else if (FIID_OBJ_GET(rs, "entries", &n) != 1 ||
+		   FIID_OBJ_GET(rs, "most_recent_addition_timestamp", &add) != 1 ||
+		   FIID_OBJ_GET(rs, "most_recent_erase_timestamp", &erase) != 1) {
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+				"bmc '%s' sent sel info without its counters", s->node);
+	} else {
+		*ret = (struct gf_sel_info){.entries = (unsigned long)n,
+					    .added = (unsigned long)add,
+					    .erased = (unsigned long)erase};
+	}
+	fiid_obj_destroy(rs);
 	return rc;
 }
 

@@ -183,6 +183,14 @@ struct gf_backend {
 	int (*sensors)(void *session, struct gf_sensor_list *ret, struct gf_err *err);
 	int (*sel_list)(void *session, struct gf_sel_list *ret, struct gf_err *err);
 	int (*sel_clear)(void *session, struct gf_err *err);
+	/* Incremental reading (events follow): the SEL's counters; cheap, one command. */
+	int (*sel_info)(void *session, struct gf_sel_info *ret, struct gf_err *err);
+	/*
+	 * The entries after record @after (its id; NULL: from the first); when
+	 * @after is not in the log any more, every entry with ret->from_start.
+	 */
+	int (*sel_since)(void *session, const char *after, struct gf_sel_since *ret,
+			 struct gf_err *err);
 	int (*firmware)(void *session, struct gf_component_list *ret, struct gf_err *err);
 	int (*hardware)(void *session, struct gf_hardware *ret, struct gf_err *err);
 	/* Firmware updates (update plan/run): what the BMC offers, filled on success. */

@@ -325,6 +325,7 @@ void gf_event_release(struct gf_event *e)
 	free(e->sensor);
 	free(e->type);
 	free(e->origin);
+	free(e->key);
 	json_decref(e->payload);
 	memset(e, 0, sizeof(*e));
 }

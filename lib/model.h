@@ -63,11 +63,26 @@ struct gf_sel_entry {
 	char *event; /* the decoded event text */
 	bool deassertion;
 	enum gf_severity severity;
+	unsigned long stamp; /* the raw timestamp as logged (IPMI: pre-init counts too) */
 };
 
 struct gf_sel_list {
 	struct gf_sel_entry *v;
 	size_t n, cap;
+};
+
+/* What a SEL says of itself (IPMI Get SEL Info): to read only what is new. */
+struct gf_sel_info {
+	unsigned long entries; /* how many it holds */
+	unsigned long added;   /* raw timestamp of the last addition (0xffffffff: none) */
+	unsigned long erased;  /* raw timestamp of the last erase (0xffffffff: none) */
+};
+
+/* The entries after a given one (gf_backend.sel_since). */
+struct gf_sel_since {
+	struct gf_sel_list entries; /* in the log's order */
+	bool from_start;            /* the given entry is not in the log any more (cleared,
+				     * wrapped): these are all its entries */
 };
 
 /* ---- events (issue 19) ------------------------------------------------ */
@@ -93,6 +108,8 @@ struct gf_event {
 	char *type;       /* sensor type / EntryType / event type where given */
 	char *origin;     /* Redfish OriginOfCondition URI where given */
 	json_t *payload;  /* owned, NULL: none; the decoded payload (CPER sections, Xid) */
+	char *key;        /* the dedupe key: a node's events with one key are one event, whatever
+		    * path brought them ("sel:<record id>:<raw stamp>"); NULL: source and id */
 };
 
 struct gf_event_list {

@@ -35,6 +35,7 @@ LOOPBACK = {
     ("test_metrics", "ipmi"): "127.31.13",
     ("test_inventory", "ipmi"): "127.36.1",
     ("test_ipmi_fleet_ping", "ipmi"): "127.44.0",           # live .1-6, dead .201-204
+    ("test_events_follow", "ipmi"): "127.50.1",
     # Redfish emulator BMCs
     ("test_redfish", "redfish"): "127.32.1",
     ("test_hostile", "redfish"): "127.32.10",
@@ -54,6 +55,7 @@ LOOPBACK = {
     ("test_host", "ssh-hang"): "127.33.2",                  # a host that hangs
     ("test_inventory", "ssh"): "127.33.36",
     ("test_host_partial_answer", "ssh"): "127.42.41",
+    ("test_events_host_xid", "ssh"): "127.50.2",
     # other peers
     ("test_metrics", "prometheus"): "127.41.13",            # Prometheus and node_exporter
     # nothing listens

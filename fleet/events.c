@@ -1,0 +1,339 @@
+#include "fleet/events.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "lib/buf.h"
+#include "lib/util.h"
+
+void gf_event_poll_release(struct gf_event_poll *p)
+{
+	gf_event_list_release(&p->events);
+	free(p->cursor);
+	memset(p, 0, sizeof(*p));
+}
+
+/* ---- the IPMI SEL ------------------------------------------------------------ */
+
+/*
+ * The SEL cursor, as stored: {"entries":N,"added":A,"erased":E,"last":"ID"}
+ * (Get SEL Info's counters when it was read, and the last record seen).
+ * Unchanged counters: nothing new, no entry is read. Another erase stamp:
+ * the log was cleared, every entry it holds now is new. Else the entries
+ * after "last"; when that record is gone (a wrapped or cleared log whose
+ * erase stamp did not move), all of them: the store keeps each one once.
+ */
+struct sel_cursor {
+	bool set;
+	unsigned long entries, added, erased;
+	char *last; /* NULL: the log was empty */
+};
+
+static void sel_cursor_parse(const char *text, struct sel_cursor *c)
+{
+	json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+	const char *last;
+
+	memset(c, 0, sizeof(*c));
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return; /* none, or not ours: read it all */
+	}
+	c->set = true;
+	c->entries = (unsigned long)json_integer_value(json_object_get(j, "entries"));
+	c->added = (unsigned long)json_integer_value(json_object_get(j, "added"));
+	c->erased = (unsigned long)json_integer_value(json_object_get(j, "erased"));
+	last = json_string_value(json_object_get(j, "last"));
+	c->last = last ? gf_xstrdup(last) : NULL;
+	json_decref(j);
+}
+
+static char *sel_cursor_text(const struct gf_sel_info *info, const char *last)
+{
+	json_t *j = json_pack("{s:I,s:I,s:I,s:o}", "entries", (json_int_t)info->entries, "added",
+			      (json_int_t)info->added, "erased", (json_int_t)info->erased, "last",
+			      last ? json_string(last) : json_null());
+	char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+
+	json_decref(j);
+	return s;
+}
+
+static void sel_event(const struct gf_node *n, const struct gf_sel_entry *s, double now,
+		      struct gf_event *e)
+{
+	struct gf_buf key;
+
+	gf_buf_init(&key);
+	gf_buf_addf(&key, "sel:%s:%lu", s->id ? s->id : "", s->stamp);
+	e->node = gf_xstrdup(n->name);
+	e->source = gf_xstrdup("sel");
+	e->bmc_id = s->id ? gf_xstrdup(s->id) : NULL;
+	e->has_time = s->has_time;
+	e->time = s->time;
+	e->received = now;
+	e->severity = s->severity;
+	e->message = s->event ? gf_xstrdup(s->event) : NULL;
+	e->sensor = s->sensor ? gf_xstrdup(s->sensor) : NULL;
+	e->type = s->sensor_type ? gf_xstrdup(s->sensor_type) : NULL;
+	e->payload = json_pack("{s:s}", "direction", s->deassertion ? "deassertion" : "assertion");
+	if (s->time_note)
+		json_object_set_new(e->payload, "time_note", json_string(s->time_note));
+	e->key = gf_buf_detach(&key);
+}
+
+static int sel_poll(const struct gf_backend *be, void *sess, const struct gf_node *n,
+		    const char *cursor, struct gf_event_poll *ret, struct gf_err *err)
+{
+	struct gf_event_poll p = {0};
+	struct gf_sel_since since = {0};
+	struct gf_sel_info info = {0};
+	struct sel_cursor c;
+	double now;
+	int rc;
+
+	if (!be->sel_info || !be->sel_since)
+		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
+				  "%s cannot read the event log incrementally", be->name);
+	sel_cursor_parse(cursor, &c);
+	if ((rc = be->sel_info(sess, &info, err)) < 0)
+		goto out;
+	if (c.set && info.entries == c.entries && info.added == c.added &&
+	    info.erased == c.erased) {
+		*ret = p; /* nothing new: not one entry read */
+		goto out;
+	}
+	p.cleared = c.set && (info.erased != c.erased || info.entries < c.entries);
+	rc = be->sel_since(sess, c.set && !p.cleared ? c.last : NULL, &since, err);
+	if (rc < 0)
+		goto out;
+	if (c.set && c.last && since.from_start && !p.cleared)
+		p.cleared = true; /* the last record seen is gone: wrapped, or cleared */
+	now = gf_walltime();
+	for (size_t k = 0; k < since.entries.n; k++)
+		sel_event(n, &since.entries.v[k], now, gf_event_list_add(&p.events));
+	p.cursor = sel_cursor_text(&info, since.entries.n ? since.entries.v[since.entries.n - 1].id
+							  : (since.from_start ? NULL : c.last));
+	*ret = p;
+	rc = 0;
+out:
+	gf_sel_list_release(&since.entries);
+	free(c.last);
+	return rc;
+}
+
+const struct gf_event_source gf_event_source_sel = {
+	.name = "sel",
+	.poll = sel_poll,
+};
+
+/* ---- the loop ------------------------------------------------------------------ */
+
+struct gf_events_pushed {
+	struct gf_events_pushed *next;
+	size_t i;
+	char *source;
+	struct gf_event_list events;
+	char *cursor;
+};
+
+/* Per node: each source's cursor as stored, what it last read, and its health. */
+struct node_state {
+	char **cursor;              /* per source, NULL: none yet */
+	struct gf_event_poll *poll; /* per source: this round's (the worker's slot) */
+	int *prc;                   /* per source: this round's return */
+	bool failing;               /* the last round failed (reported once) */
+	char failed_msg[512];
+};
+
+struct round {
+	struct gf_events_follow *f;
+	struct node_state *st;
+	const struct gf_event_source *src; /* polled this round */
+	size_t s;                          /* its index */
+	int rc;                            /* the first store failure */
+	struct gf_err err;
+};
+
+static int round_op(const struct gf_backend *be, void *sess, const struct gf_node *n,
+		    const void *vctx, struct gf_result *slot, struct gf_err *err)
+{
+	const struct round *r = vctx;
+	size_t i = (size_t)(n - r->f->nodes);
+	struct node_state *st = &r->st[i];
+
+	(void)slot;
+	st->prc[r->s] = r->src->poll(be, sess, n, st->cursor[r->s], &st->poll[r->s], err);
+	return st->prc[r->s];
+}
+
+static int store(struct gf_events_follow *f, struct node_state *st, size_t i, size_t s,
+		 const char *source, struct gf_event_poll *p, bool baseline, struct gf_err *err)
+{
+	struct gf_events_batch b = {
+		.node = f->nodes[i].name,
+		.source = source,
+		.v = p->events.v,
+		.n = p->events.n,
+		.cursor = p->cursor,
+	};
+	int rc;
+
+	if (!p->events.n && !p->cursor)
+		return 0;
+	b.fresh = gf_xcalloc(b.n ? b.n : 1, sizeof(*b.fresh));
+	rc = gf_events_store(f->db, &b, 1, NULL, err);
+	if (rc == 0) {
+		if (p->cursor && s < f->nsources) {
+			free(st->cursor[s]);
+			st->cursor[s] = p->cursor;
+			p->cursor = NULL;
+		}
+		if (p->cleared && f->hooks.cleared)
+			f->hooks.cleared(f->hooks.ud, i, source);
+		if (b.n && f->hooks.events)
+			f->hooks.events(f->hooks.ud, i, source, b.v, b.fresh, b.n, baseline);
+	}
+	free(b.fresh);
+	return rc;
+}
+
+static void round_done(void *ud, size_t i, const struct gf_result *slot)
+{
+	struct round *r = ud;
+	struct gf_events_follow *f = r->f;
+	struct node_state *st = &r->st[i];
+	struct gf_event_poll *p = &st->poll[r->s];
+
+	if (!slot->ok) {
+		/* One message per node while it keeps failing the same way. */
+		if (f->hooks.node_state &&
+		    (!st->failing || strcmp(st->failed_msg, slot->err.msg) != 0))
+			f->hooks.node_state(f->hooks.ud, i, &slot->err);
+		st->failing = true;
+		snprintf(st->failed_msg, sizeof(st->failed_msg), "%s", slot->err.msg);
+		gf_event_poll_release(p);
+		return;
+	}
+	if (st->failing && f->hooks.node_state)
+		f->hooks.node_state(f->hooks.ud, i, NULL);
+	st->failing = false;
+	if (r->rc == 0)
+		r->rc = store(f, st, i, r->s, r->src->name, p, st->cursor[r->s] == NULL, &r->err);
+	gf_event_poll_release(p);
+}
+
+void gf_events_push(struct gf_events_follow *f, size_t i, const char *source,
+		    struct gf_event_list *events, const char *cursor)
+{
+	struct gf_events_pushed *b = gf_xcalloc(1, sizeof(*b)), **tail;
+
+	b->i = i;
+	b->source = gf_xstrdup(source);
+	b->events = *events;
+	memset(events, 0, sizeof(*events));
+	b->cursor = cursor ? gf_xstrdup(cursor) : NULL;
+	pthread_mutex_lock(&f->lock);
+	for (tail = &f->pushed; *tail; tail = &(*tail)->next)
+		;
+	*tail = b;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* Store and report what pushed sources handed over; the first failure is returned. */
+static int drain_pushed(struct gf_events_follow *f, struct node_state *st, struct gf_err *err)
+{
+	struct gf_events_pushed *list, *next;
+	int rc = 0;
+
+	pthread_mutex_lock(&f->lock);
+	list = f->pushed;
+	f->pushed = NULL;
+	pthread_mutex_unlock(&f->lock);
+	for (; list; list = next) {
+		struct gf_event_poll p = {.events = list->events, .cursor = list->cursor};
+
+		next = list->next;
+		if (rc == 0 && list->i < f->n)
+			rc = store(f, &st[list->i], list->i, f->nsources, list->source, &p, false,
+				   err);
+		gf_event_poll_release(&p);
+		free(list->source);
+		free(list);
+	}
+	return rc;
+}
+
+static bool stopping(const struct gf_events_follow *f)
+{
+	return (f->stop && *f->stop) || gf_exec_cancelled();
+}
+
+int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
+{
+	struct node_state *st = gf_xcalloc(f->n ? f->n : 1, sizeof(*st));
+	double start = gf_monotime(), end = f->duration > 0 ? start + f->duration : 0;
+	int rc = 0;
+
+	pthread_mutex_init(&f->lock, NULL);
+	f->code = 0;
+	f->rounds = 0;
+	for (size_t i = 0; i < f->n && rc == 0; i++) {
+		st[i].cursor = gf_xcalloc(f->nsources + 1, sizeof(*st[i].cursor));
+		st[i].poll = gf_xcalloc(f->nsources + 1, sizeof(*st[i].poll));
+		st[i].prc = gf_xcalloc(f->nsources + 1, sizeof(*st[i].prc));
+		for (size_t s = 0; s < f->nsources && rc == 0; s++)
+			rc = gf_events_cursor(f->db, f->nodes[i].name, f->sources[s]->name,
+					      &st[i].cursor[s], err);
+	}
+	while (rc == 0 && !stopping(f)) {
+		double round_start = gf_monotime(), next;
+
+		for (size_t s = 0; s < f->nsources && rc == 0 && !stopping(f); s++) {
+			struct round r = {.f = f, .st = st, .src = f->sources[s], .s = s};
+			struct gf_rollout_fanout fo = {
+				.nodes = f->nodes,
+				.n = f->n,
+				.op = round_op,
+				.ctx = &r,
+				.on_done = round_done,
+				.done_ud = &r,
+			};
+			int code = f->fan.run(f->fan.ud, &fo);
+
+			if (r.rc < 0) {
+				rc = r.rc;
+				if (err)
+					*err = r.err;
+			} else if (code > 0) {
+				f->code = code;
+			}
+		}
+		if (rc == 0)
+			rc = drain_pushed(f, st, err);
+		f->rounds++;
+		if (rc < 0 || f->code || stopping(f))
+			break;
+		next = round_start + f->interval;
+		if (end > 0 && next >= end)
+			break;
+		gf_cancel_sleep_until(f->stop ? f->stop : gf_exec_cancel_flag(), next);
+	}
+	if (rc == 0 && !f->code)
+		rc = drain_pushed(f, st, err);
+	for (size_t i = 0; i < f->n; i++) {
+		for (size_t s = 0; st[i].cursor && s < f->nsources; s++) {
+			free(st[i].cursor[s]);
+			gf_event_poll_release(&st[i].poll[s]);
+		}
+		free(st[i].cursor);
+		free(st[i].poll);
+		free(st[i].prc);
+	}
+	free(st);
+	pthread_mutex_destroy(&f->lock);
+	return rc;
+}

@@ -1,0 +1,109 @@
+/*
+ * events follow: every node's new events, round after round, stored once
+ * with the cursor that covers them (inventory/events.h) and handed to the
+ * caller as they arrive.
+ *
+ * A source (struct gf_event_source) reads what is new on one node's open
+ * BMC session after its stored cursor: the IPMI SEL (gf_event_source_sel:
+ * Get SEL Info, then the entries after the last one seen). Every round is
+ * one short fan-out over the nodes on the caller's frame (struct
+ * gf_rollout_fan: cli/ adds the profiles), with the executor's bounded
+ * worker count, a session opened per node and round: no thread per BMC,
+ * nothing held between rounds. A pushed source (the Redfish SSE
+ * multiplexer, one thread for all streams) hands its batches to the loop
+ * through gf_events_push(): the loop stores and reports them between
+ * rounds, on the calling thread, like the polled ones.
+ *
+ * The first round of a node without a cursor is its baseline: what its log
+ * holds then is stored (events list shows it) but not reported as new.
+ * Nothing here prints.
+ */
+#ifndef GF_FLEET_EVENTS_H
+#define GF_FLEET_EVENTS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fleet/fanout.h"
+#include "fleet/rollout.h"
+#include "inventory/db.h"
+#include "inventory/events.h"
+#include "lib/cancel.h"
+#include "lib/model.h"
+
+/* What one poll of a node read. */
+struct gf_event_poll {
+	struct gf_event_list events; /* new since the cursor (or all, first time) */
+	char *cursor;                /* the new cursor, NULL: unchanged */
+	bool cleared;                /* the log was cleared (or wrapped) since the cursor */
+};
+
+void gf_event_poll_release(struct gf_event_poll *p);
+
+/* A polled source. */
+struct gf_event_source {
+	const char *name; /* the events' source and the cursor's ("sel") */
+	/*
+	 * On a worker thread, node @n's open session @sess: what is new after
+	 * @cursor (the stored text, NULL: none yet) into @ret (filled on
+	 * success). A backend without the operations: GF_EK_UNSUPPORTED.
+	 */
+	int (*poll)(const struct gf_backend *be, void *sess, const struct gf_node *n,
+		    const char *cursor, struct gf_event_poll *ret, struct gf_err *err);
+};
+
+/* The IPMI SEL, read incrementally (Get SEL Info first). */
+extern const struct gf_event_source gf_event_source_sel;
+
+/* What the loop hands its caller, on the calling thread. */
+struct gf_events_hooks {
+	/*
+	 * Events of node @i just stored: @fresh[k] when v[k] was not stored
+	 * before (report those); @baseline: the node's first read.
+	 */
+	void (*events)(void *ud, size_t i, const char *source, const struct gf_event *v,
+		       const bool *fresh, size_t n, bool baseline);
+	/* Node @i's log was cleared or wrapped since its cursor (nothing is re-reported). */
+	void (*cleared)(void *ud, size_t i, const char *source);
+	/* Node @i failed this round (@err), or answered again after failing (@err NULL). */
+	void (*node_state)(void *ud, size_t i, const struct gf_err *err);
+	/* Storing failed: the loop stops and returns the error. */
+	void *ud;
+};
+
+struct gf_events_follow {
+	const struct gf_node *nodes;
+	size_t n;
+	const struct gf_event_source *const *sources; /* polled each round */
+	size_t nsources;
+	double interval;            /* seconds from one round's start to the next's */
+	double duration;            /* > 0: stop after it; 0: until @stop */
+	const gf_cancel_flag *stop; /* set: stop (Ctrl-C, SIGTERM) */
+	struct gf_db *db;
+	struct gf_rollout_fan fan; /* one round: the caller's fan-out */
+	struct gf_events_hooks hooks;
+
+	/* ---- the loop's own ---- */
+	unsigned rounds; /* how many rounds ran */
+	int code;        /* a positive code of fan.run that stopped the loop, else 0 */
+	pthread_mutex_t lock;
+	struct gf_events_pushed *pushed; /* batches handed in by pushed sources */
+};
+
+/*
+ * Follow @f's nodes until its duration ends, @stop is set or the fan-out
+ * stops (f->code). Returns 0, or a negative GF_E_* with @err (the store
+ * failed: what was stored so far is consistent). Calling thread only.
+ */
+int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err);
+
+/*
+ * For a pushed source, from any thread while gf_events_follow_run() runs:
+ * hand over node @i's events (taken: @events is emptied) and its cursor
+ * (copied, NULL: unchanged); stored and reported by the loop.
+ */
+void gf_events_push(struct gf_events_follow *f, size_t i, const char *source,
+		    struct gf_event_list *events, const char *cursor);
+
+#endif
