@@ -218,10 +218,11 @@ struct stream {
 	struct gf_sse_parser p;
 	double next_try, wait;
 	double last_byte;
-	bool was_up;  /* streamed before: the next connection is a resume */
-	bool up;      /* this connection got its 2xx and bytes */
-	bool stalled; /* this connection was ended for want of bytes */
-	bool hostile; /* this connection was ended by a bad stream */
+	bool was_up;     /* streamed before: the next connection is a resume */
+	bool up;         /* this connection got its 2xx and bytes */
+	bool stalled;    /* this connection was ended for want of bytes */
+	bool hostile;    /* this connection was ended by a bad stream */
+	bool msg_failed; /* by on_msg(), whose message names the node */
 	struct gf_err fail;
 	unsigned refused;
 	unsigned seed;
@@ -329,9 +330,19 @@ static bool numeric_id(const char *s, unsigned long long *v)
 	return *end == '\0';
 }
 
+static int on_msg_checked(struct stream *s, const struct gf_sse_msg *msg, struct gf_err *err);
+
 static int on_msg(void *ud, const struct gf_sse_msg *msg, struct gf_err *err)
 {
 	struct stream *s = ud;
+	int rc = on_msg_checked(s, msg, err);
+
+	s->msg_failed = rc < 0;
+	return rc;
+}
+
+static int on_msg_checked(struct stream *s, const struct gf_sse_msg *msg, struct gf_err *err)
+{
 	struct gf_rf_sse *m = s->m;
 	struct gf_event_list evs = {0};
 	unsigned long long a, b;
@@ -392,10 +403,25 @@ cursor:
 	return rc;
 }
 
+/* The stream answered 2xx: it is up (headers alone do it: no BMC sends keep-alives). */
+static void mark_up(struct stream *s)
+{
+	struct gf_rf_sse *m = s->m;
+
+	if (s->up)
+		return;
+	s->up = true;
+	s->refused = 0;
+	if (m->h.connected)
+		m->h.connected(m->h.ud, s->i, s->was_up);
+	if (s->was_up && m->h.resumed)
+		m->h.resumed(m->h.ud, s->i, s->has_last ? s->last : NULL);
+	s->was_up = true;
+}
+
 static size_t on_bytes(char *data, size_t size, size_t nmemb, void *ud)
 {
 	struct stream *s = ud;
-	struct gf_rf_sse *m = s->m;
 	size_t n = size * nmemb;
 	long status = 0;
 
@@ -408,17 +434,17 @@ static size_t on_bytes(char *data, size_t size, size_t nmemb, void *ud)
 		gf_buf_add(&s->errbody, data, n < room ? n : room);
 		return n;
 	}
-	if (!s->up) {
-		s->up = true;
-		s->refused = 0;
-		if (m->h.connected)
-			m->h.connected(m->h.ud, s->i, s->was_up);
-		if (s->was_up && m->h.resumed)
-			m->h.resumed(m->h.ud, s->i, s->has_last ? s->last : NULL);
-		s->was_up = true;
-	}
+	mark_up(s);
 	if (gf_sse_parser_feed(&s->p, data, n, on_msg, s, &s->fail) < 0) {
 		s->hostile = true;
+		if (!s->msg_failed) {
+			/* The parser's words ("line longer than ..."): say whose stream. */
+			char why[sizeof(s->fail.msg)];
+
+			snprintf(why, sizeof(why), "%s", s->fail.msg);
+			gf_err_set(&s->fail, GF_E_NODE, GF_EK_PROTOCOL, "bmc '%s' sent a%s %s",
+				   node_of(s), strchr("aeiou", why[0]) ? "n" : "", why);
+		}
 		return 0; /* libcurl ends the transfer: CURLE_WRITE_ERROR */
 	}
 	return n;
@@ -539,7 +565,7 @@ static void connect_one(struct stream *s)
 	if (rc == 0) {
 		gf_sse_parser_reset(&s->p);
 		gf_buf_reset(&s->errbody);
-		s->up = s->stalled = s->hostile = false;
+		s->up = s->stalled = s->hostile = s->msg_failed = false;
 		s->last_byte = gf_monotime();
 		rc = rf_http_stream_begin(rf_session_http(s->sess), s->uri,
 					  s->has_last ? s->last : NULL, on_bytes, s, &s->easy, &e);
@@ -664,6 +690,15 @@ int gf_rf_sse_step(struct gf_rf_sse *m, double max_wait, struct gf_err *err)
 				finish(m->s[i], msg->data.result, false);
 				break;
 			}
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		struct stream *s = m->s[i];
+		long status = 0;
+
+		if (s->st == ST_STREAMING && !s->up &&
+		    curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+		    status >= 200 && status <= 299)
+			mark_up(s);
 	}
 	now = gf_monotime();
 	wake = now + max_wait;

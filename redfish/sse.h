@@ -17,7 +17,9 @@
  *
  * Nothing here prints or stores: the hooks hand over parsed events and the
  * cursor to store with them; they run on the calling thread, inside the
- * step, and must not call back into the multiplexer.
+ * step (some inside libcurl's callbacks: they may make requests of their
+ * own, as gf_redfish_log_since() does, on other handles), and must not
+ * call back into the multiplexer.
  */
 #ifndef GF_RF_SSE_H
 #define GF_RF_SSE_H
