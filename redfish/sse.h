@@ -102,8 +102,9 @@ struct gf_rf_sse_hooks {
 	/*
 	 * Events parsed from one message of stream @i, and the id to store
 	 * with them as the stream's cursor (NULL when the message had none).
-	 * @evs is the caller's to take (move the entries out) or leave: what
-	 * remains is released after the call.
+	 * @evs is the caller's to take or leave: an entry is taken by copying
+	 * the struct and zeroing it in @evs; what remains is released after
+	 * the call.
 	 */
 	void (*events)(void *ud, size_t i, struct gf_event_list *evs, const char *cursor);
 	/* Stream @i is streaming (first time, or again after a reconnect). NULL: not told. */
