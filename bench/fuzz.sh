@@ -22,7 +22,7 @@ ninja -C "$build" >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 findings=$build/fuzz-findings
-mkdir -p "$findings" "$work"/{redfish,hostfacts,nodes_csv,nodeset}
+mkdir -p "$findings" "$work"/{redfish,hostfacts,nodes_csv,nodeset,cper,sse}
 
 # Seeds: each Redfish resource of every captured tree as a document of its own.
 /usr/bin/python3 - "$work/redfish" tests/data/redfish/*/tree.json <<'PY'
@@ -41,8 +41,21 @@ printf 'name,bmc,host,protocol,profile\n"a,b",[::1]:443,h1,redfish,p\nn[1-3],10.
 printf 'gpu[001-100]' >"$work/nodeset/1"
 printf 'rack[1-4]-n[01-32],spare' >"$work/nodeset/2"
 
+# CPER records built from the UEFI layouts (tests/lab/redfish_events.py), and
+# an event stream as the emulated BMCs send it.
+/usr/bin/python3 - "$work" <<'PY'
+import sys
+sys.path.insert(0, 'tests/lab')
+import redfish_events as ev
+out = sys.argv[1]
+open(f"{out}/cper/1.bin", "wb").write(ev.cper_record())
+open(f"{out}/cper/2.bin", "wb").write(ev.cper_record(xid=48, xid_message="DBE", recovery_action=4))
+payload = b'{"Events":[{"EventId":"1","Message":"m","MessageSeverity":"Critical"}]}'
+open(f"{out}/sse/1", "wb").write(b"\x07: hi\r\nid: 1\r\ndata: " + payload + b"\r\n\r\nretry: 10\n\n")
+PY
+
 status=0
-for t in ${GF_FUZZ_TARGETS:-redfish hostfacts nodes_csv nodeset}; do
+for t in ${GF_FUZZ_TARGETS:-redfish hostfacts nodes_csv nodeset cper sse}; do
 	log=$work/$t.log
 	rc=0
 	"$build/tests/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \

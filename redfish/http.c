@@ -74,6 +74,8 @@ struct rf_http {
 	const struct rf_body *stream; /* rf_http_request_body(): the body, read as it is sent */
 	bool stream_failed;           /* and its source failed */
 	char errbuf[CURL_ERROR_SIZE];
+	struct curl_slist *stream_hdrs; /* rf_http_stream_begin(): the stream's headers */
+	struct rf_resp sresp;           /* and its response headers */
 };
 
 static void free_secret(char **s)
@@ -334,6 +336,8 @@ void rf_http_free(struct rf_http *h)
 		return;
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
+	curl_slist_free_all(h->stream_hdrs);
+	rf_resp_release(&h->sresp);
 	free(h->base);
 	free(h->node);
 	free_secret(&h->token);
@@ -515,6 +519,31 @@ static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_
 			  kind == GF_EK_TIMEOUT ? "request" : "connection to", url, h->node, why);
 }
 
+/*
+ * The credentials of the next request: the token as a header (added to
+ * @hdrs, returned), else Basic, else none.
+ */
+static struct curl_slist *with_auth(struct rf_http *h, struct curl_slist *hdrs)
+{
+	struct gf_buf line = GF_BUF_INIT;
+
+	if (h->auth && h->token) {
+		gf_buf_addf(&line, "X-Auth-Token: %s", h->token);
+		hdrs = curl_slist_append(hdrs, gf_buf_str(&line));
+		gf_buf_release_secret(&line);
+	}
+	if (h->auth && !h->token && h->user) {
+		curl_easy_setopt(h->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(h->curl, CURLOPT_USERNAME, h->user);
+		curl_easy_setopt(h->curl, CURLOPT_PASSWORD, h->password ? h->password : "");
+	} else {
+		curl_easy_setopt(h->curl, CURLOPT_USERNAME, NULL);
+		curl_easy_setopt(h->curl, CURLOPT_PASSWORD, NULL);
+		curl_easy_setopt(h->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_NONE);
+	}
+	return hdrs;
+}
+
 /* One exchange, no redirect or retry logic. */
 static int exchange(struct rf_http *h, const char *method, const char *url, const char *body,
 		    const char *if_match, struct rf_resp *r, struct gf_err *err)
@@ -562,22 +591,9 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 		gf_buf_addf(&line, "If-Match: %s", if_match);
 		hdrs = curl_slist_append(hdrs, gf_buf_str(&line));
 	}
-	if (h->auth && h->token) {
-		gf_buf_reset(&line);
-		gf_buf_addf(&line, "X-Auth-Token: %s", h->token);
-		hdrs = curl_slist_append(hdrs, gf_buf_str(&line));
-	}
 	gf_buf_release_secret(&line);
+	hdrs = with_auth(h, hdrs);
 	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, hdrs);
-	if (h->auth && !h->token && h->user) {
-		curl_easy_setopt(h->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-		curl_easy_setopt(h->curl, CURLOPT_USERNAME, h->user);
-		curl_easy_setopt(h->curl, CURLOPT_PASSWORD, h->password ? h->password : "");
-	} else {
-		curl_easy_setopt(h->curl, CURLOPT_USERNAME, NULL);
-		curl_easy_setopt(h->curl, CURLOPT_PASSWORD, NULL);
-		curl_easy_setopt(h->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_NONE);
-	}
 	curl_easy_setopt(h->curl, CURLOPT_URL, url);
 	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, ms);
 	curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, cms);
@@ -748,5 +764,70 @@ int rf_http_status_err(const struct rf_http *h, const char *method, const char *
 	if (err)
 		err->detail = r->status;
 	gf_buf_release(&msg);
+	return rc;
+}
+
+int rf_http_stream_begin(struct rf_http *h, const char *path, const char *last_event_id,
+			 size_t (*write)(char *data, size_t size, size_t nmemb, void *ud), void *ud,
+			 void **ret_easy, struct gf_err *err)
+{
+	struct gf_buf url = GF_BUF_INIT, line = GF_BUF_INIT;
+	struct curl_slist *hdrs = NULL;
+	int rc = build_url(h, path, &url, err);
+
+	if (rc < 0)
+		return rc;
+	if (h->stream_hdrs)
+		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+				  "bmc '%s' has a stream open already", h->node);
+	hdrs = curl_slist_append(hdrs, "Accept: text/event-stream");
+	hdrs = curl_slist_append(hdrs, "Cache-Control: no-cache");
+	hdrs = curl_slist_append(hdrs, "OData-Version: 4.0");
+	hdrs = curl_slist_append(hdrs, "Content-Type:");
+	if (last_event_id && *last_event_id) {
+		gf_buf_addf(&line, "Last-Event-ID: %s", last_event_id);
+		hdrs = curl_slist_append(hdrs, gf_buf_str(&line));
+		gf_buf_release(&line);
+	}
+	hdrs = with_auth(h, hdrs);
+	rf_resp_release(&h->sresp);
+	h->cur = &h->sresp;
+	h->errbuf[0] = '\0';
+	h->pin_mismatch = false;
+	h->stream_hdrs = hdrs;
+	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h->curl, CURLOPT_URL, gf_buf_str(&url));
+	curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, NULL);
+	curl_easy_setopt(h->curl, CURLOPT_HTTPGET, 1L);
+	/* A stream has no end: the caller watches for stalls and its deadline. */
+	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, 0L);
+	curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)(CONNECT_MAX_S * 1000));
+	curl_easy_setopt(h->curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)0);
+	curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, write);
+	curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, ud);
+	gf_buf_release(&url);
+	*ret_easy = h->curl;
+	return 0;
+}
+
+int rf_http_stream_end(struct rf_http *h, int cc, long *ret_status, struct gf_err *err)
+{
+	char url[256];
+	char *u = NULL;
+	int rc = 0;
+
+	*ret_status = 0;
+	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, ret_status);
+	curl_easy_getinfo(h->curl, CURLINFO_EFFECTIVE_URL, &u);
+	snprintf(url, sizeof(url), "%s", u ? u : "?");
+	if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR)
+		rc = curl_fail(h, (CURLcode)cc, url, err);
+	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(h->stream_hdrs);
+	h->stream_hdrs = NULL;
+	curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, h);
+	curl_easy_setopt(h->curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)h->max_body);
+	h->cur = NULL;
 	return rc;
 }

@@ -106,4 +106,24 @@ const char *rf_http_fingerprint(const struct rf_http *h);
 int rf_http_status_err(const struct rf_http *h, const char *method, const char *path,
 		       const struct rf_resp *r, struct gf_err *err);
 
+/*
+ * A long GET of @path for the caller to drive on its own curl multi handle
+ * (redfish/sse.c): the session's credentials, pin and connection, with
+ * Accept: text/event-stream and, when given, Last-Event-ID; no overall
+ * timeout (the caller watches for stalls and its deadline). The body goes
+ * to @write (curl's write callback, @ud its data). *ret_easy is the CURL
+ * easy handle (borrowed: add it to the multi handle, remove it before
+ * rf_http_stream_end()). No other request may run until then.
+ */
+int rf_http_stream_begin(struct rf_http *h, const char *path, const char *last_event_id,
+			 size_t (*write)(char *data, size_t size, size_t nmemb, void *ud), void *ud,
+			 void **ret_easy, struct gf_err *err);
+/*
+ * The stream ended with CURLcode @cc (CURLE_WRITE_ERROR: the write
+ * callback stopped it, no error here): *ret_status the HTTP status (0
+ * when none came), the error mapped as for requests; the connection is
+ * ready for requests again (to delete the session).
+ */
+int rf_http_stream_end(struct rf_http *h, int cc, long *ret_status, struct gf_err *err);
+
 #endif

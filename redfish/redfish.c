@@ -307,6 +307,16 @@ static void rf_close(void *vs)
 	session_free(s);
 }
 
+struct rf_client *rf_session_client(void *session)
+{
+	return &((struct rf_session *)session)->client;
+}
+
+struct rf_http *rf_session_http(void *session)
+{
+	return ((struct rf_session *)session)->http;
+}
+
 static const char *rf_fingerprint_op(void *vs)
 {
 	struct rf_session *s = vs;

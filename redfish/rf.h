@@ -117,6 +117,15 @@ int rf_patch_fresh(struct rf_client *c, const char *uri,
 				   struct gf_err *err),
 		   void *ud, struct gf_err *err);
 
+/*
+ * What an open session of the backend (gf_redfish_backend.open) holds:
+ * its walker client, and its HTTPS connection (credentials set, the pin
+ * taken). Borrowed, valid until the session is closed.
+ */
+struct rf_http;
+struct rf_client *rf_session_client(void *session);
+struct rf_http *rf_session_http(void *session);
+
 /* ---- vendor dialects (dialect.c): differences kept as data -------------- */
 
 /* How a FirmwareInventory member Id is cut before the rules see it. */
@@ -224,6 +233,8 @@ bool rf_sel_entry(const json_t *entry, struct gf_sel_list *ret);
  * the one named @want. Returns the index, or -1.
  */
 long rf_sel_pick(const struct rf_dialect *d, const json_t *services, const char *want);
+/* The raw LogEntry members of the event log rf_sel_list() reads (new array, BMC order). */
+int rf_sel_entries(struct rf_client *c, json_t **ret, struct gf_err *err);
 int rf_sel_list(struct rf_client *c, struct gf_sel_list *ret, struct gf_err *err);
 int rf_sel_clear(struct rf_client *c, struct gf_err *err);
 

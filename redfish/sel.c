@@ -230,13 +230,9 @@ static int by_time(const void *a, const void *b)
 	return x->at < y->at ? -1 : (x->at > y->at ? 1 : 0);
 }
 
-int rf_sel_list(struct rf_client *c, struct gf_sel_list *ret, struct gf_err *err)
+int rf_sel_entries(struct rf_client *c, json_t **ret, struct gf_err *err)
 {
-	struct gf_sel_list got = {0};
-	json_t *log = NULL, *entries = NULL;
-	struct keyed *order;
-	size_t i;
-	json_t *e;
+	json_t *log = NULL;
 	int rc;
 
 	rc = pick_log(c, &log, err);
@@ -249,8 +245,21 @@ int rf_sel_list(struct rf_client *c, struct gf_sel_list *ret, struct gf_err *err
 		json_decref(log);
 		return rc;
 	}
-	rc = rf_collection_of(c, log, "Entries", RF_WALK_EXPAND, &entries, err);
+	rc = rf_collection_of(c, log, "Entries", RF_WALK_EXPAND, ret, err);
 	json_decref(log);
+	return rc;
+}
+
+int rf_sel_list(struct rf_client *c, struct gf_sel_list *ret, struct gf_err *err)
+{
+	struct gf_sel_list got = {0};
+	json_t *entries = NULL;
+	struct keyed *order;
+	size_t i;
+	json_t *e;
+	int rc;
+
+	rc = rf_sel_entries(c, &entries, err);
 	if (rc < 0)
 		return rc;
 	json_array_foreach(entries, i, e)

@@ -60,6 +60,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from labutil import LabError, node_address, pid_alive, pid_cmdline, wait_gone, write_atomic  # noqa: E402
 import redfish_update  # noqa: E402
 import redfish_bios  # noqa: E402
+import redfish_events  # noqa: E402
 
 
 # The emulator keeps to loopback; each test module has its own prefix.
@@ -418,6 +419,7 @@ class Node:
                     self.actions[act['target']] = (name, uri)
         self.update = redfish_update.NodeUpdates(self)
         redfish_bios.setup(self)
+        redfish_events.setup(self)
 
     def _zero_counters(self):
         self.counters = {'requests': 0, 'connections': 0, 'handshakes': 0,
@@ -1516,6 +1518,9 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             self._send(node, method, rf_error(fault, 'GeneralError', node.fault_message or
                                               'A planted fault (HTTP %d).' % fault), 'none', None)
             return
+        if method == 'GET' and redfish_events.is_stream(node, self.path):
+            redfish_events.serve(self, node)
+            return
         try:
             reply, kind, user = node.handle(method, self.path, self.headers, body)
         except _Bad as e:
@@ -1629,6 +1634,9 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
         q = dict(urllib.parse.parse_qsl(split.query))
         path = split.path
         try:
+            ev = redfish_events.control(node, method, path, self)
+            if ev is not None:
+                return self._answer(*ev)
             upd = node.update.control(method, path)
             if upd is not None:
                 return self._answer(*upd)
@@ -2398,6 +2406,7 @@ def selftest(workdir, prefix='127.32.250'):
 
 
 redfish_bios.bind(sys.modules[__name__])
+redfish_events.bind(sys.modules[__name__])
 
 
 # ---- command line ------------------------------------------------------------
