@@ -228,7 +228,7 @@ class Node:
         self.addr = node_address(lab.prefix, index)
         opts = lab.overrides.get(index, {})
         unknown = set(opts) - {'password', 'power', 'port', 'fw', 'aux_fw', 'manufacturer_id',
-                               'product_id', 'bios', 'fru', 'fru_raw'}
+                               'product_id', 'bios', 'fru', 'fru_raw', 'sol'}
         if unknown:
             raise LabError('node %d: unknown override %s' % (index, ', '.join(sorted(unknown))))
         self.password = opts.get('password', lab.password)
@@ -245,6 +245,8 @@ class Node:
         self.fru = opts.get('fru') or default_fru(index)
         # A whole FRU image (hex), e.g. a broken one; replaces fru.
         self.fru_raw = bytes.fromhex(opts['fru_raw']) if opts.get('fru_raw') else None
+        # Serial-over-LAN: "ADDRESS:PORT" the sim connects out to (tests/lab/serialport.py).
+        self.sol = opts.get('sol')
         self.dir = os.path.join(lab.workdir, 'node%d' % index)
         self.pid = None
         self.proc = None
@@ -389,6 +391,7 @@ class IpmiLab:
             'index': n.index, 'addr': n.addr, 'port': n.port, 'guid': guid,
             'chassis_control': ctl, 'user': self.user, 'password': n.password,
             'console_port': self.console_port, 'modules': modules,
+            'sol': ('sol "tcp:%s" 115200' % n.sol) if n.sol else '# no serial port',
         })
         fru = n.fru_raw if n.fru_raw is not None else fru_image(**n.fru)
         if self.module and n.aux_fw:
