@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,4 +286,106 @@ void gf_conlog_close(struct gf_conlog *l)
 	gf_buf_release(&l->line);
 	free(l->path);
 	free(l);
+}
+
+int gf_conlog_parse_size(const char *s, unsigned long long min, unsigned long long max,
+			 unsigned long long *ret)
+{
+	unsigned long long v = 0, mul = 1;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9') {
+		if (v > (~0ULL - 9) / 10)
+			return -1;
+		v = v * 10 + (unsigned long long)(*p++ - '0');
+	}
+	switch (*p) {
+	case 0: break;
+	case 'K':
+	case 'k':
+		mul = 1ULL << 10;
+		p++;
+		break;
+	case 'M':
+	case 'm':
+		mul = 1ULL << 20;
+		p++;
+		break;
+	case 'G':
+	case 'g':
+		mul = 1ULL << 30;
+		p++;
+		break;
+	default: return -1;
+	}
+	if (*p || (v && mul > ~0ULL / v) || v * mul < min || v * mul > max)
+		return -1;
+	*ret = v * mul;
+	return 0;
+}
+
+/* One file's lines to @fn. */
+static int read_file(const char *path, int (*fn)(void *ud, double t, const char *text), void *ud,
+		     struct gf_err *err)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int rc = 0;
+
+	if (!f)
+		return errno == ENOENT ? 0
+				       : gf_err_set(err, GF_E_IO, GF_EK_NONE,
+						    "cannot read '%s': %s", path, strerror(errno));
+	while (!rc && (len = getline(&line, &cap, f)) >= 0) {
+		char *sp = strchr(line, ' ');
+		double t = NAN;
+		const char *text = line;
+
+		if (len && line[len - 1] == '\n')
+			line[len - 1] = 0;
+		if (sp) {
+			*sp = 0;
+			if (gf_time_parse_iso8601(line, &t) == 0)
+				text = sp + 1;
+			else
+				*sp = ' ';
+		}
+		rc = fn(ud, t, text);
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+int gf_conlog_read(const char *dir, const char *node,
+		   int (*fn)(void *ud, double t, const char *text), void *ud, struct gf_err *err)
+{
+	char *base = NULL;
+	int rc = 0;
+
+	if (!*node || strchr(node, '/') || node[0] == '.')
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "node name '%s' cannot be a log file name", node);
+	if (asprintf(&base, "%s/%s.log", dir, node) < 0)
+		return gf_err_set(err, GF_E_NOMEM, GF_EK_NONE, "out of memory");
+	for (int k = KEEP_MAX; !rc && k >= 0; k--) {
+		char *p = NULL;
+
+		if (k == 0)
+			p = strdup(base);
+		else if (asprintf(&p, "%s.%d", base, k) < 0)
+			p = NULL;
+		if (!p) {
+			rc = gf_err_set(err, GF_E_NOMEM, GF_EK_NONE, "out of memory");
+			break;
+		}
+		rc = read_file(p, fn, ud, err);
+		free(p);
+	}
+	free(base);
+	return rc;
 }

@@ -43,4 +43,20 @@ unsigned long long gf_conlog_disk(const struct gf_conlog *l);
  */
 void gf_conlog_total_cap(struct gf_conlog *const *v, size_t n, unsigned long long cap);
 
+/*
+ * Read node @node's log in @dir, oldest line first (NODE.log.K ... .1, then
+ * NODE.log), calling @fn with the time of each line (NAN when it has none)
+ * and the text after it, without the newline. A missing log is no line.
+ * Returns 0, GF_E_IO, or what @fn returned when it was not 0 (it stops).
+ */
+int gf_conlog_read(const char *dir, const char *node,
+		   int (*fn)(void *ud, double t, const char *text), void *ud, struct gf_err *err);
+
+/*
+ * A size as options write it: bytes, or with K, M, G (KiB, MiB, GiB; "10M").
+ * -1 when @s is not one, or not in [@min, @max].
+ */
+int gf_conlog_parse_size(const char *s, unsigned long long min, unsigned long long max,
+			 unsigned long long *ret);
+
 #endif

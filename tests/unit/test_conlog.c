@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,12 +131,83 @@ static void total_cap_over_logs(void **state)
 	gf_conlog_close(v[1]);
 }
 
+struct got {
+	char text[8][64];
+	double t[8];
+	int n;
+};
+
+static int collect(void *ud, double t, const char *text)
+{
+	struct got *g = ud;
+
+	if (g->n == 8)
+		return -100;
+	snprintf(g->text[g->n], sizeof(g->text[0]), "%s", text);
+	g->t[g->n++] = t;
+	return 0;
+}
+
+static void read_back_oldest_first(void **state)
+{
+	struct gf_conlog_opts o = {.max_size = 4096, .keep = 2};
+	struct gf_conlog *l;
+	struct got g = {0};
+	char path[128];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(gf_conlog_open(dir, "r1", &o, &l, NULL), 0);
+	assert_int_equal(gf_conlog_data(l, "one\ntwo\n", 8, 1796169600.0, NULL), 0);
+	gf_conlog_close(l);
+	snprintf(path, sizeof(path), "%s/r1.log.1", dir);
+	f = fopen(path, "w");
+	fputs("2026-12-01T00:00:00.000Z older\nno time here\n", f);
+	fclose(f);
+	assert_int_equal(gf_conlog_read(dir, "r1", collect, &g, NULL), 0);
+	assert_int_equal(g.n, 4);
+	assert_string_equal(g.text[0], "older");
+	assert_true(g.t[0] == 1796169600.0 - 86400);
+	assert_string_equal(g.text[1], "no time here");
+	assert_true(isnan(g.t[1]));
+	assert_string_equal(g.text[2], "one");
+	assert_string_equal(g.text[3], "two");
+	assert_true(g.t[3] == 1796169600.0);
+	g.n = 0;
+	assert_int_equal(gf_conlog_read(dir, "none", collect, &g, NULL), 0);
+	assert_int_equal(g.n, 0);
+	assert_int_equal(gf_conlog_read(dir, "../x", collect, &g, NULL), GF_E_USAGE);
+}
+
+static void sizes(void **state)
+{
+	unsigned long long v = 0;
+
+	(void)state;
+	assert_int_equal(gf_conlog_parse_size("10M", 1, ~0ULL, &v), 0);
+	assert_int_equal(v, 10ULL << 20);
+	assert_int_equal(gf_conlog_parse_size("4096", 1, ~0ULL, &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(gf_conlog_parse_size("2k", 1, ~0ULL, &v), 0);
+	assert_int_equal(v, 2048);
+	assert_int_equal(gf_conlog_parse_size("1G", 1, ~0ULL, &v), 0);
+	assert_int_equal(v, 1ULL << 30);
+	assert_int_equal(gf_conlog_parse_size("", 1, ~0ULL, &v), -1);
+	assert_int_equal(gf_conlog_parse_size("10X", 1, ~0ULL, &v), -1);
+	assert_int_equal(gf_conlog_parse_size("-1", 1, ~0ULL, &v), -1);
+	assert_int_equal(gf_conlog_parse_size("0", 1, ~0ULL, &v), -1);
+	assert_int_equal(gf_conlog_parse_size("99999999999999999999", 1, ~0ULL, &v), -1);
+	assert_int_equal(gf_conlog_parse_size("17179869184G", 1, ~0ULL, &v), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lines_stamped_and_escaped),
 		cmocka_unit_test(rotation_keeps_n_files),
 		cmocka_unit_test(total_cap_over_logs),
+		cmocka_unit_test(read_back_oldest_first),
+		cmocka_unit_test(sizes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
