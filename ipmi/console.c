@@ -147,9 +147,15 @@ static int con_open(const struct gf_bmc_target *t, bool steal, bool keepalive,
 	ic.privilege_level = privilege_of(ip.privilege);
 	ic.cipher_suite_id = ip.cipher_suite; /* -1: libipmiconsole's default, 3 */
 	ic.workaround_flags = ip.sol_workarounds;
-	/* Defaults, except the session: a console is idle for long, its keep-alives hold it. */
+	/*
+	 * A console is idle for long: keep-alives every 5 s hold the session, and a
+	 * BMC that stops answering them ends it after 20 s (libipmiconsole's
+	 * defaults, 20 s and 60 s, would let a session time out between two).
+	 */
 	pc.session_timeout_len = 20000;
-	ec.engine_flags = keepalive ? IPMICONSOLE_ENGINE_SERIAL_KEEPALIVE : 0;
+	pc.keepalive_timeout_len = 5000;
+	pc.retransmission_keepalive_timeout_len = 2000;
+	ec.engine_flags = keepalive ? IPMICONSOLE_ENGINE_SERIAL_KEEPALIVE_EMPTY : 0;
 	ec.behavior_flags = steal ? 0 : IPMICONSOLE_BEHAVIOR_ERROR_ON_SOL_INUSE;
 	ec.debug_flags = 0;
 
