@@ -170,6 +170,13 @@ int cli_profiles(struct gf_cli *cli, enum cli_profile_use use, const struct gf_n
 /* cli/options.c: the executor options from the global options. */
 void cli_exec_opts(const struct gf_cli *cli, struct gf_exec_opts *o);
 
+/*
+ * cli/options.c: a --since value: a date (2026-11-29, 2026-11-29T12:00Z) or a
+ * duration ago (90m, 7d), into epoch seconds. Returns 0, or prints the error
+ * and returns GF_EXIT_USAGE.
+ */
+int cli_since(const char *arg, double *ret);
+
 /* cli/output.c: rendering a fan-out run. */
 struct cli_render {
 	struct gf_cli *cli;

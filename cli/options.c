@@ -276,3 +276,18 @@ void cli_exec_opts(const struct gf_cli *cli, struct gf_exec_opts *o)
 	o->timeout = cli->timeout;
 	o->retries = cli->retries;
 }
+
+int cli_since(const char *arg, double *ret)
+{
+	double dur;
+
+	if (gf_parse_duration(arg, &dur, NULL) == 0) {
+		*ret = gf_walltime() - dur;
+	} else if (gf_time_parse_iso8601(arg, ret) < 0) {
+		cli_error("--since '%s' is neither a date (2026-11-29, 2026-11-29T12:00Z) nor "
+			  "a duration (90m, 12h, 7d)",
+			  arg);
+		return GF_EXIT_USAGE;
+	}
+	return 0;
+}
