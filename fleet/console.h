@@ -47,3 +47,41 @@ int gf_console_connect(const struct gf_node *n, const struct gf_profile *prof, b
 void gf_console_close(struct gf_console_conn *c);
 
 #endif
+
+/* ---- console log: every console of many nodes, one thread ---------------- */
+
+enum gf_console_log_state {
+	GF_CLOG_CONNECTING = 0,
+	GF_CLOG_CONNECTED,
+	GF_CLOG_RECONNECTING, /* lost or not reached: tried again after a jittered wait */
+	GF_CLOG_BUSY,         /* someone else holds it (without steal): tried again later */
+	GF_CLOG_FAILED,       /* refused for good (credentials, no console): not tried again */
+};
+
+/* "connecting", "connected", "reconnecting", "busy", "failed". */
+const char *gf_console_log_state_name(enum gf_console_log_state s);
+
+struct gf_console_log {
+	const struct gf_node *nodes;
+	size_t n;
+	const struct gf_profile *const *profs; /* per node, resolved; NULL: the node fails */
+	bool steal;                            /* take over consoles in use */
+	double until;                          /* monotonic end of the run; 0: until cancelled */
+	double connect_timeout;                /* seconds a connection may take */
+	double backoff_min, backoff_max;       /* seconds between attempts, doubled */
+	const gf_cancel_flag *cancel;          /* set: every console closed, the run returns */
+	/* Called on the thread of gf_console_log_run(); @err only with a reason. */
+	void (*on_state)(void *ud, size_t i, enum gf_console_log_state st,
+			 const struct gf_err *err);
+	void (*on_data)(void *ud, size_t i, const void *buf, size_t len);
+	void *ud;
+};
+
+/*
+ * Keep every node's console open until @r->until or the cancel flag,
+ * read-only (nothing is ever written to a console), reading all of them
+ * with one poll loop on the calling thread (the backend's engine has its own
+ * threads). Consoles are ended (payloads deactivated) before it returns.
+ * GF_E_* only when the run itself cannot go on; nodes' failures are states.
+ */
+int gf_console_log_run(const struct gf_console_log *r, struct gf_err *err);
