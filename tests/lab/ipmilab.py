@@ -451,22 +451,41 @@ class IpmiLab:
         self.started = True
         try:
             for n in self.nodes.values():
-                log = open(os.path.join(n.dir, 'sim.log'), 'ab')
-                try:
-                    n.proc = subprocess.Popen(
-                        [self.sim, '-n', '-c', os.path.join(n.dir, 'lan.conf'),
-                         '-f', os.path.join(n.dir, 'emu.cmds'), '-s', n.dir],
-                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                        cwd=n.dir, start_new_session=True)
-                finally:
-                    log.close()
-                n.pid = n.proc.pid
+                self._spawn(n)
             self._write_pids()
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _spawn(self, n):
+        log = open(os.path.join(n.dir, 'sim.log'), 'ab')
+        try:
+            n.proc = subprocess.Popen(
+                [self.sim, '-n', '-c', os.path.join(n.dir, 'lan.conf'),
+                 '-f', os.path.join(n.dir, 'emu.cmds'), '-s', n.dir],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                cwd=n.dir, start_new_session=True)
+        finally:
+            log.close()
+        n.pid = n.proc.pid
+
+    def kill_node(self, i):
+        """SIGKILL node @i's sim (a BMC that dies) and wait until it is gone."""
+        n = self.node(i)
+        self._signal(i, signal.SIGKILL)
+        self._reap([n], time.monotonic() + 5.0)
+        if n.proc is not None:
+            n.proc.poll()
+
+    def restart_node(self, i):
+        """Start node @i's sim again with its configuration (after kill_node)."""
+        n = self.node(i)
+        if n.proc is not None and n.proc.poll() is None:
+            raise LabError('node %d is still running' % i)
+        self._spawn(n)
+        self._write_pids()
 
     def _write_pids(self):
         write_atomic(os.path.join(self.workdir, 'pids'),
