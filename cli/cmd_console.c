@@ -254,7 +254,6 @@ static enum end pump(const struct gf_console_conn *c, unsigned char escape, stru
 	int cfd = c->ops->fd(c->con);
 	struct gf_escape esc;
 	sigset_t block, orig;
-	bool in_open = true;
 
 	gf_escape_init(&esc, escape);
 	sigemptyset(&block);
@@ -263,7 +262,7 @@ static enum end pump(const struct gf_console_conn *c, unsigned char escape, stru
 	sigprocmask(SIG_BLOCK, &block, &orig);
 	for (;;) {
 		struct pollfd pfd[2] = {{.fd = cfd, .events = POLLIN},
-					{.fd = in_open ? STDIN_FILENO : -1, .events = POLLIN}};
+					{.fd = STDIN_FILENO, .events = POLLIN}};
 		unsigned char buf[4096], out[2 * sizeof(buf)];
 		ssize_t k;
 		int rc;
@@ -305,13 +304,9 @@ static enum end pump(const struct gf_console_conn *c, unsigned char escape, stru
 			if (k < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			if (k <= 0) {
-				/* Piped input ran out: what the node answers still shows until ~. or a signal. */
-				in_open = false;
-				if (isatty(STDIN_FILENO)) {
-					sigprocmask(SIG_SETMASK, &orig, NULL);
-					return END_EOF_INPUT;
-				}
-				continue;
+				/* The end of the input ends the session, as ~. does. */
+				sigprocmask(SIG_SETMASK, &orig, NULL);
+				return END_EOF_INPUT;
 			}
 			for (ssize_t i = 0; i < k; i++) {
 				size_t n;

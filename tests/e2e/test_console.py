@@ -269,6 +269,13 @@ def test_a_signal_ends_it_cleanly(cgf, sol_lab):
     payload_free(sol_lab, 2)
 
 
+def test_end_of_piped_input_ends_it(cgf, sol_lab):
+    r = cgf.run("console", "gpu01", input="", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "[connected to the serial console of gpu01" in r.stderr
+    payload_free(sol_lab, 1)
+
+
 def test_bad_input_is_a_usage_error(cgf):
     r = cgf.run("console", "--escape", "ab", "gpu01")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
