@@ -20,6 +20,7 @@
 #include "fleet/console.h"
 #include "lib/conlog.h"
 #include "lib/escape.h"
+#include "lib/nodeset.h"
 #include "lib/file.h"
 #include "lib/buf.h"
 #include "lib/util.h"
@@ -741,6 +742,45 @@ static int by_time(const void *pa, const void *pb)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
+/*
+ * -C: identical lines of several nodes as one, "NODESET  FIRST-TIME  LINE",
+ * in the order their first one came.
+ */
+static void print_folded(const struct gf_node *nodes, const struct hit *v, size_t n)
+{
+	bool *done = calloc(n ? n : 1, sizeof(*done));
+	const char **names = calloc(n ? n : 1, sizeof(*names));
+
+	for (size_t i = 0; done && names && i < n; i++) {
+		size_t k = 0;
+		char ts[40] = "-", *set, *safe;
+
+		if (done[i])
+			continue;
+		for (size_t j = i; j < n; j++) {
+			if (done[j] || strcmp(v[j].text, v[i].text) != 0)
+				continue;
+			done[j] = true;
+			/* a node once, however often it printed the line */
+			bool seen = false;
+
+			for (size_t m = 0; m < k; m++)
+				seen = seen || names[m] == nodes[v[j].node].name;
+			if (!seen)
+				names[k++] = nodes[v[j].node].name;
+		}
+		if (!isnan(v[i].t))
+			gf_time_format(v[i].t, ts, sizeof(ts));
+		set = gf_nodeset_collapse(names, k);
+		safe = gf_term_safe(v[i].text);
+		printf("%s  %s  %s\n", set ? set : "?", ts, safe ? safe : "");
+		free(set);
+		free(safe);
+	}
+	free(done);
+	free(names);
+}
+
 /* The lines, oldest first: node, time, text (escaped again: a log is not trusted). */
 static void print_hits(struct gf_cli *cli, const struct gf_node *nodes, const struct hit *v,
 		       size_t n)
@@ -828,7 +868,10 @@ static int read_logs(struct gf_cli *cli, const struct console_args *a, const cha
 		}
 	}
 	qsort(c.v, c.n, sizeof(*c.v), by_time);
-	print_hits(cli, nodes, c.v, c.n);
+	if (cli->collapse && cli->format == GF_FMT_TABLE)
+		print_folded(nodes, c.v, c.n);
+	else
+		print_hits(cli, nodes, c.v, c.n);
 	rc = c.n || !pattern ? GF_EXIT_OK : GF_EXIT_FAILED;
 out:
 	for (size_t i = 0; i < c.n; i++)

@@ -375,8 +375,11 @@ def test_log_keeps_lines_in_order_escapes_and_reconnects(lgf, log_lab, tmp_path)
         for k in range(30):
             for i, sp in log_lab.serial.items():
                 sp.send(b"n%d line %03d \x1b[1mbold\x1b[0m\r\n" % (i, k))
+        for sp in log_lab.serial.values():
+            sp.send(b"same on every node\r\n")
         for i in range(1, LOG_COUNT + 1):
             wait_logged(os.path.join(d, f"n{i}.log"), f"n{i} line 029")
+            wait_logged(os.path.join(d, f"n{i}.log"), "same on every node")
         for i in range(1, LOG_COUNT + 1):
             lines = [ln for ln in log_lines(os.path.join(d, f"n{i}.log")) if " line " in ln]
             assert [int(ln.split(" line ")[1][:3]) for ln in lines] == list(range(30)), lines
@@ -418,6 +421,9 @@ def test_log_keeps_lines_in_order_escapes_and_reconnects(lgf, log_lab, tmp_path)
     assert {ln.split("  ")[0] for ln in out} == {f"n{i}" for i in range(1, LOG_COUNT + 1)}
     times = [ln.split("  ")[1] for ln in out]
     assert times == sorted(times) and all(re.match(STAMP, t + " ") for t in times), out
+    r = lgf.run("-C", "console", "grep", "same on every", "--dir", d, "@all")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 1, r.stdout
+    assert r.stdout.startswith(f"n[1-{LOG_COUNT}]  ") and "same on every node" in r.stdout
     r, data = lgf.json("console", "grep", "after the restart", "--dir", d, "@all")
     assert r.returncode == 0 and [o["node"] for o in data] == ["n1"], data
     assert data[0]["line"] == "after the restart"
@@ -426,7 +432,7 @@ def test_log_keeps_lines_in_order_escapes_and_reconnects(lgf, log_lab, tmp_path)
     r = lgf.run("console", "tail", "--dir", d, "-n", "2", "n2")
     assert r.returncode == 0, r.stderr
     out = r.stdout.splitlines()
-    assert len(out) == 2 and "n2 line 029" in out[0] and "console log ended" in out[1], out
+    assert len(out) == 2 and "same on every node" in out[0] and "console log ended" in out[1], out
 
 
 def logged_bytes(prom, node):
