@@ -38,6 +38,16 @@ static const struct cli_verb verbs[] = {
 	 "       gpufleet boot none [--dry-run] TARGETS\n"
 	 "One-time (next boot only) unless --persistent. A node whose BMC holds something else\n"
 	 "after the set fails with kind refused.\n"},
+	{"console", cmd_console, 0,
+	 "a node's serial console on the terminal (IPMI Serial over LAN)",
+	 "usage: gpufleet console [--escape CHAR] [--steal] NODE\n"
+	 "       gpufleet console log --dir DIR [--duration SECONDS] [--max-size SIZE] [--keep N]\n"
+	 "                            [--total-size SIZE] [--metrics FILE] [--steal] TARGETS\n"
+	 "       gpufleet console grep PATTERN --dir DIR [--since WHEN] TARGETS\n"
+	 "       gpufleet console tail --dir DIR [-n N] NODE\n"
+	 "Escapes at the start of a line: ~. ends, ~B sends a break, ~~ sends ~, ~? lists them.\n"
+	 "A console another session holds fails with kind busy; --steal takes it over.\n"
+	 "log keeps every console of TARGETS in DIR/NODE.log, reconnecting by itself.\n"},
 	{"diff", cmd_diff, 0, "what changed between two sweeps: nodes and components",
 	 "usage: gpufleet diff [SWEEP_A [SWEEP_B]] [--component PATTERN] [--ignore PATTERN]\n"
 	 "Without sweeps: the last two; with one: that one against the last.\n"},

@@ -5,6 +5,7 @@
 #include "cli/common.h"
 
 int cmd_bios(struct gf_cli *cli, int argc, char **argv);
+int cmd_console(struct gf_cli *cli, int argc, char **argv);
 int cmd_boot(struct gf_cli *cli, int argc, char **argv);
 int cmd_diff(struct gf_cli *cli, int argc, char **argv);
 int cmd_drift(struct gf_cli *cli, int argc, char **argv);

@@ -14,6 +14,7 @@
 struct gf_ipmi_profile {
 	int cipher_suite;          /* -1: the default (17, falling back to 3) */
 	unsigned workaround_flags; /* of the profile's IPMI version */
+	unsigned sol_workarounds;  /* IPMICONSOLE_WORKAROUND_*: the console's (ipmi/console.c) */
 	uint8_t privilege;         /* IPMI_PRIVILEGE_LEVEL_* */
 };
 
@@ -103,6 +104,15 @@ enum gf_ipmi_fallback {
  * be read. Only a definite refusal or the list itself lets 3 be used.
  */
 enum gf_ipmi_fallback gf_ipmi_fallback_verdict(bool definite, int listed);
+
+/*
+ * "host", "host:port" or "[v6]:port" of @t's BMC, its name resolved to a
+ * numeric address by the deadline (ipmi.c); GF_E_NODE otherwise.
+ */
+int gf_ipmi_host_arg(const struct gf_bmc_target *t, char *buf, size_t size, struct gf_err *err);
+
+/* The console of the IPMI backend: Serial over LAN through libipmiconsole (console.c). */
+extern const struct gf_console_ops gf_ipmi_console_ops;
 
 /* Lower-case copy of @in into @buf; returns @buf. */
 const char *gf_ipmi_lower(const char *in, char *buf, size_t size);

@@ -102,7 +102,7 @@ static void crypt_init(void)
  * "host", "host:port" or "[v6]:port", the forms FreeIPMI's parser takes, of
  * @t's host resolved to a numeric address by the deadline.
  */
-static int host_arg(const struct gf_bmc_target *t, char *buf, size_t size, struct gf_err *err)
+int gf_ipmi_host_arg(const struct gf_bmc_target *t, char *buf, size_t size, struct gf_err *err)
 {
 	const char *node = t->node ? t->node : t->host;
 	char addr[INET6_ADDRSTRLEN + 1];
@@ -379,7 +379,7 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	double t0 = gf_monotime();
 	int rc;
 
-	if (host_arg(t, host, sizeof(host), err) < 0)
+	if (gf_ipmi_host_arg(t, host, sizeof(host), err) < 0)
 		return GF_E_NODE;
 	if ((rc = gf_ipmi_profile_parse(p, &ip, err)) < 0)
 		return rc;
@@ -850,4 +850,5 @@ const struct gf_backend gf_ipmi_backend = {
 	.hardware = ipmi_hardware,
 	.boot_get = ipmi_boot_get,
 	.boot_set = ipmi_boot_set,
+	.console = &gf_ipmi_console_ops,
 };

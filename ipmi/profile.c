@@ -8,6 +8,7 @@
 #include "lib/util.h"
 
 #include <errno.h>
+#include <ipmiconsole.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -15,28 +16,47 @@
 /* Cipher suite IDs FreeIPMI can use (ipmipower -I). */
 static const int cipher_suites[] = {0, 1, 2, 3, 6, 7, 8, 11, 12, 15, 16, 17};
 
-/* ipmipower -W names, from ipmipower(8); the flags of the other IPMI version are ignored. */
+/*
+ * ipmipower -W names, from ipmipower(8), and ipmiconsole -W's for Serial over
+ * LAN (ipmiconsole(8)); the flags of the other IPMI version are ignored, and
+ * the SOL ones matter to the console only.
+ */
 static const struct {
 	const char *name;
 	unsigned v15; /* IPMI_WORKAROUND_FLAGS_OUTOFBAND_* */
 	unsigned v20; /* IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_* */
+	unsigned sol; /* IPMICONSOLE_WORKAROUND_* */
 } workarounds[] = {
 	{"authcap", IPMI_WORKAROUND_FLAGS_OUTOFBAND_AUTHENTICATION_CAPABILITIES,
-	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_AUTHENTICATION_CAPABILITIES},
+	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_AUTHENTICATION_CAPABILITIES,
+	 IPMICONSOLE_WORKAROUND_AUTHENTICATION_CAPABILITIES},
 	{"nochecksumcheck", IPMI_WORKAROUND_FLAGS_OUTOFBAND_NO_CHECKSUM_CHECK,
-	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NO_CHECKSUM_CHECK},
-	{"idzero", IPMI_WORKAROUND_FLAGS_OUTOFBAND_ACCEPT_SESSION_ID_ZERO, 0},
-	{"unexpectedauth", IPMI_WORKAROUND_FLAGS_OUTOFBAND_CHECK_UNEXPECTED_AUTHCODE, 0},
-	{"forcepermsg", IPMI_WORKAROUND_FLAGS_OUTOFBAND_FORCE_PERMSG_AUTHENTICATION, 0},
-	{"endianseq", IPMI_WORKAROUND_FLAGS_OUTOFBAND_BIG_ENDIAN_SEQUENCE_NUMBER, 0},
-	{"noauthcodecheck", IPMI_WORKAROUND_FLAGS_OUTOFBAND_NO_AUTH_CODE_CHECK, 0},
-	{"intel20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_INTEL_2_0_SESSION},
-	{"supermicro20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUPERMICRO_2_0_SESSION},
-	{"sun20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUN_2_0_SESSION},
-	{"opensesspriv", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE},
+	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NO_CHECKSUM_CHECK,
+	 IPMICONSOLE_WORKAROUND_NO_CHECKSUM_CHECK},
+	{"idzero", IPMI_WORKAROUND_FLAGS_OUTOFBAND_ACCEPT_SESSION_ID_ZERO, 0, 0},
+	{"unexpectedauth", IPMI_WORKAROUND_FLAGS_OUTOFBAND_CHECK_UNEXPECTED_AUTHCODE, 0, 0},
+	{"forcepermsg", IPMI_WORKAROUND_FLAGS_OUTOFBAND_FORCE_PERMSG_AUTHENTICATION, 0, 0},
+	{"endianseq", IPMI_WORKAROUND_FLAGS_OUTOFBAND_BIG_ENDIAN_SEQUENCE_NUMBER, 0, 0},
+	{"noauthcodecheck", IPMI_WORKAROUND_FLAGS_OUTOFBAND_NO_AUTH_CODE_CHECK, 0, 0},
+	{"intel20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_INTEL_2_0_SESSION,
+	 IPMICONSOLE_WORKAROUND_INTEL_2_0_SESSION},
+	{"supermicro20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUPERMICRO_2_0_SESSION,
+	 IPMICONSOLE_WORKAROUND_SUPERMICRO_2_0_SESSION},
+	{"sun20", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUN_2_0_SESSION,
+	 IPMICONSOLE_WORKAROUND_SUN_2_0_SESSION},
+	{"opensesspriv", 0, IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE,
+	 IPMICONSOLE_WORKAROUND_OPEN_SESSION_PRIVILEGE},
 	{"integritycheckvalue", 0,
-	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NON_EMPTY_INTEGRITY_CHECK_VALUE},
-	{"ipmiping", 0, 0}, /* ipmipower's own discovery; nothing for a session */
+	 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NON_EMPTY_INTEGRITY_CHECK_VALUE,
+	 IPMICONSOLE_WORKAROUND_NON_EMPTY_INTEGRITY_CHECK_VALUE},
+	{"ipmiping", 0, 0, 0}, /* ipmipower's own discovery; nothing for a session */
+	/* ipmiconsole -W: Serial over LAN only */
+	{"solpayloadsize", 0, 0, IPMICONSOLE_WORKAROUND_IGNORE_SOL_PAYLOAD_SIZE},
+	{"solport", 0, 0, IPMICONSOLE_WORKAROUND_IGNORE_SOL_PORT},
+	{"solstatus", 0, 0, IPMICONSOLE_WORKAROUND_SKIP_SOL_ACTIVATION_STATUS},
+	{"solchannelsupport", 0, 0, IPMICONSOLE_WORKAROUND_SKIP_CHANNEL_PAYLOAD_SUPPORT},
+	{"serialalertsdeferred", 0, 0, IPMICONSOLE_WORKAROUND_SERIAL_ALERTS_DEFERRED},
+	{"solpacketseq", 0, 0, IPMICONSOLE_WORKAROUND_INCREMENT_SOL_PACKET_SEQUENCE},
 };
 
 static const struct {
@@ -80,9 +100,9 @@ static int cipher_parse(const char *key, const char *v, int *ret, struct gf_err 
 }
 
 static int workarounds_parse(const char *key, const char *v, unsigned *ret_v15, unsigned *ret_v20,
-			     struct gf_err *err)
+			     unsigned *ret_sol, struct gf_err *err)
 {
-	unsigned v15 = 0, v20 = 0;
+	unsigned v15 = 0, v20 = 0, sol = 0;
 	const char *s = v;
 
 	if (strcmp(v, "none") == 0)
@@ -109,6 +129,7 @@ static int workarounds_parse(const char *key, const char *v, unsigned *ret_v15, 
 					  key, (int)(e - b), b);
 		v15 |= workarounds[i].v15;
 		v20 |= workarounds[i].v20;
+		sol |= workarounds[i].sol;
 		if (!end)
 			break;
 		s = end + 1;
@@ -116,6 +137,7 @@ static int workarounds_parse(const char *key, const char *v, unsigned *ret_v15, 
 out:
 	*ret_v15 = v15;
 	*ret_v20 = v20;
+	*ret_sol = sol;
 	return 0;
 }
 
@@ -133,14 +155,14 @@ static int privilege_parse(const char *key, const char *v, uint8_t *ret, struct 
 
 int gf_ipmi_profile_check(const char *key, const char *value, struct gf_err *err)
 {
-	unsigned v15, v20;
+	unsigned v15, v20, sol;
 	uint8_t level;
 	int cs;
 
 	if (strcmp(key, "ipmi_cipher_suite") == 0)
 		return cipher_parse(key, value, &cs, err);
 	if (strcmp(key, "ipmi_workarounds") == 0)
-		return workarounds_parse(key, value, &v15, &v20, err);
+		return workarounds_parse(key, value, &v15, &v20, &sol, err);
 	if (strcmp(key, "ipmi_privilege") == 0)
 		return privilege_parse(key, value, &level, err);
 	return 0;
@@ -150,18 +172,19 @@ int gf_ipmi_profile_parse(const struct gf_profile *p, struct gf_ipmi_profile *re
 			  struct gf_err *err)
 {
 	struct gf_ipmi_profile r = {.cipher_suite = -1, .privilege = IPMI_PRIVILEGE_LEVEL_ADMIN};
-	unsigned v15 = 0, v20 = 0;
+	unsigned v15 = 0, v20 = 0, sol = 0;
 	struct gf_err e = {0};
 
 	if ((p->ipmi_cipher_suite &&
 	     cipher_parse("ipmi_cipher_suite", p->ipmi_cipher_suite, &r.cipher_suite, &e) < 0) ||
-	    (p->ipmi_workarounds &&
-	     workarounds_parse("ipmi_workarounds", p->ipmi_workarounds, &v15, &v20, &e) < 0) ||
+	    (p->ipmi_workarounds && workarounds_parse("ipmi_workarounds", p->ipmi_workarounds, &v15,
+						      &v20, &sol, &e) < 0) ||
 	    (p->ipmi_privilege &&
 	     privilege_parse("ipmi_privilege", p->ipmi_privilege, &r.privilege, &e) < 0))
 		return gf_err_set(err, GF_E_CONFIG, GF_EK_INTERNAL, "profile '%s': %s",
 				  p->name ? p->name : "default", e.msg);
 	r.workaround_flags = p->ipmi_v15 ? v15 : v20;
+	r.sol_workarounds = sol;
 	*ret = r;
 	return 0;
 }

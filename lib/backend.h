@@ -136,6 +136,49 @@ struct gf_ping_ops {
 	void (*stop)(struct gf_ping *p); /* ends its thread and frees it; NULL: nothing */
 };
 
+/*
+ * A node's serial console (struct gf_backend's console): a session the
+ * backend's own threads keep (FreeIPMI's SOL engine), seen by its caller as
+ * one file descriptor: reading it gives what the node printed, writing it
+ * types; EOF when the session ended.
+ */
+struct gf_console; /* the backend's, opaque */
+
+enum gf_console_state {
+	GF_CONSOLE_CONNECTING = 0,
+	GF_CONSOLE_CONNECTED,
+	GF_CONSOLE_FAILED, /* ended or never started; the error says why */
+};
+
+struct gf_console_ops {
+	/*
+	 * Before the first open: room for @n consoles at once. Not thread-safe;
+	 * once per process, undone by stop().
+	 */
+	int (*start)(size_t n, struct gf_err *err);
+	/*
+	 * Ends every console still open, their payloads deactivated (waits
+	 * for that, bounded by the protocol's session timeout).
+	 */
+	void (*stop)(void);
+	/*
+	 * Start connecting to @t's console without waiting: state() tells when
+	 * it is connected. @steal: take over a console someone else holds (else
+	 * that fails with kind GF_EK_BUSY); @keepalive: notice a serial port that
+	 * went silent behind a live session (the logger's). Credentials and
+	 * protocol knobs come from @t->prof.
+	 */
+	int (*open)(const struct gf_bmc_target *t, bool steal, bool keepalive,
+		    struct gf_console **ret, struct gf_err *err);
+	int (*fd)(struct gf_console *c);
+	/* Where the session is; GF_CONSOLE_FAILED with @err filled. Any thread. */
+	enum gf_console_state (*state)(struct gf_console *c, struct gf_err *err);
+	/* Send a break to the node's serial port. */
+	int (*brk)(struct gf_console *c, struct gf_err *err);
+	/* Close the fd and end the session (its payload deactivated); NULL: nothing. */
+	void (*close)(struct gf_console *c);
+};
+
 /* A certificate's SHA-256 fingerprint as lower-case hex, plus the NUL. */
 #define GF_BMC_FP_SIZE 65
 
@@ -225,6 +268,8 @@ struct gf_backend {
 	int (*bios_get)(void *session, bool with_registry, struct gf_bios *ret, struct gf_err *err);
 	int (*bios_set)(void *session, const json_t *values, enum gf_bios_apply when,
 			struct gf_err *err);
+	/* The node's serial console, without a session of open(); NULL: none. */
+	const struct gf_console_ops *console;
 };
 
 /*

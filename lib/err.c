@@ -14,6 +14,7 @@ static const char *const kind_names[] = {
 	[GF_EK_UNSUPPORTED] = "unsupported",
 	[GF_EK_REFUSED] = "refused",
 	[GF_EK_INTERNAL] = "internal",
+	[GF_EK_BUSY] = "busy",
 };
 
 int gf_err_setv(struct gf_err *err, int code, enum gf_errkind kind, const char *fmt, va_list ap)

@@ -28,6 +28,7 @@ enum gf_errkind {
 	GF_EK_UNSUPPORTED,
 	GF_EK_REFUSED,
 	GF_EK_INTERNAL,
+	GF_EK_BUSY, /* in use by someone else (a console's SOL payload) */
 };
 
 struct gf_err {

@@ -36,6 +36,8 @@ LOOPBACK = {
     ("test_inventory", "ipmi"): "127.36.1",
     ("test_ipmi_fleet_ping", "ipmi"): "127.44.0",           # live .1-6, dead .201-204
     ("test_events_follow", "ipmi"): "127.50.1",
+    ("test_console", "ipmi"): "127.52.1",                   # BMCs and their serial ports
+    ("test_console", "log"): "127.52.2",                    # console log: BMCs, serial ports
     # Redfish emulator BMCs
     ("test_redfish", "redfish"): "127.32.1",
     ("test_hostile", "redfish"): "127.32.10",

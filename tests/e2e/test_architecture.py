@@ -22,6 +22,7 @@ EXTERNAL = {
     "jansson": (r"jansson\.h", "jansson"),
     "inih": (r"ini\.h", "inih"),
     "freeipmi": (r"freeipmi/", "freeipmi"),
+    "libipmiconsole": (r"ipmiconsole\.h", "ipmiconsole"),
     "libcurl": (r"curl/", "curl"),
     "openssl": (r"openssl/", "openssl"),
     "libssh2": (r"libssh2", "ssh2"),
@@ -130,7 +131,7 @@ def test_every_meson_dependency_follows_the_rules(rules):
 
 
 # What reaches a peer: a backend, SSH, the fleet layer, or their libraries.
-PEER = re.compile(r"(ipmi|redfish|fleet)/|host/(ssh|hostcollect)\.h|libssh2|curl|freeipmi")
+PEER = re.compile(r"(ipmi|redfish|fleet)/|host/(ssh|hostcollect)\.h|libssh2|curl|freeipmi|ipmiconsole")
 
 
 def test_the_inventory_reaches_no_peer():

@@ -198,7 +198,7 @@ def test_gpufleet_1_documents_every_environment_variable():
 
 def test_gpufleet_1_documents_every_error_kind():
     kinds = ["timeout", "connect", "auth", "tls", "hostkey", "protocol", "unsupported",
-             "refused", "internal"]
+             "refused", "internal", "busy"]
     with open(os.path.join(TOP, "lib", "err.h"), encoding="utf-8") as f:
         enum = re.findall(r"GF_EK_([A-Z]+)", f.read())
     assert sorted(k.upper() for k in kinds) == sorted(set(enum) - {"NONE"}), enum

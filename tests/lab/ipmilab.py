@@ -228,7 +228,7 @@ class Node:
         self.addr = node_address(lab.prefix, index)
         opts = lab.overrides.get(index, {})
         unknown = set(opts) - {'password', 'power', 'port', 'fw', 'aux_fw', 'manufacturer_id',
-                               'product_id', 'bios', 'fru', 'fru_raw'}
+                               'product_id', 'bios', 'fru', 'fru_raw', 'sol'}
         if unknown:
             raise LabError('node %d: unknown override %s' % (index, ', '.join(sorted(unknown))))
         self.password = opts.get('password', lab.password)
@@ -245,6 +245,8 @@ class Node:
         self.fru = opts.get('fru') or default_fru(index)
         # A whole FRU image (hex), e.g. a broken one; replaces fru.
         self.fru_raw = bytes.fromhex(opts['fru_raw']) if opts.get('fru_raw') else None
+        # Serial-over-LAN: "ADDRESS:PORT" the sim connects out to (tests/lab/serialport.py).
+        self.sol = opts.get('sol')
         self.dir = os.path.join(lab.workdir, 'node%d' % index)
         self.pid = None
         self.proc = None
@@ -389,6 +391,7 @@ class IpmiLab:
             'index': n.index, 'addr': n.addr, 'port': n.port, 'guid': guid,
             'chassis_control': ctl, 'user': self.user, 'password': n.password,
             'console_port': self.console_port, 'modules': modules,
+            'sol': ('sol "tcp:%s" 115200' % n.sol) if n.sol else '# no serial port',
         })
         fru = n.fru_raw if n.fru_raw is not None else fru_image(**n.fru)
         if self.module and n.aux_fw:
@@ -448,22 +451,41 @@ class IpmiLab:
         self.started = True
         try:
             for n in self.nodes.values():
-                log = open(os.path.join(n.dir, 'sim.log'), 'ab')
-                try:
-                    n.proc = subprocess.Popen(
-                        [self.sim, '-n', '-c', os.path.join(n.dir, 'lan.conf'),
-                         '-f', os.path.join(n.dir, 'emu.cmds'), '-s', n.dir],
-                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                        cwd=n.dir, start_new_session=True)
-                finally:
-                    log.close()
-                n.pid = n.proc.pid
+                self._spawn(n)
             self._write_pids()
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _spawn(self, n):
+        log = open(os.path.join(n.dir, 'sim.log'), 'ab')
+        try:
+            n.proc = subprocess.Popen(
+                [self.sim, '-n', '-c', os.path.join(n.dir, 'lan.conf'),
+                 '-f', os.path.join(n.dir, 'emu.cmds'), '-s', n.dir],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                cwd=n.dir, start_new_session=True)
+        finally:
+            log.close()
+        n.pid = n.proc.pid
+
+    def kill_node(self, i):
+        """SIGKILL node @i's sim (a BMC that dies) and wait until it is gone."""
+        n = self.node(i)
+        self._signal(i, signal.SIGKILL)
+        self._reap([n], time.monotonic() + 5.0)
+        if n.proc is not None:
+            n.proc.poll()
+
+    def restart_node(self, i):
+        """Start node @i's sim again with its configuration (after kill_node)."""
+        n = self.node(i)
+        if n.proc is not None and n.proc.poll() is None:
+            raise LabError('node %d is still running' % i)
+        self._spawn(n)
+        self._write_pids()
 
     def _write_pids(self):
         write_atomic(os.path.join(self.workdir, 'pids'),

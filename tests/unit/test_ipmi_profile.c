@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ipmiconsole.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -131,6 +132,32 @@ static void test_workarounds(void **state)
 			 IPMI_WORKAROUND_FLAGS_OUTOFBAND_AUTHENTICATION_CAPABILITIES);
 	ip = parsed("[w]\nipmi_workarounds = idzero\n", "w");
 	assert_int_equal(ip.workaround_flags, 0); /* IPMI 1.5 only */
+}
+
+/* ipmiconsole -W's names for Serial over LAN load too; they change no other session. */
+static void test_sol_workarounds(void **state)
+{
+	struct gf_ipmi_profile ip;
+
+	(void)state;
+	ip = parsed("[w]\nipmi_workarounds = solchannelsupport, solpayloadsize, opensesspriv\n",
+		    "w");
+	assert_int_equal(ip.workaround_flags,
+			 IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE);
+	assert_int_equal(ip.sol_workarounds,
+			 IPMICONSOLE_WORKAROUND_SKIP_CHANNEL_PAYLOAD_SUPPORT |
+				 IPMICONSOLE_WORKAROUND_IGNORE_SOL_PAYLOAD_SIZE |
+				 IPMICONSOLE_WORKAROUND_OPEN_SESSION_PRIVILEGE);
+	ip = parsed("[w]\nipmi_workarounds = solport,solstatus,serialalertsdeferred,solpacketseq\n",
+		    "w");
+	assert_int_equal(ip.workaround_flags, 0);
+	assert_int_equal(ip.sol_workarounds,
+			 IPMICONSOLE_WORKAROUND_IGNORE_SOL_PORT |
+				 IPMICONSOLE_WORKAROUND_SKIP_SOL_ACTIVATION_STATUS |
+				 IPMICONSOLE_WORKAROUND_SERIAL_ALERTS_DEFERRED |
+				 IPMICONSOLE_WORKAROUND_INCREMENT_SOL_PACKET_SEQUENCE);
+	ip = parsed("[w]\nipmi_workarounds = idzero\n", "w");
+	assert_int_equal(ip.sol_workarounds, 0);
 }
 
 static void test_privilege(void **state)
@@ -256,10 +283,11 @@ static void test_fallback_verdict(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),       cmocka_unit_test(test_cipher_suites),
-		cmocka_unit_test(test_workarounds),    cmocka_unit_test(test_privilege),
-		cmocka_unit_test(test_bad_values),     cmocka_unit_test(test_unchecked_profile),
-		cmocka_unit_test(test_cipher_records), cmocka_unit_test(test_fallback_verdict),
+		cmocka_unit_test(test_defaults),          cmocka_unit_test(test_cipher_suites),
+		cmocka_unit_test(test_workarounds),       cmocka_unit_test(test_sol_workarounds),
+		cmocka_unit_test(test_privilege),         cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_unchecked_profile), cmocka_unit_test(test_cipher_records),
+		cmocka_unit_test(test_fallback_verdict),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
