@@ -608,6 +608,9 @@ static void test_sources_are_data(void **state)
 	h = raw_open(f->path);
 	raw_exec(h,
 		 "DROP TABLE rollout_images;"
+		 "ALTER TABLE rollouts DROP COLUMN holder_pid;"
+		 "ALTER TABLE rollouts DROP COLUMN holder_start;"
+		 "ALTER TABLE rollouts DROP COLUMN holder_boot;"
 		 "DROP TABLE components;"
 		 "CREATE TABLE components ("
 		 "  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
@@ -704,7 +707,9 @@ static void test_rollout_images(void **state)
 
 	/* Back to version 7: the rollouts stay, the table goes; version 8 brings it back empty. */
 	h = raw_open(f->path);
-	raw_exec(h, "DROP TABLE rollout_images; PRAGMA user_version = 7");
+	raw_exec(h, "DROP TABLE rollout_images; ALTER TABLE rollouts DROP COLUMN holder_pid;"
+		    "ALTER TABLE rollouts DROP COLUMN holder_start;"
+		    "ALTER TABLE rollouts DROP COLUMN holder_boot; PRAGMA user_version = 7");
 	sqlite3_close(h);
 	db = open_ok(f->path);
 	assert_int_equal(gf_rollout_load(db, id, &got, &err), 0);
