@@ -34,7 +34,9 @@ static const struct cli_opt update_opts[] = {
 	[U_COMPONENT] = {{"component", required_argument, NULL, 0},
 			 "PATTERN",
 			 "only components whose key matches"},
-	[U_CANARY] = {{"canary", required_argument, NULL, 0}, "N", "update N nodes first and alone"},
+	[U_CANARY] = {{"canary", required_argument, NULL, 0},
+		      "N",
+		      "update N nodes first and alone (default 1)"},
 	[U_BATCH] = {{"batch", required_argument, NULL, 0},
 		     "N",
 		     "nodes updated at once (default: the fan-out)"},
@@ -72,7 +74,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	switch (idx) {
 	case U_CATALOG: a->catalog = arg; break;
 	case U_COMPONENT: o->component = arg; break;
-	case U_CANARY: rc = gf_parse_uint(arg, 1, 100000, &o->canary, &err, "--canary"); break;
+	case U_CANARY: rc = gf_parse_uint(arg, 0, 100000, &o->canary, &err, "--canary"); break;
 	case U_BATCH: rc = gf_parse_uint(arg, 1, 100000, &o->batch, &err, "--batch"); break;
 	case U_MAX_FAILURES:
 		rc = gf_parse_uint(arg, 0, 1000000, &o->max_failures, &err, "--max-failures");
@@ -164,6 +166,11 @@ static void on_planned(void *ud, size_t i, const struct gf_rollout_plan *p,
 	struct upd *u = ud;
 	struct gf_result *r = &u->shown[i];
 
+	if (!u->shown && p->node.state == GF_RS_SKIPPED && p->node.kind)
+		cli_warn(u->cli,
+			 "node '%s' is skipped, its bmc did not answer (%s): update resume "
+			 "plans it again",
+			 p->node.node, p->node.message);
 	if (!u->shown)
 		return;
 	*r = *slot;
@@ -473,7 +480,7 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 	left = gf_rollout_left(&rs.r);
 	if (!rc && left > 1)
 		rc = cli_guard(cli, "update resume", nodes, left, a->yes);
-	if (!rc && gf_rollout_set_state(db, rs.r.id, GF_RS_RUNNING, &err) < 0)
+	if (!rc && gf_rollout_resume_claim(db, &rs.r, &err) < 0)
 		rc = cli_fail(&err);
 	if (!rc) {
 		run_init(&u, &rs.cat, &rs.o, nodes, nn, db, &run);
@@ -495,7 +502,7 @@ static const struct cli_subverb subs[] = {
 
 int cmd_update(struct gf_cli *cli, int argc, char **argv)
 {
-	struct update_args a = {.o = {.update_timeout = 1800, .readback_wait = 60}};
+	struct update_args a = {.o = {.canary = 1, .update_timeout = 1800, .readback_wait = 60}};
 	char **args;
 	int nargs, rc;
 
