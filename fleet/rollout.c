@@ -534,8 +534,11 @@ static enum gf_rollout_state node_state_of(const struct run_item *items, size_t 
 	}
 	if (interrupted)
 		return GF_RS_INTERRUPTED;
+	/* Ctrl-C before an image: nothing of it was sent. */
+	if (not_started && gf_exec_cancelled())
+		return any_done || pending ? GF_RS_INTERRUPTED : GF_RS_NOT_STARTED;
 	if (not_started)
-		return gf_exec_cancelled() ? GF_RS_INTERRUPTED : GF_RS_FAILED;
+		return GF_RS_FAILED;
 	if (pending)
 		return GF_RS_PENDING;
 	return any_done ? GF_RS_DONE : GF_RS_SKIPPED;
@@ -819,6 +822,7 @@ static void node_done(void *ud, size_t j, const struct gf_result *slot)
 		gf_rollout_node_release(&x->ctx.out[j]);
 		rn.state = slot->ok              ? GF_RS_FAILED
 			   : slot->attempts == 0 ? GF_RS_NOT_STARTED
+			   : gf_exec_cancelled() ? GF_RS_INTERRUPTED /* before its items */
 						 : GF_RS_FAILED;
 		/* Unreachable at plan, and still: left out again, for a later resume. */
 		if (x->r->nodes[gi].state == GF_RS_SKIPPED && x->r->nodes[gi].kind &&
