@@ -199,7 +199,9 @@ def stopped_rollout(rf, lab, cat):
     r, data = upd(rf, "run", "--yes", "--canary", "1", "--catalog", cat, "u1,u5")
     assert r.returncode == 1, r.stderr
     assert data["u1"]["state"] == "failed" and data["u5"]["state"] == "not-started"
+    assert len(pushed(lab, 1)) == 1 and pushed(lab, 5) == []
     lab.override(1, update_result="ok")
+    lab.clear_updates(1)           # from here on: what the resumes send
 
 
 def test_resume_refused_while_a_run_or_resume_holds_it(rf, lab):
