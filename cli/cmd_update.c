@@ -31,7 +31,9 @@ static const struct cli_opt update_opts[] = {
 	[U_COMPONENT] = {{"component", required_argument, NULL, 0},
 			 "PATTERN",
 			 "only components whose key matches"},
-	[U_CANARY] = {{"canary", required_argument, NULL, 0}, "N", "update N nodes first and alone"},
+	[U_CANARY] = {{"canary", required_argument, NULL, 0},
+		      "N",
+		      "update N nodes first and alone (default 1)"},
 	[U_BATCH] = {{"batch", required_argument, NULL, 0},
 		     "N",
 		     "nodes updated at once (default: the fan-out)"},
@@ -69,7 +71,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	switch (idx) {
 	case U_CATALOG: a->catalog = arg; break;
 	case U_COMPONENT: o->component = arg; break;
-	case U_CANARY: rc = gf_parse_uint(arg, 1, 100000, &o->canary, &err, "--canary"); break;
+	case U_CANARY: rc = gf_parse_uint(arg, 0, 100000, &o->canary, &err, "--canary"); break;
 	case U_BATCH: rc = gf_parse_uint(arg, 1, 100000, &o->batch, &err, "--batch"); break;
 	case U_MAX_FAILURES:
 		rc = gf_parse_uint(arg, 0, 1000000, &o->max_failures, &err, "--max-failures");
@@ -260,7 +262,7 @@ static int update_resume(struct gf_cli *cli, const struct cli_subverb *sv, void 
 	left = gf_rollout_left(&rs.r);
 	if (!rc && left > 1)
 		rc = cli_guard(cli, "update resume", nodes, left, a->yes);
-	if (!rc && gf_rollout_set_state(db, rs.r.id, GF_RS_RUNNING, &err) < 0)
+	if (!rc && gf_rollout_resume_claim(db, &rs.r, &err) < 0)
 		rc = cli_fail(&err);
 	if (!rc) {
 		upd_run_init(&u, &rs.cat, &rs.o, nodes, nn, db, &run);
@@ -282,7 +284,7 @@ static const struct cli_subverb subs[] = {
 
 int cmd_update(struct gf_cli *cli, int argc, char **argv)
 {
-	struct update_args a = {.o = {.update_timeout = 1800, .readback_wait = 60}};
+	struct update_args a = {.o = {.canary = 1, .update_timeout = 1800, .readback_wait = 60}};
 	char **args;
 	int nargs, rc;
 

@@ -73,6 +73,11 @@ static void on_planned(void *ud, size_t i, const struct gf_rollout_plan *p,
 	struct upd *u = ud;
 	struct gf_result *r = &u->shown[i];
 
+	if (!u->shown && p->node.state == GF_RS_SKIPPED && p->node.kind)
+		cli_warn(u->cli,
+			 "node '%s' is skipped, its bmc did not answer (%s): update resume "
+			 "plans it again",
+			 p->node.node, p->node.message);
 	if (!u->shown)
 		return;
 	*r = *slot;

@@ -37,6 +37,10 @@ struct ctx {
 	struct gf_rollout_node *out;      /* run: per node of the batch, its items as they ended */
 	unsigned *reported;               /* run: the attempt that filled out[j], 0: none */
 	struct gf_rollout_progress *prog; /* run: the batch's */
+	atomic_bool *stop;                /* run: more than --max-failures failed: start no node */
+	atomic_size_t *failed;            /* run: nodes failed so far */
+	bool *held;                       /* run: per node of the batch, not started for that */
+	bool *counted;                    /* run: per node of the batch, its failure in *failed */
 };
 
 static size_t index_of(const struct ctx *c, const struct gf_node *n)
@@ -158,6 +162,12 @@ static void plan_done(void *ud, size_t i, const struct gf_result *slot)
 		gf_rollout_plan_release(p);
 		p->node.state = slot->err.kind == GF_EK_UNSUPPORTED ? GF_RS_UNSUPPORTED
 								    : GF_RS_FAILED;
+		/*
+		 * A BMC that does not answer at plan is left out, not failed: the
+		 * rollout goes on without it, and resume plans it again.
+		 */
+		if (slot->err.kind == GF_EK_CONNECT || slot->err.kind == GF_EK_TIMEOUT)
+			p->node.state = GF_RS_SKIPPED;
 		p->node.kind = gf_xstrdup(gf_errkind_name(slot->err.kind));
 		p->node.message = gf_xstrdup(slot->err.msg);
 	}
@@ -263,7 +273,8 @@ struct run_item {
 	enum gf_rollout_state state; /* not-started, skipped, done, failed, pending-activation */
 	bool staged;                 /* the BMC took the image and its task did not fail */
 	bool wait;                   /* activated: wait for the new version to show */
-	struct gf_err err;           /* failed: why */
+	bool host_off;               /* pending: its host is off, and stays off */
+	struct gf_err err;           /* failed or interrupted: why */
 };
 
 static void item_fail(struct run_item *it, const struct gf_err *e)
@@ -272,42 +283,46 @@ static void item_fail(struct run_item *it, const struct gf_err *e)
 	it->err = *e;
 }
 
-/* resume: nodes a run left running or pending activation (outcome unknown). */
-static bool is_unknown(const struct ctx *c, const char *node)
+/* Ctrl-C once the image was handed to the BMC: it may hold it staged, resume asks it. */
+static void item_interrupted(struct run_item *it, const struct gf_node *n)
 {
-	for (size_t i = 0; c->resume && i < c->stored->n; i++) {
-		const struct gf_rollout_node *rn = &c->stored->nodes[i];
-
-		if ((rn->state == GF_RS_RUNNING || rn->state == GF_RS_PENDING) &&
-		    strcmp(rn->node, node) == 0)
-			return true;
-	}
-	return false;
+	it->state = GF_RS_INTERRUPTED;
+	gf_err_set(&it->err, GF_E_NODE, GF_EK_INTERNAL,
+		   "node '%s': interrupted after the image of '%s' was sent to its bmc (it may "
+		   "hold it staged; resume asks the bmc before it activates or sends again)",
+		   n->name, it->pi->component);
 }
 
-/* A node a killed run left running may be mid-reset. */
+/* resume: node @node as the rollout stored it before this run, or NULL. */
+static const struct gf_rollout_node *stored_node(const struct ctx *c, const char *node)
+{
+	for (size_t i = 0; c->resume && i < c->stored->n; i++)
+		if (strcmp(c->stored->nodes[i].node, node) == 0)
+			return &c->stored->nodes[i];
+	return NULL;
+}
+
+/* resume: the state item @pi of @sn was stored in, not-started when it has none. */
+static enum gf_rollout_state stored_item(const struct gf_rollout_node *sn,
+					 const struct gf_plan_item *pi)
+{
+	for (size_t k = 0; sn && k < sn->nitems; k++) {
+		const struct gf_rollout_item *it = &sn->items[k];
+
+		if (strcmp(it->component, pi->component) == 0 && it->to &&
+		    strcmp(it->to, pi->to) == 0)
+			return it->state;
+	}
+	return GF_RS_NOT_STARTED;
+}
+
+/* A node a killed run left in flight may be mid-reset: its session is opened again. */
 static bool left_running(const void *vctx, const struct gf_node *n)
 {
-	return is_unknown(vctx, n->name);
-}
+	const struct gf_rollout_node *sn = stored_node(vctx, n->name);
 
-/* resume: did an earlier run leave @pi of node @node staged, pending its activation? */
-static bool was_staged(const struct ctx *c, const char *node, const struct gf_plan_item *pi)
-{
-	for (size_t i = 0; c->stored && i < c->stored->n; i++) {
-		const struct gf_rollout_node *rn = &c->stored->nodes[i];
-
-		if (strcmp(rn->node, node) != 0)
-			continue;
-		for (size_t k = 0; k < rn->nitems; k++) {
-			const struct gf_rollout_item *it = &rn->items[k];
-
-			if (strcmp(it->component, pi->component) == 0 && it->to &&
-			    strcmp(it->to, pi->to) == 0 && it->state == GF_RS_PENDING)
-				return true;
-		}
-	}
-	return false;
+	return sn && (sn->state == GF_RS_RUNNING || sn->state == GF_RS_INTERRUPTED ||
+		      sn->state == GF_RS_PENDING);
 }
 
 /*
@@ -363,6 +378,14 @@ static void count_uploads(const struct ctx *c, const struct run_item *items, siz
 		if (first && im->file && stat(im->file, &st) == 0)
 			atomic_fetch_add(&c->prog->total, (unsigned long long)st.st_size);
 	}
+}
+
+/* Is the host on (its BMC says so)? Unknown or off: it is not restarted. */
+static bool host_is_on(const struct gf_backend *be, void *sess)
+{
+	enum gf_power pw = GF_POWER_UNKNOWN;
+
+	return be->power_get && be->power_get(sess, &pw, NULL) == 0 && pw == GF_POWER_ON;
 }
 
 /* Push the images of the plan one at a time, activate, read back. */
@@ -425,6 +448,10 @@ static void run_items(const struct gf_backend *be, void *sess, const struct gf_n
 
 			if (it->state != GF_RS_NOT_STARTED || it->pi->image != pi->image)
 				continue;
+			if (e.code && push.method != GF_FW_NONE && gf_exec_cancelled()) {
+				item_interrupted(it, n);
+				continue;
+			}
 			if (e.code) {
 				item_fail(it, &e);
 				continue;
@@ -442,6 +469,15 @@ static void run_items(const struct gf_backend *be, void *sess, const struct gf_n
 		}
 		if (e.code)
 			break; /* a node that failed one image gets no more */
+	}
+	/* A host that is off stays off: its firmware waits for its next power on. */
+	if (!e.code && host != GF_ACT_NONE && o->reboot && !host_is_on(be, sess)) {
+		for (size_t k = 0; k < ni; k++)
+			if (items[k].staged && gf_activation_is_host(items[k].pi->activation)) {
+				items[k].wait = false;
+				items[k].host_off = true;
+			}
+		host = GF_ACT_NONE;
 	}
 	/* Host firmware: one restart for all of it, and only when allowed. */
 	if (!e.code && host != GF_ACT_NONE && o->reboot && be->power_set) {
@@ -486,15 +522,21 @@ static void run_items(const struct gf_backend *be, void *sess, const struct gf_n
 
 static enum gf_rollout_state node_state_of(const struct run_item *items, size_t n)
 {
-	bool any_done = false, pending = false, not_started = false;
+	bool any_done = false, pending = false, not_started = false, interrupted = false;
 
 	for (size_t i = 0; i < n; i++) {
 		if (items[i].state == GF_RS_FAILED)
 			return GF_RS_FAILED;
+		interrupted = interrupted || items[i].state == GF_RS_INTERRUPTED;
 		pending = pending || items[i].state == GF_RS_PENDING;
 		not_started = not_started || items[i].state == GF_RS_NOT_STARTED;
 		any_done = any_done || items[i].state == GF_RS_DONE;
 	}
+	if (interrupted)
+		return GF_RS_INTERRUPTED;
+	/* Ctrl-C before an image: nothing of it was sent. */
+	if (not_started && gf_exec_cancelled())
+		return any_done || pending ? GF_RS_INTERRUPTED : GF_RS_NOT_STARTED;
 	if (not_started)
 		return GF_RS_FAILED;
 	if (pending)
@@ -514,7 +556,7 @@ static void report_items(const struct ctx *c, size_t j, unsigned attempt, const 
 		struct gf_rollout_item *it = &rn->items[rn->nitems++];
 
 		plan_item(c, p, items[i].pi, items[i].state, true, it);
-		if (items[i].state == GF_RS_FAILED) {
+		if (items[i].state == GF_RS_FAILED || items[i].state == GF_RS_INTERRUPTED) {
 			it->kind = gf_xstrdup(gf_errkind_name(items[i].err.kind));
 			it->message = gf_xstrdup(items[i].err.msg);
 		}
@@ -522,28 +564,73 @@ static void report_items(const struct ctx *c, size_t j, unsigned attempt, const 
 	c->reported[j] = attempt;
 }
 
+/* resume: what the stopped run left with a node's BMC. */
+struct left {
+	const struct gf_rollout_node *sn; /* the node as stored, NULL: none */
+	bool evidence;  /* its BMC completed an update task since the rollout started */
+	bool host_done; /* its host was restarted for what was staged */
+	bool host_off;  /* its host is off: what was staged for it stays so */
+};
+
 /*
- * A node a run left running (killed between a task and its activation) or
- * pending activation may hold staged images: activate first, then the
- * inventory tells what still needs a push. Never flash twice what an
- * activation would have shown.
+ * Did the stopped run leave @pi staged on the BMC? Recorded so
+ * (pending-activation), or left in flight (running, interrupted) when the
+ * BMC completed an update task since the rollout started.
  */
-static int activate_left(const struct gf_backend *be, void *sess, const struct gf_node *n,
+static bool left_staged(const struct left *l, const struct gf_plan_item *pi)
+{
+	enum gf_rollout_state st = stored_item(l->sn, pi);
+
+	return st == GF_RS_PENDING ||
+	       ((st == GF_RS_RUNNING || st == GF_RS_INTERRUPTED) && l->evidence);
+}
+
+/*
+ * resume: activate what the stopped run left staged, and only that (a BMC
+ * reset; a host restart with --reboot, for a host that is on), then read
+ * the inventory again: what shows its version is done, never pushed again.
+ * Items left in flight ask the BMC first (its update tasks since the
+ * rollout started); without that evidence nothing is activated and they
+ * are pushed as new.
+ */
+static int resume_staged(const struct gf_backend *be, void *sess, const struct gf_node *n,
 			 const struct ctx *c, struct node_plan *p, double deadline,
-			 struct gf_result *slot, struct gf_err *err)
+			 struct gf_result *slot, struct left *l, struct gf_err *err)
 {
 	enum gf_activation host = GF_ACT_NONE;
-	bool bmc = false;
+	bool bmc = false, in_flight = false;
 
+	*l = (struct left){.sn = stored_node(c, n->name)};
+	for (size_t i = 0; l->sn && i < p->plan.n; i++) {
+		enum gf_rollout_state st = stored_item(l->sn, &p->plan.v[i]);
+
+		in_flight = in_flight || (!p->plan.v[i].skip &&
+					  (st == GF_RS_RUNNING || st == GF_RS_INTERRUPTED));
+	}
+	if (in_flight) {
+		struct gf_fw_tasks_seen seen = {0};
+
+		/* A BMC that cannot tell: activate, as the safer side of flashing twice. */
+		if (!be->fw_tasks_since)
+			seen.completed = 1;
+		else if (be->fw_tasks_since(sess, (double)(long long)c->stored->started, &seen,
+					    err) < 0)
+			return GF_E_NODE;
+		l->evidence = seen.completed > 0;
+	}
 	for (size_t i = 0; i < p->plan.n; i++) {
 		const struct gf_plan_item *pi = &p->plan.v[i];
 
-		if (pi->skip)
+		if (pi->skip || !left_staged(l, pi))
 			continue;
 		bmc = bmc || pi->activation == GF_ACT_BMC_RESET;
 		if (gf_activation_is_host(pi->activation) && c->run->o->reboot &&
 		    host != GF_ACT_HOST_POWER_CYCLE)
 			host = pi->activation;
+	}
+	if (host != GF_ACT_NONE && !host_is_on(be, sess)) {
+		host = GF_ACT_NONE;
+		l->host_off = true;
 	}
 	if (!bmc && host == GF_ACT_NONE)
 		return 0;
@@ -557,7 +644,19 @@ static int activate_left(const struct gf_backend *be, void *sess, const struct g
 			   err) < 0 ||
 	     (be->bmc_wait && be->bmc_wait(sess, deadline, err) < 0)))
 		return GF_E_NODE;
+	l->host_done = host != GF_ACT_NONE;
 	return read_plan(be, sess, n, c, p, err);
+}
+
+/* A budget spent before this node started: it is left not started. */
+static int held_back(const struct ctx *c, size_t j, const struct gf_node *n, struct gf_result *slot,
+		     struct gf_err *err)
+{
+	c->held[j] = true;
+	slot->no_retry = true;
+	return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+			  "node '%s' was not started: more than --max-failures %lu nodes failed",
+			  n->name, c->run->o->max_failures);
 }
 
 static int run_op(const struct gf_backend *be, void *sess, const struct gf_node *n,
@@ -569,36 +668,50 @@ static int run_op(const struct gf_backend *be, void *sess, const struct gf_node 
 	size_t j = index_of(c, n);
 	struct run_item *items;
 	struct node_plan p;
+	struct left l = {0};
 	int rc = 0;
 
 	gf_rollout_node_release(&c->out[j]);
 	c->reported[j] = 0;
+	if (atomic_load(c->stop))
+		return held_back(c, j, n, slot, err);
 	/* A run that stopped may have left a task running: let it end before looking. */
 	if (c->resume && be->fw_tasks_wait && be->fw_tasks_wait(sess, deadline, err) < 0)
 		return GF_E_NODE;
 	if (read_plan(be, sess, n, c, &p, err) < 0)
 		return GF_E_NODE;
-	if (is_unknown(c, n->name) && activate_left(be, sess, n, c, &p, deadline, slot, err) < 0)
+	if (c->resume && resume_staged(be, sess, n, c, &p, deadline, slot, &l, err) < 0)
 		return GF_E_NODE;
 	items = gf_xcalloc(p.plan.n ? p.plan.n : 1, sizeof(*items));
 	for (size_t i = 0; i < p.plan.n; i++) {
 		items[i].pi = &p.plan.v[i];
 		items[i].state = p.plan.v[i].skip ? GF_RS_SKIPPED : GF_RS_NOT_STARTED;
 		/*
-		 * Host firmware an earlier run staged, still not allowed to be
-		 * activated: it stays staged, never pushed again.
+		 * Host firmware an earlier run staged, still not activated (no
+		 * --reboot, or its host is off): it stays staged, never pushed again.
 		 */
-		if (!p.plan.v[i].skip && c->resume && !o->reboot &&
+		if (!p.plan.v[i].skip && c->resume && !l.host_done &&
 		    gf_activation_is_host(p.plan.v[i].activation) &&
-		    was_staged(c, n->name, &p.plan.v[i])) {
+		    left_staged(&l, &p.plan.v[i])) {
 			items[i].state = GF_RS_PENDING;
 			items[i].staged = true;
+			items[i].host_off = l.host_off;
 		}
 	}
 	run_items(be, sess, n, c, &p, items, p.plan.n, deadline, slot);
 	report_items(c, j, slot->attempts, &p, items, p.plan.n);
+	/*
+	 * Failed: counted here, before this worker takes another node, so that
+	 * none starts once the budget is spent (the calling thread counts the
+	 * failures of nodes that never got here).
+	 */
+	if (c->out[j].state == GF_RS_FAILED) {
+		c->counted[j] = true;
+		if (atomic_fetch_add(c->failed, 1) + 1 > o->max_failures)
+			atomic_store(c->stop, true);
+	}
 	for (size_t i = 0; i < p.plan.n; i++) {
-		if (items[i].state == GF_RS_FAILED) {
+		if (items[i].state == GF_RS_FAILED || items[i].state == GF_RS_INTERRUPTED) {
 			*err = items[i].err;
 			rc = GF_E_NODE;
 			break;
@@ -611,12 +724,16 @@ static int run_op(const struct gf_backend *be, void *sess, const struct gf_node 
 					gf_exec_cancelled() ? "interrupted" : "out of time");
 			break;
 		}
-		if (items[i].state == GF_RS_PENDING) {
+		if (items[i].state == GF_RS_PENDING && items[i].host_off)
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
+					"node '%s': '%s' is staged and its host is off: it stays "
+					"off, and the firmware waits for its next power on",
+					n->name, items[i].pi->component);
+		else if (items[i].state == GF_RS_PENDING)
 			rc = gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
 					"node '%s': '%s' is staged and needs %s (run with --reboot)",
 					n->name, items[i].pi->component,
 					gf_activation_name(items[i].pi->activation));
-		}
 	}
 	free(items);
 	node_plan_release(&p);
@@ -630,9 +747,11 @@ struct exec {
 	struct ctx ctx;
 	long id;
 	const struct gf_rollout *r;
-	size_t failed; /* nodes failed so far */
-	size_t ok;     /* nodes of the batch that ended ok */
+	atomic_size_t failed; /* nodes failed so far (the workers add theirs: ctx.failed) */
+	size_t ok;            /* nodes of the batch that ended ok */
 	bool store_failed;
+	atomic_bool stop; /* more than --max-failures failed: no node starts (ctx.stop) */
+	bool told;        /* hooks.stopping was called */
 	struct gf_rollout_progress prog; /* the batch's */
 };
 
@@ -666,6 +785,21 @@ static void skipped_to_done(const struct gf_rollout_node *before, struct gf_roll
 			}
 }
 
+/* As each node finishes: past the budget, no node starts any more, in this batch or later. */
+static void budget_check(struct exec *x)
+{
+	const struct gf_rollout_hooks *h = &x->run->hooks;
+
+	size_t failed = atomic_load(&x->failed);
+
+	if (failed <= x->run->o->max_failures)
+		return;
+	atomic_store(&x->stop, true);
+	if (!x->told && h->stopping)
+		h->stopping(h->ud, failed, x->run->o->max_failures);
+	x->told = true;
+}
+
 /* As a node of the batch finishes: its state from its items and its slot, stored. */
 static void node_done(void *ud, size_t j, const struct gf_result *slot)
 {
@@ -676,7 +810,11 @@ static void node_done(void *ud, size_t j, const struct gf_result *slot)
 	struct gf_err err = {0};
 	bool first;
 
-	if (x->ctx.reported[j] && x->ctx.reported[j] == slot->attempts) {
+	if (x->ctx.held[j]) {
+		/* Not started: the budget was spent before its turn. */
+		gf_rollout_node_release(&x->ctx.out[j]);
+		rn.state = GF_RS_NOT_STARTED;
+	} else if (x->ctx.reported[j] && x->ctx.reported[j] == slot->attempts) {
 		rn = x->ctx.out[j]; /* moved */
 		x->ctx.out[j] = (struct gf_rollout_node){0};
 	} else {
@@ -684,19 +822,25 @@ static void node_done(void *ud, size_t j, const struct gf_result *slot)
 		gf_rollout_node_release(&x->ctx.out[j]);
 		rn.state = slot->ok              ? GF_RS_FAILED
 			   : slot->attempts == 0 ? GF_RS_NOT_STARTED
+			   : gf_exec_cancelled() ? GF_RS_INTERRUPTED /* before its items */
 						 : GF_RS_FAILED;
+		/* Unreachable at plan, and still: left out again, for a later resume. */
+		if (x->r->nodes[gi].state == GF_RS_SKIPPED && x->r->nodes[gi].kind &&
+		    (slot->err.kind == GF_EK_CONNECT || slot->err.kind == GF_EK_TIMEOUT))
+			rn.state = GF_RS_SKIPPED;
 	}
 	rn.node = gf_xstrdup(x->r->nodes[gi].node);
 	rn.batch = x->r->nodes[gi].batch;
 	rn.updated = gf_walltime();
-	if (slot->err.code && !gf_rollout_state_ok(rn.state)) {
+	if (slot->err.code && (!gf_rollout_state_ok(rn.state) || !slot->ok)) {
 		rn.kind = gf_xstrdup(gf_errkind_name(slot->err.kind));
 		rn.message = gf_xstrdup(slot->err.msg);
 	}
 	if (x->ctx.resume)
 		skipped_to_done(&x->r->nodes[gi], &rn);
-	if (!slot->ok && rn.state == GF_RS_FAILED)
-		x->failed++;
+	if (!slot->ok && rn.state == GF_RS_FAILED && !x->ctx.counted[j])
+		atomic_fetch_add(&x->failed, 1);
+	budget_check(x);
 	if (slot->ok)
 		x->ok++;
 	atomic_fetch_add(&x->prog.finished, 1);
@@ -723,9 +867,28 @@ static int mark_running(struct exec *x, const size_t *idx, size_t k, struct gf_e
 		rn[j] = (struct gf_rollout_node){.node = src->node,
 						 .batch = src->batch,
 						 .state = GF_RS_RUNNING,
-						 .updated = gf_walltime()};
+						 .updated = gf_walltime(),
+						 .items = gf_xcalloc(src->nitems ? src->nitems : 1,
+								     sizeof(*rn[j].items)),
+						 .nitems = src->nitems};
+		/*
+		 * Its items in flight before anything is sent: a kill -9 leaves
+		 * them running (outcome unknown), never not-started. What an
+		 * earlier run left staged or in flight keeps its state: resume
+		 * asks the BMC about it.
+		 */
+		for (size_t i = 0; i < src->nitems; i++) {
+			rn[j].items[i] = src->items[i]; /* shallow: src owns the strings */
+			if (src->items[i].state == GF_RS_NOT_STARTED ||
+			    src->items[i].state == GF_RS_FAILED) {
+				rn[j].items[i].state = GF_RS_RUNNING;
+				rn[j].items[i].kind = rn[j].items[i].message = NULL;
+			}
+		}
 	}
 	rc = gf_rollout_nodes_set(x->run->db, x->id, rn, k, &e);
+	for (size_t j = 0; j < k; j++)
+		free(rn[j].items);
 	free(rn);
 	if (rc < 0)
 		return gf_err_set(err, rc, GF_EK_NONE, "the rollout could not be stored: %s",
@@ -740,6 +903,8 @@ static bool to_run(const struct gf_rollout *r, size_t i, bool resume)
 
 	if (!resume)
 		return s == GF_RS_NOT_STARTED;
+	if (s == GF_RS_SKIPPED && r->nodes[i].kind)
+		return true; /* its BMC did not answer at plan */
 	return !(gf_rollout_state_ok(s) || s == GF_RS_UNSUPPORTED);
 }
 
@@ -772,6 +937,10 @@ static int run_batch(struct exec *x, const size_t *idx, size_t k, unsigned b, un
 	x->ctx.idx = idx;
 	x->ctx.out = gf_xcalloc(k, sizeof(*x->ctx.out));
 	x->ctx.reported = gf_xcalloc(k, sizeof(*x->ctx.reported));
+	x->ctx.held = gf_xcalloc(k, sizeof(*x->ctx.held));
+	x->ctx.counted = gf_xcalloc(k, sizeof(*x->ctx.counted));
+	x->ctx.stop = &x->stop;
+	x->ctx.failed = &x->failed;
 	x->ok = 0;
 	x->prog.batch = b;
 	x->prog.batches = nb;
@@ -803,6 +972,8 @@ static int run_batch(struct exec *x, const size_t *idx, size_t k, unsigned b, un
 		gf_rollout_node_release(&x->ctx.out[j]);
 	free(x->ctx.out);
 	free(x->ctx.reported);
+	free(x->ctx.held);
+	free(x->ctx.counted);
 	free(sub);
 	x->ctx.out = NULL;
 	x->ctx.reported = NULL;
@@ -827,21 +998,27 @@ int gf_rollout_execute(const struct gf_rollout_run *run, const struct gf_rollout
 		if (r->nodes[i].batch > maxb)
 			maxb = r->nodes[i].batch;
 		if (r->nodes[i].state == GF_RS_FAILED && !resume)
-			x.failed++;
+			atomic_fetch_add(&x.failed, 1);
 	}
+	/* Nodes of no batch left for resume (unreachable at plan) go after the last one. */
+	for (size_t i = 0; i < n; i++)
+		if (r->nodes[i].batch == 0 && to_run(r, i, resume)) {
+			maxb++;
+			break;
+		}
 	for (unsigned b = 1; b <= maxb && rc == 0 && !x.store_failed; b++) {
 		size_t k = 0;
 
 		for (size_t i = 0; i < n; i++)
-			if (r->nodes[i].batch == b && to_run(r, i, resume))
+			if ((r->nodes[i].batch == b ||
+			     (r->nodes[i].batch == 0 && b == maxb && resume)) &&
+			    to_run(r, i, resume))
 				idx[k++] = i;
 		if (k == 0)
 			continue;
-		if (x.failed > run->o->max_failures) {
-			if (run->hooks.stopping)
-				run->hooks.stopping(run->hooks.ud, x.failed, run->o->max_failures);
+		budget_check(&x);
+		if (atomic_load(&x.stop))
 			break;
-		}
 		rc = run_batch(&x, idx, k, b, maxb, err);
 	}
 	*ret_store_failed = x.store_failed;
@@ -859,9 +1036,24 @@ int gf_rollout_finish(struct gf_db *db, long id, struct gf_err *err)
 		return rc;
 	for (size_t i = 0; i < r.n; i++)
 		left = left || r.nodes[i].state == GF_RS_NOT_STARTED ||
-		       r.nodes[i].state == GF_RS_RUNNING;
+		       r.nodes[i].state == GF_RS_RUNNING || r.nodes[i].state == GF_RS_INTERRUPTED ||
+		       (r.nodes[i].state == GF_RS_SKIPPED && r.nodes[i].kind);
 	gf_rollout_release(&r);
 	return gf_rollout_set_state(db, id, left ? GF_RS_STOPPED : GF_RS_FINISHED, err);
+}
+
+int gf_rollout_resume_claim(struct gf_db *db, const struct gf_rollout *r, struct gf_err *err)
+{
+	const char **names = gf_xcalloc(r->n ? r->n : 1, sizeof(*names));
+	size_t k = 0;
+	int rc;
+
+	for (size_t i = 0; i < r->n; i++)
+		if (to_run(r, i, true))
+			names[k++] = r->nodes[i].node;
+	rc = gf_rollout_claim(db, r->id, names, k, err);
+	free(names);
+	return rc;
 }
 
 int gf_rollout_resume_load(struct gf_db *db, long id, const struct gf_rollout_opts *given,

@@ -162,6 +162,13 @@ int gf_rollout_resume_load(struct gf_db *db, long id, const struct gf_rollout_op
 			   struct gf_rollout_resume *ret, struct gf_err *err);
 void gf_rollout_resume_release(struct gf_rollout_resume *rs);
 /*
+ * Claim @r for this process before it is resumed, and mark it running:
+ * GF_E_BUSY (naming each node and the rollout that holds it) when a node it
+ * would start belongs to a rollout that a live process runs, this one
+ * included. A claim whose process died is taken over.
+ */
+int gf_rollout_resume_claim(struct gf_db *db, const struct gf_rollout *r, struct gf_err *err);
+/*
  * Put @nodes (what the registry has of @r's names) in @r's order: node i is
  * r->nodes[i]. GF_E_USAGE when some are missing.
  */

@@ -257,6 +257,54 @@ static const char *const migrations[] = {
 	 "  updated REAL NOT NULL,"
 	 "  PRIMARY KEY (node, source)"
 	 ") WITHOUT ROWID;"),
+	/*
+	 * 9 -> 10: one rollout per node at a time, and a known state after any
+	 * interruption. The process that runs a rollout (holder_pid, its start
+	 * time in clock ticks since boot, the boot id) claims it: a node of a
+	 * rollout whose holder is alive is refused to any other run or resume,
+	 * and a holder that died (kill -9, a reboot) is recognised as dead.
+	 * A node or item stopped by Ctrl-C while its image was with the BMC is
+	 * 'interrupted': SQLite changes a CHECK only by building the table
+	 * again (renamed first, so that the items' foreign key follows).
+	 */
+	("ALTER TABLE rollouts ADD COLUMN holder_pid INTEGER;"
+	 "ALTER TABLE rollouts ADD COLUMN holder_start INTEGER;"
+	 "ALTER TABLE rollouts ADD COLUMN holder_boot TEXT;"
+	 "ALTER TABLE rollout_items RENAME TO rollout_items_8;"
+	 "ALTER TABLE rollout_nodes RENAME TO rollout_nodes_8;"
+	 "CREATE TABLE rollout_nodes ("
+	 "  rollout INTEGER NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,"
+	 "  node TEXT NOT NULL,"
+	 "  seq INTEGER NOT NULL,"
+	 "  batch INTEGER NOT NULL,"
+	 "  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
+	 "    'failed', 'pending-activation', 'unsupported', 'interrupted')),"
+	 "  kind TEXT,"
+	 "  message TEXT,"
+	 "  updated REAL NOT NULL,"
+	 "  PRIMARY KEY (rollout, node)"
+	 ") WITHOUT ROWID;"
+	 "CREATE TABLE rollout_items ("
+	 "  rollout INTEGER NOT NULL,"
+	 "  node TEXT NOT NULL,"
+	 "  component TEXT NOT NULL,"
+	 "  from_version TEXT,"
+	 "  to_version TEXT NOT NULL,"
+	 "  action TEXT NOT NULL,"
+	 "  activation TEXT NOT NULL,"
+	 "  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
+	 "    'failed', 'pending-activation', 'interrupted')),"
+	 "  kind TEXT,"
+	 "  message TEXT,"
+	 "  PRIMARY KEY (rollout, node, component),"
+	 "  FOREIGN KEY (rollout, node) REFERENCES rollout_nodes(rollout, node) ON DELETE CASCADE"
+	 ") WITHOUT ROWID;"
+	 "INSERT INTO rollout_nodes SELECT rollout, node, seq, batch, state, kind, message, updated"
+	 "  FROM rollout_nodes_8;"
+	 "INSERT INTO rollout_items SELECT rollout, node, component, from_version, to_version,"
+	 "  action, activation, state, kind, message FROM rollout_items_8;"
+	 "DROP TABLE rollout_items_8;"
+	 "DROP TABLE rollout_nodes_8;"),
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -21,6 +21,7 @@ static const char *const state_names[] = {
 	[GF_RS_UNSUPPORTED] = "unsupported",
 	[GF_RS_STOPPED] = "stopped",
 	[GF_RS_FINISHED] = "finished",
+	[GF_RS_INTERRUPTED] = "interrupted",
 };
 
 const char *gf_rollout_state_name(enum gf_rollout_state s)
@@ -168,6 +169,9 @@ static int bind_items(struct gf_db *db, sqlite3_stmt *st, long id, const struct 
 struct create_ud {
 	const struct gf_rollout *r;
 	long *id;
+	const char *const *work; /* the nodes it updates: none may be another live rollout's */
+	size_t nwork;
+	const struct gf_rollout_holder *self;
 };
 
 #define IMAGE_SQL                                                                              \
@@ -208,7 +212,12 @@ static int create_row(struct gf_db *db, struct sqlite3_stmt *const *st, const ch
 	int rc;
 
 	if (i == 0) {
-		if ((rc = gf_db_bind_text(db, st[0], 1, r->user, what, err)) < 0 ||
+		if ((rc = gf_rollout_check_held(db, ud->work, ud->nwork, err)) < 0)
+			return rc;
+		sqlite3_bind_int64(st[0], 6, ud->self->pid);
+		sqlite3_bind_int64(st[0], 7, ud->self->start);
+		if ((rc = gf_db_bind_text(db, st[0], 8, ud->self->boot, what, err)) < 0 ||
+		    (rc = gf_db_bind_text(db, st[0], 1, r->user, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st[0], 2, r->catalog_path, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st[0], 3, r->catalog_text, what, err)) < 0 ||
 		    (rc = gf_db_bind_text(db, st[0], 4, r->options, what, err)) < 0)
@@ -230,11 +239,14 @@ int gf_rollout_create(struct gf_db *db, const struct gf_rollout *r, long *ret_id
 		      struct gf_err *err)
 {
 	long id = 0;
-	struct create_ud ud = {r, &id};
+	struct gf_rollout_holder self;
+	const char **work = gf_xcalloc(r->n ? r->n : 1, sizeof(*work));
+	struct create_ud ud = {r, &id, work, 0, &self};
 	const struct gf_db_write w = {
 		.what = "storing a rollout",
-		.sql = {"INSERT INTO rollouts (user, catalog_path, catalog, options, started, state) "
-			"VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
+		.sql = {"INSERT INTO rollouts (user, catalog_path, catalog, options, started, state, "
+			"holder_pid, holder_start, holder_boot) "
+			"VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, ?8)",
 			NODE_SQL, ITEM_SQL},
 		.row = create_row,
 		.ud = &ud,
@@ -242,8 +254,15 @@ int gf_rollout_create(struct gf_db *db, const struct gf_rollout *r, long *ret_id
 	int rc;
 
 	if (r->n == 0)
-		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a rollout needs at least one node");
-	rc = gf_db_write(db, &w, r->n, err);
+		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "a rollout needs at least one node");
+	else
+		rc = gf_rollout_holder_self(&self, err);
+	for (size_t i = 0; i < r->n; i++)
+		if (r->nodes[i].state == GF_RS_NOT_STARTED)
+			work[ud.nwork++] = r->nodes[i].node;
+	if (rc == 0)
+		rc = gf_db_write(db, &w, r->n, err);
+	free(work);
 	if (rc == 0)
 		*ret_id = id;
 	return rc;
@@ -316,8 +335,12 @@ int gf_rollout_set_state(struct gf_db *db, long id, enum gf_rollout_state state,
 	struct state_ud ud = {id, state};
 	const struct gf_db_write w = {
 		.what = "storing the state of a rollout",
+		/* Stopped or finished: its holder lets go of it. */
 		.sql = {"UPDATE rollouts SET state = ?2, finished = CASE WHEN ?2 = 'finished' "
-			"THEN ?3 ELSE NULL END WHERE id = ?1"},
+			"THEN ?3 ELSE NULL END, holder_pid = CASE WHEN ?2 = 'running' THEN "
+			"holder_pid END, holder_start = CASE WHEN ?2 = 'running' THEN holder_start "
+			"END, holder_boot = CASE WHEN ?2 = 'running' THEN holder_boot END "
+			"WHERE id = ?1"},
 		.row = state_row,
 		.ud = &ud,
 	};
@@ -538,7 +561,7 @@ json_t *gf_rollout_node_json(long id, const struct gf_rollout_node *n)
 		json_array_append_new(ups, j);
 	}
 	json_object_set_new(o, "updates", ups);
-	if (!ok)
+	if (!ok || n->kind) /* skipped with a kind: unreachable at plan */
 		json_object_set_new(o, "error",
 				    json_pack("{s:s, s:s}", "kind",
 					      n->kind ? n->kind

@@ -32,6 +32,7 @@ enum gf_rollout_state {
 	GF_RS_UNSUPPORTED, /* a node only: its BMC cannot update */
 	GF_RS_STOPPED,     /* a rollout only: nodes were left */
 	GF_RS_FINISHED,    /* a rollout only */
+	GF_RS_INTERRUPTED, /* a node or item: stopped (Ctrl-C) once its image was with the BMC */
 };
 
 /* "not-started", "running", ..., "pending-activation", ...: the names stored and printed. */
@@ -101,7 +102,43 @@ struct gf_rollout {
 void gf_rollout_release(struct gf_rollout *r);
 void gf_rollout_node_release(struct gf_rollout_node *n);
 
-/* Store a new rollout with its nodes and items (one transaction); its id in *ret_id. */
+/*
+ * Who runs a rollout: a process of this machine, told apart from a later
+ * one that got the same pid by its start time, and from any process of an
+ * earlier boot by the boot id.
+ */
+struct gf_rollout_holder {
+	long pid;
+	long long start; /* clock ticks after boot (/proc/PID/stat) */
+	char boot[40];   /* /proc/sys/kernel/random/boot_id */
+};
+
+/* This process. GF_E_IO when /proc cannot tell. */
+int gf_rollout_holder_self(struct gf_rollout_holder *ret, struct gf_err *err);
+/* Does @h still run (this boot, that pid, that start time)? */
+bool gf_rollout_holder_alive(const struct gf_rollout_holder *h);
+/*
+ * GF_E_BUSY when one of @names belongs to a rollout whose holder is alive,
+ * each such node named with that rollout and pid; else 0. Call it inside
+ * the write transaction that claims (as gf_rollout_create and
+ * gf_rollout_claim do).
+ */
+int gf_rollout_check_held(struct gf_db *db, const char *const *names, size_t n, struct gf_err *err);
+/*
+ * Claim rollout @id for this process and mark it running, in one
+ * transaction with gf_rollout_check_held() over @names (the nodes it is
+ * about to touch): GF_E_BUSY when another live process holds one.
+ * gf_rollout_set_state() to stopped or finished lets go of it.
+ */
+int gf_rollout_claim(struct gf_db *db, long id, const char *const *names, size_t n,
+		     struct gf_err *err);
+
+/*
+ * Store a new rollout with its nodes and items (one transaction); its id in
+ * *ret_id. The rollout is claimed by this process in the same transaction:
+ * GF_E_BUSY (nothing stored) when a node to update (state not-started) is
+ * held by another live rollout.
+ */
 int gf_rollout_create(struct gf_db *db, const struct gf_rollout *r, long *ret_id,
 		      struct gf_err *err);
 /* Replace the state of @n nodes (and their items) of rollout @id, in one transaction. */

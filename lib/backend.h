@@ -107,6 +107,13 @@ struct gf_fw_task {
 
 void gf_fw_task_release(struct gf_fw_task *t);
 
+/* The update tasks a BMC lists that started at or after a time (resume's evidence). */
+struct gf_fw_tasks_seen {
+	unsigned completed; /* ended Completed: its image is staged, or applied */
+	unsigned failed;    /* ended Exception, Killed or Cancelled */
+	unsigned running;   /* not ended yet */
+};
+
 /*
  * A fleet ping (struct gf_backend's ping): before a fan-out, one cheap
  * unauthenticated request to each BMC of the run at once, from one thread
@@ -252,6 +259,13 @@ struct gf_backend {
 	 * (resume: a task a killed run left behind).
 	 */
 	int (*fw_tasks_wait)(void *session, double deadline, struct gf_err *err);
+	/*
+	 * The update tasks the BMC lists that started at or after @since (epoch
+	 * seconds, compared with the tasks' StartTime: the BMC's clock), by state:
+	 * what resume asks before it activates or pushes again. Filled on success.
+	 */
+	int (*fw_tasks_since)(void *session, double since, struct gf_fw_tasks_seen *ret,
+			      struct gf_err *err);
 	/*
 	 * Restart the BMC (Manager.Reset), wait for it to come back (connections
 	 * refused, 503) by @deadline, and log in again: the session stays usable.

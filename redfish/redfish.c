@@ -439,6 +439,14 @@ static int rf_fw_tasks_wait_op(void *vs, double deadline, struct gf_err *err)
 	return rf_update_tasks_wait(&u, deadline, err);
 }
 
+static int rf_fw_tasks_since_op(void *vs, double since, struct gf_fw_tasks_seen *ret,
+				struct gf_err *err)
+{
+	struct rf_upd u = upd_of(vs);
+
+	return rf_update_tasks_since(&u, since, ret, err);
+}
+
 static int rf_bmc_reset_op(void *vs, double deadline, struct gf_err *err)
 {
 	struct rf_upd u = upd_of(vs);
@@ -551,6 +559,7 @@ const struct gf_backend gf_redfish_backend = {
 	.fw_caps = rf_fw_caps_op,
 	.fw_push = rf_fw_push_op,
 	.fw_tasks_wait = rf_fw_tasks_wait_op,
+	.fw_tasks_since = rf_fw_tasks_since_op,
 	.bmc_reset = rf_bmc_reset_op,
 	.bmc_wait = rf_bmc_wait_op,
 	.bios_get = rf_bios_get_op,

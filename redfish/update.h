@@ -34,6 +34,9 @@ int rf_update_caps(struct rf_upd *u, struct gf_fw_caps *ret, struct gf_err *err)
 int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_task *ret,
 		   struct gf_err *err);
 int rf_update_tasks_wait(struct rf_upd *u, double deadline, struct gf_err *err);
+/* update_state.c: the update tasks started since @since (the BMC's StartTime). */
+int rf_update_tasks_since(struct rf_upd *u, double since, struct gf_fw_tasks_seen *ret,
+			  struct gf_err *err);
 int rf_update_bmc_reset(struct rf_upd *u, double deadline, struct gf_err *err);
 /* @expect_down: a restart was asked for; an answer before the BMC went away does not count. */
 int rf_update_bmc_wait(struct rf_upd *u, double deadline, bool expect_down, struct gf_err *err);

@@ -52,6 +52,7 @@ LOOPBACK = {
     ("test_resource_bounds", "lab"): "127.42.30",           # BMCs .201-, flooding sshd
     ("test_tls_pin_first_use", "redfish"): "127.42.40",
     ("test_redfish_sse", "redfish"): "127.51.1",               # SSE streams (issue 19)
+    ("test_rollout_safety", "lab"): "127.53.1",              # BMCs .1-8 (issue 18)
     # sshd hosts
     ("test_host", "ssh"): "127.33.0",
     ("test_host", "ssh-small"): "127.33.1",                 # a one-host lab

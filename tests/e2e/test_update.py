@@ -725,7 +725,7 @@ def test_upload_bar_on_a_terminal_only(rf, lab):
     cat = catalog(rf, [{"component": "bmc", "version": v,
                         "file": big_image(rf, "bar.bin", v, 2 << 20)}])
     rc, out, tty = run_on_terminal(rf, "update", "run", "--format", "json", "--yes",
-                                   "--catalog", cat, "u1,u6")
+                                   "--canary", "0", "--catalog", cat, "u1,u6")
     assert rc == 0, tty
     assert all(o["state"] == "done" for o in json.loads(out))
     assert re.search(r"batch 1/1: uploads \[#{30}\] 100% 4\.0/4\.0 MiB, 2/2 nodes done", tty), tty

@@ -608,6 +608,9 @@ static void test_sources_are_data(void **state)
 	h = raw_open(f->path);
 	raw_exec(h,
 		 "DROP TABLE rollout_images;"
+		 "ALTER TABLE rollouts DROP COLUMN holder_pid;"
+		 "ALTER TABLE rollouts DROP COLUMN holder_start;"
+		 "ALTER TABLE rollouts DROP COLUMN holder_boot;"
 		 "DROP TABLE components;"
 		 "CREATE TABLE components ("
 		 "  cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,"
@@ -658,6 +661,73 @@ static void test_sources_are_data(void **state)
 	sqlite3_close(h);
 }
 
+/*
+ * One rollout per node at a time: a rollout stored by this process holds
+ * its nodes against none but others; a live holder (the parent process,
+ * whose start time /proc tells) refuses them, naming each; a holder whose
+ * start time or boot differs is dead.
+ */
+static void test_rollout_held(void **state)
+{
+	struct fixture *f = *state;
+	struct gf_db *db = open_ok(f->path);
+	char name[] = "n1", other[] = "n2", user[] = "u", cpath[] = "c.json", text[] = "{}";
+	char opts[] = "{}";
+	struct gf_rollout_node node = {.node = name};
+	struct gf_rollout r = {.user = user,
+			       .catalog_path = cpath,
+			       .catalog_text = text,
+			       .options = opts,
+			       .nodes = &node,
+			       .n = 1};
+	const char *names[] = {other, name};
+	struct gf_rollout_holder self, parent = {.pid = (long)getppid()};
+	struct gf_err err = {0};
+	char sql[256];
+	long id = 0;
+	sqlite3 *h;
+	FILE *st;
+
+	assert_int_equal(gf_rollout_holder_self(&self, &err), 0);
+	assert_true(gf_rollout_holder_alive(&self));
+	assert_int_equal(gf_rollout_create(db, &r, &id, &err), 0);
+	assert_int_equal(gf_rollout_check_held(db, names, 2, &err), 0);
+	/* The parent as the holder: alive, so n1 is refused (n2 is no rollout's). */
+	snprintf(sql, sizeof(sql), "/proc/%ld/stat", parent.pid);
+	st = fopen(sql, "r");
+	assert_non_null(st);
+	assert_int_equal(fscanf(st,
+				"%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u "
+				"%*u %*d %*d %*d %*d %*d %*d %lld",
+				&parent.start),
+			 1);
+	fclose(st);
+	memcpy(parent.boot, self.boot, sizeof(parent.boot));
+	assert_true(gf_rollout_holder_alive(&parent));
+	snprintf(sql, sizeof(sql), "UPDATE rollouts SET holder_pid = %ld, holder_start = %lld",
+		 parent.pid, parent.start);
+	h = raw_open(f->path);
+	raw_exec(h, sql);
+	assert_int_equal(gf_rollout_check_held(db, names, 2, &err), GF_E_BUSY);
+	snprintf(sql, sizeof(sql), "node 'n1' is held by rollout %ld (run by pid %ld)", id,
+		 parent.pid);
+	assert_non_null(strstr(err.msg, sql));
+	assert_null(strstr(err.msg, "n2"));
+	assert_int_equal(gf_rollout_claim(db, id, names, 2, &err), GF_E_BUSY);
+	/* A reused pid (another start time), or another boot: dead. */
+	raw_exec(h, "UPDATE rollouts SET holder_start = holder_start + 1");
+	assert_int_equal(gf_rollout_check_held(db, names, 2, &err), 0);
+	raw_exec(h, "UPDATE rollouts SET holder_start = holder_start - 1, holder_boot = 'x'");
+	assert_int_equal(gf_rollout_check_held(db, names, 2, &err), 0);
+	/* Taken over, then let go of once stopped. */
+	assert_int_equal(gf_rollout_claim(db, id, names, 2, &err), 0);
+	assert_int_equal(raw_int(h, "SELECT holder_pid FROM rollouts"), self.pid);
+	assert_int_equal(gf_rollout_set_state(db, id, GF_RS_STOPPED, &err), 0);
+	assert_int_equal(raw_int(h, "SELECT count(*) FROM rollouts WHERE holder_pid IS NULL"), 1);
+	sqlite3_close(h);
+	gf_db_close(db);
+}
+
 /* A rollout's image files as planned: stored with it, read back; none for a version 7 rollout. */
 static void test_rollout_images(void **state)
 {
@@ -704,7 +774,9 @@ static void test_rollout_images(void **state)
 
 	/* Back to version 7: the rollouts stay, the table goes; version 8 brings it back empty. */
 	h = raw_open(f->path);
-	raw_exec(h, "DROP TABLE rollout_images; PRAGMA user_version = 7");
+	raw_exec(h, "DROP TABLE rollout_images; ALTER TABLE rollouts DROP COLUMN holder_pid;"
+		    "ALTER TABLE rollouts DROP COLUMN holder_start;"
+		    "ALTER TABLE rollouts DROP COLUMN holder_boot; PRAGMA user_version = 7");
 	sqlite3_close(h);
 	db = open_ok(f->path);
 	assert_int_equal(gf_rollout_load(db, id, &got, &err), 0);
@@ -977,6 +1049,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_from_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollout_held, setup, teardown),
 	};
 
 	stub_backends_register();
