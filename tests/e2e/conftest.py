@@ -48,6 +48,8 @@ LOOPBACK = {
     ("test_trust", "lab"): "127.42.20",                     # BMCs and sshd
     ("test_resource_bounds", "lab"): "127.42.30",           # BMCs .201-, flooding sshd
     ("test_tls_pin_first_use", "redfish"): "127.42.40",
+    ("test_update_quirks", "lab"): "127.54.1",              # BMCs that bend the standard
+    ("test_update_quirks", "lab443"): "127.54.2",           # one on the default port 443
     # sshd hosts
     ("test_host", "ssh"): "127.33.0",
     ("test_host", "ssh-small"): "127.33.1",                 # a one-host lab
