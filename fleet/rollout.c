@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "lib/buf.h"
+#include "lib/compkey.h"
 #include "lib/exec.h"
 #include "lib/util.h"
 
@@ -346,8 +347,8 @@ static void read_back(const struct gf_backend *be, void *sess, struct run_item *
 				for (size_t k = 0; k < l.n; k++)
 					if (l.v[k].key &&
 					    strcmp(l.v[k].key, it->pi->component) == 0 &&
-					    l.v[k].version &&
-					    strcmp(l.v[k].version, it->pi->to) == 0)
+					    gf_version_matches(l.v[k].version, it->pi->to,
+							       it->pi->exact))
 						it->state = GF_RS_DONE;
 				if (it->state != GF_RS_DONE && it->wait)
 					missing = true;
@@ -422,6 +423,8 @@ static void run_items(const struct gf_backend *be, void *sess, const struct gf_n
 			.size = im->size,
 			.sha256 = im->digest[0] ? im->digest : NULL,
 			.image_uri = im->image_uri,
+			.version = pi->to,
+			.version_exact = pi->exact,
 			.targets = targets,
 			.ntargets = nt,
 			.apply_now = p->caps.apply_time,

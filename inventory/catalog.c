@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/buf.h"
+#include "lib/compkey.h"
 #include "lib/file.h"
 
 static const char *const act_names[] = {
@@ -164,11 +166,17 @@ static int record_file(const char *path, size_t i, const json_t *e, struct gf_ca
 		       struct gf_err *err)
 {
 	struct gf_buf b = GF_BUF_INIT;
+	struct stat st;
 	int rc = 0;
 
 	entry_name(&b, i, e);
-	if (access(im->file, R_OK) != 0 ||
-	    gf_sha256_file(im->file, &im->size, im->digest, NULL) < 0)
+	/* Not a regular file (a FIFO, a device): reading it may block a worker forever. */
+	if (stat(im->file, &st) == 0 && !S_ISREG(st.st_mode))
+		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				"catalog '%s': %s: 'file' '%s' is not a regular file", path,
+				gf_buf_str(&b), im->file);
+	else if (access(im->file, R_OK) != 0 ||
+		 gf_sha256_file(im->file, &im->size, im->digest, NULL) < 0)
 		rc = gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
 				"catalog '%s': %s: 'file' '%s' cannot be read", path,
 				gf_buf_str(&b), im->file);
@@ -180,13 +188,14 @@ static int record_file(const char *path, size_t i, const json_t *e, struct gf_ca
 	return rc;
 }
 
-static int parse_image(const char *path, size_t i, const json_t *e, bool read_files,
+static int parse_image(const char *path, size_t i, const json_t *e, bool read_files, bool exact,
 		       struct gf_catalog_image *ret, struct gf_err *err)
 {
-	static const char *const known[] = {"model",     "component",  "version", "file",
-					    "image_uri", "activation", "comment", "sha256"};
+	static const char *const known[] = {"model",   "component", "version",
+					    "file",    "image_uri", "activation",
+					    "comment", "sha256",    "version_match"};
 	struct gf_catalog_image im = {0};
-	char *file = NULL, *act = NULL;
+	char *file = NULL, *act = NULL, *match = NULL;
 	const char *key;
 	json_t *v;
 	int rc = 0;
@@ -211,8 +220,14 @@ static int parse_image(const char *path, size_t i, const json_t *e, bool read_fi
 	    (rc = opt_string(path, i, e, "file", &file, err)) < 0 ||
 	    (rc = opt_string(path, i, e, "image_uri", &im.image_uri, err)) < 0 ||
 	    (rc = opt_string(path, i, e, "activation", &act, err)) < 0 ||
-	    (rc = opt_string(path, i, e, "sha256", &im.sha256, err)) < 0)
+	    (rc = opt_string(path, i, e, "sha256", &im.sha256, err)) < 0 ||
+	    (rc = opt_string(path, i, e, "version_match", &match, err)) < 0)
 		goto out;
+	if (match && strcmp(match, "exact") != 0 && strcmp(match, "leading") != 0) {
+		rc = bad(err, path, i, e, "'version_match' must be leading or exact");
+		goto out;
+	}
+	im.version_exact = match ? strcmp(match, "exact") == 0 : exact;
 	if (!im.component) {
 		rc = bad(err, path, i, e, "'component' is missing");
 		goto out;
@@ -258,7 +273,16 @@ out:
 	image_release(&im);
 	free(file);
 	free(act);
+	free(match);
 	return rc;
+}
+
+/* A "version_match" value: "leading" or "exact". */
+static bool match_name_ok(const json_t *v)
+{
+	const char *s = json_string_value(v);
+
+	return s && (strcmp(s, "leading") == 0 || strcmp(s, "exact") == 0);
 }
 
 static int parse(const char *path, const char *text, size_t len, bool read_files,
@@ -266,7 +290,8 @@ static int parse(const char *path, const char *text, size_t len, bool read_files
 {
 	struct gf_catalog c = {0};
 	json_error_t je;
-	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *images, *e;
+	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *images, *e, *match;
+	bool exact = false;
 	size_t i;
 	int rc = 0;
 
@@ -279,6 +304,13 @@ static int parse(const char *path, const char *text, size_t len, bool read_files
 		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
 				  "catalog '%s' has no \"images\" list", path);
 	}
+	match = json_object_get(doc, "version_match");
+	if (match && !match_name_ok(match)) {
+		json_decref(doc);
+		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+				  "catalog '%s': 'version_match' must be leading or exact", path);
+	}
+	exact = match && strcmp(json_string_value(match), "exact") == 0;
 	c.path = gf_xstrdup(path);
 	c.text = gf_xmalloc(len + 1);
 	memcpy(c.text, text, len);
@@ -286,7 +318,7 @@ static int parse(const char *path, const char *text, size_t len, bool read_files
 	c.len = len;
 	c.v = gf_xcalloc(json_array_size(images) ? json_array_size(images) : 1, sizeof(*c.v));
 	json_array_foreach(images, i, e) {
-		rc = parse_image(path, i, e, read_files, &c.v[c.n], err);
+		rc = parse_image(path, i, e, read_files, exact, &c.v[c.n], err);
 		if (rc < 0)
 			break;
 		c.n++;
@@ -384,7 +416,9 @@ void gf_catalog_plan(const struct gf_catalog *c, const char *model, const char *
 				.raw_id = cp->id ? gf_xstrdup(cp->id) : NULL,
 				.from = cp->version ? gf_xstrdup(cp->version) : NULL,
 				.to = gf_xstrdup(im->version),
-				.skip = cp->version && strcmp(cp->version, im->version) == 0,
+				.skip = gf_version_matches(cp->version, im->version,
+							   im->version_exact),
+				.exact = im->version_exact,
 				.image = i,
 				.activation = im->activation != GF_ACT_DEFAULT
 						      ? im->activation

@@ -46,7 +46,8 @@ struct gf_catalog_image {
 	char *file;      /* absolute (resolved against the catalog's folder), or NULL */
 	char *image_uri; /* for BMCs that pull (SimpleUpdate), or NULL */
 	enum gf_activation activation;
-	char *sha256; /* the catalog's, lower case, or NULL */
+	bool version_exact; /* "version_match": "exact": the version reported byte for byte */
+	char *sha256;       /* the catalog's, lower case, or NULL */
 	/*
 	 * What the file was when the catalog was read (a push refuses it once it
 	 * differs): its size and SHA-256; digest "" when not recorded (no file,
@@ -75,8 +76,10 @@ struct gf_catalog {
 /*
  * Read and check the catalog at @path: {"images":[{...}]}, members model
  * (optional glob), component, version, file or image_uri (at least one; a
- * file must be readable), activation (optional), sha256 (optional: 64 hex
- * digits the file must hash to). Each file is read and its size and
+ * file must be a readable regular file), activation (optional), sha256
+ * (optional: 64 hex digits the file must hash to), version_match (optional:
+ * "leading", the default, or "exact"; also at the top level, for every
+ * image: see gf_version_matches()). Each file is read and its size and
  * SHA-256 recorded in its image (digest). Anything else is refused
  * with GF_E_USAGE and one line naming the entry and the field ("catalog
  * 'c.json': images[2] (component 'bmc'): 'version' is missing"). @ret is
@@ -104,6 +107,7 @@ struct gf_plan_item {
 	char *from;                    /* the version the node reports, NULL: none */
 	char *to;                      /* the catalog's */
 	bool skip;                     /* already at @to */
+	bool exact;                    /* @to is matched byte for byte (gf_version_matches()) */
 	size_t image;                  /* index into the catalog */
 	enum gf_activation activation; /* resolved (never DEFAULT) */
 };

@@ -97,6 +97,9 @@ struct gf_fw_push {
 	double deadline;     /* monotonic: the node's whole update */
 	atomic_ullong *sent; /* NULL, or bytes of the image handed over so far are
 					  * added to it as they go (taken off again on a resend) */
+	/* NULL, or the version the image installs (gf_version_matches(), exact or not). */
+	const char *version;
+	bool version_exact;
 };
 
 struct gf_fw_task {

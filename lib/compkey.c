@@ -162,3 +162,20 @@ bool gf_compkey_is_host(const char *key)
 	}
 	return false;
 }
+
+bool gf_version_matches(const char *reported, const char *want, bool exact)
+{
+	size_t n;
+
+	if (!reported || !want || !*want)
+		return false;
+	if (exact)
+		return strcmp(reported, want) == 0;
+	while (*reported == ' ' || *reported == '\t')
+		reported++;
+	n = strlen(want);
+	if (strncmp(reported, want, n) != 0)
+		return false;
+	reported += n;
+	return *reported == '\0' || *reported == ' ' || *reported == '\t' || *reported == '(';
+}

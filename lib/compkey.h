@@ -93,4 +93,13 @@ char *gf_compkey_expand(const char *tmpl, long num);
 /* Does @key name something host facts give (a host row, '#' any text)? */
 bool gf_compkey_is_host(const char *key);
 
+/*
+ * Does a component that reports @reported run version @want (a catalog's)?
+ * Leading blanks aside, @reported starts with @want and what follows it is
+ * nothing, a blank or '(': "23.11.24 (build 7)" and "23.11.24 build7" run
+ * 23.11.24, "23.11.241" and "23.11.24-1" do not. @exact: byte for byte.
+ * NULLs never match. Pure, thread-safe.
+ */
+bool gf_version_matches(const char *reported, const char *want, bool exact);
+
 #endif

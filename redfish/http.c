@@ -397,14 +397,34 @@ const char *rf_http_fingerprint(const struct rf_http *h)
 	return h->seen[0] ? h->seen : NULL;
 }
 
-/* Is @url on our scheme, host and port? Then the path part, else NULL. */
+/*
+ * Is @url on our scheme, host and port? Then the path part, else NULL. The
+ * host is compared without case, and a URL without a port means 443, as
+ * BMCs write their task monitors ("https://10.0.0.5/redfish/v1/...").
+ */
 static const char *same_origin(const struct rf_http *h, const char *url)
 {
-	size_t n = strlen(h->base);
+	const char *host = h->base + 8, *ours_port = strrchr(host, ':');
+	const char *auth = url + 8, *end, *port;
+	size_t hlen = (size_t)(ours_port - host);
 
-	if (strncasecmp(url, h->base, n) == 0 && (url[n] == '/' || url[n] == '\0'))
-		return url + n;
-	return NULL;
+	if (strncasecmp(url, "https://", 8) != 0)
+		return NULL;
+	end = auth + strcspn(auth, "/?#");
+	/* The port follows the last ':' outside an IPv6 literal's brackets. */
+	port = end;
+	for (const char *q = end; q > auth && q[-1] != ']'; q--)
+		if (q[-1] == ':') {
+			port = q - 1;
+			break;
+		}
+	if ((size_t)(port - auth) != hlen || strncasecmp(auth, host, hlen) != 0)
+		return NULL;
+	if (port == end ? strcmp(ours_port + 1, "443") != 0
+			: ((size_t)(end - port - 1) != strlen(ours_port + 1) ||
+			   strncmp(port + 1, ours_port + 1, (size_t)(end - port - 1)) != 0))
+		return NULL;
+	return *end == '/' ? end : (*end == '\0' ? end : NULL);
 }
 
 static int build_url(struct rf_http *h, const char *path, struct gf_buf *url, struct gf_err *err)
@@ -719,7 +739,7 @@ int rf_http_request_body(struct rf_http *h, const char *method, const char *path
 
 static void redfish_message(const struct rf_resp *r, struct gf_buf *out)
 {
-	json_t *doc = json_loadb(gf_buf_str(&r->body), r->body.len, 0, NULL);
+	json_t *doc = rf_json_parse(gf_buf_str(&r->body), r->body.len, 0, NULL);
 	json_t *e = rf_obj(doc, "error");
 	const char *msg = NULL;
 	size_t i;

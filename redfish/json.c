@@ -118,3 +118,75 @@ bool rf_time_parse(const char *s, double *ret)
 		return false;
 	return gf_time_parse_iso8601(s, ret) == 0;
 }
+
+/* The end of the JSON string starting at @s[i] (its opening quote): the index past its close. */
+static size_t skip_string(const char *s, size_t len, size_t i)
+{
+	for (i++; i < len; i++) {
+		if (s[i] == '\\')
+			i++;
+		else if (s[i] == '"')
+			return i + 1;
+	}
+	return len;
+}
+
+/* Past the value opened at @s[i] ('{' or '['), nested brackets and strings included. */
+static size_t skip_nested(const char *s, size_t len, size_t i)
+{
+	size_t depth = 0;
+
+	while (i < len) {
+		char ch = s[i];
+
+		if (ch == '"') {
+			i = skip_string(s, len, i);
+			continue;
+		}
+		if (ch == '{' || ch == '[')
+			depth++;
+		else if ((ch == '}' || ch == ']') && --depth == 0)
+			return i + 1;
+		i++;
+	}
+	return len;
+}
+
+json_t *rf_json_parse(const char *text, size_t len, size_t flags, json_error_t *je)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	size_t depth = 0, i = 0, from = 0;
+	bool cut = false;
+	json_t *doc;
+
+	if (!text)
+		text = "";
+	/* Only iteration here: the point is to never recurse over what a BMC sends. */
+	while (i < len) {
+		char ch = text[i];
+
+		if (ch == '"') {
+			i = skip_string(text, len, i);
+		} else if (ch == '{' || ch == '[') {
+			if (++depth > RF_JSON_DEPTH) {
+				gf_buf_add(&b, text + from, i - from);
+				gf_buf_adds(&b, "null");
+				i = from = skip_nested(text, len, i);
+				depth--;
+				cut = true;
+				continue;
+			}
+			i++;
+		} else {
+			if ((ch == '}' || ch == ']') && depth)
+				depth--;
+			i++;
+		}
+	}
+	if (!cut)
+		return json_loadb(text, len, flags, je);
+	gf_buf_add(&b, text + from, len - from);
+	doc = json_loadb(b.s, b.len, flags, je);
+	gf_buf_release(&b);
+	return doc;
+}

@@ -34,6 +34,7 @@ struct rf_session {
 	double deadline;    /* the node's, monotonic */
 	double req_timeout; /* > 0: each request bounded by this too */
 	const gf_cancel_flag *cancel;
+	struct rf_upd_memo memo; /* from a push to the reset after it */
 };
 
 static int login(struct rf_session *s, struct gf_err *err);
@@ -73,7 +74,7 @@ static int parse_object(struct rf_session *s, const char *path, const struct rf_
 			json_t **ret, struct gf_err *err)
 {
 	json_error_t je;
-	json_t *doc = json_loadb(r->body.s ? r->body.s : "", r->body.len, 0, &je);
+	json_t *doc = rf_json_parse(r->body.s, r->body.len, 0, &je);
 
 	if (!doc)
 		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
@@ -203,6 +204,7 @@ static void session_free(struct rf_session *s)
 	if (!s)
 		return;
 	rf_client_release(&s->client);
+	rf_upd_memo_release(&s->memo);
 	rf_http_free(s->http);
 	free(s->node);
 	free(s->sessions);
@@ -405,6 +407,19 @@ static int upd_login(void *ud, double until, struct gf_err *err)
 	return rc;
 }
 
+/* What gpufleet set on the BMC is put back even after Ctrl-C or the deadline: a few seconds. */
+#define PUT_BACK_S 5.0
+
+static void upd_cleanup(void *ud)
+{
+	struct rf_session *s = ud;
+
+	if (s->deadline < gf_monotime() + PUT_BACK_S)
+		s->deadline = gf_monotime() + PUT_BACK_S;
+	rf_http_cleanup_mode(s->http, PUT_BACK_S);
+	s->cancel = NULL;
+}
+
 static struct rf_upd upd_of(struct rf_session *s)
 {
 	return (struct rf_upd){
@@ -414,6 +429,8 @@ static struct rf_upd upd_of(struct rf_session *s)
 		.login = upd_login,
 		.request_timeout = s->req_timeout,
 		.cancel = s->cancel,
+		.memo = &s->memo,
+		.cleanup = upd_cleanup,
 	};
 }
 
@@ -497,7 +514,7 @@ static int rf_probe_op(const struct gf_bmc_target *t, double timeout)
 		if (r.status == 401 || r.status == 403) {
 			yes = 1; /* a service that guards even its root */
 		} else if (r.status >= 200 && r.status <= 299) {
-			doc = json_loadb(r.body.s ? r.body.s : "", r.body.len, 0, NULL);
+			doc = rf_json_parse(r.body.s, r.body.len, 0, NULL);
 			yes = rf_str(doc, "RedfishVersion") || rf_odata_id(doc);
 			json_decref(doc);
 		}

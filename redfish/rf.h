@@ -36,6 +36,19 @@ const char *rf_odata_id(const json_t *o);
 const char *rf_link(const json_t *o, const char *key);
 /* A copy with surrounding blanks removed; NULL for NULL or an empty result. */
 char *rf_dup(const char *s);
+
+/* How deep BMC JSON may nest; what lies deeper reads as null. */
+#define RF_JSON_DEPTH 64
+
+/*
+ * Parse JSON a BMC sent (json_loadb() with @flags): every answer of a BMC
+ * enters here. Values nested deeper than RF_JSON_DEPTH are replaced by
+ * null before parsing, so that nothing that walks the document (jansson's
+ * dump and comparison recurse) goes deeper than that on a worker's stack;
+ * the shape above stays, and reads as the wrong type where it matters.
+ * A new reference, NULL (with @je) when it does not parse. Thread-safe.
+ */
+json_t *rf_json_parse(const char *text, size_t len, size_t flags, json_error_t *je);
 /* Case-insensitive equality, either side may be NULL (then false). */
 bool rf_eq(const char *a, const char *b);
 /* Parse an RFC 3339 time ("2024-06-11T00:13:00-05:00", ".851+00:00", "Z"). */

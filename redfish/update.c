@@ -8,14 +8,17 @@
 #include "redfish/update.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/buf.h"
+#include "lib/compkey.h"
 #include "lib/digest.h"
 #include "lib/util.h"
 
@@ -23,7 +26,6 @@
 #define BACK_POLL_S 1.0  /* between looks at a restarting BMC */
 #define BUSY_FIRST_S 2.0 /* first wait after a 409/503 to a push, doubled up to BUSY_MAX_S */
 #define BUSY_MAX_S 15.0
-#define DOWN_GRACE_S 20.0 /* a BMC asked to restart that is still up after this: it restarted */
 #define IMAGE_MAX (1024u * 1024 * 1024)
 
 static double min2(double a, double b)
@@ -34,6 +36,20 @@ static double min2(double a, double b)
 static bool cancelled(const struct rf_upd *u)
 {
 	return u->cancel && *u->cancel;
+}
+
+void rf_upd_memo_release(struct rf_upd_memo *m)
+{
+	free(m->reset_target);
+	free(m->reset_type);
+	free(m->component);
+	*m = (struct rf_upd_memo){0};
+}
+
+/* An error that no wait cures: a link to another host, a refused or changed certificate. */
+static bool hopeless(const struct gf_err *e)
+{
+	return e->kind == GF_EK_PROTOCOL || e->kind == GF_EK_TLS;
 }
 
 /* A request that logs in again once when the token was dropped meanwhile. */
@@ -60,7 +76,7 @@ static double short_until(const struct rf_upd *u, double deadline)
 
 static json_t *body_json(const struct rf_resp *r)
 {
-	json_t *doc = r->body.len ? json_loadb(r->body.s, r->body.len, 0, NULL) : NULL;
+	json_t *doc = r->body.len ? rf_json_parse(r->body.s, r->body.len, 0, NULL) : NULL;
 
 	if (doc && !json_is_object(doc)) {
 		json_decref(doc);
@@ -228,9 +244,20 @@ void rf_update_multipart(const char *boundary, const char *params, const char *f
 		    "Content-Type: application/json\r\n\r\n%s\r\n",
 		    boundary, params);
 	gf_buf_addf(head,
-		    "--%s\r\nContent-Disposition: form-data; name=\"UpdateFile\"; "
-		    "filename=\"%s\"\r\nContent-Type: application/octet-stream\r\n\r\n",
-		    boundary, filename);
+		    "--%s\r\nContent-Disposition: form-data; name=\"UpdateFile\"; filename=\"",
+		    boundary);
+	/*
+	 * A quoted string: a quote, backslash or line break in the file's name
+	 * would end it, or the header, early. Percent-encoded, as browsers do
+	 * (RFC 7578 4.2), '%' too so that it reads back the same.
+	 */
+	for (const unsigned char *c = (const unsigned char *)filename; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f || *c == '"' || *c == '\\' || *c == '%')
+			gf_buf_addf(head, "%%%02X", *c);
+		else
+			gf_buf_addc(head, (char)*c);
+	}
+	gf_buf_adds(head, "\"\r\nContent-Type: application/octet-stream\r\n\r\n");
 	gf_buf_addf(tail, "\r\n--%s--\r\n", boundary);
 }
 
@@ -366,8 +393,17 @@ static int img_open(const struct rf_upd *u, const struct gf_fw_push *p, struct i
 	struct img_src s = {0};
 	struct stat st;
 
-	s.f = fopen(path, "rb");
-	if (!s.f || fstat(fileno(s.f), &st) < 0 || !S_ISREG(st.st_mode)) {
+	/* O_NONBLOCK: a FIFO put in its place must not block the worker in open(). */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	s.f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+	if (fd >= 0 && !s.f)
+		close(fd);
+	if (!s.f) {
 		img_close(&s);
 		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
 				  "image '%s' for bmc '%s' cannot be read", path, u->c->node);
@@ -553,6 +589,32 @@ static void task_note(struct gf_fw_task *t, const json_t *doc)
 	}
 }
 
+/*
+ * A Completed task that names the reset it needs (Base ResetRequired:
+ * MessageArgs the Reset action's URI and its ResetType): kept for the reset.
+ */
+static void note_reset(struct rf_upd *u, const json_t *task)
+{
+	size_t i;
+	json_t *m;
+
+	if (!u->memo)
+		return;
+	json_array_foreach(rf_arr(task, "Messages"), i, m) {
+		const char *id = rf_str(m, "MessageId"), *dot = id ? strrchr(id, '.') : NULL;
+		json_t *args = rf_arr(m, "MessageArgs");
+		const char *target = json_string_value(json_array_get(args, 0));
+		const char *type = json_string_value(json_array_get(args, 1));
+
+		if (!dot || strcmp(dot, ".ResetRequired") != 0 || !target || target[0] != '/')
+			continue;
+		free(u->memo->reset_target);
+		free(u->memo->reset_type);
+		u->memo->reset_target = gf_xstrdup(target);
+		u->memo->reset_type = type ? gf_xstrdup(type) : NULL;
+	}
+}
+
 /* Follow the task at @monitor until it ends. */
 static int follow_task(struct rf_upd *u, const char *monitor, double deadline, struct gf_fw_task *t,
 		       struct gf_err *err)
@@ -573,6 +635,11 @@ static int follow_task(struct rf_upd *u, const char *monitor, double deadline, s
 					  "deadline (last %s)",
 					  monitor, u->c->node, t->state ? t->state : "no state");
 		rc = req(u, "GET", monitor, NULL, NULL, short_until(u, deadline), &r, &e);
+		if (rc < 0 && hopeless(&e)) {
+			if (err)
+				*err = e;
+			return rc;
+		}
 		if (rc < 0) {
 			/* Some BMCs restart while they apply: keep looking until the deadline. */
 			gf_cancel_sleep_until(u->cancel,
@@ -589,6 +656,8 @@ static int follow_task(struct rf_upd *u, const char *monitor, double deadline, s
 			doc = body_json(&r);
 			if (doc && rf_str(doc, "TaskState")) {
 				task_note(t, doc);
+				if (rf_eq(t->state, "Completed"))
+					note_reset(u, doc);
 			} else if (r.status != 202) {
 				/* A monitor that now answers with the operation's result: it ended. */
 				free(t->state);
@@ -695,13 +764,101 @@ static int push_targets_take(struct rf_upd *u, json_t **svc, const struct gf_fw_
 	return rc;
 }
 
+/* The @odata.id of each task the TaskService lists now: a new array, empty when none. */
+static json_t *task_refs(struct rf_upd *u)
+{
+	const char *ts = rf_link(u->c->root, "Tasks");
+	json_t *svc = NULL, *tasks = NULL, *ids = json_array(), *t;
+	size_t i;
+
+	if (ts && rf_fetch_opt(u->c, ts, &svc, NULL) == 0 && svc &&
+	    rf_collection_of(u->c, svc, "Tasks", RF_WALK_REFS, &tasks, NULL) == 0)
+		json_array_foreach(tasks, i, t)
+			if (rf_odata_id(t))
+				json_array_append_new(ids, json_string(rf_odata_id(t)));
+	json_decref(tasks);
+	json_decref(svc);
+	return ids;
+}
+
+static bool listed(const json_t *ids, const char *id)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(ids, i, v)
+		if (rf_eq(json_string_value(v), id))
+			return true;
+	return false;
+}
+
+/* Does a FirmwareInventory member of @p's targets report @p->version (active or staged)? */
+static bool version_shows(struct rf_upd *u, const json_t *targets, const struct gf_fw_push *p)
+{
+	size_t i;
+	json_t *v;
+	bool yes = false;
+
+	json_array_foreach(targets, i, v) {
+		json_t *m = NULL;
+
+		if (!yes && rf_fetch_opt(u->c, json_string_value(v), &m, NULL) == 0)
+			yes = gf_version_matches(rf_str(m, "Version"), p->version,
+						 p->version_exact);
+		json_decref(m);
+	}
+	return yes;
+}
+
+/*
+ * A push answered 2xx without a task monitor: it is not done yet. Wait for
+ * evidence: a task the TaskService did not list before (@before), then
+ * followed, or a target reporting the new version; nothing else lets a
+ * reset follow.
+ */
+static int await_evidence(struct rf_upd *u, const struct gf_fw_push *p, const json_t *before,
+			  const json_t *targets, long status, struct gf_fw_task *t,
+			  struct gf_err *err)
+{
+	for (;;) {
+		json_t *now = task_refs(u), *v;
+		char *fresh = NULL;
+		size_t i;
+		int rc;
+
+		json_array_foreach(now, i, v)
+			if (!fresh && !listed(before, json_string_value(v)))
+				fresh = gf_xstrdup(json_string_value(v));
+		json_decref(now);
+		if (fresh) {
+			rc = follow_task(u, fresh, p->deadline, t, err);
+			free(fresh);
+			return rc;
+		}
+		if (p->version && version_shows(u, targets, p))
+			return 0;
+		if (cancelled(u))
+			return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
+					  "interrupted while waiting for bmc '%s' to show its update "
+					  "task",
+					  u->c->node);
+		if (gf_monotime() + 2 * POLL_S >= p->deadline)
+			return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
+					  "bmc '%s' took the image (HTTP %ld) without a task monitor, "
+					  "and showed neither a new task nor version '%s' by the "
+					  "update deadline: not activated",
+					  u->c->node, status, p->version ? p->version : "?");
+		gf_cancel_sleep_until(u->cancel, gf_monotime() + 2 * POLL_S);
+	}
+}
+
 int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_task *ret,
 		   struct gf_err *err)
 {
 	struct push_req pr = {0};
 	struct gf_fw_task t = {0};
 	struct rf_resp r = {0};
-	json_t *svc = NULL, *doc = NULL, *was = NULL;
+	json_t *svc = NULL, *doc = NULL, *was = NULL, *before = NULL, *targets = NULL;
 	double busy = BUSY_FIRST_S;
 	const char *monitor;
 	char *mon = NULL;
@@ -716,6 +873,16 @@ int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_ta
 		rc = build_push(u, svc, p, &pr, err);
 	if (rc < 0)
 		goto out;
+	targets = target_uris(svc, p);
+	if (u->memo) {
+		/* What the reset after this push restarts: what its task names, else this. */
+		rf_upd_memo_release(u->memo);
+		if (json_array_size(targets))
+			u->memo->component = gf_xstrdup(json_string_value(json_array_get(targets,
+											 0)));
+	}
+	/* The tasks before, to tell ours should the BMC not name it. */
+	before = task_refs(u);
 	for (;;) {
 		/* The image travels within the node's deadline, not one request's. */
 		rc = req(u, "POST", pr.uri, gf_buf_str(&pr.json), pr.has_img ? &pr.img.body : NULL,
@@ -760,12 +927,21 @@ int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_ta
 	if (monitor) {
 		mon = gf_xstrdup(monitor);
 		rc = follow_task(u, mon, p->deadline, &t, err);
+	} else {
+		rc = await_evidence(u, p, before, targets, r.status, &t, err);
 	}
 out:
-	/* Put HttpPushUriTargets back as it was, once the task ended (best effort). */
+	/*
+	 * Put HttpPushUriTargets back as it was, once the task ended, on every
+	 * way out: after Ctrl-C or the deadline too, for a few seconds more.
+	 */
+	if (was && (cancelled(u) || gf_monotime() >= p->deadline) && u->cleanup)
+		u->cleanup(u->ud);
 	if (was)
 		(void)patch_push_targets(u, was, false, NULL);
 	json_decref(was);
+	json_decref(before);
+	json_decref(targets);
 	if (rc == 0) {
 		*ret = t;
 		t = (struct gf_fw_task){0};
@@ -784,6 +960,36 @@ static bool task_running(const char *state)
 {
 	return rf_eq(state, "New") || rf_eq(state, "Starting") || rf_eq(state, "Running") ||
 	       rf_eq(state, "Pending") || rf_eq(state, "Stopping") || rf_eq(state, "Suspended");
+}
+
+/* Does @s contain @word, ignoring case? */
+static bool has_word(const char *s, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (; s && *s; s++)
+		if (strncasecmp(s, word, n) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Is @t an update's task? Its payload targets the UpdateService (a push,
+ * SimpleUpdate) or its name says so; a task that says nothing of itself
+ * counts too. A diagnostic collection or a host's job does not.
+ */
+static bool update_task(const json_t *t, const char *us)
+{
+	const char *target = rf_get_str(t, "Payload.TargetUri");
+	const char *name = rf_str(t, "Name"), *what = rf_str(t, "Description");
+
+	if (target)
+		return (us && strncmp(target, us, strlen(us)) == 0) ||
+		       has_word(target, "UpdateService");
+	if (!name && !what)
+		return true;
+	return has_word(name, "update") || has_word(name, "firmware") || has_word(what, "update") ||
+	       has_word(what, "firmware");
 }
 
 int rf_update_tasks_wait(struct rf_upd *u, double deadline, struct gf_err *err)
@@ -816,13 +1022,14 @@ int rf_update_tasks_wait(struct rf_upd *u, double deadline, struct gf_err *err)
 			busy = true;
 		}
 		json_array_foreach(tasks, i, t)
-			busy = busy || task_running(rf_str(t, "TaskState"));
+			busy = busy || (task_running(rf_str(t, "TaskState")) &&
+					update_task(t, rf_link(u->c->root, "UpdateService")));
 		json_decref(tasks);
 		if (!busy)
 			return 0;
 		if (gf_monotime() + BACK_POLL_S >= deadline)
 			return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
-					  "bmc '%s' still runs a task at the update deadline",
+					  "bmc '%s' still runs an update task at the update deadline",
 					  u->c->node);
 		gf_cancel_sleep_until(u->cancel, gf_monotime() + BACK_POLL_S);
 		if (cancelled(u))
@@ -831,10 +1038,32 @@ int rf_update_tasks_wait(struct rf_upd *u, double deadline, struct gf_err *err)
 	}
 }
 
-/* The first Manager with a Reset action: its object (new reference). */
+/* Does Manager @m run the firmware of inventory member @member (its Links say so)? */
+static bool manager_runs(const json_t *m, const char *member)
+{
+	json_t *links = rf_obj(m, "Links"), *v;
+	size_t i;
+
+	if (!member)
+		return false;
+	if (rf_eq(rf_odata_id(rf_obj(links, "ActiveSoftwareImage")), member))
+		return true;
+	json_array_foreach(rf_arr(links, "SoftwareImages"), i, v)
+		if (rf_eq(rf_odata_id(v), member))
+			return true;
+	return false;
+}
+
+/*
+ * The Manager to restart (its object, a new reference): the one whose Reset
+ * action the last task named (ResetRequired), else the one that runs the
+ * component pushed (on a DGX `HGX_BMC_0` for the HGX BMC, `BMC` for the
+ * host's), else the first Manager with a Reset action.
+ */
 static int reset_manager(struct rf_upd *u, json_t **ret, struct gf_err *err)
 {
-	json_t *mgrs = NULL, *pick = NULL;
+	const struct rf_upd_memo *memo = u->memo;
+	json_t *mgrs = NULL, *pick = NULL, *named = NULL, *runs = NULL;
 	size_t i;
 	json_t *m;
 	int rc = rf_collection_of(u->c, u->c->root, "Managers", RF_WALK_FETCH, &mgrs, err);
@@ -842,11 +1071,19 @@ static int reset_manager(struct rf_upd *u, json_t **ret, struct gf_err *err)
 	if (rc < 0)
 		return rc;
 	json_array_foreach(mgrs, i, m) {
-		if (rf_str(rf_obj(rf_obj(m, "Actions"), "#Manager.Reset"), "target")) {
-			pick = json_incref(m);
-			break;
-		}
+		const char *target = rf_str(rf_obj(rf_obj(m, "Actions"), "#Manager.Reset"),
+					    "target");
+
+		if (!target)
+			continue;
+		if (!pick)
+			pick = m;
+		if (!named && memo && rf_eq(memo->reset_target, target))
+			named = m;
+		if (!runs && memo && manager_runs(m, memo->component))
+			runs = m;
 	}
+	pick = json_incref(named ? named : (runs ? runs : pick));
 	json_decref(mgrs);
 	if (!pick)
 		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
@@ -875,43 +1112,19 @@ static const char *manager_reset_type(struct rf_upd *u, const json_t *action)
 	return pick ? pick : prefer[0];
 }
 
-int rf_update_bmc_reset(struct rf_upd *u, double deadline, struct gf_err *err)
+/*
+ * Wait for the BMC to answer at @probe again, logged in again if its
+ * sessions went. @restarted: a restart was asked for; only evidence of it
+ * counts (refused connections or 503 before the answer, our session gone,
+ * or the Manager's LastResetTime changed from @last_reset), never answers
+ * alone: a BMC slow to go down is not back. A refused or changed
+ * certificate ends the wait at once, with that error.
+ */
+static int wait_back(struct rf_upd *u, const char *probe, bool restarted, const char *last_reset,
+		     double deadline, struct gf_err *err)
 {
-	json_t *mgr = NULL, *action, *body;
-	struct rf_resp r = {0};
-	struct gf_err e = {0};
-	const char *target;
-	char *text;
-	int rc = reset_manager(u, &mgr, err);
-
-	if (rc < 0)
-		return rc;
-	action = rf_obj(rf_obj(mgr, "Actions"), "#Manager.Reset");
-	target = rf_str(action, "target");
-	body = json_pack("{s:s}", "ResetType", manager_reset_type(u, action));
-	text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	rc = req(u, "POST", target, text, NULL, short_until(u, deadline), &r, &e);
-	free(text);
-	json_decref(mgr);
-	/* No answer at all: it may have gone down at once; waiting for it tells. */
-	if (rc == 0 && (r.status < 200 || r.status > 299)) {
-		rc = status_err(u, "Manager.Reset", &r, err);
-		rf_resp_release(&r);
-		return rc;
-	}
-	rf_resp_release(&r);
-	return rf_update_bmc_wait(u, deadline, true, err);
-}
-
-int rf_update_bmc_wait(struct rf_upd *u, double deadline, bool expect_down, struct gf_err *err)
-{
-	double grace = gf_monotime() + DOWN_GRACE_S;
-	const char *probe = rf_link(u->c->root, "UpdateService");
 	bool down = false;
 
-	if (!probe)
-		probe = "/redfish/v1/Managers";
 	for (;;) {
 		struct rf_resp r = {0};
 		struct gf_err e = {0};
@@ -923,10 +1136,20 @@ int rf_update_bmc_wait(struct rf_upd *u, double deadline, bool expect_down, stru
 					  "interrupted while waiting for bmc '%s' to come back",
 					  u->c->node);
 		if (gf_monotime() >= deadline)
-			return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
-					  "bmc '%s' did not come back within the update deadline",
-					  u->c->node);
+			return gf_err_set(
+				err, GF_E_NODE, GF_EK_TIMEOUT,
+				restarted && !down
+					? "bmc '%s' took Manager.Reset but showed no restart "
+					  "(never down, its session kept) within the update "
+					  "deadline"
+					: "bmc '%s' did not come back within the update deadline",
+				u->c->node);
 		rc = u->request(u->ud, "GET", probe, NULL, NULL, until, &r, &e);
+		if (rc < 0 && e.kind == GF_EK_TLS) {
+			if (err)
+				*err = e;
+			return rc;
+		}
 		if (rc < 0 || r.status == 503) {
 			down = true;
 		} else if (r.status == 401) {
@@ -936,8 +1159,19 @@ int rf_update_bmc_wait(struct rf_upd *u, double deadline, bool expect_down, stru
 				rf_resp_release(&r);
 				return 0;
 			}
+			if (e.kind == GF_EK_TLS) {
+				rf_resp_release(&r);
+				if (err)
+					*err = e;
+				return -GF_E_NODE;
+			}
 		} else if (r.status >= 200 && r.status <= 299) {
-			if (!expect_down || down || gf_monotime() >= grace) {
+			json_t *doc = body_json(&r);
+			const char *at = rf_str(doc, "LastResetTime");
+			bool again = last_reset && at && strcmp(at, last_reset) != 0;
+
+			json_decref(doc);
+			if (!restarted || down || again) {
 				rf_resp_release(&r);
 				return 0;
 			}
@@ -945,4 +1179,54 @@ int rf_update_bmc_wait(struct rf_upd *u, double deadline, bool expect_down, stru
 		rf_resp_release(&r);
 		gf_cancel_sleep_until(u->cancel, min2(gf_monotime() + BACK_POLL_S, deadline));
 	}
+}
+
+int rf_update_bmc_reset(struct rf_upd *u, double deadline, struct gf_err *err)
+{
+	json_t *mgr = NULL, *action, *body;
+	struct rf_resp r = {0};
+	struct gf_err e = {0};
+	const char *target;
+	char *text, *probe, *last_reset;
+	int rc = reset_manager(u, &mgr, err);
+
+	if (rc < 0)
+		return rc;
+	action = rf_obj(rf_obj(mgr, "Actions"), "#Manager.Reset");
+	target = rf_str(action, "target");
+	body = json_pack("{s:s}", "ResetType",
+			 u->memo && u->memo->reset_type && rf_eq(u->memo->reset_target, target)
+				 ? u->memo->reset_type
+				 : manager_reset_type(u, action));
+	text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	rc = req(u, "POST", target, text, NULL, short_until(u, deadline), &r, &e);
+	free(text);
+	/* The Manager restarting is the one to watch: on a DGX the host's BMC may not. */
+	probe = gf_xstrdup(rf_odata_id(mgr));
+	last_reset = rf_dup(rf_str(mgr, "LastResetTime"));
+	json_decref(mgr);
+	if (u->memo)
+		rf_upd_memo_release(u->memo); /* spent */
+	if (rc < 0 && hopeless(&e)) {
+		if (err)
+			*err = e;
+	} else if (rc == 0 && (r.status < 200 || r.status > 299)) {
+		rc = status_err(u, "Manager.Reset", &r, err);
+	} else {
+		/* No answer at all: it may have gone down at once; waiting for it tells. */
+		rc = wait_back(u, probe, true, last_reset, deadline, err);
+	}
+	rf_resp_release(&r);
+	free(probe);
+	free(last_reset);
+	return rc;
+}
+
+int rf_update_bmc_wait(struct rf_upd *u, double deadline, bool expect_down, struct gf_err *err)
+{
+	const char *probe = rf_link(u->c->root, "UpdateService");
+
+	return wait_back(u, probe ? probe : "/redfish/v1/Managers", expect_down, NULL, deadline,
+			 err);
 }

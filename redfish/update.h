@@ -13,6 +13,19 @@
 #include "redfish/http.h"
 #include "redfish/rf.h"
 
+/*
+ * What a push learnt for the reset after it, kept by the session: the
+ * Manager.Reset target a Completed task named (ResetRequired), the
+ * FirmwareInventory member pushed (its Manager restarts otherwise).
+ */
+struct rf_upd_memo {
+	char *reset_target;
+	char *reset_type;
+	char *component;
+};
+
+void rf_upd_memo_release(struct rf_upd_memo *m);
+
 struct rf_upd {
 	struct rf_client *c;
 	void *ud;
@@ -28,6 +41,9 @@ struct rf_upd {
 	int (*login)(void *ud, double until, struct gf_err *err);
 	double request_timeout;       /* seconds per request (the node's --timeout) */
 	const gf_cancel_flag *cancel; /* Ctrl-C, NULL: none */
+	struct rf_upd_memo *memo;     /* the session's, NULL: none */
+	/* Requests go on for a few seconds after Ctrl-C or the deadline (putting back). */
+	void (*cleanup)(void *ud);
 };
 
 int rf_update_caps(struct rf_upd *u, struct gf_fw_caps *ret, struct gf_err *err);

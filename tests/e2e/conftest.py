@@ -53,6 +53,8 @@ LOOPBACK = {
     ("test_tls_pin_first_use", "redfish"): "127.42.40",
     ("test_redfish_sse", "redfish"): "127.51.1",               # SSE streams (issue 19)
     ("test_rollout_safety", "lab"): "127.53.1",              # BMCs .1-8 (issue 18)
+    ("test_update_quirks", "lab"): "127.54.1",              # BMCs that bend the standard
+    ("test_update_quirks", "lab443"): "127.54.2",           # one on the default port 443
     # sshd hosts
     ("test_host", "ssh"): "127.33.0",
     ("test_host", "ssh-small"): "127.33.1",                 # a one-host lab

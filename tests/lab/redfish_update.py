@@ -198,6 +198,7 @@ class NodeUpdates:
         captured = node.base.get(TASKS) or {}
         ids = [m.get('@odata.id', '').rsplit('/', 1)[-1] for m in captured.get('Members', [])]
         self.seq = max([int(i) for i in ids if i.isdigit()] + [0])
+        self.quirks = Quirks(self)
         self.clear()
 
     # -- configuration --
@@ -239,6 +240,8 @@ class NodeUpdates:
             self.tasks_lost = bool(value)
         elif key == 'update_multipart':
             self._set_multipart(bool(value))
+        elif key in QUIRK_KEYS:
+            self.quirks.set(key, value)
 
     def _set_multipart(self, on):
         """Hide MultipartHttpPushUri (firmware that predates it: raw pushes only), or show
@@ -362,6 +365,7 @@ class NodeUpdates:
             self.applied.append(rec)
             return
         kind, n = self._kind(member)
+        version = version + self.quirks.version_suffix
         node._set_member_version(member, version)
         if kind == 'bmc':
             mgr = node._main_manager()
@@ -389,6 +393,9 @@ class NodeUpdates:
     # -- hooks from the node --
 
     def manager_reset(self, mgr_uri, reset_type):
+        if self.quirks.delay_reset(mgr_uri, reset_type):
+            return
+        self.quirks.restarted()
         node = self.node
         now = time.monotonic()
         self.resets.append({'t': time.time(), 'kind': 'manager', 'uri': mgr_uri,
@@ -397,7 +404,8 @@ class NodeUpdates:
         self.reset_conn = node.conn_seq
         node.resetting_until = self.down_until + self.busy_s if self.busy_s > 0 else 0.0
         node.sessions.clear()
-        self._apply_staged(('bmc-reset',), 'manager-reset')
+        if self.quirks.applies_on_reset(mgr_uri):
+            self._apply_staged(('bmc-reset',), 'manager-reset')
         if self.tasks_lost:   # kept in memory only: a running flash dies with them
             self.tasks.clear()
             self.monitors.clear()
@@ -463,6 +471,9 @@ class NodeUpdates:
         if method in ('GET', 'HEAD'):
             if path == TASKS and self.node.get(TASKS) is not None:
                 return self._collection()
+            other = self.quirks.route_get(path)
+            if other is not None:
+                return other
             task = self.monitors.get(path)
             if task is not None:
                 return self._monitor_answer(task)
@@ -495,6 +506,7 @@ class NodeUpdates:
         for t in self.tasks.values():
             if not (t.final and self.purge == 'task'):
                 members.append({'@odata.id': t.uri})
+        members += [{'@odata.id': u} for u in self.quirks.other_tasks]
         coll['Members'] = members
         coll['Members@odata.count'] = len(members)
         return emu.Reply(200, coll)
@@ -505,7 +517,7 @@ class NodeUpdates:
         doc = self._task_json(task)
         if task.monitor == task.uri or task.final:
             return emu.Reply(200, doc)
-        return emu.Reply(202, doc, [('Location', task.monitor)])
+        return emu.Reply(202, doc, [('Location', self.quirks.location(task))])
 
     def _task_json(self, task):
         now = time.monotonic()
@@ -521,6 +533,7 @@ class NodeUpdates:
             if st == 'Completed':
                 doc['Messages'] = [_message('TaskEvent.1.0.TaskCompletedOK',
                                             'The task with Id %s has completed.' % task.id, 'OK')]
+                doc['Messages'] += self.quirks.completed_messages(task)
             elif task.fail:
                 doc['Messages'] = [_message(task.fail[0], task.fail[1], 'Critical')]
             elif st == 'Exception':
@@ -727,7 +740,9 @@ class NodeUpdates:
         self.node.event('update-push', via=kind, uri=path, task=task.uri)
         if image is not None:
             self._image_ready(task, image, members)
-        reply = emu.Reply(202, self._task_json(task), [('Location', task.monitor)])
+        if self.quirks.no_monitor:
+            return emu.Reply(204), task
+        reply = emu.Reply(202, self._task_json(task), [('Location', self.quirks.location(task))])
         return reply, task
 
     def _image_ready(self, task, image, members):
@@ -832,6 +847,114 @@ class NodeUpdates:
                 self._schedule(task)
                 return
             self._image_ready(task, data, members)
+
+
+# ---- BMCs that bend the standard (the quirk overrides) ----------------------------
+
+QUIRK_KEYS = {'update_monitor_absolute', 'update_no_monitor', 'update_version_suffix',
+              'update_reset_required', 'update_other_task', 'update_restart_late',
+              'update_cert_on_reset'}
+OVERRIDE_KEYS = OVERRIDE_KEYS | QUIRK_KEYS
+
+
+class Quirks:
+    """What one BMC does differently from the standard (node.update.quirks):
+    update_monitor_absolute: an origin ('https://host:port') put before the task
+      monitor in Location: an absolute URL, on this BMC or another;
+    update_no_monitor: a push answered 204 with no Location and no body (the
+      task still shows in the TaskService);
+    update_version_suffix: appended to every version applied ('23.11.24' shows
+      as '23.11.24 (build 7)');
+    update_reset_required: a Manager URI: a Completed task names its
+      Manager.Reset in a Base ResetRequired message, and a staged BMC image
+      applies only when that Manager restarts;
+    update_other_task: a Running task that is no update (a diagnostic data
+      collection) listed in the TaskService, never ending;
+    update_restart_late: seconds a BMC keeps answering (sessions and all) after
+      it took Manager.Reset, before it really restarts;
+    update_cert_on_reset: a restart makes a new certificate (same CA): every
+      later connection gets it."""
+
+    def __init__(self, upd):
+        self.upd = upd
+        self.origin = ''
+        self.no_monitor = False
+        self.version_suffix = ''
+        self.reset_required = None
+        self.other_tasks = {}
+        self.restart_late = 0.0
+        self.cert_on_reset = False
+        self.in_late = False
+
+    def set(self, key, value):
+        if key == 'update_monitor_absolute':
+            self.origin = str(value or '').rstrip('/')
+        elif key == 'update_no_monitor':
+            self.no_monitor = bool(value)
+        elif key == 'update_version_suffix':
+            self.version_suffix = str(value or '')
+        elif key == 'update_reset_required':
+            self.reset_required = _norm(value) if value else None
+        elif key == 'update_restart_late':
+            self.restart_late = _seconds(key, value or 0)
+        elif key == 'update_cert_on_reset':
+            self.cert_on_reset = bool(value)
+        elif key == 'update_other_task':
+            self.other_tasks = {}
+            if value:
+                uri = TASKS + '/Diag' + secrets.token_hex(3)
+                self.other_tasks[uri] = {
+                    '@odata.id': uri, '@odata.type': '#Task.v1_4_3.Task',
+                    'Id': uri.rsplit('/', 1)[1], 'Name': 'Collect Diagnostic Data',
+                    'TaskState': 'Running', 'TaskStatus': 'OK', 'PercentComplete': 3,
+                    'StartTime': emu._iso(time.time()), 'Messages': [],
+                    'Payload': {'TargetUri': self.upd.node.managers[0] +
+                                '/LogServices/Dump/Actions/LogService.CollectDiagnosticData',
+                                'HttpOperation': 'POST'}}
+
+    def location(self, task):
+        return self.origin + task.monitor
+
+    def completed_messages(self, task):
+        if not self.reset_required:
+            return []
+        target = self.reset_required + '/Actions/Manager.Reset'
+        msg = _message('Base.1.13.ResetRequired',
+                       "In order to complete the operation, a component reset is required "
+                       "with the Reset action URI '%s' and ResetType '%s'."
+                       % (target, 'GracefulRestart'), 'Warning')
+        msg['MessageArgs'] = [target, 'GracefulRestart']
+        return [msg]
+
+    def delay_reset(self, mgr_uri, reset_type):
+        """True when the restart Manager.Reset asked for comes only later."""
+        if self.restart_late <= 0 or self.in_late:
+            return False
+
+        def later():
+            with self.upd.node.lock:
+                self.in_late = True
+                try:
+                    self.upd.manager_reset(mgr_uri, reset_type)
+                finally:
+                    self.in_late = False
+        timer = threading.Timer(self.restart_late, later)
+        timer.daemon = True
+        timer.start()
+        return True
+
+    def restarted(self):
+        if self.cert_on_reset:
+            node = self.upd.node
+            node._ov_cert_change_after(1)
+            node.cert_after = node.conn_seq
+
+    def applies_on_reset(self, mgr_uri):
+        return self.reset_required is None or _norm(mgr_uri) == self.reset_required
+
+    def route_get(self, path):
+        doc = self.other_tasks.get(path)
+        return emu.Reply(200, doc) if doc is not None else None
 
 
 class _LoopbackRedirects(urllib.request.HTTPRedirectHandler):

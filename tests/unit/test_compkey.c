@@ -219,6 +219,23 @@ static void bios_ignore_per_dialect(void **state)
 	assert_false(gf_bios_ignored("dell", NULL, "bios.sriovglobalenable"));
 }
 
+/* A version with a build suffix runs the catalog's; one that only starts alike does not. */
+static void versions_match_by_leading_token(void **state)
+{
+	(void)state;
+	assert_true(gf_version_matches("23.11.24", "23.11.24", false));
+	assert_true(gf_version_matches("23.11.24 (build 7)", "23.11.24", false));
+	assert_true(gf_version_matches("  23.11.24 build7", "23.11.24", false));
+	assert_true(gf_version_matches("23.11.24(7)", "23.11.24", false));
+	assert_false(gf_version_matches("23.11.241", "23.11.24", false));
+	assert_false(gf_version_matches("23.11.24-1", "23.11.24", false));
+	assert_false(gf_version_matches("23.11.2", "23.11.24", false));
+	assert_false(gf_version_matches(NULL, "23.11.24", false));
+	assert_false(gf_version_matches("x", "", false));
+	assert_true(gf_version_matches("23.11.24", "23.11.24", true));
+	assert_false(gf_version_matches("23.11.24 (build 7)", "23.11.24", true));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +246,7 @@ int main(void)
 		cmocka_unit_test(both_paths_agree),
 		cmocka_unit_test(big_numbers_agree),
 		cmocka_unit_test(bios_ignore_per_dialect),
+		cmocka_unit_test(versions_match_by_leading_token),
 	};
 
 	stub_backends_register();

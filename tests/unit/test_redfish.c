@@ -395,6 +395,47 @@ static void check_firmware(size_t v, size_t page, size_t overlap)
 	tree_free(t);
 }
 
+/* How deep a JSON value nests (iteratively: the test must not recurse either). */
+static size_t depth_of(const json_t *v)
+{
+	size_t d = 0;
+
+	while (json_is_array(v) || json_is_object(v)) {
+		d++;
+		v = json_is_array(v) ? json_array_get(v, 0)
+				     : json_object_iter_value(json_object_iter((json_t *)v));
+	}
+	return d;
+}
+
+/* BMC JSON nested 5,000 deep parses to RF_JSON_DEPTH levels; strings with brackets are kept. */
+static void test_json_depth_bounded(void **state)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	json_t *doc;
+
+	(void)state;
+	gf_buf_adds(&b, "{\"a\":\"[[{\\\"\",\"v\":");
+	for (int i = 0; i < 5000; i++)
+		gf_buf_adds(&b, i % 2 ? "{\"k\":" : "[");
+	gf_buf_adds(&b, "1");
+	for (int i = 4999; i >= 0; i--)
+		gf_buf_adds(&b, i % 2 ? "}" : "]");
+	gf_buf_adds(&b, ",\"z\":[1,2]}");
+	doc = rf_json_parse(b.s, b.len, 0, NULL);
+	assert_non_null(doc);
+	assert_string_equal(json_string_value(json_object_get(doc, "a")), "[[{\"");
+	assert_int_equal(json_array_size(json_object_get(doc, "z")), 2);
+	assert_int_equal(depth_of(json_object_get(doc, "v")), RF_JSON_DEPTH - 1);
+	json_decref(doc);
+	/* Shallow documents parse as they are, and bad ones still fail. */
+	doc = rf_json_parse("{\"x\":[[1]]}", 11, 0, NULL);
+	assert_int_equal(depth_of(json_object_get(doc, "x")), 2);
+	json_decref(doc);
+	assert_null(rf_json_parse("{\"x\":", 5, 0, NULL));
+	gf_buf_release(&b);
+}
+
 static void test_firmware(void **state)
 {
 	check_firmware(vendor_index(state), 0, 0);
@@ -1412,6 +1453,12 @@ static int push_request(void *ud, const char *method, const char *path, const ch
 
 	(void)body;
 	(void)until;
+	if (strcmp(method, "GET") == 0 && strcmp(path, "/task") == 0) {
+		/* The monitor the push named: the task ended. */
+		*ret = (struct rf_resp){.status = 200};
+		gf_buf_adds(&ret->body, "{\"TaskState\":\"Completed\"}");
+		return 0;
+	}
 	assert_string_equal(method, "POST");
 	assert_string_equal(path, "/push");
 	f->posts++;
@@ -1422,8 +1469,23 @@ static int push_request(void *ud, const char *method, const char *path, const ch
 			return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT, "upload aborted");
 		gf_buf_add(&f->seen, buf, got);
 	}
-	*ret = (struct rf_resp){.status = 200};
+	*ret = (struct rf_resp){.status = 202, .location = gf_xstrdup("/task")};
 	return 0;
+}
+
+/* The multipart filename is one quoted string whatever the file's name holds. */
+static void test_multipart_filename_escaped(void **state)
+{
+	struct gf_buf head = GF_BUF_INIT, tail = GF_BUF_INIT;
+
+	(void)state;
+	rf_update_multipart("B", "{}", "a\"b\\c\r\nX-Evil: 1%.bin", &head, &tail);
+	assert_non_null(strstr(gf_buf_str(&head),
+			       "filename=\"a%22b%5Cc%0D%0AX-Evil: 1%25.bin\"\r\n"));
+	assert_null(strstr(gf_buf_str(&head), "\nX-Evil"));
+	assert_string_equal(gf_buf_str(&tail), "\r\n--B--\r\n");
+	gf_buf_release(&head);
+	gf_buf_release(&tail);
 }
 
 static void test_push_checks_the_image_planned(void **state)
@@ -1492,6 +1554,7 @@ int main(void)
 		cmocka_unit_test(test_firmware_dell_rename),
 		cmocka_unit_test(test_firmware_collisions),
 		cmocka_unit_test(test_firmware_hostile),
+		cmocka_unit_test(test_json_depth_bounded),
 		cmocka_unit_test(test_firmware_shared_keys),
 		cmocka_unit_test(test_collection_loops),
 		cmocka_unit_test(test_expand_query),
@@ -1512,6 +1575,7 @@ int main(void)
 		cmocka_unit_test(test_dialect_detect),
 		cmocka_unit_test(test_db_pins),
 		cmocka_unit_test(test_push_checks_the_image_planned),
+		cmocka_unit_test(test_multipart_filename_escaped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

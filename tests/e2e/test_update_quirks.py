@@ -1,0 +1,273 @@
+"""gpufleet update against BMCs that bend the standard (the quirk overrides
+of tests/lab/redfish_update.py): absolute task monitors, pushes answered
+without a task, versions with a build suffix, a task that names the Manager
+to reset, unrelated long-running tasks. Each test checks what the BMC saw
+(pushes, resets, their order) as well as what gpufleet printed and stored."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import GPUFLEET, PASSWORD, TOP, loopback, started
+
+sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
+from redfish_emu import RedfishLab  # noqa: E402
+
+PREFIX = loopback(__name__, "lab")
+OTHER_HOST = loopback(__name__, "lab") + ".250"   # nothing listens there
+SUPERMICRO, DGX, LENOVO = 1, 2, 3
+VENDORS = ["supermicro", "dgx", "lenovo", "supermicro"]
+COUNT = len(VENDORS)
+FAST = {"update_new": 0.1, "update_flash": 0.3, "update_result": "ok", "update_purge": "none",
+        "update_busy": 0, "bmc_reset_refused": 0.3, "bmc_reset_busy": 0.5, "retry_after": 1,
+        "update_monitor_absolute": "", "update_no_monitor": False,
+        "update_version_suffix": "", "update_reset_required": None,
+        "update_other_task": False, "update_restart_late": 0, "update_cert_on_reset": False,
+        "cert_change_after": 0}
+
+
+@pytest.fixture(scope="module")
+def lab():
+    with started(lambda d: RedfishLab(d, prefix=PREFIX, count=COUNT, vendors=VENDORS,
+                                      user="admin", password=PASSWORD,
+                                      overrides={i: dict(FAST) for i in range(1, COUNT + 1)}),
+                 "gf-quirks-") as lab:
+        yield lab
+
+
+@pytest.fixture
+def rf(gf, lab, tmp_path):
+    lines = ["name,bmc,protocol"]
+    for i in lab.indices():
+        lab.override(i, **FAST)
+        lab.clear_updates(i)
+        lab.clear(i)
+        lines.append(f"q{i},{lab.addr(i)}:{lab.port},redfish")
+    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr
+    gf.ca = ["--cacert", lab.cacert]
+    gf.dir = str(tmp_path)
+    return gf
+
+
+_versions = iter(range(100, 10000))
+
+
+def fresh_version():
+    return "23.%d.1" % next(_versions)
+
+
+def bmc_catalog(gf, version, **extra):
+    path = os.path.join(gf.dir, "bmc.bin")
+    with open(path, "wb") as f:
+        f.write(("GF-IMAGE version=%s\n" % version).encode() + b"\x5a" * 2048)
+    cat = os.path.join(gf.dir, "catalog.json")
+    with open(cat, "w") as f:
+        json.dump(dict({"images": [{"component": "bmc", "version": version, "file": path}]},
+                       **extra), f)
+    return cat
+
+
+def upd(gf, *args, timeout=120):
+    r = gf.run(*gf.ca, "--format", "json", "update", *args, timeout=timeout)
+    data = {o["node"]: o for o in json.loads(r.stdout)} if r.stdout.strip() else None
+    return r, data
+
+
+def pushes(lab, i):
+    return lab.updates(i)["pushes"]
+
+
+def manager_resets(lab, i):
+    return [r for r in lab.updates(i)["resets"] if r["kind"] == "manager"]
+
+
+def task_end(lab, i, uri):
+    (t,) = [t for t in lab.updates(i)["tasks"] if t["uri"] == uri]
+    return t["finished"]
+
+
+# ---- task monitors -----------------------------------------------------------
+
+def test_absolute_task_monitor_on_the_same_bmc_is_followed(rf, lab):
+    lab.override(SUPERMICRO, update_monitor_absolute=f"https://{lab.addr(SUPERMICRO)}:{lab.port}",
+                 update_flash=1.0)
+    version = fresh_version()
+    t0 = time.monotonic()
+    r, data = upd(rf, "run", "--yes", "--update-timeout", "20", "--catalog",
+                  bmc_catalog(rf, version), f"q{SUPERMICRO}")
+    assert r.returncode == 0, (r.stderr, data)
+    assert time.monotonic() - t0 < 15          # followed, not waited out
+    assert data[f"q{SUPERMICRO}"]["state"] == "done"
+    (p,) = pushes(lab, SUPERMICRO)
+    (reset,) = manager_resets(lab, SUPERMICRO)
+    assert reset["t"] >= task_end(lab, SUPERMICRO, p["task"])   # reset once the task ended
+
+
+def test_absolute_task_monitor_without_the_default_port_is_followed(gf, tmp_path):
+    """A BMC on port 443 that writes its task monitor as https://ADDR/...:
+    the same origin as https://ADDR:443."""
+    prefix = loopback(__name__, "lab443")
+    quirk = dict(FAST, update_flash=1.0, update_monitor_absolute=f"https://{prefix}.1")
+    with started(lambda d: RedfishLab(d, prefix=prefix, count=1, vendors=["supermicro"],
+                                      user="admin", password=PASSWORD, port=443,
+                                      overrides={1: quirk}), "gf-quirks443-") as lab:
+        r = gf.run("nodes", "add", "d1", "--bmc", lab.addr(1), "--protocol", "redfish")
+        assert r.returncode == 0, r.stderr
+        gf.ca, gf.dir = ["--cacert", lab.cacert], str(tmp_path)
+        version = fresh_version()
+        t0 = time.monotonic()
+        r, data = upd(gf, "run", "--yes", "--update-timeout", "20", "--catalog",
+                      bmc_catalog(gf, version), "d1")
+        assert r.returncode == 0, (r.stderr, data)
+        assert time.monotonic() - t0 < 15
+        assert data["d1"]["state"] == "done"
+        (p,) = pushes(lab, 1)
+        (reset,) = manager_resets(lab, 1)
+        assert reset["t"] >= task_end(lab, 1, p["task"])
+
+
+def test_task_monitor_on_another_host_is_refused_at_once(rf, lab):
+    lab.override(SUPERMICRO, update_monitor_absolute=f"https://{OTHER_HOST}:{lab.port}")
+    t0 = time.monotonic()
+    r, data = upd(rf, "run", "--yes", "--update-timeout", "20", "--catalog",
+                  bmc_catalog(rf, fresh_version()), f"q{SUPERMICRO}")
+    assert r.returncode == 1, (r.stderr, data)
+    node = data[f"q{SUPERMICRO}"]
+    assert node["state"] == "failed"
+    assert "another host" in node["error"]["message"] and OTHER_HOST in node["error"]["message"]
+    assert time.monotonic() - t0 < 15
+    assert len(pushes(lab, SUPERMICRO)) == 1 and manager_resets(lab, SUPERMICRO) == []
+
+
+def test_push_without_task_monitor_waits_for_the_task_before_the_reset(rf, lab):
+    lab.override(SUPERMICRO, update_no_monitor=True, update_flash=2.0)
+    version = fresh_version()
+    r, data = upd(rf, "run", "--yes", "--update-timeout", "30", "--catalog",
+                  bmc_catalog(rf, version), f"q{SUPERMICRO}")
+    assert r.returncode == 0, (r.stderr, data)
+    assert data[f"q{SUPERMICRO}"]["state"] == "done"
+    (p,) = pushes(lab, SUPERMICRO)
+    (reset,) = manager_resets(lab, SUPERMICRO)
+    end = task_end(lab, SUPERMICRO, p["task"])
+    assert end is not None and reset["t"] >= end, (reset, end)
+    applied = [a for a in lab.updates(SUPERMICRO)["applied"] if a["task"] == p["task"]]
+    assert applied and all(a["version"] == version and a["by"] == "manager-reset"
+                           for a in applied), json.dumps(applied)
+
+
+# ---- versions ----------------------------------------------------------------
+
+def test_version_with_a_build_suffix_matches_by_its_leading_token(rf, lab):
+    lab.override(SUPERMICRO, update_version_suffix=" (build 7)")
+    version = fresh_version()
+    cat = bmc_catalog(rf, version)
+    r, data = upd(rf, "run", "--yes", "--catalog", cat, f"q{SUPERMICRO}")
+    assert r.returncode == 0, (r.stderr, data)
+    assert data[f"q{SUPERMICRO}"]["state"] == "done"
+    bmc = lab.resource(SUPERMICRO, "/redfish/v1/UpdateService/FirmwareInventory/BMC")
+    assert bmc["Version"] == version + " (build 7)"
+    rows = rf.sql("SELECT state FROM rollout_items WHERE node = 'q%d'" % SUPERMICRO)
+    assert [x["state"] for x in rows] == ["done"]
+    # plan and a second run see it up to date: nothing pushed again
+    r, data = upd(rf, "plan", "--catalog", cat, f"q{SUPERMICRO}")
+    assert r.returncode == 0 and data[f"q{SUPERMICRO}"]["updates"] == [], data
+    r, data = upd(rf, "run", "--yes", "--catalog", cat, f"q{SUPERMICRO}")
+    assert r.returncode == 0, (r.stderr, data)
+    assert len(pushes(lab, SUPERMICRO)) == 1
+    # the exact mode of the catalog wants the bytes as written
+    exact = bmc_catalog(rf, version, version_match="exact")
+    r, data = upd(rf, "plan", "--catalog", exact, f"q{SUPERMICRO}")
+    assert r.returncode == 0, r.stderr
+    (u,) = data[f"q{SUPERMICRO}"]["updates"]
+    assert u["from"] == version + " (build 7)" and u["to"] == version
+
+
+def test_a_version_that_only_starts_alike_does_not_match(rf, lab):
+    lab.override(SUPERMICRO, update_version_suffix="1")      # 23.N.1 shows as 23.N.11
+    version = fresh_version()
+    r, data = upd(rf, "run", "--yes", "--readback-wait", "2", "--catalog",
+                  bmc_catalog(rf, version), f"q{SUPERMICRO}")
+    assert r.returncode == 1, (r.stderr, data)
+    assert data[f"q{SUPERMICRO}"]["state"] == "failed"
+
+
+# ---- which Manager restarts ----------------------------------------------------
+
+def test_reset_goes_to_the_manager_the_completed_task_names(rf, lab):
+    hgx = "/redfish/v1/Managers/HGX_BMC_0"
+    lab.override(DGX, update_reset_required=hgx)
+    version = fresh_version()
+    r, data = upd(rf, "run", "--yes", "--update-timeout", "30", "--catalog",
+                  bmc_catalog(rf, version), f"q{DGX}")
+    assert r.returncode == 0, (r.stderr, data)
+    assert data[f"q{DGX}"]["state"] == "done"
+    assert [x["uri"] for x in manager_resets(lab, DGX)] == [hgx]
+    assert len(pushes(lab, DGX)) == 1
+
+
+# ---- the restart after Manager.Reset -----------------------------------------------
+
+def test_a_bmc_slow_to_restart_is_waited_for_not_taken_as_back(rf, lab):
+    """It answers (session and all) for 22 s after Manager.Reset, then
+    restarts: only the restart counts as back, and the image it applies then
+    is read back."""
+    lab.override(SUPERMICRO, update_restart_late=22)
+    version = fresh_version()
+    t0 = time.time()
+    r, data = upd(rf, "run", "--yes", "--readback-wait", "1", "--update-timeout", "60",
+                  "--catalog", bmc_catalog(rf, version), f"q{SUPERMICRO}")
+    assert r.returncode == 0, (r.stderr, data)
+    assert data[f"q{SUPERMICRO}"]["state"] == "done"
+    (reset,) = manager_resets(lab, SUPERMICRO)      # recorded when it really restarted
+    assert reset["t"] - t0 >= 22
+    assert [a["by"] for a in lab.updates(SUPERMICRO)["applied"]] == ["manager-reset"]
+    assert len(pushes(lab, SUPERMICRO)) == 1
+
+
+def test_a_certificate_changed_by_the_restart_stops_the_wait_at_once(rf, lab):
+    """No CA: the certificate is pinned on first use; the restart brings
+    another one, which ends the wait at once with the pin's error."""
+    lab.override(SUPERMICRO, update_cert_on_reset=True)
+    t0 = time.monotonic()
+    r = rf.run("--format", "json", "update", "run", "--yes", "--update-timeout", "30",
+               "--catalog", bmc_catalog(rf, fresh_version()), f"q{SUPERMICRO}")
+    data = {o["node"]: o for o in json.loads(r.stdout)}
+    assert r.returncode == 1, (r.stderr, data)
+    node = data[f"q{SUPERMICRO}"]
+    assert node["state"] == "failed" and node["error"]["kind"] == "tls", node
+    assert "certificate of bmc 'q1' changed" in node["error"]["message"]
+    assert time.monotonic() - t0 < 15
+    assert len(manager_resets(lab, SUPERMICRO)) == 1
+
+
+# ---- resume ---------------------------------------------------------------------
+
+def test_resume_waits_for_update_tasks_only(rf, lab):
+    node = 4
+    lab.override(node, update_flash=1.5)
+    version = fresh_version()
+    cat = bmc_catalog(rf, version)
+    proc = subprocess.Popen([GPUFLEET, *rf.ca, "update", "run", "--yes", "--update-timeout",
+                             "20", "--catalog", cat, f"q{node}"], env=rf.env(),
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        limit = time.monotonic() + 30
+        while time.monotonic() < limit and not pushes(lab, node):
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert pushes(lab, node), "the run never pushed"
+    lab.override(node, update_other_task=True)    # a diagnostic collection that never ends
+    t0 = time.monotonic()
+    r, data = upd(rf, "resume", "--yes")
+    assert r.returncode == 0, (r.stderr, data)
+    assert data[f"q{node}"]["state"] == "done"
+    assert time.monotonic() - t0 < 15
+    assert len(pushes(lab, node)) == 1
