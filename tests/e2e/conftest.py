@@ -48,6 +48,7 @@ LOOPBACK = {
     ("test_trust", "lab"): "127.42.20",                     # BMCs and sshd
     ("test_resource_bounds", "lab"): "127.42.30",           # BMCs .201-, flooding sshd
     ("test_tls_pin_first_use", "redfish"): "127.42.40",
+    ("test_bmc_health", "redfish"): "127.55.0",
     # sshd hosts
     ("test_host", "ssh"): "127.33.0",
     ("test_host", "ssh-small"): "127.33.1",                 # a one-host lab
