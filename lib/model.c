@@ -167,6 +167,7 @@ void gf_hardware_release(struct gf_hardware *h)
 		free(h->gpus[i].model);
 		free(h->gpus[i].serial);
 		free(h->gpus[i].firmware);
+		free(h->gpus[i].bmc.health);
 	}
 	free(h->gpus);
 	memset(h, 0, sizeof(*h));

@@ -134,11 +134,22 @@ struct gf_component_list {
 
 /* ---- hardware --------------------------------------------------------- */
 
+/* A GPU's health as its BMC describes it (Redfish Processors of type GPU and their metrics). */
+struct gf_gpu_health {
+	bool read;    /* the BMC serves this GPU as a Processor: the rest may be set */
+	char *health; /* Status.Health: "OK", "Warning", "Critical"; NULL: not given */
+	struct gf_num ecc_corrected, ecc_uncorrected; /* GPU memory, lifetime counts */
+	int remap_pending, remap_failed; /* row remapping: 1 yes, 0 no, -1 not served */
+	struct gf_num remap_corrected, remap_uncorrected; /* rows remapped, by error kind */
+	int nvlinks_up, nvlinks_down;                     /* NVLink ports by LinkStatus; -1: none */
+};
+
 struct gf_gpu_hw {
 	int index;
 	char *model;
 	char *serial;
 	char *firmware;
+	struct gf_gpu_health bmc; /* JSON "bmc_health", absent when not read */
 };
 
 struct gf_hardware {
