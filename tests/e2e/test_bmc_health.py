@@ -22,7 +22,9 @@ VENDORS = ["supermicro-sys-821ge-tnhr", "nvidia-dgx-h100", "lenovo-sr670-v2", "d
 # Nodes 1-5: one per dialect with the extra sensors. 6-8: DGX with the HMC's
 # firmware as each generation names it. 9: a BMC in factory state. 10: a
 # leaking tray (aggregate and local detectors, a leak rope past its
-# threshold, every one with Health OK); 11: a dry one.
+# threshold, every one with Health OK); 11: a dry one. 12: a DGX whose GPU 1
+# the BMC calls critical (ECC, pending row remapping, NVLinks down), GPU 2
+# healthy with its metrics served.
 HMC = {6: "HMC_Firmware", 7: "HGX_FW_HMC_0", 8: "HGX_FW_BMC_0"}
 OVERRIDES = {i: {"sensor_extras": True} for i in range(1, 6)}
 OVERRIDES.update({i: {"vendor": "nvidia-dgx-h100", "hmc_firmware": {name: f"24.0{i}.1"}}
@@ -34,18 +36,23 @@ OVERRIDES[10] = {"vendor": "supermicro-sys-821ge-tnhr", "leak_detectors": LEAKS,
                  "leak_voltage": 2.5}
 OVERRIDES[11] = {"vendor": "lenovo-sr670-v2", "leak_voltage": 0.2,
                  "leak_detectors": {"TrayLeak": "OK", "GPU1_ColdPlate": "OK"}}
+GPU_HEALTH = {"1": {"health": "Critical", "ecc_corrected": 12, "ecc_uncorrected": 3,
+                    "remap_pending": True, "remap_corrected": 2, "remap_uncorrected": 1,
+                    "nvlinks_down": 2},
+              "2": {}}
+OVERRIDES[12] = {"vendor": "nvidia-dgx-h100", "gpu_health": GPU_HEALTH}
 
 
 @pytest.fixture(scope="module")
 def lab():
     yield from started_lab("gf-health-", lambda d: RedfishLab(
-        d, prefix=PREFIX, count=11, user="admin", password=PASSWORD, vendors=VENDORS,
+        d, prefix=PREFIX, count=12, user="admin", password=PASSWORD, vendors=VENDORS,
         overrides=OVERRIDES))
 
 
 @pytest.fixture
 def rf(gf, lab):
-    """The lab's nodes as rf1..rf11, the lab CA in the credentials, access logs cleared."""
+    """The lab's nodes as rf1..rf12, the lab CA in the credentials, access logs cleared."""
     for i in lab.indices():
         lab.clear(i)
     register_redfish(gf, lab)
@@ -219,3 +226,70 @@ def test_leak_state_per_detector_in_prometheus(rf, lab):
         want = {"OK": 0, "Warning": 1, "Critical": 2}[d["DetectorState"]]
         mine = [ln for ln in lines if f'sensor="{d["Name"]}"' in ln]
         assert len(mine) == 1 and mine[0].endswith(f" {want}"), (d, lines)
+
+
+def gpu_health_served(lab, i, n):
+    """GPU_SXM_n's health as the emulator serves it, in the shape of bmc_health."""
+    sys_uri = "/redfish/v1/Systems/HGX_Baseboard_0"
+    proc = lab.resource(i, f"{sys_uri}/Processors/GPU_SXM_{n}")
+    mm = lab.resource(i, proc["MemorySummary"]["Metrics"]["@odata.id"])
+    mem = lab.resource(i, proc["Links"]["Memory"][0]["@odata.id"])
+    remap = lab.resource(i, mem["Metrics"]["@odata.id"])["Oem"]["Nvidia"]["RowRemapping"]
+    ports = [lab.resource(i, m["@odata.id"])
+             for m in lab.resource(i, proc["Ports"]["@odata.id"])["Members"]]
+    return {"health": proc["Status"]["Health"],
+            "ecc": {"corrected": mm["LifeTime"]["CorrectableECCErrorCount"],
+                    "uncorrected": mm["LifeTime"]["UncorrectableECCErrorCount"]},
+            "row_remapping": {"pending": mem["Oem"]["Nvidia"]["RowRemappingPending"],
+                              "failed": mem["Oem"]["Nvidia"]["RowRemappingFailed"],
+                              "corrected": remap["CorrectableRowRemappingCount"],
+                              "uncorrected": remap["UncorrectableRowRemappingCount"]},
+            "nvlinks": {"up": sum(p["LinkStatus"] == "LinkUp" for p in ports),
+                        "down": sum(p["LinkStatus"] != "LinkUp" for p in ports)}}
+
+
+def test_gpu_health_from_the_bmc_in_hardware_and_inventory(rf, lab):
+    r, data = rf.json("hardware", "rf12")
+    assert r.returncode == 0, r.stderr
+    gpus = {g["index"]: g for g in data[0]["gpus"]}
+    assert len(gpus) == 8
+    for n in (1, 2):
+        assert gpus[n]["bmc_health"] == gpu_health_served(lab, 12, n), gpus[n]
+    assert gpus[1]["bmc_health"]["health"] == "Critical"
+    assert gpus[1]["bmc_health"]["row_remapping"]["pending"] is True
+    assert gpus[1]["bmc_health"]["nvlinks"] == {"up": 16, "down": 2}
+    # A GPU whose metrics the BMC does not serve: its health, the rest unknown.
+    assert gpus[3]["bmc_health"]["ecc"] == {"corrected": None, "uncorrected": None}
+    assert gpus[3]["bmc_health"]["nvlinks"] is None
+    # Stored with the sweep, shown again by inventory show.
+    r, _ = rf.json("sweep", "rf12")
+    assert r.returncode == 0, r.stderr
+    r, show = rf.json("inventory", "show", "rf12")
+    assert r.returncode == 0, r.stderr
+    stored = {g["index"]: g for g in show[0]["hardware"]["gpus"]}
+    for n in (1, 2, 3):
+        assert stored[n]["bmc_health"] == gpus[n]["bmc_health"]
+    # Exported by metrics, per GPU, from the stored sweep.
+    r = rf.run("metrics", "rf12")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+
+    def metric(name, n, extra=""):
+        serial = stored[n]["serial"]
+        want = f'{name}{{node="rf12",gpu="{n}",serial="{serial}"{extra}}} '
+        found = [ln[len(want):] for ln in lines if ln.startswith(want)]
+        assert len(found) == 1, (want, [ln for ln in lines if ln.startswith(name)])
+        return float(found[0])
+
+    for n in (1, 2):
+        h = gpu_health_served(lab, 12, n)
+        code = {"OK": 0, "Warning": 1, "Critical": 2}[h["health"]]
+        assert metric("gpufleet_gpu_bmc_health", n) == code
+        assert metric("gpufleet_gpu_bmc_ecc_errors", n, ',type="corrected"') == \
+            h["ecc"]["corrected"]
+        assert metric("gpufleet_gpu_bmc_ecc_errors", n, ',type="uncorrected"') == \
+            h["ecc"]["uncorrected"]
+        assert metric("gpufleet_gpu_bmc_row_remap_pending", n) == int(h["row_remapping"]["pending"])
+        assert metric("gpufleet_gpu_bmc_remapped_rows", n, ',type="uncorrected"') == \
+            h["row_remapping"]["uncorrected"]
+        assert metric("gpufleet_gpu_bmc_nvlinks", n, ',state="down"') == h["nvlinks"]["down"]

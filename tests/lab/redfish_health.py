@@ -23,6 +23,15 @@ the Redfish emulator (tests/lab/redfish_emu.py); issue 21.
 - `leak_voltage` (number): a Sensor "Coolant Leak Sensor" (Id
   GF_LeakRope) on the main chassis, a Voltage with UpperCaution 1.0 and
   UpperCritical 2.0 and Health OK: a leak served only as a threshold.
+- `gpu_health` ({"N": {...}}, DGX only): GPU_SXM_N of HGX_Baseboard_0 gets
+  the metrics the full DGX H100 capture has and the trimmed tree lacks,
+  with these values: `health` (Status.Health), `ecc_corrected`,
+  `ecc_uncorrected` (MemorySummary/MemoryMetrics LifeTime),
+  `remap_pending`, `remap_failed` (its Memory GPU_SXM_N_DRAM_0,
+  Oem.Nvidia.RowRemappingPending/Failed), `remap_corrected`,
+  `remap_uncorrected` (that Memory's MemoryMetrics,
+  Oem.Nvidia.RowRemapping), `nvlinks_down` (of its 18 NVLink Ports, that
+  many LinkDown). GPU_HEALTH_DEFAULTS below are the values not given.
 - `password_change_required` (true): a factory-state BMC. The login and the
   service root work; every other request with valid credentials answers
   403 with the MessageId Base.1.8.PasswordChangeRequired (gate()).
@@ -37,7 +46,7 @@ import copy
 ROOT = '/redfish/v1'
 
 OVERRIDE_KEYS = {'sensor_extras', 'hmc_firmware', 'password_change_required', 'leak_detectors',
-                 'leak_voltage'}
+                 'leak_voltage', 'gpu_health'}
 
 HMC_NAMES = ('HMC_Firmware', 'HGX_FW_HMC_0', 'HGX_FW_BMC_0')
 
@@ -189,6 +198,62 @@ def _leak_voltage(node, reading):
     node.touch(coll_uri)
 
 
+GPU_HEALTH_DEFAULTS = {'health': 'OK', 'ecc_corrected': 0, 'ecc_uncorrected': 0,
+                       'remap_pending': False, 'remap_failed': False, 'remap_corrected': 0,
+                       'remap_uncorrected': 0, 'nvlinks_down': 0}
+NVLINKS = 18
+HGX_SYSTEM = ROOT + '/Systems/HGX_Baseboard_0'
+
+
+def _gpu_health(node, gpus):
+    if node.vendor != 'nvidia-dgx-h100' or not isinstance(gpus, dict):
+        raise ValueError('gpu_health: {"N": {...}} on a DGX node')
+    for n, spec in gpus.items():
+        unknown = set(spec) - set(GPU_HEALTH_DEFAULTS)
+        if unknown:
+            raise ValueError('gpu_health: unknown %s' % ', '.join(sorted(unknown)))
+        v = dict(GPU_HEALTH_DEFAULTS, **spec)
+        puri = '%s/Processors/GPU_SXM_%s' % (HGX_SYSTEM, n)
+        proc = node.own(puri)
+        proc['Status']['Health'] = v['health']
+        node.touch(puri)
+        mm_uri = puri + '/MemorySummary/MemoryMetrics'
+        proc.setdefault('MemorySummary', {})['Metrics'] = {'@odata.id': mm_uri}
+        node.put(mm_uri, {'@odata.id': mm_uri, '@odata.type': '#MemoryMetrics.v1_4_1.MemoryMetrics',
+                          'Id': 'MemoryMetrics', 'Name': 'GPU_SXM_%s Memory Summary Metrics' % n,
+                          'LifeTime': {'CorrectableECCErrorCount': v['ecc_corrected'],
+                                       'UncorrectableECCErrorCount': v['ecc_uncorrected']}})
+        mem_uri = '%s/Memory/GPU_SXM_%s_DRAM_0' % (HGX_SYSTEM, n)
+        node.put(mem_uri, {'@odata.id': mem_uri, '@odata.type': '#Memory.v1_11_0.Memory',
+                           'Id': 'GPU_SXM_%s_DRAM_0' % n, 'Name': 'DIMM Slot',
+                           'MemoryDeviceType': 'HBM', 'Metrics': {'@odata.id': mem_uri + '/MemoryMetrics'},
+                           'Oem': {'Nvidia': {'RowRemappingFailed': v['remap_failed'],
+                                              'RowRemappingPending': v['remap_pending']}},
+                           'Status': {'State': 'Enabled', 'Health': 'OK'}})
+        node.put(mem_uri + '/MemoryMetrics', {
+            '@odata.id': mem_uri + '/MemoryMetrics', 'Id': 'MemoryMetrics',
+            '@odata.type': '#MemoryMetrics.v1_4_1.MemoryMetrics',
+            'Oem': {'Nvidia': {'RowRemapping': {
+                'CorrectableRowRemappingCount': v['remap_corrected'],
+                'UncorrectableRowRemappingCount': v['remap_uncorrected']}}}})
+        ports_uri = puri + '/Ports'
+        members = []
+        for k in range(NVLINKS):
+            uri = '%s/NVLink_%d' % (ports_uri, k)
+            down = k < v['nvlinks_down']
+            node.put(uri, {'@odata.id': uri, '@odata.type': '#Port.v1_4_0.Port', 'Id': 'NVLink_%d' % k,
+                           'Name': 'NVLink_%d Resource' % k, 'PortProtocol': 'NVLink',
+                           'LinkStatus': 'LinkDown' if down else 'LinkUp',
+                           'LinkState': 'Enabled',
+                           'Status': {'State': 'Enabled', 'Health': 'Critical' if down else 'OK'}})
+            members.append({'@odata.id': uri})
+        node.put(ports_uri, {'@odata.id': ports_uri, '@odata.type': '#PortCollection.PortCollection',
+                             'Name': 'Port Collection', 'Members': members,
+                             'Members@odata.count': len(members)})
+        proc['Ports'] = {'@odata.id': ports_uri}
+        node.touch(puri)
+
+
 def override(node, key, value):
     if key == 'sensor_extras':
         if value:
@@ -200,6 +265,8 @@ def override(node, key, value):
             _hmc_firmware(node, name, str(version))
     elif key == 'leak_detectors':
         _leak_detectors(node, value)
+    elif key == 'gpu_health':
+        _gpu_health(node, value)
     elif key == 'leak_voltage':
         _leak_voltage(node, value)
     elif key == 'password_change_required':
