@@ -17,6 +17,7 @@ from redfish_emu import RedfishLab  # noqa: E402
 import redfish_health  # noqa: E402
 
 PREFIX = loopback(__name__, "redfish")
+SLOW = "60"  # a sweep's per-node deadline: two CPUs share the labs and the tool
 VENDORS = ["supermicro-sys-821ge-tnhr", "nvidia-dgx-h100", "lenovo-sr670-v2", "dell-r750",
            "hpe-dl385-gen10plus-v2"]
 # Nodes 1-5: one per dialect with the extra sensors. 6-8: DGX with the HMC's
@@ -158,7 +159,7 @@ def test_password_change_required_is_one_auth_error(rf, lab):
 
 def test_password_change_required_stops_a_sweep_at_once(rf, lab):
     lab.clear(9)
-    r, data = rf.json("sweep", "rf9")
+    r, data = rf.json("sweep", "rf9", "--timeout", SLOW)
     assert r.returncode == 1, r.stderr
     errs = data[0]["errors"]
     assert [e["kind"] for e in errs] == ["auth"], errs
@@ -208,7 +209,7 @@ def test_state_critical_and_sweep_show_the_leaking_node(rf, lab):
     crit = {s["name"] for s in by["rf10"]["sensors"] if s["type"] == "leak"}
     assert crit == {"TrayLeak", "GPU1 ColdPlate", redfish_health.LEAK_ROPE_NAME}
     assert not [s for s in by["rf11"]["sensors"] if s["type"] == "leak"]
-    r, data = rf.json("sweep", "rf10", "rf11")
+    r, data = rf.json("sweep", "rf10", "rf11", "--timeout", SLOW)
     assert r.returncode == 0, r.stderr
     by = {o["node"]: o for o in data}
     assert by["rf10"]["sensors"]["critical"] >= 3
@@ -262,7 +263,7 @@ def test_gpu_health_from_the_bmc_in_hardware_and_inventory(rf, lab):
     assert gpus[3]["bmc_health"]["ecc"] == {"corrected": None, "uncorrected": None}
     assert gpus[3]["bmc_health"]["nvlinks"] is None
     # Stored with the sweep, shown again by inventory show.
-    r, _ = rf.json("sweep", "rf12")
+    r, _ = rf.json("sweep", "rf12", "--timeout", SLOW)
     assert r.returncode == 0, r.stderr
     r, show = rf.json("inventory", "show", "rf12")
     assert r.returncode == 0, r.stderr

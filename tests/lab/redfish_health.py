@@ -33,8 +33,9 @@ the Redfish emulator (tests/lab/redfish_emu.py); issue 21.
   Oem.Nvidia.RowRemapping), `nvlinks_down` (of its 18 NVLink Ports, that
   many LinkDown). GPU_HEALTH_DEFAULTS below are the values not given.
 - `password_change_required` (true): a factory-state BMC. The login and the
-  service root work; every other request with valid credentials answers
-  403 with the MessageId Base.1.8.PasswordChangeRequired (gate()).
+  service root work, and so does deleting a session; every other request
+  with valid credentials answers 403 with the MessageId
+  Base.1.8.PasswordChangeRequired (gate()).
 
 redfish_emu.py calls override() for the keys in OVERRIDE_KEYS and gate()
 before routing an authenticated request. The contract is the "Health
@@ -275,6 +276,9 @@ def override(node, key, value):
 
 def gate(node, method, path):
     """(status, MessageId, message) for a request the node refuses as a whole, or None."""
+    # Logging out stays possible: the session that was allowed is deleted.
+    if method == 'DELETE' and path.startswith(ROOT + '/SessionService/Sessions/'):
+        return None
     if getattr(node, 'password_change_required', False):
         return (403, 'PasswordChangeRequired',
                 'The password provided for this account must be changed before access is '
