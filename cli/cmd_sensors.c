@@ -143,6 +143,7 @@ static int sensors_op(const struct gf_backend *be, void *sess, const struct gf_n
 		if (wanted(a, &l.v[i]))
 			json_array_append_new(arr, gf_sensor_to_json(&l.v[i]));
 	json_object_set_new(slot->data, "sensors", arr);
+	json_object_set_new(slot->data, "leaks", json_integer(gf_sensor_leaks(&l)));
 	gf_sensor_list_release(&l);
 	return 0;
 }

@@ -109,6 +109,16 @@ static void sensor_summary(const struct gf_sensor_list *l, struct gf_sensor_summ
 	*ret = s;
 }
 
+/*
+ * Whether the latest read was refused for its credentials: the next ones
+ * would be too (a BMC that wants its password changed refuses every read),
+ * so the node has one auth error, not one per read.
+ */
+static bool refused_login(const struct bmc_part *p)
+{
+	return p->nerrs && p->errs[p->nerrs - 1].err.kind == GF_EK_AUTH;
+}
+
 /* The read-only operations over the one session, each failing on its own. */
 static void read_bmc(const struct gf_backend *be, void *sess, const struct gf_node *n,
 		     const struct gf_sel_prev *prev, struct bmc_part *p)
@@ -124,6 +134,8 @@ static void read_bmc(const struct gf_backend *be, void *sess, const struct gf_no
 	else
 		p->hw_read = true;
 	gf_err_clear(&e);
+	if (refused_login(p))
+		return;
 	if (!be->firmware)
 		op_unsupported(p, GF_OP_FIRMWARE, be, n);
 	else if (be->firmware(sess, &p->fw, &e) < 0)
@@ -131,6 +143,8 @@ static void read_bmc(const struct gf_backend *be, void *sess, const struct gf_no
 	else
 		p->fw_read = true;
 	gf_err_clear(&e);
+	if (refused_login(p))
+		return;
 	if (!be->sel_list)
 		op_unsupported(p, GF_OP_SEL, be, n);
 	else if (be->sel_list(sess, &sel, &e) < 0)
@@ -138,6 +152,9 @@ static void read_bmc(const struct gf_backend *be, void *sess, const struct gf_no
 	else
 		sel_summary(&sel, prev, &p->sel);
 	gf_err_clear(&e);
+	gf_sel_list_release(&sel);
+	if (refused_login(p))
+		return;
 	if (!be->sensors)
 		op_unsupported(p, GF_OP_SENSORS, be, n);
 	else if (be->sensors(sess, &sens, &e) < 0)
@@ -145,6 +162,9 @@ static void read_bmc(const struct gf_backend *be, void *sess, const struct gf_no
 	else
 		sensor_summary(&sens, &p->sensors);
 	gf_err_clear(&e);
+	gf_sensor_list_release(&sens);
+	if (refused_login(p))
+		return;
 	/* BIOS settings where the backend reads them; a BMC without them is no error. */
 	if (be->bios_get && be->bios_get(sess, false, &p->bios, &e) < 0) {
 		if (e.kind != GF_EK_UNSUPPORTED)
@@ -152,8 +172,6 @@ static void read_bmc(const struct gf_backend *be, void *sess, const struct gf_no
 	} else if (be->bios_get) {
 		p->bios_read = true;
 	}
-	gf_sel_list_release(&sel);
-	gf_sensor_list_release(&sens);
 }
 
 /* A node's BMC part, on the frame's open session: each read fails on its own. */

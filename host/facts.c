@@ -25,18 +25,41 @@ static json_t *num(struct gf_num n)
 	return gf_model_json_num(n);
 }
 
+static json_t *tri_json(int t)
+{
+	return t < 0 ? json_null() : json_boolean(t);
+}
+
+/* A GPU's health as its BMC describes it: the documented "bmc_health" object. */
+static json_t *gpu_health_json(const struct gf_gpu_health *g)
+{
+	json_t *links = g->nvlinks_up < 0 ? json_null()
+					  : json_pack("{s:i,s:i}", "up", g->nvlinks_up, "down",
+						      g->nvlinks_down);
+
+	return json_pack("{s:o,s:{s:o,s:o},s:{s:o,s:o,s:o,s:o},s:o}", "health", str(g->health),
+			 "ecc", "corrected", num(g->ecc_corrected), "uncorrected",
+			 num(g->ecc_uncorrected), "row_remapping", "pending",
+			 tri_json(g->remap_pending), "failed", tri_json(g->remap_failed),
+			 "corrected", num(g->remap_corrected), "uncorrected",
+			 num(g->remap_uncorrected), "nvlinks", links);
+}
+
 json_t *gf_hardware_to_json(const struct gf_hardware *h)
 {
 	json_t *cpus = json_array(), *gpus = json_array();
 
 	for (size_t i = 0; i < h->ncpus; i++)
 		json_array_append_new(cpus, str(h->cpus[i]));
-	for (size_t i = 0; i < h->ngpus; i++)
-		json_array_append_new(gpus,
-				      json_pack("{s:i,s:o,s:o,s:o}", "index", h->gpus[i].index,
-						"model", str(h->gpus[i].model), "serial",
-						str(h->gpus[i].serial), "firmware",
-						str(h->gpus[i].firmware)));
+	for (size_t i = 0; i < h->ngpus; i++) {
+		json_t *g = json_pack("{s:i,s:o,s:o,s:o}", "index", h->gpus[i].index, "model",
+				      str(h->gpus[i].model), "serial", str(h->gpus[i].serial),
+				      "firmware", str(h->gpus[i].firmware));
+
+		if (h->gpus[i].bmc.read)
+			json_object_set_new(g, "bmc_health", gpu_health_json(&h->gpus[i].bmc));
+		json_array_append_new(gpus, g);
+	}
 	return json_pack("{s:{s:o,s:o,s:o,s:o,s:o}, s:{s:o,s:o}, s:{s:o,s:o,s:o,s:o},"
 			 " s:{s:o,s:o,s:o,s:o,s:o}, s:o, s:o, s:o}",
 			 "system", "manufacturer", str(h->system.manufacturer), "model",
@@ -310,6 +333,54 @@ static const struct doc_field hw_fields[] = {
 };
 #undef HW
 
+static void num_of(const json_t *o, const char *key, struct gf_num *n)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (json_is_number(v)) {
+		n->set = true;
+		n->v = json_number_value(v);
+	}
+}
+
+static int tri_of(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_boolean(v) ? json_is_true(v) : -1;
+}
+
+/* "bmc_health" of a GPU, read back; absent or null: not read. */
+static int gpu_health_from_json(const struct doc_at *at, json_t *o, struct gf_gpu_health *g)
+{
+	json_t *ecc, *remap, *links;
+	int rc;
+
+	if (!o || json_is_null(o))
+		return 0;
+	if (!json_is_object(o))
+		return doc_bad(at, "gpus[]", "bmc_health", "an object or null");
+	g->read = true;
+	g->remap_pending = g->remap_failed = g->nvlinks_up = g->nvlinks_down = -1;
+	if ((rc = doc_str(at, o, "gpus[].bmc_health", "health", &g->health)) < 0)
+		return rc;
+	ecc = json_object_get(o, "ecc");
+	remap = json_object_get(o, "row_remapping");
+	links = json_object_get(o, "nvlinks");
+	num_of(ecc, "corrected", &g->ecc_corrected);
+	num_of(ecc, "uncorrected", &g->ecc_uncorrected);
+	g->remap_pending = tri_of(remap, "pending");
+	g->remap_failed = tri_of(remap, "failed");
+	num_of(remap, "corrected", &g->remap_corrected);
+	num_of(remap, "uncorrected", &g->remap_uncorrected);
+	if (json_is_integer(json_object_get(links, "up")) &&
+	    json_is_integer(json_object_get(links, "down"))) {
+		g->nvlinks_up = (int)json_integer_value(json_object_get(links, "up"));
+		g->nvlinks_down = (int)json_integer_value(json_object_get(links, "down"));
+	}
+	return 0;
+}
+
 static int hw_lists(const struct doc_at *at, json_t *o, struct gf_hardware *h)
 {
 	json_t *cpus, *gpus, *mem = json_object_get(o, "memory_gib"), *v;
@@ -340,7 +411,8 @@ static int hw_lists(const struct doc_at *at, json_t *o, struct gf_hardware *h)
 		if ((rc = doc_index(at, v, "gpus[]", &g->index)) < 0 ||
 		    (rc = doc_str(at, v, "gpus[]", "model", &g->model)) < 0 ||
 		    (rc = doc_str(at, v, "gpus[]", "serial", &g->serial)) < 0 ||
-		    (rc = doc_str(at, v, "gpus[]", "firmware", &g->firmware)) < 0)
+		    (rc = doc_str(at, v, "gpus[]", "firmware", &g->firmware)) < 0 ||
+		    (rc = gpu_health_from_json(at, json_object_get(v, "bmc_health"), &g->bmc)) < 0)
 			return rc;
 	}
 	return 0;

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "inventory/events.h"
 #include "inventory/store.h"
@@ -182,6 +183,109 @@ static void gpus(const struct gf_sweep *sw, struct gf_buf *out)
 	}
 }
 
+/* One sample of a GPU's BMC health family: labels node, gpu, serial (and @extra=@v). */
+static void gpu_sample(struct gf_buf *out, const char *name, const struct gf_sweep_node *n,
+		       const struct gf_gpu_hw *g, const char *extra, const char *v)
+{
+	char idx[16];
+
+	snprintf(idx, sizeof(idx), "%d", g->index);
+	sample(out, name, n);
+	label(out, "gpu", idx);
+	label(out, "serial", g->serial);
+	if (extra)
+		label(out, extra, v);
+}
+
+static int health_code(const char *h)
+{
+	if (!h)
+		return 3;
+	if (strcasecmp(h, "OK") == 0)
+		return 0;
+	if (strcasecmp(h, "Warning") == 0)
+		return 1;
+	if (strcasecmp(h, "Critical") == 0)
+		return 2;
+	return 3;
+}
+
+/* Each GPU's health as its BMC describes it (stored with the sweep's hardware). */
+static void gpu_bmc_health(const struct gf_sweep *sw, struct gf_buf *out)
+{
+	static const char *const fams[][2] = {
+		{"gpufleet_gpu_bmc_health",
+		 "A GPU's health as its BMC says: 0 OK, 1 warning, 2 critical, 3 not given."},
+		{"gpufleet_gpu_bmc_ecc_errors",
+		 "ECC errors of a GPU's memory over its lifetime, as its BMC counts them, by type."},
+		{"gpufleet_gpu_bmc_row_remap_pending",
+		 "Whether a GPU has a row remapping pending (1), as its BMC says; a reset applies it."},
+		{"gpufleet_gpu_bmc_remapped_rows",
+		 "Rows a GPU's memory has remapped, as its BMC counts them, by error type."},
+		{"gpufleet_gpu_bmc_nvlinks",
+		 "A GPU's NVLink ports as its BMC lists them, by state."},
+	};
+
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+		gf_prom_family(out, fams[f][0], fams[f][1]);
+		for (size_t i = 0; i < sw->n; i++) {
+			const struct gf_sweep_node *n = &sw->nodes[i];
+
+			for (size_t k = 0; n->hardware && k < n->hardware->ngpus; k++) {
+				const struct gf_gpu_hw *g = &n->hardware->gpus[k];
+				const struct gf_gpu_health *h = &g->bmc;
+
+				if (!h->read)
+					continue;
+				switch (f) {
+				case 0:
+					gpu_sample(out, fams[f][0], n, g, NULL, NULL);
+					value(out, health_code(h->health));
+					break;
+				case 1:
+					if (h->ecc_corrected.set) {
+						gpu_sample(out, fams[f][0], n, g, "type",
+							   "corrected");
+						value(out, h->ecc_corrected.v);
+					}
+					if (h->ecc_uncorrected.set) {
+						gpu_sample(out, fams[f][0], n, g, "type",
+							   "uncorrected");
+						value(out, h->ecc_uncorrected.v);
+					}
+					break;
+				case 2:
+					if (h->remap_pending >= 0) {
+						gpu_sample(out, fams[f][0], n, g, NULL, NULL);
+						value(out, h->remap_pending);
+					}
+					break;
+				case 3:
+					if (h->remap_corrected.set) {
+						gpu_sample(out, fams[f][0], n, g, "type",
+							   "corrected");
+						value(out, h->remap_corrected.v);
+					}
+					if (h->remap_uncorrected.set) {
+						gpu_sample(out, fams[f][0], n, g, "type",
+							   "uncorrected");
+						value(out, h->remap_uncorrected.v);
+					}
+					break;
+				default:
+					if (h->nvlinks_up >= 0) {
+						gpu_sample(out, fams[f][0], n, g, "state", "up");
+						value(out, h->nvlinks_up);
+						gpu_sample(out, fams[f][0], n, g, "state", "down");
+						value(out, h->nvlinks_down);
+					}
+					break;
+				}
+			}
+		}
+	}
+}
+
 static void sel_and_sensors(const struct gf_sweep *sw, struct gf_buf *out)
 {
 	static const char *const states[] = {"nominal", "warning", "critical", "unknown"};
@@ -231,6 +335,7 @@ void gf_metrics_render(const struct gf_sweep *sw, const struct gf_drift *d, stru
 	if (d)
 		drift(d, out);
 	gpus(sw, out);
+	gpu_bmc_health(sw, out);
 	sel_and_sensors(sw, out);
 }
 

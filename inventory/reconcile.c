@@ -1,4 +1,7 @@
-/* BMC against host: GPU count, serials, and firmware held against VBIOS running. */
+/*
+ * BMC against host: GPU count, serials, firmware held against VBIOS running,
+ * and a GPU the BMC calls critical that the host reports healthy.
+ */
 #include "inventory/reconcile.h"
 
 #include <stdio.h>
@@ -64,6 +67,33 @@ static const char *bmc_firmware(const struct gf_sweep_node *n, const char *key,
 	return g->firmware && *g->firmware ? g->firmware : NULL;
 }
 
+/* The host reports nothing wrong with @hg: no uncorrected ECC, nothing pending. */
+static bool host_says_ok(const struct gf_host_gpu *hg)
+{
+	return !(hg->ecc_aggregate_uncorrected.set && hg->ecc_aggregate_uncorrected.v > 0) &&
+	       !(hg->ecc_volatile_uncorrected.set && hg->ecc_volatile_uncorrected.v > 0) &&
+	       hg->remapped_rows_pending != GF_TRI_YES && hg->retired_pages_pending != GF_TRI_YES;
+}
+
+/* A GPU the BMC calls critical while the host, which sees it, reports it healthy. */
+static void bmc_health(struct gf_reconcile_node *rn, const struct gf_gpu_hw *g,
+		       const struct gf_host_gpu *hg)
+{
+	struct gf_buf d = GF_BUF_INIT;
+	char comp[32];
+
+	if (!g->bmc.read || !g->bmc.health || strcasecmp(g->bmc.health, "Critical") != 0 ||
+	    !host_says_ok(hg))
+		return;
+	snprintf(comp, sizeof(comp), "gpu%d", g->index);
+	gf_buf_addf(&d,
+		    "GPU serial %s: the BMC calls it Critical%s, the host sees it (GPU %d) and"
+		    " reports no error",
+		    g->serial, g->bmc.remap_pending == 1 ? " (row remapping pending)" : "",
+		    hg->index);
+	add(rn, gf_xstrdup(comp), "health", "Critical", "ok", &d);
+}
+
 static void reconcile_node(const struct gf_sweep_node *n, struct gf_reconcile_node *rn)
 {
 	const struct gf_hardware *hw = n->hardware;
@@ -103,6 +133,7 @@ static void reconcile_node(const struct gf_sweep_node *n, struct gf_reconcile_no
 			free(key);
 			continue;
 		}
+		bmc_health(rn, g, hg);
 		held = bmc_firmware(n, key, g);
 		if (held && hg->vbios && *hg->vbios && strcasecmp(held, hg->vbios) != 0) {
 			struct gf_buf d = GF_BUF_INIT;

@@ -628,6 +628,14 @@ static int read_one(struct reader *r, uint8_t offset, struct gf_sensor_list *out
 
 	sn = gf_sensor_list_add(out);
 	sn->name = gf_xstrdup(name);
+	{
+		char id[32];
+
+		/* Names repeat (one per DIMM bank on some boards): where it is read does not. */
+		snprintf(id, sizeof(id), "0x%02x.%u.%u", (unsigned)owner, (unsigned)lun,
+			 (unsigned)number);
+		sn->id = gf_xstrdup(id);
+	}
 	sn->state = GF_SENSOR_UNKNOWN;
 	if (threshold && ipmi_sdr_parse_sensor_units(r->sdr, r->rec, (unsigned)r->len, &pct, &mod,
 						     &rate, &base, &mod_base) == 0) {

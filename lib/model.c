@@ -109,6 +109,8 @@ void gf_sensor_list_release(struct gf_sensor_list *l)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		free(l->v[i].name);
+		free(l->v[i].chassis);
+		free(l->v[i].id);
 		free(l->v[i].type);
 		free(l->v[i].unit);
 		free(l->v[i].state_text);
@@ -165,6 +167,7 @@ void gf_hardware_release(struct gf_hardware *h)
 		free(h->gpus[i].model);
 		free(h->gpus[i].serial);
 		free(h->gpus[i].firmware);
+		free(h->gpus[i].bmc.health);
 	}
 	free(h->gpus);
 	memset(h, 0, sizeof(*h));
@@ -211,6 +214,8 @@ json_t *gf_sensor_to_json(const struct gf_sensor *s)
 	json_t *o = json_object(), *t = json_object();
 
 	json_object_set_new(o, "name", str(s->name));
+	json_object_set_new(o, "chassis", str(s->chassis));
+	json_object_set_new(o, "id", str(s->id));
 	json_object_set_new(o, "type", str(s->type ? s->type : "other"));
 	json_object_set_new(o, "reading", num(s->reading));
 	json_object_set_new(o, "unit", str(s->unit));
@@ -242,6 +247,34 @@ json_t *gf_sensors_to_json(const struct gf_sensor_list *l)
 	for (size_t i = 0; i < l->n; i++)
 		json_array_append_new(a, gf_sensor_to_json(&l->v[i]));
 	return a;
+}
+
+static bool same_chassis(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static bool leaking(const struct gf_sensor *s)
+{
+	return s->type && strcmp(s->type, "leak") == 0 &&
+	       (s->state == GF_SENSOR_WARNING || s->state == GF_SENSOR_CRITICAL);
+}
+
+unsigned gf_sensor_leaks(const struct gf_sensor_list *l)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		bool before = false;
+
+		if (!leaking(&l->v[i]))
+			continue;
+		for (size_t j = 0; j < i && !before; j++)
+			before = leaking(&l->v[j]) &&
+				 same_chassis(l->v[j].chassis, l->v[i].chassis);
+		n += !before;
+	}
+	return n;
 }
 
 json_t *gf_sel_entry_to_json(const struct gf_sel_entry *e)

@@ -29,8 +29,11 @@ struct gf_num {
 };
 
 struct gf_sensor {
-	char *name;
-	char *type; /* canonical, lower case: "temperature", "fan", ... */
+	char *name;    /* as the BMC names it: not unique, distinct sensors may share it */
+	char *chassis; /* Redfish: the Id of the chassis that serves it; NULL: none (IPMI) */
+	char *id;      /* where the BMC serves it: the Redfish URI (a legacy entry's with its
+			* fragment), IPMI "owner.lun.number"; with chassis, unique per BMC */
+	char *type;    /* canonical, lower case: "temperature", "fan", ... */
 	struct gf_num reading;
 	char *unit; /* "C", "RPM", "W", "V", "A", "%", NULL when discrete */
 	enum gf_sensor_state state;
@@ -148,11 +151,22 @@ struct gf_component_list {
 
 /* ---- hardware --------------------------------------------------------- */
 
+/* A GPU's health as its BMC describes it (Redfish Processors of type GPU and their metrics). */
+struct gf_gpu_health {
+	bool read;    /* the BMC serves this GPU as a Processor: the rest may be set */
+	char *health; /* Status.Health: "OK", "Warning", "Critical"; NULL: not given */
+	struct gf_num ecc_corrected, ecc_uncorrected; /* GPU memory, lifetime counts */
+	int remap_pending, remap_failed; /* row remapping: 1 yes, 0 no, -1 not served */
+	struct gf_num remap_corrected, remap_uncorrected; /* rows remapped, by error kind */
+	int nvlinks_up, nvlinks_down;                     /* NVLink ports by LinkStatus; -1: none */
+};
+
 struct gf_gpu_hw {
 	int index;
 	char *model;
 	char *serial;
 	char *firmware;
+	struct gf_gpu_health bmc; /* JSON "bmc_health", absent when not read */
 };
 
 struct gf_hardware {
@@ -225,6 +239,12 @@ void gf_hardware_release(struct gf_hardware *h);
 /* The documented JSON shapes. New references. */
 json_t *gf_sensor_to_json(const struct gf_sensor *s);
 json_t *gf_sensors_to_json(const struct gf_sensor_list *l); /* array */
+/*
+ * Leaks: the chassis (trays) with a leak detector (type "leak") in warning
+ * or critical. A tray whose aggregate detector fires with local ones is one
+ * leak. Pure.
+ */
+unsigned gf_sensor_leaks(const struct gf_sensor_list *l);
 json_t *gf_sel_entry_to_json(const struct gf_sel_entry *e);
 json_t *gf_sel_to_json(const struct gf_sel_list *l); /* array */
 json_t *gf_component_to_json(const struct gf_component *c);

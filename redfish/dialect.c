@@ -167,7 +167,10 @@ const struct rf_fw_rule rf_fw_hgx[] = {
 	{"HGX_FW_PCIeRetimer_#", RF_ON_ID, "hgx.retimer#", "baseboard", NULL},
 	{"HGX_FW_PCIeSwitch_#", RF_ON_ID, "hgx.pcieswitch#", "baseboard", NULL},
 	{"HGX_FW_ERoT_PCIeSwitch_#", RF_ON_ID, "hgx.pcieswitch#.erot", "baseboard", NULL},
+	/* The HMC, as three generations name it: one component for drift and rollouts. */
 	{"HGX_FW_BMC_#", RF_ON_ID, "hgx.bmc", "baseboard", NULL},
+	{"HGX_FW_HMC_#", RF_ON_ID, "hgx.bmc", "baseboard", NULL},
+	{"HMC_Firmware", RF_ON_ID, "hgx.bmc", "baseboard", NULL},
 	{"HGX_FW_ERoT_BMC_#", RF_ON_ID, "hgx.bmc.erot", "baseboard", NULL},
 	{"HGX_FW_FPGA_#", RF_ON_ID, "hgx.fpga", "baseboard", NULL},
 	{"HGX_FW_ERoT_FPGA_#", RF_ON_ID, "hgx.fpga.erot", "baseboard", NULL},

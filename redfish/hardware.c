@@ -31,6 +31,92 @@ static void add_gpu(struct gf_hardware *h, const json_t *o, const char *firmware
 	g->firmware = rf_dup(rf_str(o, firmware_key));
 }
 
+static void set_num(struct gf_num *n, const json_t *o, const char *dotted)
+{
+	const json_t *v = rf_get(o, dotted);
+
+	if (json_is_number(v)) {
+		n->set = true;
+		n->v = json_number_value(v);
+	}
+}
+
+/* rf_fetch_opt() where @path may be NULL (nothing linked): *ret NULL. */
+static int fetch_link(struct rf_client *c, const char *path, json_t **ret, struct gf_err *err)
+{
+	*ret = NULL;
+	return path ? rf_fetch_opt(c, path, ret, err) : 0;
+}
+
+static int tri(const json_t *o, const char *dotted)
+{
+	const json_t *v = rf_get(o, dotted);
+
+	return json_is_boolean(v) ? json_is_true(v) : -1;
+}
+
+/*
+ * What the BMC says of one GPU's health: its Status.Health, the ECC counts
+ * of its memory (MemorySummary's MemoryMetrics), row remapping (its Memory
+ * and that Memory's metrics; NVIDIA's Oem), its NVLink ports' LinkStatus.
+ * A part not served stays unknown; only a failed request that is not a 404
+ * fails the read.
+ */
+static int gpu_health(struct rf_client *c, const json_t *p, struct gf_gpu_health *ret,
+		      struct gf_err *err)
+{
+	struct gf_gpu_health g = {.read = true,
+				  .remap_pending = -1,
+				  .remap_failed = -1,
+				  .nvlinks_up = -1,
+				  .nvlinks_down = -1};
+	json_t *doc = NULL, *mem = NULL, *ports = NULL, *o;
+	size_t i;
+	int rc;
+
+	g.health = rf_dup(rf_get_str(p, "Status.Health"));
+	if ((rc = fetch_link(c, rf_link(rf_obj(p, "MemorySummary"), "Metrics"), &doc, err)) < 0)
+		goto out;
+	set_num(&g.ecc_corrected, doc, "LifeTime.CorrectableECCErrorCount");
+	set_num(&g.ecc_uncorrected, doc, "LifeTime.UncorrectableECCErrorCount");
+	json_decref(doc);
+	doc = NULL;
+	if ((rc = fetch_link(c,
+			     rf_str(json_array_get(rf_arr(rf_obj(p, "Links"), "Memory"), 0),
+				    "@odata.id"),
+			     &mem, err)) < 0)
+		goto out;
+	g.remap_pending = tri(mem, "Oem.Nvidia.RowRemappingPending");
+	g.remap_failed = tri(mem, "Oem.Nvidia.RowRemappingFailed");
+	if ((rc = fetch_link(c, rf_link(mem, "Metrics"), &doc, err)) < 0)
+		goto out;
+	set_num(&g.remap_corrected, doc, "Oem.Nvidia.RowRemapping.CorrectableRowRemappingCount");
+	set_num(&g.remap_uncorrected, doc,
+		"Oem.Nvidia.RowRemapping.UncorrectableRowRemappingCount");
+	if (rf_link(p, "Ports") &&
+	    (rc = rf_collection_of(c, p, "Ports", RF_WALK_EXPAND, &ports, err)) < 0)
+		goto out;
+	json_array_foreach(ports, i, o) {
+		if (!rf_eq(rf_str(o, "PortProtocol"), "NVLink"))
+			continue;
+		if (g.nvlinks_up < 0)
+			g.nvlinks_up = g.nvlinks_down = 0;
+		if (rf_eq(rf_str(o, "LinkStatus"), "LinkUp"))
+			g.nvlinks_up++;
+		else
+			g.nvlinks_down++;
+	}
+	*ret = g;
+	g.health = NULL;
+	rc = 0;
+out:
+	free(g.health);
+	json_decref(doc);
+	json_decref(mem);
+	json_decref(ports);
+	return rc;
+}
+
 static void add_cpu(struct gf_hardware *h, const json_t *p, const json_t *sys)
 {
 	const char *model = rf_str(p, "Model");
@@ -57,14 +143,16 @@ static int processors(struct rf_client *c, const json_t *sys, bool main, struct 
 	json_array_foreach(list, i, p) {
 		const char *type = rf_str(p, "ProcessorType");
 
-		if (rf_eq(type, "GPU"))
+		if (rf_eq(type, "GPU")) {
 			add_gpu(h, p, "FirmwareVersion");
-		else if (main && (rf_eq(type, "CPU") || !type) &&
-			 !rf_eq(rf_get_str(p, "Status.State"), "Absent"))
+			if ((rc = gpu_health(c, p, &h->gpus[h->ngpus - 1].bmc, err)) < 0)
+				break;
+		} else if (main && (rf_eq(type, "CPU") || !type) &&
+			   !rf_eq(rf_get_str(p, "Status.State"), "Absent"))
 			add_cpu(h, p, sys);
 	}
 	json_decref(list);
-	return 0;
+	return rc;
 }
 
 static bool is_gpu_device(const json_t *d)

@@ -759,6 +759,33 @@ static void redfish_message(const struct rf_resp *r, struct gf_buf *out)
 	json_decref(doc);
 }
 
+static bool is_message(const char *mid, const char *id)
+{
+	const char *last = mid ? strrchr(mid, '.') : NULL;
+
+	return mid && strcmp(last ? last + 1 : mid, id) == 0;
+}
+
+/* Whether the error body of @r names @id (a MessageId "Registry.1.0.<id>", or its code). */
+static bool names_message(const struct rf_resp *r, const char *id)
+{
+	json_t *doc = json_loadb(gf_buf_str(&r->body), r->body.len, 0, NULL);
+	json_t *e = rf_obj(doc, "error");
+	bool found = is_message(rf_str(e, "code"), id);
+	size_t i;
+	json_t *x;
+
+	json_array_foreach(rf_arr(e, "@Message.ExtendedInfo"), i, x)
+		found = found || is_message(rf_str(x, "MessageId"), id);
+	json_decref(doc);
+	return found;
+}
+
+bool rf_http_password_change_required(const struct rf_resp *r)
+{
+	return r->status == 403 && names_message(r, "PasswordChangeRequired");
+}
+
 int rf_http_status_err(const struct rf_http *h, const char *method, const char *path,
 		       const struct rf_resp *r, struct gf_err *err)
 {
@@ -767,6 +794,20 @@ int rf_http_status_err(const struct rf_http *h, const char *method, const char *
 	int rc;
 
 	redfish_message(r, &msg);
+	/*
+	 * A factory-state BMC refuses every read until the account's password
+	 * is changed: one auth error that says so, not a refusal per resource.
+	 */
+	if (rf_http_password_change_required(r)) {
+		rc = gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
+				"bmc '%s' wants the account's password changed before any read "
+				"(HTTP 403 PasswordChangeRequired)",
+				h->node);
+		if (err)
+			err->detail = r->status;
+		gf_buf_release(&msg);
+		return rc;
+	}
 	switch (r->status) {
 	case 401: kind = GF_EK_AUTH; break;
 	case 404:

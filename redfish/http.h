@@ -102,7 +102,13 @@ int rf_http_request_body(struct rf_http *h, const char *method, const char *path
  */
 const char *rf_http_fingerprint(const struct rf_http *h);
 
-/* An error for a non-2xx answer, with the Redfish error message when the body has one. */
+/* A 403 whose error body names PasswordChangeRequired (a BMC in factory state). */
+bool rf_http_password_change_required(const struct rf_resp *r);
+
+/*
+ * An error for a non-2xx answer, with the Redfish error message when the body
+ * has one; PasswordChangeRequired is an auth error.
+ */
 int rf_http_status_err(const struct rf_http *h, const char *method, const char *path,
 		       const struct rf_resp *r, struct gf_err *err);
 

@@ -179,8 +179,11 @@ static int login(struct rf_session *s, struct gf_err *err)
 	}
 	if (r.status == 401 || r.status == 403) {
 		rc = gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
-				"bmc '%s' rejected the login of user '%s' (HTTP %ld)", s->node,
-				s->user, r.status);
+				"bmc '%s' rejected the login of user '%s' (HTTP %ld%s)", s->node,
+				s->user, r.status,
+				rf_http_password_change_required(&r) ? " PasswordChangeRequired: "
+								       "change the password first"
+								     : "");
 		if (err)
 			err->detail = r.status;
 		rf_resp_release(&r);

@@ -235,6 +235,8 @@ void rf_sensors_power(const json_t *power, json_t *seen, struct gf_sensor_list *
 void rf_sensor_one(const json_t *sensor, json_t *seen, struct gf_sensor_list *ret);
 void rf_sensor_fan(const json_t *fan, json_t *seen, struct gf_sensor_list *ret);
 void rf_sensor_psu(const json_t *psu, json_t *seen, struct gf_sensor_list *ret);
+/* A LeakDetector: type "leak", its state from DetectorState (not Status.Health). */
+void rf_leak_detector(const json_t *detector, json_t *seen, struct gf_sensor_list *ret);
 int rf_sensors(struct rf_client *c, struct gf_sensor_list *ret, struct gf_err *err);
 
 /* ---- event log (sel.c) -------------------------------------------------- */

@@ -2,9 +2,13 @@
  * Sensors from every model a BMC may use, into the one sensor model: legacy
  * Thermal (Temperatures, Fans) and Power (Voltages, PowerSupplies,
  * PowerControl), the Chassis Sensors collection, and ThermalSubsystem Fans /
- * PowerSubsystem PowerSupplies where the legacy documents are missing. A name
- * already reported for a chassis is not reported again (Dell and Lenovo show
- * both models).
+ * PowerSubsystem PowerSupplies where the legacy documents are missing.
+ * A sensor is where the BMC serves it (its chassis and URI), never its name:
+ * distinct sensors may share a name (two supplies' input and output power,
+ * one card temperature per slot). A legacy entry and a Sensors member are one
+ * sensor only where the BMC says so (a link, RelatedItem, the member's Id) or
+ * where their name is unique on both sides of that chassis (Dell and Lenovo
+ * show both models, unlinked).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -50,25 +54,48 @@ static const struct {
 	const char *type;
 	const char *unit;
 } unit_types[] = {
-	{"W", "power", "W"},         {"Watts", "power", "W"},   {"RPM", "fan", "RPM"},
-	{"Cel", "temperature", "C"}, {"C", "temperature", "C"}, {"V", "voltage", "V"},
-	{"A", "current", "A"},
+	{"W", "power", "W"},         {"Watts", "power", "W"},    {"RPM", "fan", "RPM"},
+	{"Cel", "temperature", "C"}, {"C", "temperature", "C"},  {"V", "voltage", "V"},
+	{"A", "current", "A"},       {"CFM", "airflow", "CFM"},  {"[ft_i]3/min", "airflow", "CFM"},
+	{"Pa", "pressure", "Pa"},    {"kPa", "pressure", "kPa"}, {"L/min", "liquid_flow", "L/min"},
 };
 
-static bool seen_name(json_t *seen, const char *name)
+static bool type_of_unit(const char *units)
 {
-	struct gf_buf b = GF_BUF_INIT;
-	bool was;
+	for (size_t i = 0; i < sizeof(unit_types) / sizeof(unit_types[0]); i++)
+		if (strcmp(units, unit_types[i].units) == 0)
+			return true;
+	return false;
+}
 
-	if (!name)
+/* Record @key in @seen (a JSON object used as a set); true when it was there already. */
+static bool seen_key(json_t *seen, const char *key)
+{
+	if (!key)
 		return false;
-	for (const char *p = name; *p; p++)
-		gf_buf_addc(&b, (char)((*p >= 'A' && *p <= 'Z') ? *p - 'A' + 'a' : *p));
-	was = json_object_get(seen, gf_buf_str(&b)) != NULL;
-	if (!was)
-		json_object_set_new(seen, gf_buf_str(&b), json_true());
-	gf_buf_release(&b);
-	return was;
+	if (json_object_get(seen, key))
+		return true;
+	json_object_set_new(seen, key, json_true());
+	return false;
+}
+
+/*
+ * Where the BMC serves @o: its @odata.id (a URI, or a URI and a fragment for
+ * the entries of a legacy document), else its member id under the document
+ * it came in; NULL when it has neither. Owned by the caller.
+ */
+static char *identity(const json_t *o, const char *doc_uri, const char *array)
+{
+	const char *uri = rf_str(o, "@odata.id");
+	const char *mid = rf_str(o, "MemberId") ? rf_str(o, "MemberId") : rf_str(o, "Id");
+	struct gf_buf b = GF_BUF_INIT;
+
+	if (uri)
+		return gf_xstrdup(uri);
+	if (!mid)
+		return NULL;
+	gf_buf_addf(&b, "%s#/%s/%s", doc_uri ? doc_uri : "", array ? array : "", mid);
+	return gf_buf_detach(&b);
 }
 
 static enum gf_sensor_state health_state(const char *h)
@@ -108,7 +135,7 @@ static void num_from(struct gf_num *n, const json_t *o, const char *key)
  * @counter, which passes any limit in time. A crossing the state does not
  * show is kept as a note.
  */
-static void settle_state(struct gf_sensor *s, const json_t *o, bool counter)
+static void settle_state(struct gf_sensor *s, const json_t *o, bool counter, bool leak)
 {
 	/* The thresholds a reading can cross, mildest first, with their JSON names. */
 	const struct {
@@ -144,6 +171,9 @@ static void settle_state(struct gf_sensor *s, const json_t *o, bool counter)
 		s->state = told;
 	else
 		s->state = counter ? GF_SENSOR_NOMINAL : th;
+	/* A leak served only as a threshold on a reading: the crossing is the leak. */
+	if (leak && th > s->state)
+		s->state = th;
 	if (th > s->state) {
 		struct gf_buf b = GF_BUF_INIT;
 
@@ -159,15 +189,25 @@ static void settle_state(struct gf_sensor *s, const json_t *o, bool counter)
 	}
 }
 
-static struct gf_sensor *add(struct gf_sensor_list *ret, json_t *seen, const char *name,
+/*
+ * A new sensor for @o, unless what serves it was seen already (the same
+ * member listed twice, or a Sensors member a legacy entry already stands
+ * for). Nameless sensors take their member id as name.
+ */
+static struct gf_sensor *add(struct gf_sensor_list *ret, json_t *seen, const json_t *o,
+			     const char *doc_uri, const char *array, const char *name,
 			     const char *type, const char *unit)
 {
 	struct gf_sensor *s;
+	char *id = identity(o, doc_uri, array);
 
-	if (!name || seen_name(seen, name))
+	if (!name || seen_key(seen, id)) {
+		free(id);
 		return NULL;
+	}
 	s = gf_sensor_list_add(ret);
 	s->name = gf_xstrdup(name);
+	s->id = id;
 	s->type = gf_xstrdup(type);
 	s->unit = unit ? gf_xstrdup(unit) : NULL;
 	return s;
@@ -184,20 +224,20 @@ static void legacy_thresholds(struct gf_sensor *s, const json_t *o)
 	num_from(&s->lnr, o, "LowerThresholdFatal");
 }
 
-static void legacy_reading(const json_t *o, const char *key, json_t *seen, const char *type,
-			   const char *unit, struct gf_sensor_list *ret)
+static void legacy_reading(const json_t *o, const char *array, const char *key, json_t *seen,
+			   const char *type, const char *unit, struct gf_sensor_list *ret)
 {
 	struct gf_sensor *s;
 
 	if (!json_is_object(o))
 		return;
-	s = add(ret, seen, rf_str(o, "Name"), type, unit);
+	s = add(ret, seen, o, NULL, array, rf_str(o, "Name"), type, unit);
 	if (!s)
 		return;
 	if (present(o)) {
 		num_from(&s->reading, o, key);
 		legacy_thresholds(s, o);
-		settle_state(s, o, false);
+		settle_state(s, o, false, false);
 	}
 }
 
@@ -217,7 +257,7 @@ void rf_sensor_fan(const json_t *fan, json_t *seen, struct gf_sensor_list *ret)
 	if (!json_object_get(fan, "Reading") && !json_object_get(fan, "ReadingRPM") &&
 	    rf_obj(fan, "SpeedPercent"))
 		unit = rf_num(rf_obj(fan, "SpeedPercent"), "SpeedRPM", &v) ? "RPM" : "%";
-	s = add(ret, seen, name, "fan", unit);
+	s = add(ret, seen, fan, NULL, "Fans", name, "fan", unit);
 	if (!s || !present(fan))
 		return;
 	if (rf_num(fan, "Reading", &v) || rf_num(fan, "ReadingRPM", &v) ||
@@ -227,7 +267,7 @@ void rf_sensor_fan(const json_t *fan, json_t *seen, struct gf_sensor_list *ret)
 		s->reading.v = v;
 	}
 	legacy_thresholds(s, fan);
-	settle_state(s, fan, false);
+	settle_state(s, fan, false, false);
 }
 
 void rf_sensor_psu(const json_t *psu, json_t *seen, struct gf_sensor_list *ret)
@@ -246,7 +286,7 @@ void rf_sensor_psu(const json_t *psu, json_t *seen, struct gf_sensor_list *ret)
 		snprintf(fallback, sizeof(fallback), "Power Supply %s", mid ? mid : "?");
 		name = fallback;
 	}
-	s = add(ret, seen, name, "power_supply", NULL);
+	s = add(ret, seen, psu, NULL, "PowerSupplies", name, "power_supply", NULL);
 	if (!s)
 		return;
 	health = rf_get_str(psu, "Status.Health");
@@ -269,7 +309,7 @@ void rf_sensors_thermal(const json_t *thermal, json_t *seen, struct gf_sensor_li
 	json_t *o;
 
 	json_array_foreach(rf_arr(thermal, "Temperatures"), i, o)
-		legacy_reading(o, "ReadingCelsius", seen, "temperature", "C", ret);
+		legacy_reading(o, "Temperatures", "ReadingCelsius", seen, "temperature", "C", ret);
 	json_array_foreach(rf_arr(thermal, "Fans"), i, o)
 		rf_sensor_fan(o, seen, ret);
 }
@@ -280,7 +320,7 @@ void rf_sensors_power(const json_t *power, json_t *seen, struct gf_sensor_list *
 	json_t *o;
 
 	json_array_foreach(rf_arr(power, "Voltages"), i, o)
-		legacy_reading(o, "ReadingVolts", seen, "voltage", "V", ret);
+		legacy_reading(o, "Voltages", "ReadingVolts", seen, "voltage", "V", ret);
 	json_array_foreach(rf_arr(power, "PowerSupplies"), i, o)
 		rf_sensor_psu(o, seen, ret);
 	json_array_foreach(rf_arr(power, "PowerControl"), i, o) {
@@ -296,12 +336,27 @@ void rf_sensors_power(const json_t *power, json_t *seen, struct gf_sensor_list *
 			snprintf(fallback, sizeof(fallback), "Power Control %s", mid ? mid : "0");
 			name = fallback;
 		}
-		s = add(ret, seen, name, "power", "W");
+		s = add(ret, seen, o, NULL, "PowerControl", name, "power", "W");
 		if (!s)
 			continue;
 		num_from(&s->reading, o, "PowerConsumedWatts");
-		settle_state(s, o, false);
+		settle_state(s, o, false, false);
 	}
+}
+
+/*
+ * Names that make a Sensor a leak detector: BMCs that have no LeakDetector
+ * resource serve a leak rope as a voltage with thresholds, named so.
+ */
+static const char *const leak_words[] = {"leak"};
+
+static bool leak_named(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(leak_words) / sizeof(leak_words[0]); i++)
+		for (const char *p = name; *p; p++)
+			if (strncasecmp(p, leak_words[i], strlen(leak_words[i])) == 0)
+				return true;
+	return false;
 }
 
 void rf_sensor_one(const json_t *o, json_t *seen, struct gf_sensor_list *ret)
@@ -310,7 +365,7 @@ void rf_sensor_one(const json_t *o, json_t *seen, struct gf_sensor_list *ret)
 	const char *type = NULL, *unit = NULL;
 	json_t *th = rf_obj(o, "Thresholds");
 	struct gf_sensor *s;
-	bool discrete, counter = false;
+	bool discrete, leak, counter = false;
 
 	if (!json_is_object(o))
 		return;
@@ -329,12 +384,27 @@ void rf_sensor_one(const json_t *o, json_t *seen, struct gf_sensor_list *ret)
 		}
 	}
 	/*
-	 * No ReadingType, or an empty ReadingUnits (Lenovo's state sensors read
-	 * 0 whatever happens): a discrete sensor, known by its health alone.
+	 * A unit the tables do not know is kept as the BMC gives it, and so is
+	 * the reading (Lenovo's airflow in CFM has no ReadingType).
+	 */
+	if (units && *units && (!unit || strcmp(unit, units) != 0) && !type_of_unit(units)) {
+		unit = units;
+		if (!type)
+			type = "other";
+	}
+	/*
+	 * No ReadingType nor unit, or an empty ReadingUnits (Lenovo's state
+	 * sensors read 0 whatever happens): a discrete sensor, known by its
+	 * health alone.
 	 */
 	discrete = !type || (units && !*units);
-	s = add(ret, seen, rf_str(o, "Name") ? rf_str(o, "Name") : rf_str(o, "Id"),
-		type ? type : "other", discrete ? NULL : unit);
+	leak = leak_named(rf_str(o, "Name")) || leak_named(rf_str(o, "Id"));
+	s = add(ret, seen, o, NULL, "Sensors",
+		rf_str(o, "Name") ? rf_str(o, "Name") : rf_str(o, "Id"),
+		leak   ? "leak"
+		: type ? type
+		       : "other",
+		discrete ? NULL : unit);
 	if (!s)
 		return;
 	if (!present(o))
@@ -357,60 +427,257 @@ void rf_sensor_one(const json_t *o, json_t *seen, struct gf_sensor_list *ret)
 		num_from(&s->lc, rf_obj(th, "LowerCritical"), "Reading");
 		num_from(&s->lnr, rf_obj(th, "LowerFatal"), "Reading");
 	}
-	settle_state(s, o, counter);
+	settle_state(s, o, counter, leak);
 }
 
-/* One chassis: legacy documents first, then the newer models for what they miss. */
+/* ---- leaks ---------------------------------------------------------------- */
+
+void rf_leak_detector(const json_t *o, json_t *seen, struct gf_sensor_list *ret)
+{
+	const char *ds = rf_str(o, "DetectorState"), *health = rf_get_str(o, "Status.Health");
+	struct gf_buf b = GF_BUF_INIT;
+	struct gf_sensor *s;
+
+	if (!json_is_object(o))
+		return;
+	s = add(ret, seen, o, NULL, "LeakDetectors",
+		rf_str(o, "Name") ? rf_str(o, "Name") : rf_str(o, "Id"), "leak", NULL);
+	if (!s)
+		return;
+	if (!present(o)) {
+		s->state_text = gf_xstrdup("absent");
+		return;
+	}
+	/* DetectorState is the leak; Status.Health is the detector's own (OK while it leaks). */
+	s->state = ds ? health_state(ds) : GF_SENSOR_UNKNOWN;
+	gf_buf_addf(&b, "detector %s", ds ? ds : "state unknown");
+	if (health && !rf_eq(health, ds))
+		gf_buf_addf(&b, ", health %s", health);
+	s->state_text = gf_buf_detach(&b);
+}
+
+/* ---- one chassis ---------------------------------------------------------- */
+
+/* The entries of the legacy documents (and subsystem members) that may stand for a Sensor. */
+static const char *const legacy_arrays[] = {"Temperatures", "Fans", "Voltages", "PowerSupplies",
+					    "PowerControl"};
+
+static void count_name(json_t *counts, const char *name)
+{
+	struct gf_buf b = GF_BUF_INIT;
+
+	if (!name)
+		return;
+	for (const char *p = name; *p; p++)
+		gf_buf_addc(&b, (char)((*p >= 'A' && *p <= 'Z') ? *p - 'A' + 'a' : *p));
+	json_object_set_new(counts, gf_buf_str(&b),
+			    json_integer(json_integer_value(json_object_get(counts,
+									    gf_buf_str(&b))) +
+					 1));
+	gf_buf_release(&b);
+}
+
+static bool name_once(json_t *counts, const char *name)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	bool once;
+
+	if (!name)
+		return false;
+	for (const char *p = name; *p; p++)
+		gf_buf_addc(&b, (char)((*p >= 'A' && *p <= 'Z') ? *p - 'A' + 'a' : *p));
+	once = json_integer_value(json_object_get(counts, gf_buf_str(&b))) == 1;
+	gf_buf_release(&b);
+	return once;
+}
+
+static bool related_to(const json_t *sensor, const char *uri)
+{
+	size_t i;
+	json_t *r;
+
+	json_array_foreach(rf_arr(sensor, "RelatedItem"), i, r)
+		if (uri && rf_eq(rf_str(r, "@odata.id"), uri))
+			return true;
+	return false;
+}
+
+/* The names of one chassis's entries and Sensors, to know which occur once. */
+struct chassis_docs {
+	json_t *entries;      /* the legacy or subsystem entries, an array (borrowed members) */
+	json_t *sensors;      /* the Sensors members (owned), NULL: none */
+	json_t *entry_names;  /* lower-case name -> count */
+	json_t *sensor_names; /* lower-case name -> count */
+};
+
+/*
+ * The Sensors member @e (a legacy entry, a subsystem fan or supply) stands
+ * for, or NULL: the one it names as DataSourceUri, the one that names it as
+ * RelatedItem, the one whose Id is its name (NVIDIA), or the one with the
+ * same name where that name occurs once among the entries and once among
+ * the Sensors (Dell and Lenovo link neither way).
+ */
+static const json_t *same_sensor(const struct chassis_docs *d, const json_t *e)
+{
+	const char *src = rf_str(e, "DataSourceUri");
+	const char *uri = rf_str(e, "@odata.id"), *name = rf_str(e, "Name");
+	size_t i;
+	json_t *m;
+
+	if (!src)
+		src = rf_str(rf_obj(e, "SpeedPercent"), "DataSourceUri");
+	json_array_foreach(d->sensors, i, m) {
+		if ((src && rf_eq(rf_str(m, "@odata.id"), src)) || related_to(m, uri) ||
+		    (name && rf_eq(rf_str(m, "Id"), name)))
+			return m;
+	}
+	if (!name_once(d->entry_names, name) || !name_once(d->sensor_names, name))
+		return NULL;
+	json_array_foreach(d->sensors, i, m)
+		if (rf_str(m, "Name") && strcasecmp(rf_str(m, "Name"), name) == 0)
+			return m;
+	return NULL;
+}
+
+/* The Sensors the entries of the legacy @doc stand for are seen: not shown again. */
+static void claim(const struct chassis_docs *d, const json_t *doc, json_t *seen)
+{
+	for (size_t k = 0; k < sizeof(legacy_arrays) / sizeof(legacy_arrays[0]); k++) {
+		size_t i;
+		json_t *o;
+
+		json_array_foreach(rf_arr(doc, legacy_arrays[k]), i, o) {
+			const json_t *m = json_is_object(o) ? same_sensor(d, o) : NULL;
+
+			if (m && rf_str(m, "@odata.id"))
+				seen_key(seen, rf_str(m, "@odata.id"));
+		}
+	}
+}
+
+static void add_entries(json_t *entries, const json_t *doc)
+{
+	for (size_t k = 0; k < sizeof(legacy_arrays) / sizeof(legacy_arrays[0]); k++) {
+		size_t i;
+		json_t *o;
+
+		json_array_foreach(rf_arr(doc, legacy_arrays[k]), i, o)
+			if (json_is_object(o))
+				json_array_append(entries, o);
+	}
+}
+
+/* The collection @key of the document at @ch's link @sub (owned, NULL: none); the document in @doc. */
+static int subsystem(struct rf_client *c, const json_t *ch, const char *sub, const char *key,
+		     json_t **doc, json_t **ret, struct gf_err *err)
+{
+	json_t *list = NULL;
+	int rc;
+
+	if (!*doc && (rc = rf_fetch_opt(c, rf_link(ch, sub), doc, err)) < 0)
+		return rc;
+	if (!rf_link(*doc, key))
+		return 0;
+	if ((rc = rf_collection_of(c, *doc, key, RF_WALK_EXPAND, &list, err)) < 0)
+		return rc;
+	*ret = list;
+	return 0;
+}
+
+/*
+ * The leak detectors of a chassis: ThermalSubsystem/LeakDetection/LeakDetectors
+ * (owned, NULL: none). The ThermalSubsystem document is kept in @tsub.
+ */
+static int leak_detectors(struct rf_client *c, const json_t *ch, json_t **tsub, json_t **ret,
+			  struct gf_err *err)
+{
+	json_t *ld = NULL;
+	int rc;
+
+	if (!*tsub && (rc = rf_fetch_opt(c, rf_link(ch, "ThermalSubsystem"), tsub, err)) < 0)
+		return rc;
+	if (!rf_link(*tsub, "LeakDetection"))
+		return 0;
+	rc = subsystem(c, *tsub, "LeakDetection", "LeakDetectors", &ld, ret, err);
+	json_decref(ld);
+	return rc;
+}
+
+/*
+ * One chassis: the legacy documents, the Sensors members no legacy entry
+ * stands for, then the subsystems' fans and supplies where the legacy
+ * documents are missing, unless they stand for a Sensor already shown.
+ */
 static int chassis_sensors(struct rf_client *c, const json_t *ch, json_t *seen,
 			   struct gf_sensor_list *ret, struct gf_err *err)
 {
-	json_t *doc = NULL, *list = NULL;
+	struct chassis_docs d = {.entries = json_array(),
+				 .entry_names = json_object(),
+				 .sensor_names = json_object()};
+	json_t *thermal = NULL, *power = NULL, *fans = NULL, *psus = NULL, *leaks = NULL;
+	json_t *tsub = NULL, *psub = NULL;
 	size_t i;
 	json_t *o;
-	int rc;
+	int rc = 0;
 
-	if (rf_link(ch, "Thermal")) {
-		if ((rc = rf_fetch_opt(c, rf_link(ch, "Thermal"), &doc, err)) < 0)
-			return rc;
-		rf_sensors_thermal(doc, seen, ret);
-		json_decref(doc);
-	}
-	if (rf_link(ch, "Power")) {
-		if ((rc = rf_fetch_opt(c, rf_link(ch, "Power"), &doc, err)) < 0)
-			return rc;
-		rf_sensors_power(doc, seen, ret);
-		json_decref(doc);
-	}
-	if (rf_link(ch, "Sensors")) {
-		if ((rc = rf_collection_of(c, ch, "Sensors", RF_WALK_EXPAND, &list, err)) < 0)
-			return rc;
-		json_array_foreach(list, i, o)
-			rf_sensor_one(o, seen, ret);
-		json_decref(list);
-	}
-	if (!rf_link(ch, "Thermal") && rf_link(ch, "ThermalSubsystem")) {
-		if ((rc = rf_fetch_opt(c, rf_link(ch, "ThermalSubsystem"), &doc, err)) < 0)
-			return rc;
-		rc = rf_collection_of(c, doc, "Fans", RF_WALK_EXPAND, &list, err);
-		json_decref(doc);
-		if (rc < 0)
-			return rc;
-		json_array_foreach(list, i, o)
+	if (rf_link(ch, "Thermal") &&
+	    (rc = rf_fetch_opt(c, rf_link(ch, "Thermal"), &thermal, err)) < 0)
+		goto out;
+	if (rf_link(ch, "Power") && (rc = rf_fetch_opt(c, rf_link(ch, "Power"), &power, err)) < 0)
+		goto out;
+	if (rf_link(ch, "Sensors") &&
+	    (rc = rf_collection_of(c, ch, "Sensors", RF_WALK_EXPAND, &d.sensors, err)) < 0)
+		goto out;
+	if (!rf_link(ch, "Thermal") && rf_link(ch, "ThermalSubsystem") &&
+	    (rc = subsystem(c, ch, "ThermalSubsystem", "Fans", &tsub, &fans, err)) < 0)
+		goto out;
+	if (!rf_link(ch, "Power") && rf_link(ch, "PowerSubsystem") &&
+	    (rc = subsystem(c, ch, "PowerSubsystem", "PowerSupplies", &psub, &psus, err)) < 0)
+		goto out;
+	if (rf_link(ch, "ThermalSubsystem") && (rc = leak_detectors(c, ch, &tsub, &leaks, err)) < 0)
+		goto out;
+	add_entries(d.entries, thermal);
+	add_entries(d.entries, power);
+	json_array_foreach(fans, i, o)
+		if (json_is_object(o))
+			json_array_append(d.entries, o);
+	json_array_foreach(psus, i, o)
+		if (json_is_object(o))
+			json_array_append(d.entries, o);
+	json_array_foreach(d.entries, i, o)
+		count_name(d.entry_names, rf_str(o, "Name"));
+	json_array_foreach(d.sensors, i, o)
+		count_name(d.sensor_names, rf_str(o, "Name"));
+
+	/* A legacy entry that stands for a Sensor hides it: the Sensor's URI is seen. */
+	rf_sensors_thermal(thermal, seen, ret);
+	rf_sensors_power(power, seen, ret);
+	claim(&d, thermal, seen);
+	claim(&d, power, seen);
+	json_array_foreach(d.sensors, i, o)
+		rf_sensor_one(o, seen, ret);
+	/* Subsystem members come last: a Sensor they stand for is shown already. */
+	json_array_foreach(fans, i, o)
+		if (!same_sensor(&d, o))
 			rf_sensor_fan(o, seen, ret);
-		json_decref(list);
-	}
-	if (!rf_link(ch, "Power") && rf_link(ch, "PowerSubsystem")) {
-		if ((rc = rf_fetch_opt(c, rf_link(ch, "PowerSubsystem"), &doc, err)) < 0)
-			return rc;
-		rc = rf_collection_of(c, doc, "PowerSupplies", RF_WALK_EXPAND, &list, err);
-		json_decref(doc);
-		if (rc < 0)
-			return rc;
-		json_array_foreach(list, i, o)
+	json_array_foreach(psus, i, o)
+		if (!same_sensor(&d, o))
 			rf_sensor_psu(o, seen, ret);
-		json_decref(list);
-	}
-	return 0;
+	json_array_foreach(leaks, i, o)
+		rf_leak_detector(o, seen, ret);
+out:
+	json_decref(tsub);
+	json_decref(psub);
+	json_decref(leaks);
+	json_decref(thermal);
+	json_decref(power);
+	json_decref(fans);
+	json_decref(psus);
+	json_decref(d.entries);
+	json_decref(d.sensors);
+	json_decref(d.entry_names);
+	json_decref(d.sensor_names);
+	return rc;
 }
 
 int rf_sensors(struct rf_client *c, struct gf_sensor_list *ret, struct gf_err *err)
@@ -428,11 +695,16 @@ int rf_sensors(struct rf_client *c, struct gf_sensor_list *ret, struct gf_err *e
 	if (rc < 0)
 		goto out;
 	json_array_foreach(chassis, i, ch) {
-		/* Names are unique per chassis, not per BMC (each GPU tray has a "TEMP_0"). */
+		/* What a chassis showed already; each GPU tray has its own "TEMP_0". */
 		json_t *seen = json_object();
+
+		size_t first = out.n;
 
 		rc = chassis_sensors(c, ch, seen, &out, err);
 		json_decref(seen);
+		for (size_t k = first; k < out.n; k++)
+			out.v[k].chassis = gf_xstrdup(rf_str(ch, "Id") ? rf_str(ch, "Id")
+								       : rf_str(ch, "@odata.id"));
 		if (rc < 0)
 			goto out;
 	}

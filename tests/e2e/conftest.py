@@ -55,6 +55,7 @@ LOOPBACK = {
     ("test_rollout_safety", "lab"): "127.53.1",              # BMCs .1-8 (issue 18)
     ("test_update_quirks", "lab"): "127.54.1",              # BMCs that bend the standard
     ("test_update_quirks", "lab443"): "127.54.2",           # one on the default port 443
+    ("test_bmc_health", "redfish"): "127.55.0",
     # sshd hosts
     ("test_host", "ssh"): "127.33.0",
     ("test_host", "ssh-small"): "127.33.1",                 # a one-host lab

@@ -147,7 +147,10 @@ def test_unhealthy_nodes_and_json_shape(reg, lab):
     assert r.returncode == 0, r.stderr
     sensors = {o["node"]: {s["name"]: s for s in o["sensors"]} for o in data}
     hot = sensors["gpu03"]["GPU3 Temp"]
-    assert hot == {"name": "GPU3 Temp", "type": "temperature", "reading": 87.0, "unit": "C",
+    # Where it is read: owner, LUN and number, as the SDR the simulator holds says.
+    where = "0x%02x.0.%d" % (S.BMC, S.GPU_SENSOR_BASE + 3)
+    assert hot == {"name": "GPU3 Temp", "chassis": None, "id": where,
+                   "type": "temperature", "reading": 87.0, "unit": "C",
                    "state": "warning",
                    "thresholds": {"upper_non_critical": 85.0, "upper_critical": 92.0,
                                   "upper_non_recoverable": 100.0}}

@@ -61,6 +61,7 @@ from labutil import LabError, node_address, pid_alive, pid_cmdline, wait_gone, w
 import redfish_update  # noqa: E402
 import redfish_bios  # noqa: E402
 import redfish_events  # noqa: E402
+import redfish_health  # noqa: E402
 
 
 # The emulator keeps to loopback; each test module has its own prefix.
@@ -139,7 +140,7 @@ OVERRIDE_KEYS = {
     'expand', 'sessions', 'basic', 'max_sessions', 'etag_header', 'require_if_match',
     'reset_conflict', 'transition', 'slow', 'resetting', 'retry_after', 'hang',
     'faults', 'fault_message', 'deep_reset_values', 'keepalive_max', 'cert_change_after',
-} | redfish_update.OVERRIDE_KEYS | redfish_bios.OVERRIDE_KEYS
+} | redfish_update.OVERRIDE_KEYS | redfish_bios.OVERRIDE_KEYS | redfish_health.OVERRIDE_KEYS
 # What a fault planted on a URI does (the `faults` override).
 FAULT_KINDS = ('hang', 'close', 'garbage', 'trickle', 'endless', 'bloat')
 FAULT_HANG_MAX = 300.0   # a hung request is dropped after this long even if never cleared
@@ -578,6 +579,9 @@ class Node:
                 if key in redfish_bios.OVERRIDE_KEYS:
                     redfish_bios.override(self, key, value)
                     continue
+                if key in redfish_health.OVERRIDE_KEYS:
+                    redfish_health.override(self, key, value)
+                    continue
                 getattr(self, '_ov_' + key)(value)
 
     def _main_manager(self):
@@ -907,6 +911,9 @@ class Node:
             login = method == 'POST' and path == SESSIONS and self.sessions_enabled
             if err is not None and not public and not login:
                 return err, kind, user
+            refused = None if public or login else redfish_health.gate(self, method, path)
+            if refused:
+                return rf_error(*refused), kind, user
             try:
                 reply = self._route(method, path, query, headers, body, user)
             except _Bad as e:

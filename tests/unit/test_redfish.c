@@ -682,6 +682,15 @@ static const struct gf_sensor *sensor_named(const struct gf_sensor_list *l, cons
 	return NULL;
 }
 
+static size_t sensors_named(const struct gf_sensor_list *l, const char *name)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		n += l->v[i].name && strcmp(l->v[i].name, name) == 0;
+	return n;
+}
+
 static void test_sensors(void **state)
 {
 	size_t v = vendor_index(state);
@@ -714,6 +723,14 @@ static void test_sensors(void **state)
 			assert_null(s->unit);
 	}
 	assert_true(temps > 3);
+	/* Each sensor is where the BMC serves it: chassis and id, unique together (issue 21). */
+	for (size_t i = 0; i < l.n; i++) {
+		assert_non_null(l.v[i].chassis);
+		assert_non_null(l.v[i].id);
+		for (size_t j = i + 1; j < l.n; j++)
+			assert_false(!strcmp(l.v[i].chassis, l.v[j].chassis) &&
+				     !strcmp(l.v[i].id, l.v[j].id));
+	}
 	/* One sensor per vendor whose value the capture gives. */
 	switch (v) {
 	case 0: {
@@ -725,7 +742,20 @@ static void test_sensors(void **state)
 		assert_int_equal(s->state, GF_SENSOR_NOMINAL);
 		break;
 	}
-	case 1: assert_non_null(sensor_named(&l, "TEMP_CPU0")); break;
+	case 1: {
+		/* Served as an altitude in Pa: the unit says what it is. */
+		const struct gf_sensor *s = sensor_named(&l, "HGX Chassis 0 AltitudePressure 0");
+
+		assert_non_null(sensor_named(&l, "TEMP_CPU0"));
+		assert_non_null(s);
+		assert_string_equal(s->type, "pressure");
+		assert_string_equal(s->unit, "Pa");
+		assert_float_equal(s->reading.v, 101900, 0.01);
+		assert_string_equal(s->chassis, "HGX_Chassis_0");
+		/* The legacy Power entry and the Sensor of the same name, linked by its Id: one. */
+		assert_int_equal(sensors_named(&l, "VOLT_12V"), 1);
+		break;
+	}
 	case 2: {
 		/* Lenovo reports system power as "Current" in "Watts": the unit decides. */
 		const struct gf_sensor *s = sensor_named(&l, "Sys Power");
@@ -733,9 +763,23 @@ static void test_sensors(void **state)
 		assert_non_null(s);
 		assert_string_equal(s->type, "power");
 		assert_string_equal(s->unit, "W");
+		/* Airflow in CFM without a ReadingType keeps its reading and unit. */
+		s = sensor_named(&l, "System Air Flow");
+		assert_non_null(s);
+		assert_true(s->reading.set);
+		assert_float_equal(s->reading.v, 180, 0.01);
+		assert_string_equal(s->unit, "CFM");
+		assert_string_equal(s->type, "airflow");
+		/* Thermal and the Sensors collection both show it, unlinked: one sensor. */
+		assert_int_equal(sensors_named(&l, "Ambient Temp"), 1);
 		break;
 	}
-	case 3: assert_non_null(sensor_named(&l, "System Board Inlet Temp")); break;
+	case 3:
+		assert_non_null(sensor_named(&l, "System Board Inlet Temp"));
+		/* Both supplies' input power sensors share a name: two sensors, not one. */
+		assert_int_equal(sensors_named(&l, "InputPowerSensor"), 2);
+		assert_int_equal(sensors_named(&l, "CPU1 Temp"), 1);
+		break;
 	default: {
 		const struct gf_sensor *s = sensor_named(&l, "01-Inlet Ambient");
 
@@ -785,7 +829,8 @@ static void test_sensor_states(void **state)
 	assert_non_null(docs);
 	json_array_foreach(docs, i, o)
 		rf_sensor_one(o, seen, &l);
-	assert_int_equal(l.n, 10); /* the duplicate "hot" and the nameless ones are not added */
+	/* The nameless ones are not added; the second "hot" has no identity that makes it the first. */
+	assert_int_equal(l.n, 11);
 	/* The BMC says OK: its judgement rules, the crossing is a note. */
 	assert_int_equal(sensor_named(&l, "hot")->state, GF_SENSOR_NOMINAL);
 	assert_string_equal(sensor_named(&l, "hot")->note,
@@ -1232,6 +1277,30 @@ static void test_boot_parse(void **state)
 	json_decref(s);
 }
 
+/* The HGX management controller as three generations name it: one key (issue 21). */
+static void test_hmc_names(void **state)
+{
+	static const char *const names[] = {"HMC_Firmware", "HGX_FW_HMC_0", "HGX_FW_BMC_0"};
+	static const char *const dialects[] = {"nvidia", "supermicro"};
+
+	(void)state;
+	for (size_t d = 0; d < 2; d++) {
+		for (size_t i = 0; i < 3; i++) {
+			struct gf_component_list fw = {0};
+			json_t *members = json_pack("[{s:s,s:s,s:s}]", "Id", names[i], "Name",
+						    "Software Inventory", "Version", "24.09");
+
+			rf_firmware_normalize(rf_dialect_by_name(dialects[d]), members, &fw);
+			assert_int_equal(fw.n, 1);
+			assert_string_equal(fw.v[0].key, "hgx.bmc");
+			assert_string_equal(fw.v[0].kind, "baseboard");
+			assert_string_equal(fw.v[0].id, names[i]);
+			gf_component_list_release(&fw);
+			json_decref(members);
+		}
+	}
+}
+
 /* ---- hostile documents -------------------------------------------------- */
 
 static void test_deep_documents(void **state)
@@ -1556,6 +1625,7 @@ int main(void)
 		cmocka_unit_test(test_firmware_hostile),
 		cmocka_unit_test(test_json_depth_bounded),
 		cmocka_unit_test(test_firmware_shared_keys),
+		cmocka_unit_test(test_hmc_names),
 		cmocka_unit_test(test_collection_loops),
 		cmocka_unit_test(test_expand_query),
 		PER_VENDOR(test_sensors),

@@ -178,15 +178,35 @@ static void reconcile_checks(void **state)
 	facts(add(sw, "n3", "1", "590"), BMC3, "{\"gpus\":[],\"health\":{\"state\":\"gpu-lost\"}}");
 	add(sw, "n4", "1", "590"); /* no facts at all */
 
+	/* The BMC calls GPU S2 critical, the host sees it and reports nothing wrong (issue 21). */
+	facts(add(sw, "n5", "1", "590"),
+	      "{\"gpus\":[{\"index\":1,\"serial\":\"S1\",\"firmware\":\"9.1\","
+	      "\"bmc_health\":{\"health\":\"OK\"}},"
+	      "{\"index\":2,\"serial\":\"S2\",\"firmware\":\"9.1\","
+	      "\"bmc_health\":{\"health\":\"Critical\",\"row_remapping\":{\"pending\":true}}}]}",
+	      "{\"gpus\":[{\"index\":0,\"serial\":\"S1\",\"vbios\":\"9.1\"},"
+	      "{\"index\":1,\"serial\":\"S2\",\"vbios\":\"9.1\"}],\"health\":{\"state\":\"ok\"}}");
+
 	r = gf_reconcile_compute(sw);
-	assert_int_equal(r->n, 4);
+	assert_int_equal(r->n, 5);
+	{
+		const struct gf_reconcile_node *rn = &r->nodes[4];
+
+		assert_true(rn->compared);
+		assert_int_equal(rn->n, 1);
+		assert_string_equal(rn->items[0].component, "gpu2");
+		assert_string_equal(rn->items[0].check, "health");
+		assert_string_equal(rn->items[0].expected, "Critical");
+		assert_string_equal(rn->items[0].actual, "ok");
+		assert_non_null(strstr(rn->items[0].detail, "the BMC calls it Critical"));
+	}
 	assert_true(r->nodes[0].compared);
 	assert_int_equal(r->nodes[0].n, 0);
 	assert_false(r->nodes[2].compared);
 	assert_false(r->nodes[3].compared);
-	assert_int_equal(r->compared, 2);
-	assert_int_equal(r->findings, 5);
-	assert_int_equal(r->nodes_with_findings, 1);
+	assert_int_equal(r->compared, 3);
+	assert_int_equal(r->findings, 6);
+	assert_int_equal(r->nodes_with_findings, 2);
 	{
 		const struct gf_reconcile_item *it = r->nodes[1].items;
 
