@@ -101,7 +101,7 @@ void inv_print(const struct gf_cli *cli, json_t *const *objs, size_t n,
 	case GF_FMT_CSV: gf_render_csv(objs, n, &s, &b); break;
 	default:
 		if (n)
-			gf_render_table(objs, n, &s, &b);
+			gf_render_table_fit(objs, n, &s, cli->width, &b);
 		break;
 	}
 	fputs(gf_buf_str(&b), stdout);

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "lib/buf.h"
 #include "lib/util.h"
@@ -221,6 +223,17 @@ void cli_ticker_stop(struct cli_ticker *t)
 	free(t);
 }
 
+size_t cli_term_width(void)
+{
+	struct winsize ws;
+
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return 80;
+}
+
 int cli_render_finish(struct cli_render *r, const struct gf_result *slots)
 {
 	struct gf_buf b = GF_BUF_INIT;
@@ -241,7 +254,7 @@ int cli_render_finish(struct cli_render *r, const struct gf_result *slots)
 	switch (r->cli->format) {
 	case GF_FMT_JSON: gf_render_json(objs, r->n, &b); break;
 	case GF_FMT_CSV: gf_render_csv(objs, r->n, &spec, &b); break;
-	default: gf_render_table(objs, r->n, &spec, &b); break;
+	default: gf_render_table_fit(objs, r->n, &spec, r->cli->width, &b); break;
 	}
 	fputs(gf_buf_str(&b), stdout);
 	fflush(stdout);

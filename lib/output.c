@@ -202,7 +202,8 @@ struct row {
 	const char *node;
 	char **cells; /* ncols cells, then the error cell */
 	bool failed;
-	bool folded; /* already printed as part of an earlier fold */
+	bool folded;  /* already printed as part of an earlier fold */
+	size_t nodes; /* how many nodes its NODE cell names (with collapse) */
 };
 
 struct table {
@@ -316,6 +317,7 @@ static char **node_column(struct table *t, bool collapse)
 				names[k++] = t->rows[j].node;
 		}
 		col[i] = gf_nodeset_collapse(names, k);
+		t->rows[i].nodes = k;
 	}
 	free(names);
 	return col;
@@ -327,16 +329,70 @@ static void pad(struct gf_buf *out, size_t n)
 		gf_buf_addc(out, ' ');
 }
 
+/*
+ * The length of the first piece of @s that fits in @avail columns, broken
+ * after the last of @brk in it (else within a word, not inside a UTF-8
+ * sequence); strlen(@s) when it all fits.
+ */
+static size_t fit_piece(const char *s, size_t avail, const char *brk)
+{
+	size_t len = strlen(s), cut;
+
+	if (len <= avail)
+		return len;
+	for (cut = avail; cut > 0; cut--)
+		if (strchr(brk, s[cut - 1]))
+			return cut;
+	for (cut = avail; cut > 1 && ((unsigned char)s[cut] & 0xc0) == 0x80; cut--)
+		;
+	return cut ? cut : 1;
+}
+
+/*
+ * @s in lines of at most @avail columns, broken after one of @brk, each line
+ * after the first starting with @indent blanks; a blank at a break is dropped.
+ */
+static void wrap(struct gf_buf *out, const char *s, size_t avail, size_t indent, const char *brk)
+{
+	for (bool first = true; *s; first = false) {
+		size_t len = fit_piece(s, avail, brk);
+
+		if (!first) {
+			gf_buf_addc(out, '\n');
+			pad(out, indent);
+		}
+		gf_buf_add(out, s, len);
+		s += len;
+		if (!*s)
+			break;
+		while (out->len && out->s[out->len - 1] == ' ')
+			out->s[--out->len] = '\0';
+		while (*s == ' ')
+			s++;
+	}
+}
+
+/* Cells shorter than this are not wrapped: a column that narrow reads worse than a long line. */
+enum { MIN_WRAP = 24 };
+
 void gf_render_table(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
 		     struct gf_buf *out)
 {
+	gf_render_table_fit(objs, n, spec, 0, out);
+}
+
+void gf_render_table_fit(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
+			 size_t width, struct gf_buf *out)
+{
 	struct table t;
 	char **nodes;
+	bool *above;
 	size_t *w;
-	size_t ncols;
+	size_t ncols, others = 0, start = 0, avail = 0;
 
 	build_table(objs, n, spec, &t);
 	nodes = node_column(&t, spec->collapse);
+	above = gf_xcalloc(t.n ? t.n : 1, sizeof(bool));
 	ncols = t.any_failed ? t.ncells : spec->ncols;
 	w = gf_xcalloc(ncols + 1, sizeof(size_t));
 	w[0] = strlen("NODE");
@@ -347,12 +403,33 @@ void gf_render_table(json_t *const *objs, size_t n, const struct gf_render_spec 
 	for (size_t i = 0; i < t.n; i++) {
 		if (!nodes[i])
 			continue;
-		if (strlen(nodes[i]) > w[0])
-			w[0] = strlen(nodes[i]);
 		for (size_t c = 0; c < ncols; c++)
 			if (strlen(t.rows[i].cells[c]) > w[c + 1])
 				w[c + 1] = strlen(t.rows[i].cells[c]);
 	}
+	/* What the other columns leave to NODE; a wider fold goes above its row. */
+	for (size_t c = 1; c <= ncols; c++)
+		others += w[c] + 2;
+	for (size_t i = 0; i < t.n; i++) {
+		if (!nodes[i])
+			continue;
+		if (width && spec->collapse && t.rows[i].nodes > 1 &&
+		    strlen(nodes[i]) + others > width) {
+			char label[32];
+
+			above[i] = true;
+			snprintf(label, sizeof(label), "(%zu nodes)", t.rows[i].nodes);
+			if (strlen(label) > w[0])
+				w[0] = strlen(label);
+		} else if (strlen(nodes[i]) > w[0]) {
+			w[0] = strlen(nodes[i]);
+		}
+	}
+	/* Where the last column starts, and what the terminal leaves it. */
+	for (size_t c = 0; c < ncols; c++)
+		start += w[c] + 2;
+	if (width > start && width - start >= MIN_WRAP)
+		avail = width - start;
 
 	gf_buf_adds(out, "NODE");
 	for (size_t c = 0; c < ncols; c++) {
@@ -363,12 +440,20 @@ void gf_render_table(json_t *const *objs, size_t n, const struct gf_render_spec 
 	}
 	gf_buf_addc(out, '\n');
 	for (size_t i = 0; i < t.n; i++) {
+		char label[32];
+		const char *node = nodes[i];
 		size_t prev;
 
-		if (!nodes[i])
+		if (!node)
 			continue;
-		gf_buf_adds(out, nodes[i]);
-		prev = strlen(nodes[i]);
+		if (above[i]) {
+			wrap(out, node, width, 0, ",");
+			gf_buf_addc(out, '\n');
+			snprintf(label, sizeof(label), "(%zu nodes)", t.rows[i].nodes);
+			node = label;
+		}
+		gf_buf_adds(out, node);
+		prev = strlen(node);
 		for (size_t c = 0; c < ncols; c++) {
 			const char *cell = t.rows[i].cells[c];
 			bool last = c + 1 == ncols;
@@ -377,7 +462,10 @@ void gf_render_table(json_t *const *objs, size_t n, const struct gf_render_spec 
 			pad(out, w[c] - prev + 2);
 			if (red)
 				gf_buf_adds(out, "\033[31m");
-			gf_buf_adds(out, cell);
+			if (last && avail)
+				wrap(out, cell, avail, start, " ");
+			else
+				gf_buf_adds(out, cell);
 			if (red)
 				gf_buf_adds(out, "\033[0m");
 			prev = strlen(cell);
@@ -392,6 +480,7 @@ void gf_render_table(json_t *const *objs, size_t n, const struct gf_render_spec 
 	for (size_t i = 0; i < t.n; i++)
 		free(nodes[i]);
 	free(nodes);
+	free(above);
 	free(w);
 	free_table(&t);
 }

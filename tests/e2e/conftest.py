@@ -35,6 +35,8 @@ LOOPBACK = {
     ("test_metrics", "ipmi"): "127.31.13",
     ("test_inventory", "ipmi"): "127.36.1",
     ("test_ipmi_fleet_ping", "ipmi"): "127.44.0",           # live .1-6, dead .201-204
+    ("test_terminal_fit_and_problems", "ipmi"): "127.56.1",  # 200 BMCs
+    ("test_terminal_fit_and_problems", "dead"): "127.56.2",  # nothing listens
     # Redfish emulator BMCs
     ("test_redfish", "redfish"): "127.32.1",
     ("test_hostile", "redfish"): "127.32.10",
