@@ -47,16 +47,11 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 {
 	struct sel_args *a = ud;
 	struct gf_err err = {0};
-	double dur;
 
 	switch (idx) {
 	case L_SINCE:
-		if (gf_parse_duration(arg, &dur, NULL) == 0) {
-			a->since = gf_walltime() - dur;
-		} else if (gf_time_parse_iso8601(arg, &a->since) < 0) {
-			cli_error("--since '%s' is neither a date (2026-11-29, 2026-11-29T12:00Z) nor "
-				  "a duration (90m, 12h, 7d)",
-				  arg);
+		if (gf_time_parse_since(arg, gf_walltime(), &a->since, &err) < 0) {
+			cli_error("--since %s", err.msg);
 			return GF_EXIT_USAGE;
 		}
 		a->has_since = true;
