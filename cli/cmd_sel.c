@@ -232,6 +232,7 @@ static int list_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, 
 		.ctx = a,
 		.spec = &spec,
 		.opts = &opts,
+		.filtered = a->has_since || a->severities,
 	};
 	rc = cli_bmc_fanout(&run);
 	cli_bmc_release(&run);

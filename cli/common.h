@@ -180,6 +180,8 @@ struct cli_render {
 	size_t finished;
 	size_t failed;
 	bool show_bmc; /* add "bmc"/"protocol" to each object */
+	bool filtered; /* a filter chose spec->rows_key's rows: a table leaves out the nodes
+			* with none (counted in the summary) */
 };
 
 /* The exec "done" callback: streams ndjson and draws progress. @ud is a struct cli_render. */

@@ -340,6 +340,8 @@ static size_t fit_piece(const char *s, size_t avail, const char *brk)
 
 	if (len <= avail)
 		return len;
+	if (s[avail] == ' ' && strchr(brk, ' '))
+		return avail; /* the blank after it is dropped */
 	for (cut = avail; cut > 0; cut--)
 		if (strchr(brk, s[cut - 1]))
 			return cut;
@@ -350,7 +352,7 @@ static size_t fit_piece(const char *s, size_t avail, const char *brk)
 
 /*
  * @s in lines of at most @avail columns, broken after one of @brk, each line
- * after the first starting with @indent blanks; a blank at a break is dropped.
+ * after the first starting with @indent blanks; blanks at a break dropped.
  */
 static void wrap(struct gf_buf *out, const char *s, size_t avail, size_t indent, const char *brk)
 {
@@ -372,8 +374,74 @@ static void wrap(struct gf_buf *out, const char *s, size_t avail, size_t indent,
 	}
 }
 
-/* Cells shorter than this are not wrapped: a column that narrow reads worse than a long line. */
-enum { MIN_WRAP = 24 };
+/* A column is not narrowed below this (nor below its title) to fit the terminal. */
+enum { MIN_COL = 12 };
+
+/*
+ * Narrow the widest of the columns 1..@ncols of @w (NODE, w[0], keeps its
+ * width) one at a time until the line fits @width or none can give more.
+ */
+static void shrink_to(size_t *w, const size_t *floor, size_t ncols, size_t width)
+{
+	size_t total = w[0];
+
+	for (size_t c = 1; c <= ncols; c++)
+		total += w[c] + 2;
+	while (total > width) {
+		size_t widest = 0;
+
+		for (size_t c = 1; c <= ncols; c++)
+			if (w[c] > floor[c] && (!widest || w[c] > w[widest]))
+				widest = c;
+		if (!widest)
+			return;
+		w[widest]--;
+		total--;
+	}
+}
+
+/* One table row, its cells wrapped at their column's width (@width 0: none). */
+static void table_row(struct gf_buf *out, const char *node, char *const *cells, size_t ncols,
+		      const size_t *w, size_t width, bool red_last)
+{
+	const char **rest = gf_xcalloc(ncols + 1, sizeof(char *));
+	bool more = true;
+
+	rest[0] = node;
+	for (size_t c = 0; c < ncols; c++)
+		rest[c + 1] = cells[c];
+	while (more) {
+		size_t at = 0, col = 0; /* where the line is, where column c starts */
+
+		more = false;
+		for (size_t c = 0; c <= ncols; c++) {
+			const char *s = rest[c];
+			size_t len = width && c ? fit_piece(s, w[c], " ") : strlen(s);
+			bool red = red_last && c == ncols;
+
+			if (len) {
+				pad(out, col - at);
+				if (red)
+					gf_buf_adds(out, "\033[31m");
+				gf_buf_add(out, s, len);
+				if (red)
+					gf_buf_adds(out, "\033[0m");
+				at = col + len;
+				s += len;
+				while (*s == ' ')
+					s++;
+			}
+			rest[c] = s;
+			more |= *s != '\0';
+			col += w[c] + 2;
+		}
+		/* No trailing blanks: trim what padding of empty cells left. */
+		while (out->len && out->s[out->len - 1] == ' ')
+			out->s[--out->len] = '\0';
+		gf_buf_addc(out, '\n');
+	}
+	free(rest);
+}
 
 void gf_render_table(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
 		     struct gf_buf *out)
@@ -387,19 +455,22 @@ void gf_render_table_fit(json_t *const *objs, size_t n, const struct gf_render_s
 	struct table t;
 	char **nodes;
 	bool *above;
-	size_t *w;
-	size_t ncols, others = 0, start = 0, avail = 0;
+	size_t *w, *floor;
+	size_t ncols, others = 0;
 
 	build_table(objs, n, spec, &t);
 	nodes = node_column(&t, spec->collapse);
 	above = gf_xcalloc(t.n ? t.n : 1, sizeof(bool));
 	ncols = t.any_failed ? t.ncells : spec->ncols;
 	w = gf_xcalloc(ncols + 1, sizeof(size_t));
+	floor = gf_xcalloc(ncols + 1, sizeof(size_t));
 	w[0] = strlen("NODE");
 	for (size_t c = 0; c < spec->ncols; c++)
 		w[c + 1] = strlen(spec->cols[c].title);
 	if (t.any_failed)
 		w[ncols] = strlen("ERROR");
+	for (size_t c = 1; c <= ncols; c++)
+		floor[c] = w[c] > MIN_COL ? w[c] : MIN_COL;
 	for (size_t i = 0; i < t.n; i++) {
 		if (!nodes[i])
 			continue;
@@ -407,9 +478,12 @@ void gf_render_table_fit(json_t *const *objs, size_t n, const struct gf_render_s
 			if (strlen(t.rows[i].cells[c]) > w[c + 1])
 				w[c + 1] = strlen(t.rows[i].cells[c]);
 	}
+	for (size_t c = 1; c <= ncols; c++)
+		if (floor[c] > w[c])
+			floor[c] = w[c];
 	/* What the other columns leave to NODE; a wider fold goes above its row. */
 	for (size_t c = 1; c <= ncols; c++)
-		others += w[c] + 2;
+		others += (width ? floor[c] : w[c]) + 2;
 	for (size_t i = 0; i < t.n; i++) {
 		if (!nodes[i])
 			continue;
@@ -425,11 +499,8 @@ void gf_render_table_fit(json_t *const *objs, size_t n, const struct gf_render_s
 			w[0] = strlen(nodes[i]);
 		}
 	}
-	/* Where the last column starts, and what the terminal leaves it. */
-	for (size_t c = 0; c < ncols; c++)
-		start += w[c] + 2;
-	if (width > start && width - start >= MIN_WRAP)
-		avail = width - start;
+	if (width)
+		shrink_to(w, floor, ncols, width);
 
 	gf_buf_adds(out, "NODE");
 	for (size_t c = 0; c < ncols; c++) {
@@ -442,7 +513,6 @@ void gf_render_table_fit(json_t *const *objs, size_t n, const struct gf_render_s
 	for (size_t i = 0; i < t.n; i++) {
 		char label[32];
 		const char *node = nodes[i];
-		size_t prev;
 
 		if (!node)
 			continue;
@@ -452,35 +522,14 @@ void gf_render_table_fit(json_t *const *objs, size_t n, const struct gf_render_s
 			snprintf(label, sizeof(label), "(%zu nodes)", t.rows[i].nodes);
 			node = label;
 		}
-		gf_buf_adds(out, node);
-		prev = strlen(node);
-		for (size_t c = 0; c < ncols; c++) {
-			const char *cell = t.rows[i].cells[c];
-			bool last = c + 1 == ncols;
-			bool red = spec->color && t.rows[i].failed && c == spec->ncols;
-
-			pad(out, w[c] - prev + 2);
-			if (red)
-				gf_buf_adds(out, "\033[31m");
-			if (last && avail)
-				wrap(out, cell, avail, start, " ");
-			else
-				gf_buf_adds(out, cell);
-			if (red)
-				gf_buf_adds(out, "\033[0m");
-			prev = strlen(cell);
-			if (last)
-				break;
-		}
-		/* No trailing blanks: trim what padding of empty cells left. */
-		while (out->len && out->s[out->len - 1] == ' ')
-			out->s[--out->len] = '\0';
-		gf_buf_addc(out, '\n');
+		table_row(out, node, t.rows[i].cells, ncols, w, width,
+			  spec->color && t.rows[i].failed && ncols > spec->ncols);
 	}
 	for (size_t i = 0; i < t.n; i++)
 		free(nodes[i]);
 	free(nodes);
 	free(above);
+	free(floor);
 	free(w);
 	free_table(&t);
 }

@@ -32,6 +32,7 @@ ALL = NAMES + ["gpu201"]          # gpu201: a BMC address where nothing listens
 # Planted: wrong passwords (the login is refused), critical PSUs, a hot GPU (a warning only).
 BAD_PASSWORD = {17, 101}
 FAILED_PSU = {7, 150}
+CRIT_SEL = {120}                  # a new critical event log entry, sensors fine
 HOT_GPU = {33}
 # Power on for every third node: the folded sets have dozens of ranges.
 POWER_ON = {i for i in range(1, COUNT + 1) if i % 3 == 0}
@@ -54,9 +55,12 @@ def lab():
     for i in BAD_PASSWORD:
         overrides[i]["password"] = "not-" + PASSWORD[:12]
     profiles = {i: profile(i) for i in range(1, COUNT + 1)}
-    yield from started_lab("gf-lab-fit-", lambda d: IpmiLab(
-        d, prefix=loopback(__name__, "ipmi"), count=COUNT, user="admin", password=PASSWORD,
-        overrides=overrides, emu_extra=S.emu_extra(profiles)))
+    for lab in started_lab("gf-lab-fit-", lambda d: IpmiLab(
+            d, prefix=loopback(__name__, "ipmi"), count=COUNT, user="admin", password=PASSWORD,
+            overrides=overrides, emu_extra=S.emu_extra(profiles))):
+        for i in CRIT_SEL:
+            S.add_event(lab, i, "PSU2 Status", S.PSU_FAILED)
+        yield lab
 
 
 @pytest.fixture
@@ -122,10 +126,32 @@ def assert_fits(lines, cols=COLS):
     assert not wide, f"{len(wide)} lines wider than {cols}: {wide[0]!r}"
 
 
+def attention(lines):
+    """The problems block at the end of @lines: ({problem: node set}, its summary line)."""
+    marks = [k for k, x in enumerate(lines) if x.startswith("NEEDS ATTENTION")]
+    assert len(marks) == 1, lines[-20:]
+    k = marks[0]
+    assert lines[-1] == lines[-1].strip() and " ok" in lines[-1], lines[-3:]
+    rows = blocks(lines[k + 1:-1]) if k + 2 < len(lines) - 1 else {}
+    return rows, lines[-1], k
+
+
+def named(rows):
+    return sorted({n for v in rows.values() for n in expand(v)})
+
+
 def blocks(lines):
     """The folded table as {row text: node set}: a set on its own line(s)
     ('gpu[...' up to the line that ends in ']') names the row under it, whose
-    NODE cell is '(N nodes)'; a set that fits stands in its row."""
+    NODE cell is '(N nodes)'; a set that fits stands in its row. A line that
+    starts with a blank continues the row above (a wrapped cell)."""
+    merged = []
+    for line in lines:
+        if line.startswith(" ") and merged:
+            merged[-1] += " " + line.strip()
+        else:
+            merged.append(line)
+    lines = merged
     out, pending, i = {}, None, 1
     while i < len(lines):
         line = lines[i]
@@ -155,14 +181,14 @@ def test_folded_power_fits_the_terminal(reg, lab):
     assert rc == 1, err  # the bad passwords and the dead BMC
     assert_fits(lines)
     assert lines[0].split()[:2] == ["NODE", "POWER"], lines[:3]
-    rows = blocks(lines)
+    rows = blocks(lines[:attention(lines)[2]])
     on = sorted(NAMES[i - 1] for i in POWER_ON if i not in BAD_PASSWORD)
     off = sorted(NAMES[i - 1] for i in range(1, COUNT + 1)
                  if i not in POWER_ON and i not in BAD_PASSWORD)
     assert sorted(expand(rows["on"])) == on
     assert sorted(expand(rows["off"])) == off
     assert len(fold(off)) > COLS  # the case the issue is about: a set wider than the screen
-    failed = {k: v for k, v in rows.items() if k not in ("on", "off")}
+    failed = {k: v for k, v in rows.items() if k not in ("on", "off", "")}
     assert sorted(n for v in failed.values() for n in expand(v)) == \
         sorted([NAMES[i - 1] for i in BAD_PASSWORD] + ["gpu201"]), failed
 
@@ -184,3 +210,96 @@ def test_folded_output_for_scripts_is_unchanged(reg, lab):
     assert sorted(expand(sets["off"])) == sorted(
         NAMES[i - 1] for i in range(1, COUNT + 1) if i not in POWER_ON and i not in BAD_PASSWORD)
     assert any(len(x) > COLS for x in lines)
+
+
+FAILED = sorted([NAMES[i - 1] for i in BAD_PASSWORD] + ["gpu201"])
+CRITICAL = sorted(NAMES[i - 1] for i in FAILED_PSU | CRIT_SEL)
+
+
+def test_sweep_ends_with_what_needs_attention(reg, lab):
+    rc, lines, err = on_tty(reg, "-C", "--timeout", "5", "sweep", "--no-ssh", "@all")
+    assert rc == 1, err
+    assert_fits(lines)
+    rows, summary, k = attention(lines)
+    assert k > 3  # after the per-node table
+    assert named(rows) == sorted(FAILED + CRITICAL), rows
+    failed = {p: v for p, v in rows.items() if p.startswith("failed")}
+    assert named(failed) == FAILED, rows
+    assert named({p: v for p, v in rows.items() if "critical sensor" in p}) == \
+        sorted(NAMES[i - 1] for i in FAILED_PSU), rows
+    assert named({p: v for p, v in rows.items() if "critical SEL" in p}) == \
+        sorted(NAMES[i - 1] for i in CRIT_SEL), rows
+    assert summary == f"{COUNT + 1} nodes: {COUNT + 1 - 3} ok, 0 partial, 3 failed", summary
+
+
+def test_quiet_sweep_prints_only_the_block(reg, lab):
+    rc, quiet, err = on_tty(reg, "-q", "-C", "--timeout", "5", "sweep", "--no-ssh", "@all")
+    assert rc == 1, err
+    assert quiet[0].startswith("NEEDS ATTENTION"), quiet[:3]
+    rows, summary, k = attention(quiet)
+    assert k == 0 and named(rows) == sorted(FAILED + CRITICAL), rows
+    assert summary == f"{COUNT + 1} nodes: {COUNT + 1 - 3} ok, 0 partial, 3 failed", summary
+    assert not err.strip(), err  # nothing more on stderr either
+    # In a pipe: as before, no block.
+    r = reg.run("-C", "--timeout", "5", "sweep", "--no-ssh", "@all")
+    assert "NEEDS ATTENTION" not in r.stdout
+
+
+def test_power_ends_with_the_failed_nodes(reg, lab):
+    rc, lines, err = on_tty(reg, "-C", "--timeout", "3", "power", "status", "@all")
+    assert rc == 1, err
+    rows, summary, k = attention(lines)
+    assert named(rows) == FAILED, rows
+    assert summary == f"{COUNT + 1} nodes: {COUNT + 1 - 3} ok, 3 failed", summary
+    rc, quiet, err = on_tty(reg, "-q", "-C", "--timeout", "3", "power", "status", "@all")
+    assert quiet == lines[k:], quiet
+    r = reg.run("-C", "--timeout", "3", "power", "status", "@all")
+    assert "NEEDS ATTENTION" not in r.stdout and r.returncode == 1
+
+
+def test_sensors_end_with_the_critical_nodes(reg, lab):
+    rc, lines, err = on_tty(reg, "-C", "--timeout", "3", "sensors", "@all")
+    assert rc == 1, err
+    assert_fits(lines)
+    rows, summary, k = attention(lines)
+    assert named(rows) == sorted(FAILED + [NAMES[i - 1] for i in FAILED_PSU]), rows
+
+
+def table_nodes(lines):
+    """The nodes a folded table names (its NODE cells and the sets above its rows)."""
+    return named({k: v for k, v in blocks(lines).items() if v})
+
+
+def test_a_filter_prints_only_what_matched(reg, lab):
+    crit = sorted(NAMES[i - 1] for i in FAILED_PSU)
+    rc, lines, err = on_tty(reg, "-C", "--timeout", "3", "sensors", "--state", "critical",
+                            "@all")
+    assert rc == 1, err
+    assert_fits(lines)
+    rows, summary, k = attention(lines)
+    table = lines[:k - 1]
+    assert not any(re.fullmatch(r"\S+(\s+-)+", x) for x in table), table  # no rows of dashes
+    assert table_nodes(table) == sorted(crit + FAILED), table
+    assert all("PSU2 Status" in x for x in table[1:] if x.startswith(("gpu007", "gpu150"))), table
+    nothing = COUNT + 1 - len(crit) - len(FAILED)
+    assert summary == (f"{COUNT + 1} nodes: {COUNT + 1 - 3} ok, 3 failed; "
+                       f"{nothing} with nothing that matched"), summary
+    # In a pipe: the same rows, the count on stderr.
+    r = reg.run("-C", "--timeout", "3", "sensors", "--state", "critical", "@all")
+    assert table_nodes(r.stdout.splitlines()) == sorted(crit + FAILED), r.stdout
+    assert f"{nothing} of {COUNT + 1} nodes had nothing that matched" in r.stderr, r.stderr
+    # JSON keeps every node, the empty ones with an empty list.
+    r, data = reg.json("--timeout", "3", "sensors", "--state", "critical", "@all")
+    assert len(data) == COUNT + 1
+    assert sum(1 for o in data if o["ok"] and not o["sensors"]) == nothing
+
+
+def test_sel_severity_prints_only_what_matched(reg, lab):
+    r, data = reg.json("--timeout", "3", "sel", "list", "--severity", "critical", "@all")
+    with_crit = sorted(o["node"] for o in data if o["ok"] and o["entries"])
+    assert set(NAMES[i - 1] for i in CRIT_SEL) <= set(with_crit), with_crit
+    rc, lines, err = on_tty(reg, "-C", "--timeout", "3", "sel", "list", "--severity",
+                            "critical", "@all")
+    rows, summary, k = attention(lines)
+    assert table_nodes(lines[:k - 1]) == sorted(with_crit + FAILED), lines[:k]
+    assert summary.endswith(f"; {COUNT + 1 - 3 - len(with_crit)} with nothing that matched")
