@@ -97,7 +97,8 @@ void cli_problems_add_sweep(struct cli_problems *p, const struct gf_sweep_node *
 			gf_buf_addf(&msg, "%s%s: %s", k ? "; " : "", sn->errors[k].op,
 				    sn->errors[k].message);
 		add(p, sn->node, "%s: %s: %s", gf_node_status_name(sn->status),
-		    sn->nerrors ? gf_errkind_name(sn->errors[0].kind) : "internal", gf_buf_str(&msg));
+		    sn->nerrors ? gf_errkind_name(sn->errors[0].kind) : "internal",
+		    gf_buf_str(&msg));
 		gf_buf_release(&msg);
 	}
 	if (sn->sensors.read && sn->sensors.critical)

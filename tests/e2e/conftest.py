@@ -37,6 +37,8 @@ LOOPBACK = {
     ("test_ipmi_fleet_ping", "ipmi"): "127.44.0",           # live .1-6, dead .201-204
     ("test_terminal_fit_and_problems", "ipmi"): "127.56.1",  # 200 BMCs
     ("test_terminal_fit_and_problems", "dead"): "127.56.2",  # nothing listens
+    ("test_ctrl_c_in_flight", "ipmi"): "127.56.10",
+    ("test_ctrl_c_in_flight", "relay"): "127.56.11",          # UDP relays in front of them
     # Redfish emulator BMCs
     ("test_redfish", "redfish"): "127.32.1",
     ("test_hostile", "redfish"): "127.32.10",
