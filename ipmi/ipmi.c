@@ -83,8 +83,8 @@ const char *gf_ipmi_lower(const char *in, char *buf, size_t size)
 struct ipmi_handle {
 	struct ipmi_session *s; /* NULL once left to an operation's thread */
 	char *node;
-	double deadline; /* the node's */
-	double op_s;     /* the bound of an operation started past the deadline */
+	double deadline;              /* the node's */
+	double op_s;                  /* the bound of an operation started past the deadline */
 	const gf_cancel_flag *cancel; /* Ctrl-C: an operation in flight is left behind */
 };
 
@@ -401,8 +401,8 @@ static void open_call_run(void *vc)
 						IPMI_FLAGS_DEFAULT);
 	else
 		c->rc = ipmi_ctx_open_outofband_2_0(c->ctx, c->host, c->user, c->password, NULL, 0,
-						    c->privilege, (uint8_t)c->cipher,
-						    c->session_ms, c->retransmit_ms, c->wflags,
+						    c->privilege, (uint8_t)c->cipher, c->session_ms,
+						    c->retransmit_ms, c->wflags,
 						    IPMI_FLAGS_DEFAULT);
 }
 
