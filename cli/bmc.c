@@ -120,7 +120,8 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 		      .nodes = run->nodes,
 		      .n = run->n,
 		      .spec = run->spec,
-		      .show_bmc = true},
+		      .show_bmc = true,
+		      .filtered = run->filtered},
 		.render = run->spec != NULL,
 		.run = run,
 	};

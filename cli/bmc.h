@@ -28,6 +28,7 @@ struct cli_bmc_run {
 	void (*on_done)(void *ud, size_t i, const struct gf_result *slot);
 	void *done_ud;
 	struct gf_result *slots; /* filled by cli_bmc_fanout(); cli_bmc_release() */
+	bool filtered;           /* a filter chose the rows (struct cli_render's) */
 };
 
 /*

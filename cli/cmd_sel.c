@@ -188,7 +188,8 @@ static int sel_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, c
 					   .spec = &spec,
 					   .opts = &opts,
 					   .action = clear ? sv->name : NULL,
-					   .audit = clear ? what : NULL};
+					   .audit = clear ? what : NULL,
+					   .filtered = !clear && (a->has_since || a->severities)};
 		rc = cli_bmc_fanout(&run);
 		cli_bmc_release(&run);
 	}

@@ -207,6 +207,7 @@ int cmd_sensors(struct gf_cli *cli, int argc, char **argv)
 		.ctx = &a,
 		.spec = cli->format == GF_FMT_PROMETHEUS ? NULL : &spec,
 		.opts = &opts,
+		.filtered = a.states || a.ntypes,
 	};
 	rc = cli_bmc_fanout(&run);
 	if (cli->format == GF_FMT_PROMETHEUS && run.slots && rc != GF_EXIT_USAGE)

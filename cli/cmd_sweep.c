@@ -10,6 +10,7 @@
 
 #include "cli/bmc.h"
 #include "cli/inv.h"
+#include "cli/problems.h"
 #include "cli/verbs.h"
 #include "inventory/codec.h"
 #include "inventory/events.h"
@@ -278,7 +279,17 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 			render(cli, nodes, sw);
 		goto out;
 	}
-	if (cli->quiet) {
+	if (cli_problems_shown(cli, sw->n)) {
+		/* On a terminal: the table (not with -q), then what needs attention. */
+		struct cli_problems *p = cli_problems_new(true);
+
+		if (!cli->quiet)
+			render(cli, nodes, sw);
+		for (size_t i = 0; i < sw->n; i++)
+			cli_problems_add_sweep(p, &sw->nodes[i]);
+		cli_problems_print(cli, p);
+		cli_note(cli, "sweep %lld stored", sw->id);
+	} else if (cli->quiet) {
 		report_problems(sw);
 	} else {
 		render(cli, nodes, sw);

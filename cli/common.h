@@ -47,6 +47,7 @@ struct gf_cli {
 	int verbose;
 	bool progress;
 	bool color;
+	size_t width;                    /* stdout's terminal width in columns; 0: not a terminal */
 	const char *hosts;               /* -H: ad-hoc BMC hosts */
 	const char *protocol;            /* --protocol for -H, or nodes add */
 	const char *profile;             /* --profile for -H, or nodes add */
@@ -187,6 +188,8 @@ struct cli_render {
 	size_t finished;
 	size_t failed;
 	bool show_bmc; /* add "bmc"/"protocol" to each object */
+	bool filtered; /* a filter chose spec->rows_key's rows: a table leaves out the nodes
+			* with none (counted in the summary) */
 };
 
 /* The exec "done" callback: streams ndjson and draws progress. @ud is a struct cli_render. */
@@ -249,6 +252,9 @@ struct cli_audit *cli_audit_open(struct gf_cli *cli, const char *what, const str
 int cli_audit_intent(struct cli_audit *a, const size_t *idx, size_t k);
 void cli_audit_done(struct cli_audit *a, size_t i, const struct gf_result *slot);
 int cli_audit_close(struct cli_audit *a, const struct gf_result *slots);
+
+/* cli/output.c: stdout's terminal width in columns (80 when it does not say); 0: not a terminal. */
+size_t cli_term_width(void);
 
 /* Ask on a terminal; false when not a terminal. */
 bool cli_confirm(const char *question);

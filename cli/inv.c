@@ -113,7 +113,7 @@ void inv_print(const struct gf_cli *cli, json_t *const *objs, size_t n,
 	case GF_FMT_CSV: gf_render_csv(objs, n, &s, &b); break;
 	default:
 		if (n)
-			gf_render_table(objs, n, &s, &b);
+			gf_render_table_fit(objs, n, &s, cli->width, &b);
 		break;
 	}
 	fputs(gf_buf_str(&b), stdout);
@@ -271,16 +271,11 @@ int inv_since_bound(const char *s, const struct gf_sweep_info *all, size_t nall,
 				      inv_time_json(si->started));
 		return 0;
 	}
-	if (gf_time_parse(s, &t, NULL) < 0) {
-		double d;
-
-		if (gf_parse_duration(s, &d, &err) < 0) {
-			cli_error("--since '%s' is not a sweep number, a date (2026-11-29T12:00:00Z)"
-				  " or a duration (7d)",
-				  s);
-			return GF_EXIT_USAGE;
-		}
-		t = gf_walltime() - d;
+	if (gf_time_parse_since(s, gf_walltime(), &t, &err) < 0) {
+		cli_error("--since '%s' is not a sweep number, a date (2026-11-29T12:00:00Z)"
+			  " or a duration (7d)",
+			  s);
+		return GF_EXIT_USAGE;
 	}
 	q->before = t;
 	q->before_id = LLONG_MAX;

@@ -240,6 +240,7 @@ int main(int argc, char **argv)
 		      sizeof(cachepath));
 	cli.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
 	cli.progress = isatty(STDERR_FILENO);
+	cli.width = cli_term_width();
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0)

@@ -280,17 +280,11 @@ void cli_exec_opts(const struct gf_cli *cli, struct gf_exec_opts *o)
 
 int cli_parse_since(const char *opt, const char *arg, double *ret)
 {
-	double dur;
+	struct gf_err err = {0};
 
-	if (gf_parse_duration(arg, &dur, NULL) == 0) {
-		*ret = gf_walltime() - dur;
+	if (gf_time_parse_since(arg, gf_walltime(), ret, &err) == 0)
 		return 0;
-	}
-	if (gf_time_parse_iso8601(arg, ret) == 0)
-		return 0;
-	cli_error("%s '%s' is neither a date (2026-11-29, 2026-11-29T12:00Z) nor a duration (90m, "
-		  "12h, 7d)",
-		  opt, arg);
+	cli_error("%s %s", opt, err.msg);
 	return GF_EXIT_USAGE;
 }
 

@@ -5,7 +5,10 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
+#include "cli/problems.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -221,12 +224,24 @@ void cli_ticker_stop(struct cli_ticker *t)
 	free(t);
 }
 
+size_t cli_term_width(void)
+{
+	struct winsize ws;
+
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return 80;
+}
+
 int cli_render_finish(struct cli_render *r, const struct gf_result *slots)
 {
 	struct gf_buf b = GF_BUF_INIT;
-	json_t **objs;
-	size_t failed = 0;
+	json_t **objs, **rows;
+	size_t failed = 0, nrows = 0, nomatch = 0;
 	struct gf_render_spec spec = *r->spec;
+	bool shown;
 
 	for (size_t i = 0; i < r->n; i++)
 		if (!slots[i].ok)
@@ -234,22 +249,52 @@ int cli_render_finish(struct cli_render *r, const struct gf_result *slots)
 	if (r->cli->format == GF_FMT_NDJSON)
 		return failed ? GF_EXIT_FAILED : GF_EXIT_OK;
 	objs = gf_xcalloc(r->n ? r->n : 1, sizeof(*objs));
-	for (size_t i = 0; i < r->n; i++)
+	rows = gf_xcalloc(r->n ? r->n : 1, sizeof(*rows));
+	for (size_t i = 0; i < r->n; i++) {
+		json_t *chosen;
+
 		objs[i] = node_json(r, i, &slots[i]);
+		chosen = spec.rows_key ? json_object_get(objs[i], spec.rows_key) : NULL;
+		/* A filter that chose nothing on a node: the table leaves the node out. */
+		if (r->filtered && slots[i].ok && json_is_array(chosen) &&
+		    json_array_size(chosen) == 0)
+			nomatch++;
+		else
+			rows[nrows++] = objs[i];
+	}
 	spec.collapse = r->cli->collapse;
 	spec.color = r->cli->color;
+	shown = cli_problems_shown(r->cli, r->n);
 	switch (r->cli->format) {
 	case GF_FMT_JSON: gf_render_json(objs, r->n, &b); break;
 	case GF_FMT_CSV: gf_render_csv(objs, r->n, &spec, &b); break;
-	default: gf_render_table(objs, r->n, &spec, &b); break;
+	default:
+		if ((!shown || !r->cli->quiet) && nrows)
+			gf_render_table_fit(rows, nrows, &spec, r->cli->width, &b);
+		break;
 	}
 	fputs(gf_buf_str(&b), stdout);
 	fflush(stdout);
 	for (size_t i = 0; i < r->n; i++)
 		json_decref(objs[i]);
 	free(objs);
+	free(rows);
 	gf_buf_release(&b);
-	if (failed && r->cli->format == GF_FMT_TABLE && r->n > 1)
-		cli_note(r->cli, "%zu of %zu nodes failed", failed, r->n);
+	if (r->cli->format != GF_FMT_TABLE)
+		return failed ? GF_EXIT_FAILED : GF_EXIT_OK;
+	if (shown) {
+		struct cli_problems *p = cli_problems_new(false);
+
+		for (size_t i = 0; i < r->n; i++)
+			cli_problems_add_slot(p, r->nodes ? r->nodes[i].name : "?", &slots[i]);
+		cli_problems_nomatch(p, r->filtered ? nomatch : (size_t)-1);
+		cli_problems_print(r->cli, p);
+	} else {
+		if (failed && r->n > 1)
+			cli_note(r->cli, "%zu of %zu nodes failed", failed, r->n);
+		if (nomatch)
+			cli_note(r->cli, "%zu of %zu nodes had nothing that matched", nomatch,
+				 r->n);
+	}
 	return failed ? GF_EXIT_FAILED : GF_EXIT_OK;
 }

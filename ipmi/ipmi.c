@@ -83,8 +83,9 @@ const char *gf_ipmi_lower(const char *in, char *buf, size_t size)
 struct ipmi_handle {
 	struct ipmi_session *s; /* NULL once left to an operation's thread */
 	char *node;
-	double deadline; /* the node's */
-	double op_s;     /* the bound of an operation started past the deadline */
+	double deadline;              /* the node's */
+	double op_s;                  /* the bound of an operation started past the deadline */
+	const gf_cancel_flag *cancel; /* Ctrl-C: an operation in flight is left behind */
 };
 
 static void session_free(void *vs);
@@ -363,6 +364,86 @@ static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher,
 			  gf_ipmi_lower(ipmi_ctx_errormsg(ctx), why_buf, sizeof(why_buf)));
 }
 
+/*
+ * One FreeIPMI session opening (it waits for the BMC up to its session
+ * timeout, Ctrl-C unseen), on a thread that Ctrl-C leaves behind: the thread
+ * then destroys the context and zeroes the password copy itself.
+ */
+struct open_call {
+	ipmi_ctx_t ctx;
+	char *host, *user, *password; /* copies: the caller may be gone */
+	uint8_t privilege;
+	int cipher; /* -1: IPMI 1.5 */
+	unsigned session_ms, retransmit_ms, wflags;
+	int rc;
+};
+
+static void open_call_free(void *vc)
+{
+	struct open_call *c = vc;
+
+	if (c->ctx)
+		ipmi_ctx_destroy(c->ctx);
+	free(c->host);
+	free(c->user);
+	gf_free_secret(c->password);
+	free(c);
+}
+
+static void open_call_run(void *vc)
+{
+	struct open_call *c = vc;
+
+	if (c->cipher < 0)
+		c->rc = ipmi_ctx_open_outofband(c->ctx, c->host, c->user, c->password,
+						IPMI_AUTHENTICATION_TYPE_MD5, c->privilege,
+						c->session_ms, c->retransmit_ms, c->wflags,
+						IPMI_FLAGS_DEFAULT);
+	else
+		c->rc = ipmi_ctx_open_outofband_2_0(c->ctx, c->host, c->user, c->password, NULL, 0,
+						    c->privilege, (uint8_t)c->cipher, c->session_ms,
+						    c->retransmit_ms, c->wflags,
+						    IPMI_FLAGS_DEFAULT);
+}
+
+/*
+ * Open @s->ctx's session as open_call_run() does: 0 with FreeIPMI's return
+ * code in *@ret_rc; on Ctrl-C the call is left behind with the context
+ * (@s->ctx NULL then) and GF_E_NODE is returned.
+ */
+static int open_bounded(struct ipmi_session *s, const struct gf_bmc_target *t, const char *host,
+			const struct gf_profile *p, uint8_t privilege, int cipher,
+			unsigned session_ms, unsigned retransmit_ms, unsigned wflags, int *ret_rc,
+			struct gf_err *err)
+{
+	struct open_call *c = gf_xcalloc(1, sizeof(*c));
+	struct gf_err e = {0};
+	int rc;
+
+	*c = (struct open_call){
+		.ctx = s->ctx,
+		.host = gf_xstrdup(host),
+		.user = p->bmc_user ? gf_xstrdup(p->bmc_user) : NULL,
+		.password = p->bmc_password ? gf_xstrdup(p->bmc_password) : NULL,
+		.privilege = privilege,
+		.cipher = cipher,
+		.session_ms = session_ms,
+		.retransmit_ms = retransmit_ms,
+		.wflags = wflags,
+	};
+	/* The deadline is FreeIPMI's own (session_ms): only Ctrl-C leaves it early. */
+	rc = gf_bounded_run(open_call_run, open_call_free, c, gf_monotime() + 3600, t->cancel, 0,
+			    "opening the session", &e);
+	if (rc < 0) {
+		s->ctx = NULL; /* the call's thread destroys it */
+		return gf_err_set(err, rc, e.kind, "bmc '%s': %s", s->node, e.msg);
+	}
+	*ret_rc = c->rc;
+	c->ctx = NULL;
+	open_call_free(c);
+	return 0;
+}
+
 static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct gf_err *err)
 {
 	const struct gf_profile *p = t->prof;
@@ -377,7 +458,7 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	struct ipmi_session *s;
 	struct ipmi_handle *h;
 	double t0 = gf_monotime();
-	int rc;
+	int rc, frc;
 
 	if (gf_ipmi_host_arg(t, host, sizeof(host), err) < 0)
 		return GF_E_NODE;
@@ -417,17 +498,10 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 					t->host);
 			goto fail;
 		}
-		if (cipher < 0)
-			rc = ipmi_ctx_open_outofband(s->ctx, host, p->bmc_user, p->bmc_password,
-						     IPMI_AUTHENTICATION_TYPE_MD5, ip.privilege,
-						     session_ms, retransmit_ms, wflags,
-						     IPMI_FLAGS_DEFAULT);
-		else
-			rc = ipmi_ctx_open_outofband_2_0(s->ctx, host, p->bmc_user, p->bmc_password,
-							 NULL, 0, ip.privilege, (uint8_t)cipher,
-							 session_ms, retransmit_ms, wflags,
-							 IPMI_FLAGS_DEFAULT);
-		if (rc == 0)
+		if ((rc = open_bounded(s, t, host, p, ip.privilege, cipher, session_ms,
+				       retransmit_ms, wflags, &frc, err)) < 0)
+			goto fail; /* Ctrl-C: left behind */
+		if (frc == 0)
 			break;
 		if (fallback && cipher == CIPHER_DEFAULT &&
 		    cipher_refused(ipmi_ctx_errnum(s->ctx))) {
@@ -481,6 +555,7 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	h->node = gf_xstrdup(node);
 	h->deadline = t->deadline;
 	h->op_s = session_ms / 1000.0 + 1.0;
+	h->cancel = t->cancel;
 	*ret_session = h;
 	return 0;
 fail:
@@ -730,7 +805,8 @@ static int op_run(void *session, struct op *o, struct gf_err *err)
 				  "bmc '%s': the session was given up at the deadline", h->node);
 	}
 	o->s = h->s;
-	rc = gf_bounded_run(op_call, op_abandoned, o, op_until(h), NULL, 0, op_what[o->kind], &e);
+	rc = gf_bounded_run(op_call, op_abandoned, o, op_until(h), h->cancel, 0, op_what[o->kind],
+			    &e);
 	if (rc < 0) {
 		h->s = NULL; /* the operation's thread closes it */
 		return gf_err_set(err, rc, e.kind, "bmc '%s': %s", h->node, e.msg);

@@ -202,7 +202,8 @@ struct row {
 	const char *node;
 	char **cells; /* ncols cells, then the error cell */
 	bool failed;
-	bool folded; /* already printed as part of an earlier fold */
+	bool folded;  /* already printed as part of an earlier fold */
+	size_t nodes; /* how many nodes its NODE cell names (with collapse) */
 };
 
 struct table {
@@ -316,6 +317,7 @@ static char **node_column(struct table *t, bool collapse)
 				names[k++] = t->rows[j].node;
 		}
 		col[i] = gf_nodeset_collapse(names, k);
+		t->rows[i].nodes = k;
 	}
 	free(names);
 	return col;
@@ -327,32 +329,178 @@ static void pad(struct gf_buf *out, size_t n)
 		gf_buf_addc(out, ' ');
 }
 
+/*
+ * The length of the first piece of @s that fits in @avail columns, broken
+ * after the last of @brk in it (else within a word, not inside a UTF-8
+ * sequence); strlen(@s) when it all fits.
+ */
+static size_t fit_piece(const char *s, size_t avail, const char *brk)
+{
+	size_t len = strlen(s), cut;
+
+	if (len <= avail)
+		return len;
+	if (s[avail] == ' ' && strchr(brk, ' '))
+		return avail; /* the blank after it is dropped */
+	for (cut = avail; cut > 0; cut--)
+		if (strchr(brk, s[cut - 1]))
+			return cut;
+	for (cut = avail; cut > 1 && ((unsigned char)s[cut] & 0xc0) == 0x80; cut--)
+		;
+	return cut ? cut : 1;
+}
+
+/*
+ * @s in lines of at most @avail columns, broken after one of @brk, each line
+ * after the first starting with @indent blanks; blanks at a break dropped.
+ */
+static void wrap(struct gf_buf *out, const char *s, size_t avail, size_t indent, const char *brk)
+{
+	for (bool first = true; *s; first = false) {
+		size_t len = fit_piece(s, avail, brk);
+
+		if (!first) {
+			gf_buf_addc(out, '\n');
+			pad(out, indent);
+		}
+		gf_buf_add(out, s, len);
+		s += len;
+		if (!*s)
+			break;
+		while (out->len && out->s[out->len - 1] == ' ')
+			out->s[--out->len] = '\0';
+		while (*s == ' ')
+			s++;
+	}
+}
+
+/* A column is not narrowed below this (nor below its title) to fit the terminal. */
+enum { MIN_COL = 12 };
+
+/*
+ * Narrow the widest of the columns 1..@ncols of @w (NODE, w[0], keeps its
+ * width) one at a time until the line fits @width or none can give more.
+ */
+static void shrink_to(size_t *w, const size_t *floor, size_t ncols, size_t width)
+{
+	size_t total = w[0];
+
+	for (size_t c = 1; c <= ncols; c++)
+		total += w[c] + 2;
+	while (total > width) {
+		size_t widest = 0;
+
+		for (size_t c = 1; c <= ncols; c++)
+			if (w[c] > floor[c] && (!widest || w[c] > w[widest]))
+				widest = c;
+		if (!widest)
+			return;
+		w[widest]--;
+		total--;
+	}
+}
+
+/* One table row, its cells wrapped at their column's width (@width 0: none). */
+static void table_row(struct gf_buf *out, const char *node, char *const *cells, size_t ncols,
+		      const size_t *w, size_t width, bool red_last)
+{
+	const char **rest = gf_xcalloc(ncols + 1, sizeof(char *));
+	bool more = true;
+
+	rest[0] = node;
+	for (size_t c = 0; c < ncols; c++)
+		rest[c + 1] = cells[c];
+	while (more) {
+		size_t at = 0, col = 0; /* where the line is, where column c starts */
+
+		more = false;
+		for (size_t c = 0; c <= ncols; c++) {
+			const char *s = rest[c];
+			size_t len = width && c ? fit_piece(s, w[c], " ") : strlen(s);
+			bool red = red_last && c == ncols;
+
+			if (len) {
+				pad(out, col - at);
+				if (red)
+					gf_buf_adds(out, "\033[31m");
+				gf_buf_add(out, s, len);
+				if (red)
+					gf_buf_adds(out, "\033[0m");
+				at = col + len;
+				s += len;
+				while (*s == ' ')
+					s++;
+			}
+			rest[c] = s;
+			more |= *s != '\0';
+			col += w[c] + 2;
+		}
+		/* No trailing blanks: trim what padding of empty cells left. */
+		while (out->len && out->s[out->len - 1] == ' ')
+			out->s[--out->len] = '\0';
+		gf_buf_addc(out, '\n');
+	}
+	free(rest);
+}
+
 void gf_render_table(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
 		     struct gf_buf *out)
 {
+	gf_render_table_fit(objs, n, spec, 0, out);
+}
+
+void gf_render_table_fit(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
+			 size_t width, struct gf_buf *out)
+{
 	struct table t;
 	char **nodes;
-	size_t *w;
-	size_t ncols;
+	bool *above;
+	size_t *w, *floor;
+	size_t ncols, others = 0;
 
 	build_table(objs, n, spec, &t);
 	nodes = node_column(&t, spec->collapse);
+	above = gf_xcalloc(t.n ? t.n : 1, sizeof(bool));
 	ncols = t.any_failed ? t.ncells : spec->ncols;
 	w = gf_xcalloc(ncols + 1, sizeof(size_t));
+	floor = gf_xcalloc(ncols + 1, sizeof(size_t));
 	w[0] = strlen("NODE");
 	for (size_t c = 0; c < spec->ncols; c++)
 		w[c + 1] = strlen(spec->cols[c].title);
 	if (t.any_failed)
 		w[ncols] = strlen("ERROR");
+	for (size_t c = 1; c <= ncols; c++)
+		floor[c] = w[c] > MIN_COL ? w[c] : MIN_COL;
 	for (size_t i = 0; i < t.n; i++) {
 		if (!nodes[i])
 			continue;
-		if (strlen(nodes[i]) > w[0])
-			w[0] = strlen(nodes[i]);
 		for (size_t c = 0; c < ncols; c++)
 			if (strlen(t.rows[i].cells[c]) > w[c + 1])
 				w[c + 1] = strlen(t.rows[i].cells[c]);
 	}
+	for (size_t c = 1; c <= ncols; c++)
+		if (floor[c] > w[c])
+			floor[c] = w[c];
+	/* What the other columns leave to NODE; a wider fold goes above its row. */
+	for (size_t c = 1; c <= ncols; c++)
+		others += (width ? floor[c] : w[c]) + 2;
+	for (size_t i = 0; i < t.n; i++) {
+		if (!nodes[i])
+			continue;
+		if (width && spec->collapse && t.rows[i].nodes > 1 &&
+		    strlen(nodes[i]) + others > width) {
+			char label[32];
+
+			above[i] = true;
+			snprintf(label, sizeof(label), "(%zu nodes)", t.rows[i].nodes);
+			if (strlen(label) > w[0])
+				w[0] = strlen(label);
+		} else if (strlen(nodes[i]) > w[0]) {
+			w[0] = strlen(nodes[i]);
+		}
+	}
+	if (width)
+		shrink_to(w, floor, ncols, width);
 
 	gf_buf_adds(out, "NODE");
 	for (size_t c = 0; c < ncols; c++) {
@@ -363,35 +511,25 @@ void gf_render_table(json_t *const *objs, size_t n, const struct gf_render_spec 
 	}
 	gf_buf_addc(out, '\n');
 	for (size_t i = 0; i < t.n; i++) {
-		size_t prev;
+		char label[32];
+		const char *node = nodes[i];
 
-		if (!nodes[i])
+		if (!node)
 			continue;
-		gf_buf_adds(out, nodes[i]);
-		prev = strlen(nodes[i]);
-		for (size_t c = 0; c < ncols; c++) {
-			const char *cell = t.rows[i].cells[c];
-			bool last = c + 1 == ncols;
-			bool red = spec->color && t.rows[i].failed && c == spec->ncols;
-
-			pad(out, w[c] - prev + 2);
-			if (red)
-				gf_buf_adds(out, "\033[31m");
-			gf_buf_adds(out, cell);
-			if (red)
-				gf_buf_adds(out, "\033[0m");
-			prev = strlen(cell);
-			if (last)
-				break;
+		if (above[i]) {
+			wrap(out, node, width, 0, ",");
+			gf_buf_addc(out, '\n');
+			snprintf(label, sizeof(label), "(%zu nodes)", t.rows[i].nodes);
+			node = label;
 		}
-		/* No trailing blanks: trim what padding of empty cells left. */
-		while (out->len && out->s[out->len - 1] == ' ')
-			out->s[--out->len] = '\0';
-		gf_buf_addc(out, '\n');
+		table_row(out, node, t.rows[i].cells, ncols, w, width,
+			  spec->color && t.rows[i].failed && ncols > spec->ncols);
 	}
 	for (size_t i = 0; i < t.n; i++)
 		free(nodes[i]);
 	free(nodes);
+	free(above);
+	free(floor);
 	free(w);
 	free_table(&t);
 }

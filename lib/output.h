@@ -36,6 +36,15 @@ struct gf_render_spec {
 /* @objs: the per-node objects (borrowed), as made by gf_result_to_json(). */
 void gf_render_table(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
 		     struct gf_buf *out);
+/*
+ * The table fitted to a terminal @width columns wide (0: as gf_render_table):
+ * a folded node set wider than what the other columns leave goes on a line
+ * of its own above the row it names (wrapped after a comma), that row's NODE
+ * cell then "(N nodes)"; the last cell wraps at the width, its lines indented
+ * to its column (unless that leaves it under 24 columns).
+ */
+void gf_render_table_fit(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
+			 size_t width, struct gf_buf *out);
 void gf_render_csv(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
 		   struct gf_buf *out);
 /* A JSON array of the objects, one per line, closed by "]\n". */

@@ -218,6 +218,22 @@ int gf_time_parse(const char *s, double *ret, struct gf_err *err)
 			  s ? s : "");
 }
 
+int gf_time_parse_since(const char *s, double now, double *ret, struct gf_err *err)
+{
+	double d;
+
+	if (gf_time_parse_iso8601(s, ret) == 0)
+		return 0;
+	if (gf_parse_duration(s, &d, NULL) == 0) {
+		*ret = now - d;
+		return 0;
+	}
+	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+			  "'%s' is neither a date (2026-11-29, 2026-11-29T12:00Z) nor a duration "
+			  "(90m, 12h, 7d)",
+			  s ? s : "");
+}
+
 int gf_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret,
 		  struct gf_err *err, const char *what)
 {

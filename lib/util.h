@@ -78,6 +78,14 @@ int gf_parse_seconds(const char *s, double min, double max, double *ret, struct 
  * "45"). Seconds in *ret; GF_E_USAGE otherwise. Thread-safe.
  */
 int gf_parse_duration(const char *s, double *ret, struct gf_err *err);
+/*
+ * A point in time as every --since takes it (sel list, drift, events list):
+ * a date or time (gf_time_parse_iso8601's forms) or a duration before @now
+ * (gf_parse_duration's: "7d", "1.5h", "45"). Epoch seconds in *ret, or
+ * GF_E_USAGE with "'S' is neither a date (...) nor a duration (...)", which a
+ * verb prefixes with its option. Thread-safe.
+ */
+int gf_time_parse_since(const char *s, double now, double *ret, struct gf_err *err);
 
 /* A 64-bit hash of @n bytes (FNV-1a, finalised), for hash tables and content addressing. */
 uint64_t gf_hash64(const void *p, size_t n);

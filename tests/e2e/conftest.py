@@ -38,6 +38,10 @@ LOOPBACK = {
     ("test_events_follow", "ipmi"): "127.50.1",
     ("test_console", "ipmi"): "127.52.1",                   # BMCs and their serial ports
     ("test_console", "log"): "127.52.2",                    # console log: BMCs, serial ports
+    ("test_terminal_fit_and_problems", "ipmi"): "127.56.1",  # 200 BMCs
+    ("test_terminal_fit_and_problems", "dead"): "127.56.2",  # nothing listens
+    ("test_ctrl_c_in_flight", "ipmi"): "127.56.10",
+    ("test_ctrl_c_in_flight", "relay"): "127.56.11",          # UDP relays in front of them
     # Redfish emulator BMCs
     ("test_redfish", "redfish"): "127.32.1",
     ("test_hostile", "redfish"): "127.32.10",

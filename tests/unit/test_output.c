@@ -74,6 +74,37 @@ static void table_collapse_and_error(void **state)
 	free_objs(o, 5);
 }
 
+/* On a terminal 36 columns wide: the wide fold above its row, the long error wrapped. */
+static void table_fit_to_width(void **state)
+{
+	json_t *o[] = {node("gpu01", "on"),
+		       node("gpu03", "on"),
+		       node("gpu05", "on"),
+		       node("gpu07", "on"),
+		       node("gpu09", "on"),
+		       node("gpu02", "off"),
+		       failed("gpu11", GF_EK_TIMEOUT, "no answer from the bmc in 3 s")};
+	struct gf_render_spec spec = {cols, 1, NULL, true, false};
+	struct gf_buf b = GF_BUF_INIT;
+
+	gf_render_table_fit(o, 7, &spec, 36, &b);
+	assert_string_equal(gf_buf_str(&b), "NODE       POWER  ERROR\n"
+					    "gpu[01,03,05,07,09]\n"
+					    "(5 nodes)  on\n"
+					    "gpu02      off\n"
+					    "gpu11      -      timeout: no answer\n"
+					    "                  from the bmc in 3\n"
+					    "                  s\n");
+	gf_buf_reset(&b);
+	gf_render_table_fit(o, 7, &spec, 12, &b); /* the fold broken after a comma */
+	assert_true(strstr(gf_buf_str(&b), "gpu[01,03,\n05,07,09]\n(5 nodes)  on\n") != NULL);
+	gf_buf_reset(&b);
+	gf_render_table_fit(o, 7, &spec, 0, &b); /* no terminal: as it was */
+	assert_true(strstr(gf_buf_str(&b), "gpu[01,03,05,07,09]  on\n") != NULL);
+	gf_buf_release(&b);
+	free_objs(o, 7);
+}
+
 static void csv_quoting(void **state)
 {
 	json_t *o[] = {node("gpu1", "on, \"really\""), failed("gpu2", GF_EK_TIMEOUT, "no answer")};
@@ -318,6 +349,7 @@ int main(void)
 		cmocka_unit_test(json_shape),
 		cmocka_unit_test(rows_key),
 		cmocka_unit_test(column_alternatives),
+		cmocka_unit_test(table_fit_to_width), /* on a terminal */
 		cmocka_unit_test(term_escape),
 		cmocka_unit_test(html_escape),
 		cmocka_unit_test(hostile_cells),

@@ -181,6 +181,32 @@ static void durations(void **state)
 	assert_int_equal(gf_parse_duration(NULL, &d, NULL), GF_E_USAGE);
 }
 
+/* Every --since: a date, or a duration before now; the same words for both verbs. */
+static void since_times(void **state)
+{
+	static const char *const bad[] = {"yesterday", "2026-13-01", "-1h", "1.5y", "1h ", ""};
+	struct gf_err err = {0};
+	double t = 0;
+
+	(void)state;
+	assert_int_equal(gf_time_parse_since("7d", 1000000.0, &t, &err), 0);
+	assert_true(t == 1000000.0 - 7 * 86400);
+	assert_int_equal(gf_time_parse_since("90", 1000.0, &t, &err), 0);
+	assert_true(t == 910.0);
+	assert_int_equal(gf_time_parse_since("2026-11-29", 0, &t, &err), 0);
+	assert_true(t == 1795910400.0);
+	assert_int_equal(gf_time_parse_since("2026-11-29T12:00Z", 0, &t, &err), 0);
+	assert_true(t == 1795910400.0 + 43200);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		t = 42;
+		assert_int_equal(gf_time_parse_since(bad[i], 1000.0, &t, &err), GF_E_USAGE);
+		assert_true(t == 42);
+	}
+	assert_int_equal(gf_time_parse_since("soon", 0, &t, &err), GF_E_USAGE);
+	assert_string_equal(err.msg, "'soon' is neither a date (2026-11-29, 2026-11-29T12:00Z) "
+				     "nor a duration (90m, 12h, 7d)");
+}
+
 /* The hash of a string is the hash of its bytes; a change of one byte moves it. */
 static void hash64(void **state)
 {
@@ -397,6 +423,7 @@ int main(void)
 		cmocka_unit_test(bounded_run_and_abandon),
 		cmocka_unit_test(resolve_numeric_and_names),
 		cmocka_unit_test(deadline_left),
+		cmocka_unit_test(since_times),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
