@@ -180,7 +180,7 @@ def test_run_refused_on_a_node_another_run_holds(rf, lab):
 
 def test_two_runs_started_together_flash_each_bmc_once(rf, lab):
     for i in (1, 2, 3, 4):
-        lab.override(i, update_flash=2.0)
+        lab.override(i, update_flash=4.0)   # both plan long before either ends
     cat, version, digest = catalog(rf)
     a = start(rf, "run", "--yes", "--canary", "0", "--catalog", cat, "u[1-3]")
     b = start(rf, "run", "--yes", "--canary", "0", "--catalog", cat, "u[2-4]")
