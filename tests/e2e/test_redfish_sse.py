@@ -296,3 +296,15 @@ def test_cper_entries_of_the_log_are_decoded(lab, follow):
     entry = lab.resource(1, "/redfish/v1/Managers/BMC/LogServices/SEL/Entries/" + ev["id"])
     assert entry["DiagnosticDataType"] == "CPER" and entry["Id"] == ev["id"]
     assert f.stop() == 0
+
+
+def test_the_deadline_ends_the_loop_and_closes_the_sessions(lab, follow):
+    f = follow([("a", 1, None), ("b", 2, None)], "--duration", "3")
+    f.wait_for(kind("connected", "a"), "stream of a")
+    f.wait_for(kind("connected", "b"), "stream of b")
+    assert lab.sessions_open(1) == 1 and lab.sessions_open(2) == 1
+    # No signal: the deadline alone ends it, and each session is deleted.
+    assert f.p.wait(timeout=15) == 0
+    f.t.join(timeout=5)
+    f.wait_for(kind("end"), "the end", timeout=5)
+    assert lab.sessions_open(1) == 0 and lab.sessions_open(2) == 0
