@@ -271,3 +271,21 @@ def test_resume_waits_for_update_tasks_only(rf, lab):
     assert data[f"q{node}"]["state"] == "done"
     assert time.monotonic() - t0 < 15
     assert len(pushes(lab, node)) == 1
+
+
+# ---- who ran it -------------------------------------------------------------------
+
+def test_sudo_user_is_believed_only_under_sudo(rf, lab):
+    """SUDO_USER and SUDO_UID set by hand (the parent is no sudo): the audit
+    and the rollout name the effective user, not the one claimed."""
+    import pwd
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    claimed = pwd.getpwuid(1).pw_name if os.geteuid() != 1 else pwd.getpwuid(2).pw_name
+    r = rf.run(*rf.ca, "--format", "json", "update", "run", "--yes", "--catalog",
+               bmc_catalog(rf, fresh_version()), f"q{LENOVO}",
+               env={"SUDO_USER": claimed, "SUDO_UID": str(pwd.getpwnam(claimed).pw_uid)})
+    assert r.returncode == 0, r.stderr
+    assert len(pushes(lab, LENOVO)) == 1
+    users = {x["user"] for x in rf.sql("SELECT user FROM audit")}
+    assert users == {me}, users
+    assert [x["user"] for x in rf.sql("SELECT user FROM rollouts")] == [me]

@@ -991,6 +991,8 @@ class Node:
                 return Reply(200, obj, hdrs)
             if path == self.main_system and self.deep_reset_values:
                 return Reply(200, self._deep_system(obj), hdrs)
+            if path == self.bios_uri and self.bios_deep:
+                return Reply(200, redfish_bios.deep_bytes(self, obj), hdrs)
             return Reply(200, self.res_bytes(path), hdrs)
         out = obj
         if isinstance(obj.get('Members'), list):
