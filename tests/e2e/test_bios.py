@@ -304,6 +304,11 @@ def test_sweep_drift_finds_one_planted_setting_and_baseline_fixes_it(rf, lab, tm
     for i in (11, 13, 14):
         assert patches(lab, i) == [] and got[f"b{i}"]["requested"] == {}
     assert lab.state(12)["bios"]["pending"] == {planted: good}
+    # the audit holds what each node was sent, not just the file's name
+    rows = {x["node"]: x for x in rf.sql("SELECT node, verb, detail FROM audit"
+                                         " WHERE verb LIKE 'bios set --from-baseline%'")}
+    assert json.loads(rows["b12"]["detail"]) == {planted: good}, rows
+    assert json.loads(rows["b11"]["detail"]) == {}
 
 
 def test_a_failed_bios_read_is_not_every_setting_missing(rf, lab):
