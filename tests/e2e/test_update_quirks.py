@@ -289,3 +289,46 @@ def test_sudo_user_is_believed_only_under_sudo(rf, lab):
     users = {x["user"] for x in rf.sql("SELECT user FROM audit")}
     assert users == {me}, users
     assert [x["user"] for x in rf.sql("SELECT user FROM rollouts")] == [me]
+
+
+# ---- catalog input ------------------------------------------------------------------
+
+def write_catalog(gf, images, name="cat.json"):
+    path = os.path.join(gf.dir, name)
+    with open(path, "w") as f:
+        json.dump({"images": images}, f)
+    return path
+
+
+def test_catalog_entries_that_would_never_be_used_are_refused(rf, lab):
+    img = os.path.join(rf.dir, "x.bin")
+    with open(img, "wb") as f:
+        f.write(b"GF-IMAGE version=1\n")
+    twice = write_catalog(rf, [{"component": "bmc", "version": "1", "file": img},
+                               {"component": "bmc", "version": "2", "file": img}])
+    glob_first = write_catalog(rf, [{"component": "*", "version": "1", "file": img},
+                                    {"component": "bios", "version": "2", "file": img}], "g.json")
+    for cat, first, shadowed in ((twice, "images[0] (component 'bmc')", "images[1]"),
+                                 (glob_first, "images[0] (component '*')", "images[1]")):
+        for sub in ("plan", "run"):
+            r = rf.run(*rf.ca, "update", sub, "--yes", "--catalog", cat, f"q{SUPERMICRO}")
+            lines = r.stderr.strip().splitlines()
+            assert r.returncode == 2 and len(lines) == 1, r.stderr
+            assert f"{shadowed} " in lines[0] and "never used" in lines[0] and first in lines[0]
+    # a model-specific entry before a general one is fine
+    ok = write_catalog(rf, [{"model": "X*", "component": "bmc", "version": "1", "file": img},
+                            {"component": "bmc", "version": "2", "file": img}], "ok.json")
+    r = rf.run(*rf.ca, "update", "plan", "--catalog", ok, f"q{SUPERMICRO}")
+    assert r.returncode == 0, r.stderr
+    assert pushes(lab, SUPERMICRO) == []
+
+
+def test_an_image_that_is_not_a_regular_file_is_refused_at_load(rf, lab):
+    fifo = os.path.join(rf.dir, "image.fifo")
+    os.mkfifo(fifo)
+    cat = write_catalog(rf, [{"component": "bmc", "version": "1", "file": fifo}])
+    r = rf.run(*rf.ca, "update", "run", "--yes", "--catalog", cat, f"q{SUPERMICRO}",
+               timeout=20)
+    assert r.returncode == 2, r.stderr
+    assert "not a regular file" in r.stderr and fifo in r.stderr
+    assert pushes(lab, SUPERMICRO) == []
