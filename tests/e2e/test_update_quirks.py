@@ -230,11 +230,13 @@ def test_a_bmc_slow_to_restart_is_waited_for_not_taken_as_back(rf, lab):
 
 
 def test_a_certificate_changed_by_the_restart_stops_the_wait_at_once(rf, lab):
-    """No CA: the certificate is pinned on first use; the restart brings
-    another one, which ends the wait at once with the pin's error."""
+    """No CA: the certificate is pinned on first use (--tls-pin new); the
+    restart brings another one, which ends the wait at once with the pin's
+    error."""
     lab.override(SUPERMICRO, update_cert_on_reset=True)
     t0 = time.monotonic()
-    r = rf.run("--format", "json", "update", "run", "--yes", "--update-timeout", "30",
+    r = rf.run("--tls-pin", "new", "--format", "json", "update", "run", "--yes",
+               "--update-timeout", "30",
                "--catalog", bmc_catalog(rf, fresh_version()), f"q{SUPERMICRO}")
     data = {o["node"]: o for o in json.loads(r.stdout)}
     assert r.returncode == 1, (r.stderr, data)
@@ -242,7 +244,7 @@ def test_a_certificate_changed_by_the_restart_stops_the_wait_at_once(rf, lab):
     assert node["state"] == "failed" and node["error"]["kind"] == "tls", node
     assert "certificate of bmc 'q1' changed" in node["error"]["message"]
     assert time.monotonic() - t0 < 15
-    assert len(manager_resets(lab, SUPERMICRO)) == 1
+    assert len(pushes(lab, SUPERMICRO)) == 1 and len(manager_resets(lab, SUPERMICRO)) == 1
 
 
 # ---- resume ---------------------------------------------------------------------
