@@ -36,6 +36,7 @@
 #include "lib/util.h"
 #include "redfish/rf.h"
 
+#define EXPECT_WAIT_MS 2000 /* for a 100 Continue before an image is sent anyway */
 #define MAX_BODY_DEFAULT (32u * 1024 * 1024)
 /*
  * What all the answers of one session (one node, one run of a verb) may
@@ -572,7 +573,13 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 	if (body && h->stream) {
 		gf_buf_addf(&line, "Content-Type: %s", h->stream->type);
 		hdrs = curl_slist_append(hdrs, gf_buf_str(&line));
-		hdrs = curl_slist_append(hdrs, "Expect:");
+		/*
+		 * An image is offered before it is sent: a BMC busy (409, 503) or
+		 * that wants a new login (401) says so without costing its upload.
+		 * One that ignores Expect gets the body after EXPECT_WAIT_MS.
+		 */
+		hdrs = curl_slist_append(hdrs, "Expect: 100-continue");
+		curl_easy_setopt(h->curl, CURLOPT_EXPECT_100_TIMEOUT_MS, (long)EXPECT_WAIT_MS);
 		gf_buf_reset(&line);
 	} else if (body)
 		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");

@@ -196,6 +196,19 @@ def test_a_version_that_only_starts_alike_does_not_match(rf, lab):
     assert data[f"q{SUPERMICRO}"]["state"] == "failed"
 
 
+def test_a_busy_bmc_refuses_a_push_before_its_image_is_sent(rf, lab):
+    """Expect: 100-continue: a BMC busy for 3 s answers 503 to the offer, so
+    the image crosses the wire once, when it is taken."""
+    lab.override(SUPERMICRO, update_busy=3)
+    r, data = upd(rf, "run", "--yes", "--catalog", bmc_catalog(rf, fresh_version()),
+                  f"q{SUPERMICRO}")
+    assert r.returncode == 0, (r.stderr, data)
+    refused = lab.updates(SUPERMICRO)["refused"]
+    assert refused and all(x["status"] == 503 and x.get("before_body") for x in refused), \
+        refused
+    assert len(pushes(lab, SUPERMICRO)) == 1
+
+
 # ---- which Manager restarts ----------------------------------------------------
 
 def test_reset_goes_to_the_manager_the_completed_task_names(rf, lab):

@@ -1528,6 +1528,16 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             reply, kind, user = rf_error(500, 'InternalError', 'emulator error: %s' % e), 'none', None
         self._send(node, method, reply, kind, user, trickle=fault == 'trickle')
 
+    def handle_expect_100(self):
+        # A push the update service refuses anyway (busy, another update) is
+        # answered before its body is read: the client need not send it.
+        refused = self.server.node.update.refuse_early(self.command, self.path)
+        if refused is None:
+            return super().handle_expect_100()
+        self.close_connection = True
+        self._send(self.server.node, self.command, refused, 'none', None)
+        return False
+
     def _read_body(self):
         if 'chunked' in (self.headers.get('Transfer-Encoding') or '').lower():
             raise _Bad(rf_error(411, 'GeneralError', 'Chunked bodies are not supported.'))
