@@ -347,3 +347,35 @@ def test_an_image_that_is_not_a_regular_file_is_refused_at_load(rf, lab):
     assert r.returncode == 2, r.stderr
     assert "not a regular file" in r.stderr and fifo in r.stderr
     assert pushes(lab, SUPERMICRO) == []
+
+
+# ---- what gpufleet sets on a BMC it puts back ----------------------------------------
+
+def test_ctrl_c_during_a_raw_push_puts_http_push_uri_targets_back(rf, lab):
+    """An XCC without MultipartHttpPushUri: Ctrl-C while its task runs still
+    clears HttpPushUriTargetsBusy (and the targets), else every later update
+    waits the flag out blaming another client."""
+    us_path = "/redfish/v1/UpdateService"
+    lab.override(LENOVO, update_multipart=False, update_flash=30)
+    try:
+        proc = subprocess.Popen([GPUFLEET, *rf.ca, "update", "run", "--yes", "--catalog",
+                                 bmc_catalog(rf, fresh_version()), f"q{LENOVO}"],
+                                env=rf.env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            limit = time.monotonic() + 30
+            while time.monotonic() < limit and not pushes(lab, LENOVO):
+                time.sleep(0.05)
+            assert pushes(lab, LENOVO), "never pushed"
+            assert lab.resource(LENOVO, us_path)["HttpPushUriTargetsBusy"] is True
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=30) == 130
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        us = lab.resource(LENOVO, us_path)
+        assert us["HttpPushUriTargetsBusy"] is False and us["HttpPushUriTargets"] == [], us
+        assert [x["busy"] for x in lab.updates(LENOVO)["push_targets"]] == [True, False]
+    finally:
+        lab.override(LENOVO, update_multipart=True)
