@@ -464,6 +464,21 @@ static int parse_assigns(char **args, int nargs, json_t *ret, int *ret_used)
 	return 0;
 }
 
+/*
+ * A name that looks like a password's. The audit intent is written before
+ * any registry is read: a password given as NAME=VALUE (its node then
+ * fails, nothing sent) must not reach the audit log either.
+ */
+static bool secret_name(const char *name)
+{
+	static const char *const words[] = {"password", "passwd", "secret", "passphrase"};
+
+	for (size_t i = 0; i < NELEM(words); i++)
+		if (strcasestr(name, words[i]))
+			return true;
+	return false;
+}
+
 /* Blank the values of @secrets, then free it. */
 static void forget_secrets(json_t *secrets)
 {
@@ -625,7 +640,8 @@ static int set_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, c
 	if (a->baseline)
 		gf_buf_addf(&audit, " --from-baseline %s", a->baseline);
 	json_object_foreach(assigns, name, t)
-		gf_buf_addf(&audit, " %s=%s", name, json_string_value(t));
+		gf_buf_addf(&audit, " %s=%s", name,
+			    secret_name(name) ? "(secret)" : json_string_value(t));
 	json_object_foreach(secrets, name, t)
 		gf_buf_addf(&audit, " %s=(secret)", name); /* the name only, never the value */
 	run = (struct cli_bmc_run){.cli = cli,

@@ -531,20 +531,20 @@ def test_a_value_nested_2000_deep_costs_its_node_only(rf, lab):
     reads it back without crashing, the node fails alone, the other node's
     result (a Dell, which has no such attribute) is there and every session
     is closed."""
-    i = 10  # HPE
+    i = 7  # DGX: Immediate, so the value read back is the one it holds now
     attrs = lab.state(i)["bios"]["attributes"]
-    want = "Disabled" if attrs["AcpiHpet"] == "Enabled" else "Enabled"
-    lab.override(i, bios_deep={"AcpiHpet": 2000})
+    want = "Disable" if attrs["ARIEnable"] == "Enable" else "Enable"
+    lab.override(i, bios_deep={"ARIEnable": 2000})
     try:
-        r = rf.run("--format", "json", "bios", "set", "--yes", f"AcpiHpet={want}", "b9", "b10",
-                   *rf.ca)
+        r = rf.run("--format", "json", "bios", "set", "--yes", "--apply-time", "immediate",
+                   f"ARIEnable={want}", "b9", "b7", *rf.ca)
     finally:
         lab.override(i, bios_deep={})
     assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
     got = {o["node"]: o for o in json.loads(r.stdout)}
-    assert got["b9"]["ok"] is False and "AcpiHpet" in got["b9"]["error"]["message"], got["b9"]
-    assert got["b10"]["ok"] is False and got["b10"]["error"]["kind"] == "refused", got["b10"]
-    assert len(got["b10"]["error"]["message"]) < 600
-    assert patches(lab, i)[-1]["body"] == {"Attributes": {"AcpiHpet": want}}
-    for n in (9, 10):
+    assert got["b9"]["ok"] is False and "ARIEnable" in got["b9"]["error"]["message"], got["b9"]
+    assert got["b7"]["ok"] is False and got["b7"]["error"]["kind"] == "refused", got["b7"]
+    assert len(got["b7"]["error"]["message"]) < 600
+    assert patches(lab, i)[-1]["body"]["Attributes"] == {"ARIEnable": want}
+    for n in (9, 7):
         assert lab.state(n)["sessions"]["open"] == 0
