@@ -507,8 +507,16 @@ static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_
 	case CURLE_ABORTED_BY_CALLBACK:
 		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
 				  "interrupted while talking to bmc '%s'", h->node);
-	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CONNECT_ERROR:
+		/* A handshake the peer cut short (a BMC restarting) says nothing of its certificate. */
+		if (strstr(why, "Connection reset") || strstr(why, "Recv failure") ||
+		    strstr(why, "SSL_ERROR_SYSCALL") || strstr(why, "unexpected eof")) {
+			kind = GF_EK_CONNECT;
+			break;
+		}
+		kind = GF_EK_TLS;
+		break;
+	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CACERT_BADFILE:
 	case CURLE_SSL_CERTPROBLEM:
 	case CURLE_SSL_CIPHER:
@@ -527,11 +535,16 @@ static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_
 	case CURLE_GOT_NOTHING: kind = GF_EK_CONNECT; break;
 	default: kind = GF_EK_PROTOCOL; break;
 	}
-	if (kind == GF_EK_TLS)
-		return gf_err_set(err, GF_E_NODE, kind,
-				  "certificate of bmc '%s' is not trusted (%s); see --cacert, "
-				  "--tls-pin new or --insecure",
-				  h->node, why);
+	if (kind == GF_EK_TLS) {
+		int rc = gf_err_set(err, GF_E_NODE, kind,
+				    "certificate of bmc '%s' is not trusted (%s); see --cacert, "
+				    "--tls-pin new or --insecure",
+				    h->node, why);
+
+		if (err)
+			err->detail = (long)cc; /* a handshake cut short is no verdict on it */
+		return rc;
+	}
 	return gf_err_set(err, GF_E_NODE, kind, "%s '%s' of bmc '%s' failed (%s)",
 			  kind == GF_EK_TIMEOUT ? "request" : "connection to", url, h->node, why);
 }
