@@ -76,16 +76,26 @@ int cli_audit_intent(struct cli_audit *a, const size_t *idx, size_t k)
 	return rc;
 }
 
-/* The completed row of node @i from its slot; result NULL: nothing was sent. */
-static struct gf_audit result_row(const struct cli_audit *a, size_t i, const struct gf_result *s)
+/*
+ * The completed row of node @i from its slot; result NULL: nothing was sent.
+ * A node that succeeded with what it sent in its slot ("requested": the
+ * values a bios set computed per node, secrets already masked) has them as
+ * detail, in *owned (the caller frees it).
+ */
+static struct gf_audit result_row(const struct cli_audit *a, size_t i, const struct gf_result *s,
+				  char **owned)
 {
 	struct gf_audit r = {.verb = a->what, .node = a->nodes[i].name};
+	json_t *sent = s->ok ? json_object_get(s->data, "requested") : NULL;
 
+	*owned = NULL;
 	if (s->attempts == 0)
 		return r; /* interrupted before anything was sent to it */
 	r.time = s->t_start;
 	r.result = s->ok ? "ok" : gf_errkind_name(s->err.kind);
 	r.detail = s->ok ? NULL : s->err.msg;
+	if (sent && !json_is_true(json_object_get(s->data, "dry_run")))
+		r.detail = *owned = json_dumps(sent, JSON_COMPACT | JSON_SORT_KEYS);
 	return r;
 }
 
@@ -108,11 +118,13 @@ static void finish_rows(struct cli_audit *a, const long long *ids, const struct 
 void cli_audit_done(struct cli_audit *a, size_t i, const struct gf_result *slot)
 {
 	struct gf_audit r;
+	char *owned;
 
 	if (!a || i >= a->n || !a->ids[i])
 		return;
-	r = result_row(a, i, slot);
+	r = result_row(a, i, slot, &owned);
 	finish_rows(a, &a->ids[i], &r, 1);
+	free(owned);
 	a->ids[i] = 0;
 }
 
@@ -120,6 +132,7 @@ int cli_audit_close(struct cli_audit *a, const struct gf_result *slots)
 {
 	struct gf_audit *rows;
 	long long *ids;
+	char **owned;
 	size_t m = 0;
 	int rc;
 
@@ -127,13 +140,18 @@ int cli_audit_close(struct cli_audit *a, const struct gf_result *slots)
 		return 0;
 	rows = gf_xcalloc(a->n ? a->n : 1, sizeof(*rows));
 	ids = gf_xcalloc(a->n ? a->n : 1, sizeof(*ids));
+	owned = gf_xcalloc(a->n ? a->n : 1, sizeof(*owned));
 	for (size_t i = 0; slots && i < a->n; i++) {
 		if (!a->ids[i])
 			continue;
 		ids[m] = a->ids[i];
-		rows[m++] = result_row(a, i, &slots[i]);
+		rows[m] = result_row(a, i, &slots[i], &owned[m]);
+		m++;
 	}
 	finish_rows(a, ids, rows, m);
+	for (size_t k = 0; k < m; k++)
+		free(owned[k]);
+	free(owned);
 	rc = a->failed ? GF_EXIT_FAILED : 0;
 	free(ids);
 	free(rows);

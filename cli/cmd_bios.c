@@ -12,17 +12,19 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/bmc.h"
 #include "cli/verbs.h"
 #include "inventory/drift.h"
 #include "lib/bios.h"
 #include "lib/buf.h"
+#include "lib/file.h"
 #include "cli/inv.h"
 #include "inventory/store.h"
 #include "lib/util.h"
 
-enum { B_ATTRIBUTE, B_PENDING, B_APPLY_TIME, B_DRY_RUN, B_YES, B_FROM_BASELINE };
+enum { B_ATTRIBUTE, B_PENDING, B_APPLY_TIME, B_DRY_RUN, B_YES, B_FROM_BASELINE, B_SECRET_FROM };
 
 static const struct cli_opt bios_opts[] = {
 	[B_ATTRIBUTE] = {{"attribute", required_argument, NULL, 'a'},
@@ -44,6 +46,9 @@ static const struct cli_opt bios_opts[] = {
 	[B_FROM_BASELINE] = {{"from-baseline", required_argument, NULL, 0},
 			     "FILE",
 			     "set: the bios.* values of a drift baseline file, where nodes differ"},
+	[B_SECRET_FROM] = {{"secret-from", required_argument, NULL, 0},
+			   "NAME=FILE",
+			   "set: the value of NAME (a password) from FILE (mode 0600) or - (stdin)"},
 };
 
 struct bios_args {
@@ -51,6 +56,9 @@ struct bios_args {
 	bool pending, dry_run, yes, apply_given;
 	enum gf_bios_apply when;
 	const char *baseline;
+	const char *secret_from[16]; /* --secret-from NAME=FILE, as given */
+	size_t nsecret;
+	bool too_many;
 };
 
 static int on_opt(void *ud, size_t idx, const char *arg)
@@ -70,6 +78,14 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	case B_DRY_RUN: a->dry_run = true; return 0;
 	case B_YES: a->yes = true; return 0;
 	case B_FROM_BASELINE: a->baseline = arg; return 0;
+	case B_SECRET_FROM:
+		if (a->nsecret == NELEM(a->secret_from)) {
+			cli_error("--secret-from is given more than %zu times",
+				  NELEM(a->secret_from));
+			return GF_EXIT_USAGE;
+		}
+		a->secret_from[a->nsecret++] = arg;
+		return 0;
 	default: return 0;
 	}
 }
@@ -168,6 +184,7 @@ static int show_op(const struct gf_backend *be, void *sess, const struct gf_node
 struct set_ctx {
 	const struct gf_node *nodes;
 	json_t *assigns;              /* {name: text} for every node */
+	json_t *secrets;              /* {name: text} from --secret-from: never shown */
 	const struct gf_baseline *bl; /* --from-baseline, else NULL */
 	const char **models; /* per node index: its model in the last sweep, NULL: unknown */
 	enum gf_bios_apply when;
@@ -183,22 +200,67 @@ static json_t *held(const struct gf_bios *b, const char *name, bool immediate)
 	return p ? p : json_object_get(b->attributes, name);
 }
 
-/* The typed values to send: every assignment checked against the node's registry. */
+/* Is @name a password in the node's registry? */
+static bool is_password(const struct gf_bios *b, const char *name)
+{
+	json_t *entry = b->entries ? json_object_get(b->entries, name) : NULL;
+
+	const char *type = json_string_value(json_object_get(entry, "type"));
+
+	return type && strcmp(type, "password") == 0;
+}
+
+/*
+ * The typed values to send: every assignment checked against the node's
+ * registry. A password given on the command line is not sent (it was on
+ * argv already; at least it goes no further); one from --secret-from is,
+ * and no message names its value.
+ */
 static int values_for(const struct gf_bios *b, const struct gf_node *n, const json_t *assigns,
-		      json_t **ret, struct gf_err *err)
+		      const json_t *secrets, json_t **ret, struct gf_err *err)
 {
 	json_t *out = json_object(), *t, *v;
 	const char *name;
 
 	json_object_foreach((json_t *)assigns, name, t) {
+		if (is_password(b, name)) {
+			json_decref(out);
+			return gf_err_set(err, GF_E_NODE, GF_EK_REFUSED,
+					  "BIOS attribute '%s' of node '%s' is a password: give its "
+					  "value with --secret-from %s=FILE, never on the command "
+					  "line; nothing was sent",
+					  name, n->name, name);
+		}
 		if (gf_bios_value(b, n->name, name, json_string_value(t), &v, err) < 0) {
 			json_decref(out);
 			return GF_E_NODE;
 		}
 		json_object_set_new(out, name, v);
 	}
+	json_object_foreach((json_t *)secrets, name, t) {
+		if (gf_bios_value(b, n->name, name, json_string_value(t), &v, NULL) < 0) {
+			json_decref(out);
+			return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
+					  "the secret value for BIOS attribute '%s' of node '%s' does "
+					  "not fit it (its type, or not an attribute of the node)",
+					  name, n->name);
+		}
+		json_object_set_new(out, name, v);
+	}
 	*ret = out;
 	return 0;
+}
+
+/* @values with every secret's value replaced by "(secret)": what may be shown. */
+static json_t *masked(const json_t *values, const json_t *secrets)
+{
+	json_t *out = json_deep_copy(values), *t;
+	const char *name;
+
+	json_object_foreach((json_t *)secrets, name, t)
+		if (json_object_get(out, name))
+			json_object_set_new(out, name, json_string("(secret)"));
+	return out;
 }
 
 /*
@@ -253,7 +315,7 @@ static int set_op(const struct gf_backend *be, void *sess, const struct gf_node 
 	const struct set_ctx *ctx = vctx;
 	bool immediate = ctx->when == GF_BIOS_APPLY_IMMEDIATE;
 	struct gf_bios b = {0};
-	json_t *values = NULL, *shown, *pending, *v;
+	json_t *values = NULL, *shown_values = NULL, *shown, *pending, *v;
 	const char *name;
 	int rc = GF_E_NODE;
 
@@ -265,9 +327,10 @@ static int set_op(const struct gf_backend *be, void *sess, const struct gf_node 
 		return GF_E_NODE;
 	if ((ctx->bl ? values_from_baseline(&b, n, ctx->bl, ctx->models[n - ctx->nodes], immediate,
 					    &values, err)
-		     : values_for(&b, n, ctx->assigns, &values, err)) < 0)
+		     : values_for(&b, n, ctx->assigns, ctx->secrets, &values, err)) < 0)
 		goto out;
-	json_object_set(slot->data, "requested", values);
+	shown_values = masked(values, ctx->secrets);
+	json_object_set(slot->data, "requested", shown_values);
 	if (!ctx->dry_run && json_object_size(values) > 0) {
 		slot->no_retry = true; /* from here on the BMC may have acted */
 		if (be->bios_set(sess, values, ctx->when, err) < 0)
@@ -288,14 +351,22 @@ static int set_op(const struct gf_backend *be, void *sess, const struct gf_node 
 	json_object_foreach(values, name, v)
 		if (json_object_get(b.pending, name))
 			json_object_set(pending, name, json_object_get(b.pending, name));
-	put_bios(slot->data, ctx->rows, shown, pending, values, b.registry);
+	/* What a BMC shows of a password (some echo it as staged) is not shown either. */
+	json_object_foreach(ctx->secrets, name, v) {
+		if (!json_is_null(json_object_get(shown, name)) && json_object_get(shown, name))
+			json_object_set_new(shown, name, json_string("(secret)"));
+		if (json_object_get(pending, name))
+			json_object_set_new(pending, name, json_string("(secret)"));
+	}
+	put_bios(slot->data, ctx->rows, shown, pending, shown_values, b.registry);
 	rc = 0;
 	if (ctx->dry_run)
 		goto out;
 	json_object_foreach(values, name, v) {
 		char *want, *got;
 
-		if (gf_bios_holds(&b, name, v, immediate))
+		/* A BMC never shows a password back: its PATCH accepted is all there is. */
+		if (json_object_get(ctx->secrets, name) || gf_bios_holds(&b, name, v, immediate))
 			continue;
 		want = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
 		got = json_dumps(held(&b, name, immediate) ? held(&b, name, immediate)
@@ -310,6 +381,7 @@ static int set_op(const struct gf_backend *be, void *sess, const struct gf_node 
 	}
 out:
 	json_decref(values);
+	json_decref(shown_values);
 	gf_bios_release(&b);
 	return rc;
 }
@@ -396,6 +468,87 @@ static int parse_assigns(char **args, int nargs, json_t *ret, int *ret_used)
 	return 0;
 }
 
+/*
+ * A name that looks like a password's. The audit intent is written before
+ * any registry is read: a password given as NAME=VALUE (its node then
+ * fails, nothing sent) must not reach the audit log either.
+ */
+static bool secret_name(const char *name)
+{
+	static const char *const words[] = {"password", "passwd", "secret", "passphrase"};
+
+	for (size_t i = 0; i < NELEM(words); i++)
+		if (strcasestr(name, words[i]))
+			return true;
+	return false;
+}
+
+/* Blank the values of @secrets, then free it. */
+static void forget_secrets(json_t *secrets)
+{
+	const char *name;
+	json_t *t;
+
+	json_object_foreach(secrets, name, t)
+		explicit_bzero((char *)json_string_value(t), json_string_length(t));
+	json_decref(secrets);
+}
+
+/*
+ * --secret-from NAME=FILE into @secrets ({name: text}): the file's first line
+ * (a password never goes on argv, where ps shows it), from standard input for
+ * "-" (once). A file readable by group or others is refused, as the
+ * credentials file is.
+ */
+static int read_secrets(const struct bios_args *a, const json_t *assigns, json_t *secrets)
+{
+	bool stdin_used = false;
+
+	for (size_t i = 0; i < a->nsecret; i++) {
+		const char *eq = strchr(a->secret_from[i], '='), *path;
+		struct gf_err err = {0};
+		struct stat st;
+		char *name, *text = NULL;
+		size_t len = 0;
+		int rc = 0;
+
+		if (!eq || eq == a->secret_from[i] || !eq[1]) {
+			cli_error("--secret-from takes NAME=FILE, not '%s'", a->secret_from[i]);
+			return GF_EXIT_USAGE;
+		}
+		name = gf_xstrndup(a->secret_from[i], (size_t)(eq - a->secret_from[i]));
+		path = eq + 1;
+		if (json_object_get(assigns, name) || json_object_get(secrets, name)) {
+			cli_error("attribute '%s' is given twice", name);
+			rc = GF_EXIT_USAGE;
+		} else if (strcmp(path, "-") == 0 && stdin_used) {
+			cli_error("--secret-from reads standard input once only");
+			rc = GF_EXIT_USAGE;
+		} else if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && (st.st_mode & 077)) {
+			cli_error("secret file '%s' is readable by group or others (mode %04o); "
+				  "chmod 600 it",
+				  path, (unsigned)(st.st_mode & 07777));
+			rc = GF_EXIT_USAGE;
+		} else if (gf_file_read(path, 1u << 20, GF_FILE_DASH_STDIN, &text, &len, &err) <
+			   0) {
+			rc = cli_fail(&err);
+		} else {
+			stdin_used = stdin_used || strcmp(path, "-") == 0;
+			len = strcspn(text, "\r\n");
+			text[len] = '\0';
+			if (json_object_set_new(secrets, name, json_stringn(text, len)) < 0) {
+				cli_error("the value of '%s' is not UTF-8", name);
+				rc = GF_EXIT_USAGE;
+			}
+			gf_free_secret(text);
+		}
+		free(name);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* Each node's model in its last sweep (for the baseline's per-model rules); NULLs when none. */
 static int last_models(struct gf_cli *cli, const struct gf_node *nodes, size_t n,
 		       struct gf_sweep **ret_sw, const char ***ret)
@@ -436,7 +589,7 @@ static int set_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, c
 	struct gf_sweep *sw = NULL;
 	struct gf_buf audit = GF_BUF_INIT;
 	struct gf_err err = {0};
-	json_t *assigns = json_object(), *t;
+	json_t *assigns = json_object(), *secrets = json_object(), *t;
 	const char *name;
 	size_t n = 0;
 	int rc, used = 0;
@@ -450,12 +603,15 @@ static int set_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, c
 	rc = parse_assigns(args, nargs, assigns, &used);
 	if (rc)
 		goto out;
-	if (a->baseline && used) {
+	rc = read_secrets(a, assigns, secrets);
+	if (rc)
+		goto out;
+	if (a->baseline && (used || a->nsecret)) {
 		cli_error("bios set takes NAME=VALUE or --from-baseline, not both");
 		rc = GF_EXIT_USAGE;
 		goto out;
 	}
-	if (!a->baseline && !used) {
+	if (!a->baseline && !used && !a->nsecret) {
 		cli_error("bios set needs NAME=VALUE before the targets");
 		rc = GF_EXIT_USAGE;
 		goto out;
@@ -476,6 +632,7 @@ static int set_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, c
 	}
 	ctx.nodes = nodes;
 	ctx.assigns = assigns;
+	ctx.secrets = secrets;
 	ctx.bl = bl;
 	if (bl) {
 		rc = last_models(cli, nodes, n, &sw, &ctx.models);
@@ -487,7 +644,10 @@ static int set_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, c
 	if (a->baseline)
 		gf_buf_addf(&audit, " --from-baseline %s", a->baseline);
 	json_object_foreach(assigns, name, t)
-		gf_buf_addf(&audit, " %s=%s", name, json_string_value(t));
+		gf_buf_addf(&audit, " %s=%s", name,
+			    secret_name(name) ? "(secret)" : json_string_value(t));
+	json_object_foreach(secrets, name, t)
+		gf_buf_addf(&audit, " %s=(secret)", name); /* the name only, never the value */
 	run = (struct cli_bmc_run){.cli = cli,
 				   .nodes = nodes,
 				   .n = n,
@@ -503,6 +663,7 @@ out:
 	gf_baseline_free(bl);
 	gf_buf_release(&audit);
 	json_decref(assigns);
+	forget_secrets(secrets);
 	cli_bmc_release(&run);
 	gf_nodes_free(nodes, n);
 	return rc;

@@ -356,7 +356,8 @@ static void read_back(const struct gf_backend *be, void *sess, struct run_item *
 			gf_err_clear(last);
 		} else {
 			*last = e;
-			missing = true;
+			/* A certificate refused or changed stays so: asking again cannot help. */
+			missing = e.kind != GF_EK_TLS;
 		}
 		gf_component_list_release(&l);
 		if (!missing || gf_monotime() + 2 > until || gf_exec_cancelled())

@@ -277,6 +277,41 @@ out:
 	return rc;
 }
 
+/*
+ * The first image that matches a component is the one used: an entry that
+ * an earlier one always matches first (the same component twice, or a glob
+ * before a specific entry, for the same models) would never be used. Refused,
+ * naming both, rather than silently ignored.
+ */
+static int shadowed(const char *path, const struct gf_catalog *c, const json_t *images,
+		    struct gf_err *err)
+{
+	for (size_t j = 1; j < c->n; j++) {
+		const struct gf_catalog_image *b = &c->v[j];
+
+		for (size_t i = 0; i < j; i++) {
+			const struct gf_catalog_image *a = &c->v[i];
+			struct gf_buf first = GF_BUF_INIT;
+			int rc;
+
+			if (a->model && (!b->model || strcmp(a->model, b->model) != 0))
+				continue;
+			if (fnmatch(a->component, b->component, 0) != 0)
+				continue;
+			gf_buf_adds(&first, "never used: ");
+			entry_name(&first, i, json_array_get(images, i));
+			gf_buf_addf(&first,
+				    " comes first and matches the same components%s; put the "
+				    "specific entry first, or remove one",
+				    a->model ? " of the same models" : "");
+			rc = bad(err, path, j, json_array_get(images, j), gf_buf_str(&first));
+			gf_buf_release(&first);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 /* A "version_match" value: "leading" or "exact". */
 static bool match_name_ok(const json_t *v)
 {
@@ -323,6 +358,9 @@ static int parse(const char *path, const char *text, size_t len, bool read_files
 			break;
 		c.n++;
 	}
+	/* A stored rollout's catalog was checked when it was planned: resume takes it as it is. */
+	if (rc == 0 && read_files)
+		rc = shadowed(path, &c, images, err);
 	json_decref(doc);
 	if (rc < 0) {
 		gf_catalog_release(&c);

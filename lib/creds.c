@@ -567,10 +567,46 @@ void gf_creds_take_env(void)
 	unsetenv("GPUFLEET_BMC_PASSWORD");
 }
 
+/*
+ * The variables ssh_key_passphrase_env named, taken out of the environment
+ * once read (as GPUFLEET_BMC_PASSWORD is): what later commands this process
+ * runs, and /proc/PID/environ, no longer show. Main thread only.
+ */
+static struct {
+	char *name[8];
+	char *value[8];
+	size_t n;
+} env_taken;
+
+static char *take_env_var(const char *name)
+{
+	char *v;
+
+	for (size_t i = 0; i < env_taken.n; i++)
+		if (strcmp(env_taken.name[i], name) == 0)
+			return gf_xstrdup(env_taken.value[i]);
+	v = getenv(name);
+	if (!v)
+		return NULL;
+	if (env_taken.n < NELEM(env_taken.name)) {
+		env_taken.name[env_taken.n] = gf_xstrdup(name);
+		env_taken.value[env_taken.n++] = gf_xstrdup(v);
+	}
+	v = gf_xstrdup(v);
+	explicit_bzero(getenv(name), strlen(v));
+	unsetenv(name);
+	return v;
+}
+
 void gf_creds_forget_env(void)
 {
 	gf_free_secret(env_secret.password);
 	env_secret.password = NULL;
+	for (size_t i = 0; i < env_taken.n; i++) {
+		free(env_taken.name[i]);
+		gf_free_secret(env_taken.value[i]);
+	}
+	env_taken.n = 0;
 }
 
 /*
@@ -751,6 +787,8 @@ int gf_creds_resolve_ssh(struct gf_creds *c, const char *name, const struct gf_p
 		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
 				  "profile '%s' is not in credentials file '%s'", name,
 				  c->path ? c->path : "(none)");
+	if (!p->ssh_key_passphrase && p->ssh_key_passphrase_env)
+		p->ssh_key_passphrase = take_env_var(p->ssh_key_passphrase_env);
 	if (!p->ssh_key_passphrase && p->ssh_key_passphrase_command) {
 		/* Run once: later calls find the passphrase in the profile. */
 		char *pp;

@@ -326,6 +326,41 @@ uint64_t gf_hash64(const void *p, size_t n)
 	return h;
 }
 
+/*
+ * Does this process really run under sudo for @user? Anyone can set
+ * SUDO_USER: it is believed only when the parent process is a set-user-ID
+ * root program called sudo in a system folder, and SUDO_UID is @user's uid.
+ */
+static bool under_sudo(const char *user)
+{
+	static const char *const paths[] = {"/usr/bin/sudo", "/bin/sudo", "/usr/local/bin/sudo",
+					    "/usr/sbin/sudo"};
+	const char *uid_text = getenv("SUDO_UID");
+	struct passwd pw, *res = NULL;
+	char pwbuf[4096], link[64], exe[4096];
+	struct stat st;
+	unsigned long uid;
+	char *end;
+	ssize_t n;
+	bool known = false;
+
+	if (!uid_text || !*uid_text)
+		return false;
+	errno = 0;
+	uid = strtoul(uid_text, &end, 10);
+	if (errno || *end || getpwnam_r(user, &pw, pwbuf, sizeof(pwbuf), &res) != 0 || !res ||
+	    res->pw_uid != (uid_t)uid)
+		return false;
+	snprintf(link, sizeof(link), "/proc/%ld/exe", (long)getppid());
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	for (size_t i = 0; i < NELEM(paths); i++)
+		known = known || strcmp(exe, paths[i]) == 0;
+	return known && stat(exe, &st) == 0 && st.st_uid == 0 && (st.st_mode & S_ISUID);
+}
+
 const char *gf_invoking_user(void)
 {
 	static char name[256];
@@ -333,7 +368,7 @@ const char *gf_invoking_user(void)
 	struct passwd pw, *res = NULL;
 	char pwbuf[4096];
 
-	if (s && *s) {
+	if (s && *s && under_sudo(s)) {
 		snprintf(name, sizeof(name), "%s", s);
 		return name;
 	}

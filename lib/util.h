@@ -90,7 +90,11 @@ int gf_time_parse_since(const char *s, double now, double *ret, struct gf_err *e
 /* A 64-bit hash of @n bytes (FNV-1a, finalised), for hash tables and content addressing. */
 uint64_t gf_hash64(const void *p, size_t n);
 
-/* Who runs this: $SUDO_USER (as "root via sudo by X" is not needed: just X) or the login name. Static storage. */
+/*
+ * Who runs this: $SUDO_USER when the process really runs under sudo (its
+ * parent the set-user-ID sudo, SUDO_UID that user's), else the name of the
+ * effective uid. Static storage.
+ */
 const char *gf_invoking_user(void);
 
 /* Turn off core dumps and ptrace attach for this process, so secrets stay in it. */

@@ -36,6 +36,7 @@
 #include "lib/util.h"
 #include "redfish/rf.h"
 
+#define EXPECT_WAIT_MS 2000 /* for a 100 Continue before an image is sent anyway */
 #define MAX_BODY_DEFAULT (32u * 1024 * 1024)
 /*
  * What all the answers of one session (one node, one run of a verb) may
@@ -510,8 +511,16 @@ static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_
 	case CURLE_ABORTED_BY_CALLBACK:
 		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
 				  "interrupted while talking to bmc '%s'", h->node);
-	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CONNECT_ERROR:
+		/* A handshake the peer cut short (a BMC restarting) says nothing of its certificate. */
+		if (strstr(why, "Connection reset") || strstr(why, "Recv failure") ||
+		    strstr(why, "SSL_ERROR_SYSCALL") || strstr(why, "unexpected eof")) {
+			kind = GF_EK_CONNECT;
+			break;
+		}
+		kind = GF_EK_TLS;
+		break;
+	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CACERT_BADFILE:
 	case CURLE_SSL_CERTPROBLEM:
 	case CURLE_SSL_CIPHER:
@@ -530,11 +539,16 @@ static int curl_fail(struct rf_http *h, CURLcode cc, const char *url, struct gf_
 	case CURLE_GOT_NOTHING: kind = GF_EK_CONNECT; break;
 	default: kind = GF_EK_PROTOCOL; break;
 	}
-	if (kind == GF_EK_TLS)
-		return gf_err_set(err, GF_E_NODE, kind,
-				  "certificate of bmc '%s' is not trusted (%s); see --cacert, "
-				  "--tls-pin new or --insecure",
-				  h->node, why);
+	if (kind == GF_EK_TLS) {
+		int rc = gf_err_set(err, GF_E_NODE, kind,
+				    "certificate of bmc '%s' is not trusted (%s); see --cacert, "
+				    "--tls-pin new or --insecure",
+				    h->node, why);
+
+		if (err)
+			err->detail = (long)cc; /* a handshake cut short is no verdict on it */
+		return rc;
+	}
 	return gf_err_set(err, GF_E_NODE, kind, "%s '%s' of bmc '%s' failed (%s)",
 			  kind == GF_EK_TIMEOUT ? "request" : "connection to", url, h->node, why);
 }
@@ -601,7 +615,13 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 	if (body && h->stream) {
 		gf_buf_addf(&line, "Content-Type: %s", h->stream->type);
 		hdrs = curl_slist_append(hdrs, gf_buf_str(&line));
-		hdrs = curl_slist_append(hdrs, "Expect:");
+		/*
+		 * An image is offered before it is sent: a BMC busy (409, 503) or
+		 * that wants a new login (401) says so without costing its upload.
+		 * One that ignores Expect gets the body after EXPECT_WAIT_MS.
+		 */
+		hdrs = curl_slist_append(hdrs, "Expect: 100-continue");
+		curl_easy_setopt(h->curl, CURLOPT_EXPECT_100_TIMEOUT_MS, (long)EXPECT_WAIT_MS);
 		gf_buf_reset(&line);
 	} else if (body)
 		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");

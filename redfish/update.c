@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "lib/buf.h"
 #include "lib/compkey.h"
 #include "lib/digest.h"
@@ -46,10 +48,19 @@ void rf_upd_memo_release(struct rf_upd_memo *m)
 	*m = (struct rf_upd_memo){0};
 }
 
+/*
+ * A certificate refused or changed: no wait cures it. A handshake cut
+ * short (a BMC restarting resets connections) is not one.
+ */
+static bool cert_refused(const struct gf_err *e)
+{
+	return e->kind == GF_EK_TLS && e->detail != CURLE_SSL_CONNECT_ERROR;
+}
+
 /* An error that no wait cures: a link to another host, a refused or changed certificate. */
 static bool hopeless(const struct gf_err *e)
 {
-	return e->kind == GF_EK_PROTOCOL || e->kind == GF_EK_TLS;
+	return e->kind == GF_EK_PROTOCOL || cert_refused(e);
 }
 
 /* A request that logs in again once when the token was dropped meanwhile. */
@@ -1145,7 +1156,7 @@ static int wait_back(struct rf_upd *u, const char *probe, bool restarted, const 
 					: "bmc '%s' did not come back within the update deadline",
 				u->c->node);
 		rc = u->request(u->ud, "GET", probe, NULL, NULL, until, &r, &e);
-		if (rc < 0 && e.kind == GF_EK_TLS) {
+		if (rc < 0 && cert_refused(&e)) {
 			if (err)
 				*err = e;
 			return rc;
@@ -1159,7 +1170,7 @@ static int wait_back(struct rf_upd *u, const char *probe, bool restarted, const 
 				rf_resp_release(&r);
 				return 0;
 			}
-			if (e.kind == GF_EK_TLS) {
+			if (cert_refused(&e)) {
 				rf_resp_release(&r);
 				if (err)
 					*err = e;

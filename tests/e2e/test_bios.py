@@ -8,6 +8,7 @@ import fnmatch
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -303,6 +304,11 @@ def test_sweep_drift_finds_one_planted_setting_and_baseline_fixes_it(rf, lab, tm
     for i in (11, 13, 14):
         assert patches(lab, i) == [] and got[f"b{i}"]["requested"] == {}
     assert lab.state(12)["bios"]["pending"] == {planted: good}
+    # the audit holds what each node was sent, not just the file's name
+    rows = {x["node"]: x for x in rf.sql("SELECT node, verb, detail FROM audit"
+                                         " WHERE verb LIKE 'bios set --from-baseline%'")}
+    assert json.loads(rows["b12"]["detail"]) == {planted: good}, rows
+    assert json.loads(rows["b11"]["detail"]) == {}
 
 
 def test_a_failed_bios_read_is_not_every_setting_missing(rf, lab):
@@ -471,3 +477,74 @@ def test_a_bad_bios_ignore_is_a_usage_error(rf, lab):
     r = rf.run("sweep", "b1", *rf.ca)
     assert r.returncode == 2, r.stderr
     assert "bios_ignore 'SystemServiceTag'" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+# ---- secrets and hostile values (issue 18, point 7) -----------------------------------
+
+def db_text(gf):
+    """Everything the inventory holds, as SQL text."""
+    return subprocess.run(["sqlite3", gf.db, ".dump"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_password_attribute_from_a_file_or_stdin_never_shown(rf, lab, tmp_path):
+    """A DGX's AddBmcUserPassword (registry type Password): refused from the
+    command line with nothing sent; from a 0600 file or standard input it is
+    sent, and neither printed, nor audited, nor stored."""
+    i = 7  # DGX, with its registry served
+    lab.override(i, bios_registry=True)
+    secret, secret2 = "S3cret-" + os.urandom(4).hex(), "Other-" + os.urandom(4).hex()
+    path = tmp_path / "pw"
+    try:
+        got = objs(rf, "bios", "set", f"AddBmcUserPassword={secret}", "b7", rc=1)
+        assert got["b7"]["error"]["kind"] == "refused", got
+        assert "--secret-from AddBmcUserPassword=FILE" in got["b7"]["error"]["message"]
+        assert secret not in got["b7"]["error"]["message"]
+        assert patches(lab, i) == []
+        path.write_text(secret + "\n")
+        os.chmod(path, 0o644)
+        r = rf.run("bios", "set", "--secret-from", f"AddBmcUserPassword={path}", "b7", *rf.ca)
+        assert r.returncode == 2 and "chmod 600" in r.stderr, r.stderr
+        assert patches(lab, i) == []
+        os.chmod(path, 0o600)
+        for fmt in ("json", "table"):
+            r = rf.run("--format", fmt, "bios", "set", "--secret-from",
+                       f"AddBmcUserPassword={path}", "b7", *rf.ca)
+            assert r.returncode == 0, (r.stdout, r.stderr)
+            assert secret not in r.stdout + r.stderr and "(secret)" in r.stdout, r.stdout
+            assert patches(lab, i)[-1]["body"]["Attributes"] == {"AddBmcUserPassword": secret}
+        r = rf.run("bios", "set", "--secret-from", "AddBmcUserPassword=-", "b7", *rf.ca,
+                   input=secret2 + "\n")
+        assert r.returncode == 0, r.stderr
+        assert secret2 not in r.stdout + r.stderr
+        assert patches(lab, i)[-1]["body"]["Attributes"] == {"AddBmcUserPassword": secret2}
+        rows = rf.sql("SELECT verb, detail FROM audit WHERE node = 'b7' AND result = 'ok'")
+        assert len(rows) == 3 and all("AddBmcUserPassword=(secret)" in x["verb"] for x in rows)
+        dump = db_text(rf)
+        assert secret not in dump and secret2 not in dump
+    finally:
+        lab.override(i, bios_registry=False)
+
+
+def test_a_value_nested_2000_deep_costs_its_node_only(rf, lab):
+    """The BMC holds an attribute as an array nested 2,000 deep: bios set
+    reads it back without crashing, the node fails alone, the other node's
+    result (a Dell, which has no such attribute) is there and every session
+    is closed."""
+    i = 7  # DGX: Immediate, so the value read back is the one it holds now
+    attrs = lab.state(i)["bios"]["attributes"]
+    want = "Disable" if attrs["ARIEnable"] == "Enable" else "Enable"
+    lab.override(i, bios_deep={"ARIEnable": 2000})
+    try:
+        r = rf.run("--format", "json", "bios", "set", "--yes", "--apply-time", "immediate",
+                   f"ARIEnable={want}", "b9", "b7", *rf.ca)
+    finally:
+        lab.override(i, bios_deep={})
+    assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
+    got = {o["node"]: o for o in json.loads(r.stdout)}
+    assert got["b9"]["ok"] is False and "ARIEnable" in got["b9"]["error"]["message"], got["b9"]
+    assert got["b7"]["ok"] is False and got["b7"]["error"]["kind"] == "refused", got["b7"]
+    assert len(got["b7"]["error"]["message"]) < 600
+    assert patches(lab, i)[-1]["body"]["Attributes"] == {"ARIEnable": want}
+    for n in (9, 7):
+        assert lab.state(n)["sessions"]["open"] == 0

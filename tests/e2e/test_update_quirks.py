@@ -196,6 +196,19 @@ def test_a_version_that_only_starts_alike_does_not_match(rf, lab):
     assert data[f"q{SUPERMICRO}"]["state"] == "failed"
 
 
+def test_a_busy_bmc_refuses_a_push_before_its_image_is_sent(rf, lab):
+    """Expect: 100-continue: a BMC busy for 3 s answers 503 to the offer, so
+    the image crosses the wire once, when it is taken."""
+    lab.override(SUPERMICRO, update_busy=3)
+    r, data = upd(rf, "run", "--yes", "--catalog", bmc_catalog(rf, fresh_version()),
+                  f"q{SUPERMICRO}")
+    assert r.returncode == 0, (r.stderr, data)
+    refused = lab.updates(SUPERMICRO)["refused"]
+    assert refused and all(x["status"] == 503 and x.get("before_body") for x in refused), \
+        refused
+    assert len(pushes(lab, SUPERMICRO)) == 1
+
+
 # ---- which Manager restarts ----------------------------------------------------
 
 def test_reset_goes_to_the_manager_the_completed_task_names(rf, lab):
@@ -230,11 +243,13 @@ def test_a_bmc_slow_to_restart_is_waited_for_not_taken_as_back(rf, lab):
 
 
 def test_a_certificate_changed_by_the_restart_stops_the_wait_at_once(rf, lab):
-    """No CA: the certificate is pinned on first use; the restart brings
-    another one, which ends the wait at once with the pin's error."""
+    """No CA: the certificate is pinned on first use (--tls-pin new); the
+    restart brings another one, which ends the wait at once with the pin's
+    error."""
     lab.override(SUPERMICRO, update_cert_on_reset=True)
     t0 = time.monotonic()
-    r = rf.run("--format", "json", "update", "run", "--yes", "--update-timeout", "30",
+    r = rf.run("--tls-pin", "new", "--format", "json", "update", "run", "--yes",
+               "--update-timeout", "30",
                "--catalog", bmc_catalog(rf, fresh_version()), f"q{SUPERMICRO}")
     data = {o["node"]: o for o in json.loads(r.stdout)}
     assert r.returncode == 1, (r.stderr, data)
@@ -242,7 +257,7 @@ def test_a_certificate_changed_by_the_restart_stops_the_wait_at_once(rf, lab):
     assert node["state"] == "failed" and node["error"]["kind"] == "tls", node
     assert "certificate of bmc 'q1' changed" in node["error"]["message"]
     assert time.monotonic() - t0 < 15
-    assert len(manager_resets(lab, SUPERMICRO)) == 1
+    assert len(pushes(lab, SUPERMICRO)) == 1 and len(manager_resets(lab, SUPERMICRO)) == 1
 
 
 # ---- resume ---------------------------------------------------------------------
@@ -271,3 +286,96 @@ def test_resume_waits_for_update_tasks_only(rf, lab):
     assert data[f"q{node}"]["state"] == "done"
     assert time.monotonic() - t0 < 15
     assert len(pushes(lab, node)) == 1
+
+
+# ---- who ran it -------------------------------------------------------------------
+
+def test_sudo_user_is_believed_only_under_sudo(rf, lab):
+    """SUDO_USER and SUDO_UID set by hand (the parent is no sudo): the audit
+    and the rollout name the effective user, not the one claimed."""
+    import pwd
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    claimed = pwd.getpwuid(1).pw_name if os.geteuid() != 1 else pwd.getpwuid(2).pw_name
+    r = rf.run(*rf.ca, "--format", "json", "update", "run", "--yes", "--catalog",
+               bmc_catalog(rf, fresh_version()), f"q{LENOVO}",
+               env={"SUDO_USER": claimed, "SUDO_UID": str(pwd.getpwnam(claimed).pw_uid)})
+    assert r.returncode == 0, r.stderr
+    assert len(pushes(lab, LENOVO)) == 1
+    users = {x["user"] for x in rf.sql("SELECT user FROM audit")}
+    assert users == {me}, users
+    assert [x["user"] for x in rf.sql("SELECT user FROM rollouts")] == [me]
+
+
+# ---- catalog input ------------------------------------------------------------------
+
+def write_catalog(gf, images, name="cat.json"):
+    path = os.path.join(gf.dir, name)
+    with open(path, "w") as f:
+        json.dump({"images": images}, f)
+    return path
+
+
+def test_catalog_entries_that_would_never_be_used_are_refused(rf, lab):
+    img = os.path.join(rf.dir, "x.bin")
+    with open(img, "wb") as f:
+        f.write(b"GF-IMAGE version=1\n")
+    twice = write_catalog(rf, [{"component": "bmc", "version": "1", "file": img},
+                               {"component": "bmc", "version": "2", "file": img}])
+    glob_first = write_catalog(rf, [{"component": "*", "version": "1", "file": img},
+                                    {"component": "bios", "version": "2", "file": img}], "g.json")
+    for cat, first, shadowed in ((twice, "images[0] (component 'bmc')", "images[1]"),
+                                 (glob_first, "images[0] (component '*')", "images[1]")):
+        for sub in ("plan", "run"):
+            r = rf.run(*rf.ca, "update", sub, "--yes", "--catalog", cat, f"q{SUPERMICRO}")
+            lines = r.stderr.strip().splitlines()
+            assert r.returncode == 2 and len(lines) == 1, r.stderr
+            assert f"{shadowed} " in lines[0] and "never used" in lines[0] and first in lines[0]
+    # a model-specific entry before a general one is fine
+    ok = write_catalog(rf, [{"model": "X*", "component": "bmc", "version": "1", "file": img},
+                            {"component": "bmc", "version": "2", "file": img}], "ok.json")
+    r = rf.run(*rf.ca, "update", "plan", "--catalog", ok, f"q{SUPERMICRO}")
+    assert r.returncode == 0, r.stderr
+    assert pushes(lab, SUPERMICRO) == []
+
+
+def test_an_image_that_is_not_a_regular_file_is_refused_at_load(rf, lab):
+    fifo = os.path.join(rf.dir, "image.fifo")
+    os.mkfifo(fifo)
+    cat = write_catalog(rf, [{"component": "bmc", "version": "1", "file": fifo}])
+    r = rf.run(*rf.ca, "update", "run", "--yes", "--catalog", cat, f"q{SUPERMICRO}",
+               timeout=20)
+    assert r.returncode == 2, r.stderr
+    assert "not a regular file" in r.stderr and fifo in r.stderr
+    assert pushes(lab, SUPERMICRO) == []
+
+
+# ---- what gpufleet sets on a BMC it puts back ----------------------------------------
+
+def test_ctrl_c_during_a_raw_push_puts_http_push_uri_targets_back(rf, lab):
+    """An XCC without MultipartHttpPushUri: Ctrl-C while its task runs still
+    clears HttpPushUriTargetsBusy (and the targets), else every later update
+    waits the flag out blaming another client."""
+    us_path = "/redfish/v1/UpdateService"
+    lab.override(LENOVO, update_multipart=False, update_flash=30)
+    try:
+        proc = subprocess.Popen([GPUFLEET, *rf.ca, "update", "run", "--yes", "--catalog",
+                                 bmc_catalog(rf, fresh_version()), f"q{LENOVO}"],
+                                env=rf.env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            limit = time.monotonic() + 30
+            while time.monotonic() < limit and not pushes(lab, LENOVO):
+                time.sleep(0.05)
+            assert pushes(lab, LENOVO), "never pushed"
+            assert lab.resource(LENOVO, us_path)["HttpPushUriTargetsBusy"] is True
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=30) == 130
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        us = lab.resource(LENOVO, us_path)
+        assert us["HttpPushUriTargetsBusy"] is False and us["HttpPushUriTargets"] == [], us
+        assert [x["busy"] for x in lab.updates(LENOVO)["push_targets"]] == [True, False]
+    finally:
+        lab.override(LENOVO, update_multipart=True)

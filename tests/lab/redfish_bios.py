@@ -21,7 +21,7 @@ import re
 ROOT = '/redfish/v1'
 REGISTRIES = ROOT + '/Registries'
 
-OVERRIDE_KEYS = {'bios', 'bios_refuse', 'bios_registry'}
+OVERRIDE_KEYS = {'bios', 'bios_refuse', 'bios_registry', 'bios_deep'}
 
 # Dialects whose BMC resolves paths without regard to case (iLO: the
 # capture links /redfish/v1/systems/1/bios while its other links say Systems).
@@ -74,6 +74,7 @@ def setup(node):
     """Find the Bios resource and settings object of the main System."""
     node.bios_uri = node.bios_settings = None
     node.bios_refuse = {}
+    node.bios_deep = {}
     node.bios_registry = node.vendor in REGISTRY_DIALECTS
     sysobj = node.get(node.main_system) or {}
     bios = _find(node, (sysobj.get('Bios') or {}).get('@odata.id'))
@@ -122,6 +123,8 @@ def registry_entries(vendor, attrs):
             e['Type'] = 'Boolean'
         elif isinstance(v, int):
             e.update(Type='Integer', LowerBound=0, UpperBound=max(65535, 2 * v))
+        elif v is None and name.endswith('Password'):
+            e.update(Type='Password', MaxLength=64)   # write-only: it reads as null
         elif name in enums:
             e.update(Type='Enumeration', Value=[{'ValueName': x} for x in enums[name]])
         elif any(v in pair for pair in ENABLED_PAIRS):
@@ -323,3 +326,21 @@ def override(node, key, value):
         node.bios_refuse = dict(value)
     elif key == 'bios_registry':
         node.bios_registry = bool(value)
+    elif key == 'bios_deep':
+        # {"Name": depth}: the Bios resource shows that attribute as an array
+        # nested depth deep (a hostile BMC), whatever was written to it.
+        node.bios_deep = {str(k): int(v) for k, v in (value or {}).items()}
+
+
+def deep_bytes(node, obj):
+    """The Bios resource @obj as JSON text, with the bios_deep attributes nested deep
+    (built as text: json.dumps would recurse)."""
+    obj = dict(obj)
+    attrs = dict(obj.get('Attributes') or {})
+    for name in node.bios_deep:
+        attrs[name] = '@@deep-bios-%s@@' % name
+    obj['Attributes'] = attrs
+    text = _emu._dumps(obj)
+    for name, depth in node.bios_deep.items():
+        text = text.replace(_emu._dumps('@@deep-bios-%s@@' % name), _emu._deep_array(depth), 1)
+    return text

@@ -1000,6 +1000,8 @@ class Node:
                 return Reply(200, obj, hdrs)
             if path == self.main_system and self.deep_reset_values:
                 return Reply(200, self._deep_system(obj), hdrs)
+            if path == self.bios_uri and self.bios_deep:
+                return Reply(200, redfish_bios.deep_bytes(self, obj), hdrs)
             return Reply(200, self.res_bytes(path), hdrs)
         out = obj
         if isinstance(obj.get('Members'), list):
@@ -1537,6 +1539,16 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             traceback.print_exc()
             reply, kind, user = rf_error(500, 'InternalError', 'emulator error: %s' % e), 'none', None
         self._send(node, method, reply, kind, user, trickle=fault == 'trickle')
+
+    def handle_expect_100(self):
+        # A push the update service refuses anyway (busy, another update) is
+        # answered before its body is read: the client need not send it.
+        refused = self.server.node.update.refuse_early(self.command, self.path)
+        if refused is None:
+            return super().handle_expect_100()
+        self.close_connection = True
+        self._send(self.server.node, self.command, refused, 'none', None)
+        return False
 
     def _read_body(self):
         if 'chunked' in (self.headers.get('Transfer-Encoding') or '').lower():

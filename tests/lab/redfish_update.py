@@ -570,6 +570,19 @@ class NodeUpdates:
             return self._refuse(kind, uri, reply, 'conflict')
         return None
 
+    def refuse_early(self, method, path):
+        """From the handler, on Expect: 100-continue: the refusal of a push
+        (its gate) before its body is read, or None (then it is read)."""
+        with self.node.lock:
+            self._advance()
+            path = _norm(path.split('?', 1)[0])
+            if method != 'POST' or path not in (self.multipart_uri, self.push_uri):
+                return None
+            gate = self._gate('multipart' if path == self.multipart_uri else 'raw', path)
+            if gate is not None:
+                self.refused[-1]['before_body'] = True
+            return gate
+
     def _bad(self, kind, uri, status, msg_id, message):
         return self._refuse(kind, uri, emu.rf_error(status, msg_id, message), 'bad-request')
 

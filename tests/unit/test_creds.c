@@ -480,6 +480,30 @@ static void test_ssh_passphrase_command(void **state)
 	gf_creds_release(&c);
 }
 
+/* ssh_key_passphrase_env: read once, then gone from the environment, for every profile naming it. */
+static void test_ssh_passphrase_env_taken(void **state)
+{
+	struct gf_creds c = {0};
+	const struct gf_profile *p;
+	struct gf_err err = {0};
+
+	(void)state;
+	setenv("GF_TEST_KEY_PASS", "open sesame", 1);
+	load_ok("[a]\nssh_key_passphrase_env = GF_TEST_KEY_PASS\n"
+		"[b]\nssh_key_passphrase_env = GF_TEST_KEY_PASS\n"
+		"[c]\nssh_key_passphrase_env = GF_TEST_NOT_SET\n",
+		&c);
+	assert_int_equal(gf_creds_resolve_ssh(&c, "a", &p, &err), 0);
+	assert_string_equal(p->ssh_key_passphrase, "open sesame");
+	assert_null(getenv("GF_TEST_KEY_PASS"));
+	assert_int_equal(gf_creds_resolve_ssh(&c, "b", &p, &err), 0);
+	assert_string_equal(p->ssh_key_passphrase, "open sesame");
+	assert_int_equal(gf_creds_resolve_ssh(&c, "c", &p, &err), 0);
+	assert_null(p->ssh_key_passphrase);
+	gf_creds_release(&c);
+	gf_creds_forget_env();
+}
+
 /* Point 13: the command is not in any argv, has a timeout, and never sees the env password. */
 static void test_secret_command_hygiene(void **state)
 {
@@ -651,6 +675,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_password_command_signals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_password_command_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ssh_passphrase_command, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ssh_passphrase_env_taken, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_command_hygiene, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_trust, setup, teardown),
 	};
