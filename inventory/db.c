@@ -31,6 +31,39 @@ struct gf_db {
  * -Werror in the fuzz build) takes literals concatenated in a list of strings
  * for a missing comma unless they are.
  */
+/*
+ * The rollouts' node and item tables, with the states their CHECKs allow:
+ * made at 4 -> 5, made again with 'interrupted' at 9 -> 10 (SQLite changes
+ * a CHECK only by building the table again).
+ */
+#define ROLLOUT_TABLES_SQL(node_states, item_states)                                              \
+	"CREATE TABLE rollout_nodes ("                                                            \
+	"  rollout INTEGER NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,"                   \
+	"  node TEXT NOT NULL,"                                                                   \
+	"  seq INTEGER NOT NULL," /* the order of the plan */                                     \
+	"  batch INTEGER NOT NULL,"                                                               \
+	"  state TEXT NOT NULL CHECK (state IN (" node_states ")),"                               \
+	"  kind TEXT,"                                                                            \
+	"  message TEXT,"                                                                         \
+	"  updated REAL NOT NULL,"                                                                \
+	"  PRIMARY KEY (rollout, node)"                                                           \
+	") WITHOUT ROWID;"                                                                        \
+	"CREATE TABLE rollout_items ("                                                            \
+	"  rollout INTEGER NOT NULL,"                                                             \
+	"  node TEXT NOT NULL,"                                                                   \
+	"  component TEXT NOT NULL,"                                                              \
+	"  from_version TEXT,"                                                                    \
+	"  to_version TEXT NOT NULL,"                                                             \
+	"  action TEXT NOT NULL,"                                                                 \
+	"  activation TEXT NOT NULL,"                                                             \
+	"  state TEXT NOT NULL CHECK (state IN (" item_states ")),"                               \
+	"  kind TEXT,"                                                                            \
+	"  message TEXT,"                                                                         \
+	"  PRIMARY KEY (rollout, node, component),"                                               \
+	"  FOREIGN KEY (rollout, node) REFERENCES rollout_nodes(rollout, node) ON DELETE CASCADE" \
+	") WITHOUT ROWID;"
+#define ROLLOUT_STATES "'not-started', 'running', 'done', 'skipped', 'failed', 'pending-activation'"
+
 static const char *const migrations[] = {
 	/* 0 -> 1: node registry and audit log */
 	("CREATE TABLE nodes ("
@@ -155,33 +188,9 @@ static const char *const migrations[] = {
 	 "  catalog TEXT NOT NULL," /* the catalog as read: resume plans with it */
 	 "  options TEXT NOT NULL"  /* JSON */
 	 ");"
-	 "CREATE TABLE rollout_nodes ("
-	 "  rollout INTEGER NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,"
-	 "  node TEXT NOT NULL,"
-	 "  seq INTEGER NOT NULL," /* the order of the plan */
-	 "  batch INTEGER NOT NULL,"
-	 "  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
-	 "    'failed', 'pending-activation', 'unsupported')),"
-	 "  kind TEXT,"
-	 "  message TEXT,"
-	 "  updated REAL NOT NULL,"
-	 "  PRIMARY KEY (rollout, node)"
-	 ") WITHOUT ROWID;"
-	 "CREATE TABLE rollout_items ("
-	 "  rollout INTEGER NOT NULL,"
-	 "  node TEXT NOT NULL,"
-	 "  component TEXT NOT NULL,"
-	 "  from_version TEXT,"
-	 "  to_version TEXT NOT NULL,"
-	 "  action TEXT NOT NULL,"
-	 "  activation TEXT NOT NULL,"
-	 "  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
-	 "    'failed', 'pending-activation')),"
-	 "  kind TEXT,"
-	 "  message TEXT,"
-	 "  PRIMARY KEY (rollout, node, component),"
-	 "  FOREIGN KEY (rollout, node) REFERENCES rollout_nodes(rollout, node) ON DELETE CASCADE"
-	 ") WITHOUT ROWID;"),
+	 /* clang-format off */
+	 ROLLOUT_TABLES_SQL(ROLLOUT_STATES ", 'unsupported'", ROLLOUT_STATES)),
+	/* clang-format on */
 	/*
 	 * 5 -> 6: a node's BIOS settings (components bios.* of kind "setting")
 	 * in a list of their own, shared by every node whose settings agree
@@ -267,44 +276,22 @@ static const char *const migrations[] = {
 	 * 'interrupted': SQLite changes a CHECK only by building the table
 	 * again (renamed first, so that the items' foreign key follows).
 	 */
+	/* The tables' SQL between the statements around it, as written: */
+	/* clang-format off */
 	("ALTER TABLE rollouts ADD COLUMN holder_pid INTEGER;"
 	 "ALTER TABLE rollouts ADD COLUMN holder_start INTEGER;"
 	 "ALTER TABLE rollouts ADD COLUMN holder_boot TEXT;"
 	 "ALTER TABLE rollout_items RENAME TO rollout_items_8;"
 	 "ALTER TABLE rollout_nodes RENAME TO rollout_nodes_8;"
-	 "CREATE TABLE rollout_nodes ("
-	 "  rollout INTEGER NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,"
-	 "  node TEXT NOT NULL,"
-	 "  seq INTEGER NOT NULL,"
-	 "  batch INTEGER NOT NULL,"
-	 "  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
-	 "    'failed', 'pending-activation', 'unsupported', 'interrupted')),"
-	 "  kind TEXT,"
-	 "  message TEXT,"
-	 "  updated REAL NOT NULL,"
-	 "  PRIMARY KEY (rollout, node)"
-	 ") WITHOUT ROWID;"
-	 "CREATE TABLE rollout_items ("
-	 "  rollout INTEGER NOT NULL,"
-	 "  node TEXT NOT NULL,"
-	 "  component TEXT NOT NULL,"
-	 "  from_version TEXT,"
-	 "  to_version TEXT NOT NULL,"
-	 "  action TEXT NOT NULL,"
-	 "  activation TEXT NOT NULL,"
-	 "  state TEXT NOT NULL CHECK (state IN ('not-started', 'running', 'done', 'skipped',"
-	 "    'failed', 'pending-activation', 'interrupted')),"
-	 "  kind TEXT,"
-	 "  message TEXT,"
-	 "  PRIMARY KEY (rollout, node, component),"
-	 "  FOREIGN KEY (rollout, node) REFERENCES rollout_nodes(rollout, node) ON DELETE CASCADE"
-	 ") WITHOUT ROWID;"
+	 ROLLOUT_TABLES_SQL(ROLLOUT_STATES ", 'unsupported', 'interrupted'",
+			    ROLLOUT_STATES ", 'interrupted'")
 	 "INSERT INTO rollout_nodes SELECT rollout, node, seq, batch, state, kind, message, updated"
 	 "  FROM rollout_nodes_8;"
 	 "INSERT INTO rollout_items SELECT rollout, node, component, from_version, to_version,"
 	 "  action, activation, state, kind, message FROM rollout_items_8;"
 	 "DROP TABLE rollout_items_8;"
 	 "DROP TABLE rollout_nodes_8;"),
+	/* clang-format on */
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
