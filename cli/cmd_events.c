@@ -248,12 +248,9 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		cli_error("%s %s needs TARGETS (@all for every node)", cli->verb, sv->name);
 		return GF_EXIT_USAGE;
 	}
-	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
+	rc = cli_targets_db(cli, args, nargs, &nodes, &n, &db);
 	if (rc)
 		return rc;
-	rc = cli_db(cli, &db);
-	if (rc)
-		goto out;
 	fw.nodes = nodes;
 	fw.failing = gf_xcalloc(n ? n : 1, sizeof(*fw.failing));
 	f = (struct gf_events_follow){

@@ -348,12 +348,9 @@ static int nodes_repin(struct gf_cli *cli, const struct cli_subverb *sub, void *
 		return GF_EXIT_USAGE;
 	}
 	rp.expect = a->expect ? expect : NULL;
-	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
+	rc = cli_targets_db(cli, args, nargs, &nodes, &n, &db);
 	if (rc)
 		return rc;
-	rc = cli_db(cli, &db);
-	if (rc)
-		goto out;
 	rp.nodes = nodes;
 	rp.n = n;
 	r.nodes = nodes;

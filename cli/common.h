@@ -154,6 +154,13 @@ int cli_creds(struct gf_cli *cli);
  */
 int cli_targets(struct gf_cli *cli, char **args, int nargs, bool all_if_empty, struct gf_node **ret,
 		size_t *ret_n);
+
+/*
+ * cli_targets() (no TARGETS: none), then the inventory opened into *@db for
+ * what the verb stores; on failure nothing is left to free. 0 or an exit code.
+ */
+int cli_targets_db(struct gf_cli *cli, char **args, int nargs, struct gf_node **ret, size_t *ret_n,
+		   struct gf_db **db);
 /*
  * Only the names TARGETS (@nargs > 0) name, @group members from the registry,
  * names not checked against it (verbs that read the inventory name imported

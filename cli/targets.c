@@ -202,3 +202,16 @@ void cli_release(struct gf_cli *cli)
 	gf_creds_forget_env();
 	gf_db_close(cli->db);
 }
+
+int cli_targets_db(struct gf_cli *cli, char **args, int nargs, struct gf_node **ret, size_t *ret_n,
+		   struct gf_db **db)
+{
+	int rc = cli_targets(cli, args, nargs, false, ret, ret_n);
+
+	if (!rc && (rc = cli_db(cli, db))) {
+		gf_nodes_free(*ret, *ret_n);
+		*ret = NULL;
+		*ret_n = 0;
+	}
+	return rc;
+}
