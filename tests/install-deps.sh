@@ -8,7 +8,7 @@ pkgs=(
 	gcc meson ninja-build pkg-config
 	# the layout of the C files (tests/check-format.sh, .clang-format)
 	clang-format
-	libfreeipmi-dev libipmimonitoring-dev libcurl4-openssl-dev libjansson-dev
+	libfreeipmi-dev libipmimonitoring-dev libipmiconsole-dev libcurl4-openssl-dev libjansson-dev
 	libssh2-1-dev libsqlite3-dev libinih-dev libcmocka-dev
 	# test lab and reference tools
 	openipmi libopenipmi-dev freeipmi-tools ipmitool openssh-server openssl sqlite3 groff-base
