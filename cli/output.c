@@ -20,24 +20,15 @@
 __attribute__((format(printf, 2, 0))) static void say(const char *prefix, const char *fmt,
 						      va_list ap)
 {
-	struct gf_buf line = GF_BUF_INIT;
-	char *text;
-	va_list aq;
-	int len;
+	struct gf_buf line = GF_BUF_INIT, text = GF_BUF_INIT;
 
-	va_copy(aq, ap);
-	len = vsnprintf(NULL, 0, fmt, aq);
-	va_end(aq);
-	text = gf_xmalloc(len > 0 ? (size_t)len + 1 : 1);
-	text[0] = '\0';
-	if (len > 0)
-		vsnprintf(text, (size_t)len + 1, fmt, ap);
+	gf_buf_vaddf(&text, fmt, ap);
 	gf_buf_adds(&line, prefix);
-	gf_term_escape(&line, text, "\n");
+	gf_term_escape(&line, gf_buf_str(&text), "\n");
 	gf_buf_addc(&line, '\n');
 	fputs(gf_buf_str(&line), stderr);
 	gf_buf_release(&line);
-	free(text);
+	gf_buf_release(&text);
 }
 
 void cli_error(const char *fmt, ...)

@@ -45,23 +45,16 @@ void cli_problems_nomatch(struct cli_problems *p, size_t n)
 __attribute__((format(printf, 3, 4))) static void add(struct cli_problems *p, const char *node,
 						      const char *fmt, ...)
 {
-	char *text;
+	struct gf_buf text = GF_BUF_INIT;
 	va_list ap;
-	int len;
 
 	va_start(ap, fmt);
-	len = vsnprintf(NULL, 0, fmt, ap);
+	gf_buf_vaddf(&text, fmt, ap);
 	va_end(ap);
-	text = gf_xmalloc(len > 0 ? (size_t)len + 1 : 1);
-	text[0] = '\0';
-	va_start(ap, fmt);
-	if (len > 0)
-		vsnprintf(text, (size_t)len + 1, fmt, ap);
-	va_end(ap);
-	json_array_append_new(p->rows,
-			      json_pack("{s:s,s:b,s:s}", "node", node, "ok", 1, "problem", text));
+	json_array_append_new(p->rows, json_pack("{s:s,s:b,s:s}", "node", node, "ok", 1, "problem",
+						 gf_buf_str(&text)));
 	json_object_set_new(p->seen, node, json_true());
-	free(text);
+	gf_buf_release(&text);
 }
 
 void cli_problems_add_slot(struct cli_problems *p, const char *node, const struct gf_result *slot)

@@ -129,28 +129,35 @@ void gf_buf_addc(struct gf_buf *b, char c)
 	gf_buf_add(b, &c, 1);
 }
 
-void gf_buf_addf(struct gf_buf *b, const char *fmt, ...)
+void gf_buf_vaddf(struct gf_buf *b, const char *fmt, va_list ap)
 {
-	va_list ap;
+	va_list aq;
 	size_t room;
 	int n;
 
 	grow(b, 64);
 	room = b->cap - b->len;
-	va_start(ap, fmt);
-	n = vsnprintf(b->s + b->len, room, fmt, ap);
-	va_end(ap);
+	va_copy(aq, ap);
+	n = vsnprintf(b->s + b->len, room, fmt, aq);
+	va_end(aq);
 	if (n < 0) {
 		b->s[b->len] = '\0';
 		return;
 	}
 	if ((size_t)n >= room) {
 		grow(b, (size_t)n);
-		va_start(ap, fmt);
 		vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-		va_end(ap);
 	}
 	b->len += (size_t)n;
+}
+
+void gf_buf_addf(struct gf_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	gf_buf_vaddf(b, fmt, ap);
+	va_end(ap);
 }
 
 const char *gf_buf_str(const struct gf_buf *b)

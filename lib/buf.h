@@ -2,6 +2,7 @@
 #ifndef GF_BUF_H
 #define GF_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 struct gf_buf {
@@ -25,6 +26,9 @@ void gf_buf_add(struct gf_buf *b, const char *s, size_t n);
 void gf_buf_adds(struct gf_buf *b, const char *s);
 void gf_buf_addc(struct gf_buf *b, char c);
 void gf_buf_addf(struct gf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a va_list (@ap is used up). */
+void gf_buf_vaddf(struct gf_buf *b, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 /* The string, never NULL. */
 const char *gf_buf_str(const struct gf_buf *b);
 /* Hand the string to the caller (free() it); @b is left empty. */

@@ -303,15 +303,28 @@ void rf_sensor_psu(const json_t *psu, json_t *seen, struct gf_sensor_list *ret)
 	s->state_text = gf_buf_detach(&b);
 }
 
-void rf_sensors_thermal(const json_t *thermal, json_t *seen, struct gf_sensor_list *ret)
+/*
+ * A legacy Thermal or Power resource @doc: each reading of its array @array
+ * (its value @key), then each member of @items read by @item.
+ */
+static void legacy_doc(const json_t *doc, const char *array, const char *key, const char *type,
+		       const char *unit, const char *items,
+		       void (*item)(const json_t *o, json_t *seen, struct gf_sensor_list *ret),
+		       json_t *seen, struct gf_sensor_list *ret)
 {
 	size_t i;
 	json_t *o;
 
-	json_array_foreach(rf_arr(thermal, "Temperatures"), i, o)
-		legacy_reading(o, "Temperatures", "ReadingCelsius", seen, "temperature", "C", ret);
-	json_array_foreach(rf_arr(thermal, "Fans"), i, o)
-		rf_sensor_fan(o, seen, ret);
+	json_array_foreach(rf_arr(doc, array), i, o)
+		legacy_reading(o, array, key, seen, type, unit, ret);
+	json_array_foreach(rf_arr(doc, items), i, o)
+		item(o, seen, ret);
+}
+
+void rf_sensors_thermal(const json_t *thermal, json_t *seen, struct gf_sensor_list *ret)
+{
+	legacy_doc(thermal, "Temperatures", "ReadingCelsius", "temperature", "C", "Fans",
+		   rf_sensor_fan, seen, ret);
 }
 
 void rf_sensors_power(const json_t *power, json_t *seen, struct gf_sensor_list *ret)
@@ -319,10 +332,8 @@ void rf_sensors_power(const json_t *power, json_t *seen, struct gf_sensor_list *
 	size_t i;
 	json_t *o;
 
-	json_array_foreach(rf_arr(power, "Voltages"), i, o)
-		legacy_reading(o, "Voltages", "ReadingVolts", seen, "voltage", "V", ret);
-	json_array_foreach(rf_arr(power, "PowerSupplies"), i, o)
-		rf_sensor_psu(o, seen, ret);
+	legacy_doc(power, "Voltages", "ReadingVolts", "voltage", "V", "PowerSupplies",
+		   rf_sensor_psu, seen, ret);
 	json_array_foreach(rf_arr(power, "PowerControl"), i, o) {
 		const char *name = rf_str(o, "Name");
 		char fallback[48];
