@@ -368,19 +368,31 @@ static int col_state(sqlite3_stmt *st, int i, enum gf_rollout_state *ret, struct
 	return 0;
 }
 
+/* What reading a rollout's rows says when it fails. */
+static const char load_what[] = "reading a rollout";
+
+/* @sql (its ?1: the rollout) prepared with rollout @id bound. */
+static int of_rollout(struct gf_db *db, long id, const char *sql, sqlite3_stmt **st,
+		      struct gf_err *err)
+{
+	int rc = gf_db_prepare(db, sql, st, load_what, err);
+
+	if (rc >= 0)
+		sqlite3_bind_int64(*st, 1, id);
+	return rc;
+}
+
 static int load_items(struct gf_db *db, struct gf_rollout *r, struct gf_err *err)
 {
-	static const char what[] = "reading a rollout";
 	sqlite3_stmt *st = NULL;
-	int rc = gf_db_prepare(db,
-			       "SELECT node, component, from_version, to_version, action, "
-			       "activation, state, kind, message FROM rollout_items "
-			       "WHERE rollout = ?1 ORDER BY node, component",
-			       &st, what, err);
+	int rc = of_rollout(db, r->id,
+			    "SELECT node, component, from_version, to_version, action, activation, "
+			    "state, kind, message FROM rollout_items "
+			    "WHERE rollout = ?1 ORDER BY node, component",
+			    &st, err);
 
 	if (rc < 0)
 		return rc;
-	sqlite3_bind_int64(st, 1, r->id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *node = (const char *)sqlite3_column_text(st, 0);
 		struct gf_rollout_node *n = NULL;
@@ -406,23 +418,21 @@ static int load_items(struct gf_db *db, struct gf_rollout *r, struct gf_err *err
 			break;
 	}
 	if (rc >= 0)
-		rc = rc == SQLITE_DONE ? 0 : gf_db_fail(db, rc, what, err);
+		rc = rc == SQLITE_DONE ? 0 : gf_db_fail(db, rc, load_what, err);
 	sqlite3_finalize(st);
 	return rc;
 }
 
 static int load_images(struct gf_db *db, struct gf_rollout *r, struct gf_err *err)
 {
-	static const char what[] = "reading a rollout";
 	sqlite3_stmt *st = NULL;
-	int rc = gf_db_prepare(db,
-			       "SELECT image, file, size, sha256 FROM rollout_images "
-			       "WHERE rollout = ?1 ORDER BY image",
-			       &st, what, err);
+	int rc = of_rollout(db, r->id,
+			    "SELECT image, file, size, sha256 FROM rollout_images "
+			    "WHERE rollout = ?1 ORDER BY image",
+			    &st, err);
 
 	if (rc < 0)
 		return rc;
-	sqlite3_bind_int64(st, 1, r->id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct gf_catalog_record *im;
 
@@ -437,7 +447,7 @@ static int load_images(struct gf_db *db, struct gf_rollout *r, struct gf_err *er
 			 sqlite3_column_text(st, 3) ? (const char *)sqlite3_column_text(st, 3)
 						    : "");
 	}
-	rc = rc == SQLITE_DONE ? 0 : gf_db_fail(db, rc, what, err);
+	rc = rc == SQLITE_DONE ? 0 : gf_db_fail(db, rc, load_what, err);
 	sqlite3_finalize(st);
 	return rc;
 }
