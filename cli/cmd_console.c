@@ -398,24 +398,26 @@ static int interactive(struct gf_cli *cli, const struct console_args *a, char **
 		rc = got_signal ? GF_EXIT_INTERRUPTED : connect_failed(&nodes[0], &err);
 		goto out;
 	}
-	if (!cli->quiet) {
-		char buf[256];
-
-		if (a->escape)
-			snprintf(buf, sizeof(buf),
-				 "[connected to the serial console of %s; %c. ends, %c? lists the "
-				 "escapes]\r\n",
-				 nodes[0].name, a->escape, a->escape);
-		else
-			snprintf(buf, sizeof(buf), "[connected to the serial console of %s]\r\n",
-				 nodes[0].name);
-		say(buf);
-	}
+	/* Raw before the banner: what is typed once it shows goes to the node as typed. */
 	if (tty_raw() < 0) {
 		cli_error("cannot put the terminal in raw mode: %s", strerror(errno));
 		rc = GF_EXIT_FAILED;
 		how = END_ERROR;
 	} else {
+		if (!cli->quiet) {
+			char buf[256];
+
+			if (a->escape)
+				snprintf(buf, sizeof(buf),
+					 "[connected to the serial console of %s; %c. ends, %c? lists the "
+					 "escapes]\r\n",
+					 nodes[0].name, a->escape, a->escape);
+			else
+				snprintf(buf, sizeof(buf),
+					 "[connected to the serial console of %s]\r\n",
+					 nodes[0].name);
+			say(buf);
+		}
 		how = pump(&conn, a->escape, &err);
 	}
 	tty_restore();
@@ -867,7 +869,8 @@ static int read_logs(struct gf_cli *cli, const struct console_args *a, const cha
 			goto out;
 		}
 	}
-	qsort(c.v, c.n, sizeof(*c.v), by_time);
+	if (c.n)
+		qsort(c.v, c.n, sizeof(*c.v), by_time);
 	if (cli->collapse && cli->format == GF_FMT_TABLE)
 		print_folded(nodes, c.v, c.n);
 	else

@@ -787,7 +787,8 @@ int gf_creds_resolve_ssh(struct gf_creds *c, const char *name, const struct gf_p
 		return gf_err_set(err, GF_E_CONFIG, GF_EK_NONE,
 				  "profile '%s' is not in credentials file '%s'", name,
 				  c->path ? c->path : "(none)");
-	if (!p->ssh_key_passphrase && p->ssh_key_passphrase_env)
+	/* The command wins over the variable (gpufleet-credentials(5)). */
+	if (!p->ssh_key_passphrase && p->ssh_key_passphrase_env && !p->ssh_key_passphrase_command)
 		p->ssh_key_passphrase = take_env_var(p->ssh_key_passphrase_env);
 	if (!p->ssh_key_passphrase && p->ssh_key_passphrase_command) {
 		/* Run once: later calls find the passphrase in the profile. */

@@ -12,6 +12,7 @@ from test_docs import ALL_VERBS, subverbs
 NEEDS = {
     "bios": "bios needs a subverb: show or set",
     "boot": "boot needs a subverb: status, pxe, disk, bios, cd, none",
+    "events": "events needs a subverb: follow or list",
     "inventory": "inventory needs a subverb: show, history, export, import, prune, sweeps, audit",
     "nodes": "nodes needs a subverb: add, import, list, remove, repin, tag",
     "power": "power needs a subverb: status, on, off, cycle, reset, soft, nmi",
@@ -21,6 +22,7 @@ NEEDS = {
 UNKNOWN = {
     "bios": "unknown subverb 'bios frob' (show, set)",
     "boot": "unknown subverb 'boot frob' (status, pxe, disk, bios, cd, none)",
+    "events": "unknown subverb 'events frob' (follow, list)",
     "inventory": "unknown subverb 'inventory frob' (show, history, export, import, prune, sweeps, audit)",
     "nodes": "unknown subverb 'nodes frob' (add, import, list, remove, repin, tag)",
     "power": "unknown subverb 'power frob' (status, on, off, cycle, reset, soft, nmi)",

@@ -582,7 +582,13 @@ PRAGMA user_version = 2;
 
 
 # Version 6 listed the sources of components in a CHECK; version 7 takes any (they are data).
-V6_COMPONENTS = """
+# (The columns of later versions go too, so that their steps run again.)
+LATER = """
+ALTER TABLE rollouts DROP COLUMN holder_pid;
+ALTER TABLE rollouts DROP COLUMN holder_start;
+ALTER TABLE rollouts DROP COLUMN holder_boot;
+"""
+V6_COMPONENTS = LATER + """
 DROP TABLE IF EXISTS rollout_images;
 CREATE TABLE components_v6 (cset INTEGER NOT NULL REFERENCES csets(id) ON DELETE CASCADE,
   key TEXT NOT NULL, version TEXT,
@@ -595,7 +601,7 @@ PRAGMA user_version = 6;
 """
 COMPONENTS = "SELECT cset, key, version, source, raw_id, name, kind FROM components ORDER BY 1, 2"
 # Version 7 kept no record of a rollout's image files; version 8 does (rollout_images).
-V7_ROLLOUT = """
+V7_ROLLOUT = LATER + """
 DROP TABLE rollout_images;
 INSERT INTO rollouts (id, started, user, state, catalog_path, catalog, options)
   VALUES (1, 1, 'u', 'stopped', '/nowhere/c.json', '{"images": []}', '{}');
