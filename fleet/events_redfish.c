@@ -233,7 +233,8 @@ int gf_events_redfish_start(void *ud, struct gf_events_follow *f, bool *pushed_o
 		if (rc == 0)
 			rc = gf_events_cursor(f->db, f->nodes[i].name, GF_RF_SOURCE_LOG,
 					      &rn->log_cursor, err);
-		rn->log_baseline = !rn->log_cursor;
+		/* Followed before (a stream cursor): what the log has past it is news. */
+		rn->log_baseline = !rn->log_cursor && !rn->sse_cursor;
 	}
 	if (rc == 0)
 		rc = gf_rf_sse_new(&o, &h, &x->m, err);
