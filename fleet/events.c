@@ -130,6 +130,9 @@ const struct gf_event_source gf_event_source_sel = {
 	.poll = sel_poll,
 };
 
+/* How long a pushed batch waits for the loop, at most, between two rounds. */
+#define PUSHED_WAIT_S 0.1
+
 /* ---- the loop ------------------------------------------------------------------ */
 
 struct gf_events_pushed {
@@ -396,7 +399,14 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 		next = round_start + f->interval;
 		if (end > 0 && next >= end)
 			break;
-		gf_cancel_sleep_until(f->stop ? f->stop : gf_exec_cancel_flag(), next);
+		/* Until the next round, what pushed sources hand over is stored as it comes. */
+		while (rc == 0 && !stopping(f) && gf_monotime() < next) {
+			double t = gf_monotime() + PUSHED_WAIT_S;
+
+			gf_cancel_sleep_until(f->stop ? f->stop : gf_exec_cancel_flag(),
+					      t < next ? t : next);
+			rc = drain_pushed(f, st, false, err);
+		}
 	}
 	if (pusher) {
 		struct gf_err perr = {0};

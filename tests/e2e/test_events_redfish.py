@@ -169,6 +169,21 @@ def test_injected_events_printed_and_stored_once(reg, lab):
         assert lab.sessions_open(i) == 0
 
 
+def test_a_streamed_event_is_printed_as_it_comes_not_a_round_later(reg, lab):
+    p = Follow(reg, "--interval", "1h", "rf2")
+    try:
+        ready(reg, lab, 2)
+        t0 = time.monotonic()
+        ids = inject(lab, 2, count=1)
+        got = p.events(1, timeout=20)
+        took = time.monotonic() - t0
+    finally:
+        rc, rest, err = p.stop()
+    assert rc == 0, err
+    assert ids_of(got, "rf2") == ids and rest == []
+    assert took < 10, took  # an hour between polled rounds
+
+
 def test_a_server_side_drop_loses_nothing_and_repeats_nothing(reg, lab):
     p = Follow(reg, "rf1")
     try:
