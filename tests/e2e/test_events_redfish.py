@@ -257,3 +257,23 @@ def test_a_refused_stream_is_polled_through_the_log_service(reg, lab):
     st = ev_state(lab, 3)
     assert st["served"] == 0 and st["streams"] == 0
     assert lab.sessions_open(3) == 0
+
+
+def test_a_hostile_stream_costs_its_node_only(reg, lab):
+    lab.ctl(3, "POST", "/events/hostile", {"kind": "badjson"})
+    p = Follow(reg, "--duration", "8", "rf1", "rf3")
+    try:
+        ready(reg, lab, 1)
+        wait_until(lambda: ev_state(lab, 3)["served"] >= 1, "the hostile stream")
+        ids = inject(lab, 1, count=2)
+        got = p.events(2)
+        p.p.wait(timeout=30)
+    finally:
+        rc, rest, err = p.stop()
+    assert ids_of(got, "rf1") == ids and rest == []
+    # One error, for its node; the run ends 1 (a node failed), never retried.
+    lines = [ln for ln in err.splitlines() if ln]
+    assert len(lines) == 1 and "rf3" in lines[0] and "not JSON" in lines[0], err
+    assert rc == 1, err
+    assert ev_state(lab, 3)["served"] == 1
+    assert lab.sessions_open(3) == 0
