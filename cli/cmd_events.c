@@ -257,6 +257,9 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 	rc = cli_db(cli, &db);
 	if (rc)
 		goto out;
+	fw.nodes = nodes;
+	fw.failing = gf_xcalloc(n ? n : 1, sizeof(*fw.failing));
+
 	rc = cli_profiles(cli, CLI_PROFILE_BMC, nodes, n, &profs);
 	if (rc)
 		goto out;
@@ -268,8 +271,6 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		.tls_pin_new = cli->tls_pin_new,
 		.interval = a->interval > 0 ? a->interval : 5,
 	};
-	fw.nodes = nodes;
-	fw.failing = gf_xcalloc(n ? n : 1, sizeof(*fw.failing));
 	f = (struct gf_events_follow){
 		.nodes = nodes,
 		.n = n,
