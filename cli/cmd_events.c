@@ -8,6 +8,7 @@
 #include "cli/inv.h"
 #include "cli/verbs.h"
 #include "fleet/events.h"
+#include "fleet/events_redfish.h"
 #include "inventory/events.h"
 #include "lib/buf.h"
 #include "lib/nodeset.h"
@@ -234,6 +235,8 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 	struct cli_bmc_fan fan = {.cli = cli};
 	struct follow fw = {.cli = cli};
 	struct gf_events_follow f = {0};
+	struct gf_events_redfish rfx = {0};
+	const struct gf_profile **profs = NULL;
 	struct sigaction sa, old_int, old_term;
 	struct gf_err err = {0};
 	struct gf_db *db;
@@ -253,6 +256,18 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		return rc;
 	fw.nodes = nodes;
 	fw.failing = gf_xcalloc(n ? n : 1, sizeof(*fw.failing));
+
+	rc = cli_profiles(cli, CLI_PROFILE_BMC, nodes, n, &profs);
+	if (rc)
+		goto out;
+	/* Redfish nodes: their event streams on one thread, pushed into the loop. */
+	rfx = (struct gf_events_redfish){
+		.profs = profs,
+		.cacert = cli->cacert,
+		.insecure = cli->insecure,
+		.tls_pin_new = cli->tls_pin_new,
+		.interval = a->interval > 0 ? a->interval : 5,
+	};
 	f = (struct gf_events_follow){
 		.nodes = nodes,
 		.n = n,
@@ -264,6 +279,7 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		.db = db,
 		.fan = {cli_bmc_rollout_fan, &fan},
 		.hooks = {on_events, on_cleared, on_node_state, &fw},
+		.pusher = {gf_events_redfish_start, gf_events_redfish_stop, &rfx},
 	};
 	cli->progress = false; /* a bar each round would bury the events */
 	stop_flag = 0;
@@ -300,6 +316,7 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 	}
 out:
 	free(fw.failing);
+	free(profs);
 	gf_nodes_free(nodes, n);
 	return rc;
 }

@@ -26,7 +26,7 @@ void gf_bmc_register(void)
 	gf_backends_set(backends, NELEM(backends));
 }
 
-static void target_of(const struct gf_bmc_run *r, size_t i, double deadline,
+void gf_bmc_target_of(const struct gf_bmc_run *r, size_t i, double deadline,
 		      struct gf_bmc_target *ret)
 {
 	const struct gf_node *n = &r->nodes[i];
@@ -62,7 +62,7 @@ const struct gf_backend *gf_bmc_choose(const struct gf_bmc_run *r, size_t i, dou
 		return r->backend;
 	if (be)
 		return be;
-	target_of(r, i, deadline, &t);
+	gf_bmc_target_of(r, i, deadline, &t);
 	for (size_t k = 0; k < NELEM(backends); k++) {
 		if (!backends[k]->probe)
 			fallback = fallback ? fallback : backends[k];
@@ -80,7 +80,7 @@ int gf_bmc_open(const struct gf_bmc_run *r, size_t i, const struct gf_backend *b
 	void *sess = NULL;
 	int rc;
 
-	target_of(r, i, deadline, &t);
+	gf_bmc_target_of(r, i, deadline, &t);
 	rc = be->open(&t, &sess, err);
 	if (rc < 0)
 		return rc;
@@ -198,7 +198,7 @@ struct gf_bmc_gate *gf_bmc_gate_start(const struct gf_bmc_run *r, size_t n, doub
 			    (skip && skip(ud, i)))
 				continue;
 			/* No deadline of its own: the ping ends at @timeout. */
-			target_of(r, i, 0, &t[m]);
+			gf_bmc_target_of(r, i, 0, &t[m]);
 			g->pos[i] = m++;
 			g->which[i] = (unsigned char)k;
 		}

@@ -47,6 +47,15 @@ const struct gf_backend *gf_bmc_choose(const struct gf_bmc_run *r, size_t i, dou
 				       struct gf_err *err);
 
 /*
+ * What node @i's session is opened with (gf_backend.open): its address,
+ * profile, TLS settings and expected pin, every call bounded by @deadline;
+ * its strings are borrowed from @r. For a session the frame does not open
+ * (the Redfish event streams, fleet/events_redfish.c).
+ */
+void gf_bmc_target_of(const struct gf_bmc_run *r, size_t i, double deadline,
+		      struct gf_bmc_target *ret);
+
+/*
  * Open node @i's session on @be, every call bounded by @deadline, and note the
  * certificate its BMC showed in r->pins->seen[i]. Close it with be->close().
  * Thread-safe for distinct nodes.

@@ -130,6 +130,9 @@ const struct gf_event_source gf_event_source_sel = {
 	.poll = sel_poll,
 };
 
+/* How long a pushed batch waits for the loop, at most, between two rounds. */
+#define PUSHED_WAIT_S 0.1
+
 /* ---- the loop ------------------------------------------------------------------ */
 
 struct gf_events_pushed {
@@ -138,6 +141,9 @@ struct gf_events_pushed {
 	char *source;
 	struct gf_event_list events;
 	char *cursor;
+	bool baseline;      /* a first read: stored, not reported as new */
+	bool state, failed; /* a node_state report (failed: with err), no events */
+	struct gf_err err;
 };
 
 /* Per node: each source's cursor as stored, what it last read, and its health. */
@@ -152,6 +158,8 @@ struct node_state {
 struct round {
 	struct gf_events_follow *f;
 	struct node_state *st;
+	const struct gf_node *pn;          /* the polled nodes (copies) */
+	const size_t *map;                 /* their indices in f->nodes */
 	const struct gf_event_source *src; /* polled this round */
 	size_t s;                          /* its index */
 	int rc;                            /* the first store failure */
@@ -162,7 +170,7 @@ static int round_op(const struct gf_backend *be, void *sess, const struct gf_nod
 		    const void *vctx, struct gf_result *slot, struct gf_err *err)
 {
 	const struct round *r = vctx;
-	size_t i = (size_t)(n - r->f->nodes);
+	size_t i = r->map[n - r->pn];
 	struct node_state *st = &r->st[i];
 
 	(void)slot;
@@ -201,41 +209,44 @@ static int store(struct gf_events_follow *f, struct node_state *st, size_t i, si
 	return rc;
 }
 
-static void round_done(void *ud, size_t i, const struct gf_result *slot)
+/* Node @i failed (@e), or answered (@e NULL): one message per node while it fails the same way. */
+static void node_health(struct gf_events_follow *f, struct node_state *st, size_t i,
+			const struct gf_err *e)
 {
-	struct round *r = ud;
-	struct gf_events_follow *f = r->f;
-	struct node_state *st = &r->st[i];
-	struct gf_event_poll *p = &st->poll[r->s];
-
-	if (!slot->ok) {
-		/* One message per node while it keeps failing the same way. */
-		if (f->hooks.node_state &&
-		    (!st->failing || strcmp(st->failed_msg, slot->err.msg) != 0))
-			f->hooks.node_state(f->hooks.ud, i, &slot->err);
+	if (e) {
+		if (f->hooks.node_state && (!st->failing || strcmp(st->failed_msg, e->msg) != 0))
+			f->hooks.node_state(f->hooks.ud, i, e);
 		st->failing = true;
-		snprintf(st->failed_msg, sizeof(st->failed_msg), "%s", slot->err.msg);
-		gf_event_poll_release(p);
+		snprintf(st->failed_msg, sizeof(st->failed_msg), "%s", e->msg);
 		return;
 	}
 	if (st->failing && f->hooks.node_state)
 		f->hooks.node_state(f->hooks.ud, i, NULL);
 	st->failing = false;
+}
+
+static void round_done(void *ud, size_t k, const struct gf_result *slot)
+{
+	struct round *r = ud;
+	struct gf_events_follow *f = r->f;
+	size_t i = r->map[k];
+	struct node_state *st = &r->st[i];
+	struct gf_event_poll *p = &st->poll[r->s];
+
+	node_health(f, st, i, slot->ok ? NULL : &slot->err);
+	if (!slot->ok) {
+		gf_event_poll_release(p);
+		return;
+	}
 	if (r->rc == 0)
 		r->rc = store(f, st, i, r->s, r->src->name, p, st->cursor[r->s] == NULL, &r->err);
 	gf_event_poll_release(p);
 }
 
-void gf_events_push(struct gf_events_follow *f, size_t i, const char *source,
-		    struct gf_event_list *events, const char *cursor)
+static void push(struct gf_events_follow *f, struct gf_events_pushed *b)
 {
-	struct gf_events_pushed *b = gf_xcalloc(1, sizeof(*b)), **tail;
+	struct gf_events_pushed **tail;
 
-	b->i = i;
-	b->source = gf_xstrdup(source);
-	b->events = *events;
-	memset(events, 0, sizeof(*events));
-	b->cursor = cursor ? gf_xstrdup(cursor) : NULL;
 	pthread_mutex_lock(&f->lock);
 	for (tail = &f->pushed; *tail; tail = &(*tail)->next)
 		;
@@ -243,8 +254,50 @@ void gf_events_push(struct gf_events_follow *f, size_t i, const char *source,
 	pthread_mutex_unlock(&f->lock);
 }
 
-/* Store and report what pushed sources handed over; the first failure is returned. */
-static int drain_pushed(struct gf_events_follow *f, struct node_state *st, struct gf_err *err)
+static void push_events(struct gf_events_follow *f, size_t i, const char *source,
+			struct gf_event_list *events, const char *cursor, bool baseline)
+{
+	struct gf_events_pushed *b = gf_xcalloc(1, sizeof(*b));
+
+	b->i = i;
+	b->source = gf_xstrdup(source);
+	b->events = *events;
+	memset(events, 0, sizeof(*events));
+	b->cursor = cursor ? gf_xstrdup(cursor) : NULL;
+	b->baseline = baseline;
+	push(f, b);
+}
+
+void gf_events_push(struct gf_events_follow *f, size_t i, const char *source,
+		    struct gf_event_list *events, const char *cursor)
+{
+	push_events(f, i, source, events, cursor, false);
+}
+
+void gf_events_push_baseline(struct gf_events_follow *f, size_t i, const char *source,
+			     struct gf_event_list *events, const char *cursor)
+{
+	push_events(f, i, source, events, cursor, true);
+}
+
+void gf_events_push_state(struct gf_events_follow *f, size_t i, const struct gf_err *err)
+{
+	struct gf_events_pushed *b = gf_xcalloc(1, sizeof(*b));
+
+	b->i = i;
+	b->state = true;
+	b->failed = err != NULL;
+	if (err)
+		b->err = *err;
+	push(f, b);
+}
+
+/*
+ * Store and report what pushed sources handed over; the first failure is
+ * returned. @discard: free it all, nothing stored (the loop failed).
+ */
+static int drain_pushed(struct gf_events_follow *f, struct node_state *st, bool discard,
+			struct gf_err *err)
 {
 	struct gf_events_pushed *list, *next;
 	int rc = 0;
@@ -257,9 +310,13 @@ static int drain_pushed(struct gf_events_follow *f, struct node_state *st, struc
 		struct gf_event_poll p = {.events = list->events, .cursor = list->cursor};
 
 		next = list->next;
-		if (rc == 0 && list->i < f->n)
-			rc = store(f, &st[list->i], list->i, f->nsources, list->source, &p, false,
-				   err);
+		if (discard)
+			;
+		else if (list->state && list->i < f->n)
+			node_health(f, &st[list->i], list->i, list->failed ? &list->err : NULL);
+		else if (rc == 0 && list->i < f->n)
+			rc = store(f, &st[list->i], list->i, f->nsources, list->source, &p,
+				   list->baseline, err);
 		gf_event_poll_release(&p);
 		free(list->source);
 		free(list);
@@ -276,7 +333,11 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 {
 	struct node_state *st = gf_xcalloc(f->n ? f->n : 1, sizeof(*st));
 	double start = gf_monotime(), end = f->duration > 0 ? start + f->duration : 0;
-	int rc = 0;
+	bool *pushed_only = gf_xcalloc(f->n ? f->n : 1, sizeof(*pushed_only));
+	struct gf_node *pn = NULL;
+	size_t *map = NULL, npolled = 0;
+	bool pusher = false;
+	int rc = 0, src;
 
 	pthread_mutex_init(&f->lock, NULL);
 	f->code = 0;
@@ -289,14 +350,32 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 			rc = gf_events_cursor(f->db, f->nodes[i].name, f->sources[s]->name,
 					      &st[i].cursor[s], err);
 	}
+	if (rc == 0 && f->pusher.start) {
+		rc = f->pusher.start(f->pusher.ud, f, pushed_only, err);
+		pusher = rc == 0;
+	}
+	/* The polled rounds go over the nodes no pushed source delivers alone. */
+	pn = gf_xcalloc(f->n ? f->n : 1, sizeof(*pn));
+	map = gf_xcalloc(f->n ? f->n : 1, sizeof(*map));
+	for (size_t i = 0; i < f->n; i++) {
+		if (pushed_only[i])
+			continue;
+		pn[npolled] = f->nodes[i];
+		map[npolled++] = i;
+	}
 	while (rc == 0 && !stopping(f)) {
 		double round_start = gf_monotime(), next;
 
-		for (size_t s = 0; s < f->nsources && rc == 0 && !stopping(f); s++) {
-			struct round r = {.f = f, .st = st, .src = f->sources[s], .s = s};
+		for (size_t s = 0; npolled && s < f->nsources && rc == 0 && !stopping(f); s++) {
+			struct round r = {.f = f,
+					  .st = st,
+					  .pn = pn,
+					  .map = map,
+					  .src = f->sources[s],
+					  .s = s};
 			struct gf_rollout_fanout fo = {
-				.nodes = f->nodes,
-				.n = f->n,
+				.nodes = pn,
+				.n = npolled,
 				.op = round_op,
 				.ctx = &r,
 				.on_done = round_done,
@@ -313,17 +392,36 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 			}
 		}
 		if (rc == 0)
-			rc = drain_pushed(f, st, err);
+			rc = drain_pushed(f, st, false, err);
 		f->rounds++;
 		if (rc < 0 || f->code || stopping(f))
 			break;
 		next = round_start + f->interval;
 		if (end > 0 && next >= end)
 			break;
-		gf_cancel_sleep_until(f->stop ? f->stop : gf_exec_cancel_flag(), next);
+		/* Until the next round, what pushed sources hand over is stored as it comes. */
+		while (rc == 0 && !stopping(f) && gf_monotime() < next) {
+			double t = gf_monotime() + PUSHED_WAIT_S;
+
+			gf_cancel_sleep_until(f->stop ? f->stop : gf_exec_cancel_flag(),
+					      t < next ? t : next);
+			rc = drain_pushed(f, st, false, err);
+		}
+	}
+	if (pusher) {
+		struct gf_err perr = {0};
+
+		src = f->pusher.stop(f->pusher.ud, &perr);
+		if (src < 0 && rc == 0) {
+			rc = src;
+			if (err)
+				*err = perr;
+		}
 	}
 	if (rc == 0 && !f->code)
-		rc = drain_pushed(f, st, err);
+		rc = drain_pushed(f, st, false, err);
+	else
+		drain_pushed(f, st, true, NULL);
 	for (size_t i = 0; i < f->n; i++) {
 		for (size_t s = 0; st[i].cursor && s < f->nsources; s++) {
 			free(st[i].cursor[s]);
@@ -334,6 +432,9 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 		free(st[i].prc);
 	}
 	free(st);
+	free(pn);
+	free(map);
+	free(pushed_only);
 	pthread_mutex_destroy(&f->lock);
 	return rc;
 }

@@ -83,6 +83,20 @@ struct gf_events_follow {
 	struct gf_db *db;
 	struct gf_rollout_fan fan; /* one round: the caller's fan-out */
 	struct gf_events_hooks hooks;
+	/*
+	 * A pushed source run beside the rounds (NULL start: none): started
+	 * once the loop is ready, on the calling thread; it marks in
+	 * @pushed_only (n flags) the nodes whose events it alone delivers
+	 * (they are left out of the polled rounds) and pushes from its own
+	 * thread. Stopped before the loop's last store, so what it pushed is
+	 * stored; its error (stop's < 0) is the loop's.
+	 */
+	struct gf_events_pusher {
+		int (*start)(void *ud, struct gf_events_follow *f, bool *pushed_only,
+			     struct gf_err *err);
+		int (*stop)(void *ud, struct gf_err *err);
+		void *ud;
+	} pusher;
 
 	/* ---- the loop's own ---- */
 	unsigned rounds; /* how many rounds ran */
@@ -105,5 +119,12 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err);
  */
 void gf_events_push(struct gf_events_follow *f, size_t i, const char *source,
 		    struct gf_event_list *events, const char *cursor);
+
+/* As gf_events_push(), a first read: stored, reported as the baseline (not as new). */
+void gf_events_push_baseline(struct gf_events_follow *f, size_t i, const char *source,
+			     struct gf_event_list *events, const char *cursor);
+
+/* Node @i failed (@err), or answers again (@err NULL): the node_state hook, from the loop. */
+void gf_events_push_state(struct gf_events_follow *f, size_t i, const struct gf_err *err);
 
 #endif

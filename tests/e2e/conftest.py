@@ -60,6 +60,7 @@ LOOPBACK = {
     ("test_update_quirks", "lab"): "127.54.1",              # BMCs that bend the standard
     ("test_update_quirks", "lab443"): "127.54.2",           # one on the default port 443
     ("test_bmc_health", "redfish"): "127.55.0",
+    ("test_events_redfish", "redfish"): "127.58.1",            # events follow over SSE (issue 19)
     # sshd hosts
     ("test_host", "ssh"): "127.33.0",
     ("test_host", "ssh-small"): "127.33.1",                 # a one-host lab

@@ -63,17 +63,26 @@ def follow(gf, *args):
 
 
 def read_events(p, n, timeout=30):
-    """The next @n ndjson lines follow prints (fails after @timeout seconds)."""
+    """The next @n ndjson lines follow prints (fails after @timeout seconds). Read from
+    the pipe's descriptor: lines that came in one write are not hidden in a buffer
+    select() cannot see; what is read past them waits in p.gf_buf (stop() adds it)."""
     out = []
+    buf = getattr(p, "gf_buf", b"")
+    fd = p.stdout.fileno()
     deadline = time.monotonic() + timeout
     while len(out) < n:
+        if b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            out.append(json.loads(line))
+            continue
         left = deadline - time.monotonic()
         assert left > 0, f"got {len(out)} of {n} events: {out}"
-        ready, _, _ = select.select([p.stdout], [], [], left)
+        ready, _, _ = select.select([fd], [], [], left)
         if ready:
-            line = p.stdout.readline()
-            assert line, f"follow ended (rc {p.poll()}) after {out}: {p.stderr.read()}"
-            out.append(json.loads(line))
+            chunk = os.read(fd, 65536)
+            assert chunk, f"follow ended (rc {p.poll()}) after {out}: {p.stderr.read()}"
+            buf += chunk
+    p.gf_buf = buf
     return out
 
 
@@ -85,7 +94,7 @@ def stop(p, sig=signal.SIGTERM):
         if p.poll() is None:
             p.kill()
             p.wait()
-    return p.returncode, rest, err
+    return p.returncode, getattr(p, "gf_buf", b"").decode() + rest, err
 
 
 def baseline(gf, *nodes):

@@ -169,7 +169,7 @@ static int stub_fan(void *ud, const struct gf_rollout_fanout *rf)
 
 /* What the hooks saw. */
 struct seen {
-	size_t pushed;
+	size_t pushed, pushed_baseline;
 	size_t fresh[NODES], stale[NODES], baseline[NODES];
 	size_t cleared[NODES], failed[NODES], recovered[NODES];
 };
@@ -181,7 +181,7 @@ static void on_events(void *ud, size_t i, const char *source, const struct gf_ev
 
 	if (!strcmp(source, "redfish-sse")) {
 		for (size_t k = 0; k < n; k++)
-			s->pushed += fresh[k];
+			*(baseline ? &s->pushed_baseline : &s->pushed) += fresh[k];
 		return;
 	}
 	assert_string_equal(source, "sel");
@@ -262,8 +262,12 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* One round of follow over both nodes (@push: a pushed source hands over a batch). */
-static void round_push(struct fixture *fx, struct seen *s, bool push)
+/*
+ * One round of follow over both nodes (@push: a pushed source hands over a
+ * batch during it; @pu: one beside it, NULL: none).
+ */
+static void round_with(struct fixture *fx, struct seen *s, bool push,
+		       const struct gf_events_pusher *pu)
 {
 	static const struct gf_event_source *const src[] = {&gf_event_source_sel};
 	gf_cancel_flag stop = 0;
@@ -281,10 +285,17 @@ static void round_push(struct fixture *fx, struct seen *s, bool push)
 	};
 	struct gf_err err = {0};
 
+	if (pu)
+		f.pusher = *pu;
 	push_to = push ? &f : NULL;
 	assert_int_equal(gf_events_follow_run(&f, &err), 0);
 	push_to = NULL;
 	assert_int_equal(f.rounds, 1);
+}
+
+static void round_push(struct fixture *fx, struct seen *s, bool push)
+{
+	round_with(fx, s, push, NULL);
 }
 
 static void round_of(struct fixture *fx, struct seen *s)
@@ -385,6 +396,51 @@ static void test_pushed_batches_are_stored_once(void **state)
 	assert_int_equal(s.pushed, 2); /* the same two again: nothing new */
 }
 
+/* A pushed source run beside the rounds: node 1 is its own (as fleet/events_redfish.c's). */
+struct pusher {
+	unsigned started, stopped;
+};
+
+static int pusher_start(void *ud, struct gf_events_follow *f, bool *pushed_only, struct gf_err *err)
+{
+	struct pusher *p = ud;
+	struct gf_err why = {.code = GF_E_NODE, .msg = "bmc 'n1': stream refused"};
+
+	(void)err;
+	p->started++;
+	pushed_only[0] = true;
+	push_two(f);
+	gf_events_push_state(f, 0, &why);
+	return 0;
+}
+
+static int pusher_stop(void *ud, struct gf_err *err)
+{
+	(void)err;
+	((struct pusher *)ud)->stopped++;
+	return 0;
+}
+
+/* A node a pushed source delivers is left out of the polled rounds; its batches are stored. */
+static void test_pushed_only_nodes_are_not_polled(void **state)
+{
+	struct fixture *fx = *state;
+	struct pusher pu = {0};
+	const struct gf_events_pusher hook = {pusher_start, pusher_stop, &pu};
+	struct seen s = {0};
+
+	log_add(&sels[0], 1, 0x60000000, GF_SEV_INFO);
+	log_add(&sels[1], 1, 0x60000000, GF_SEV_INFO);
+	sels[0].refuse = true; /* polled, node 1 would fail */
+	round_with(fx, &s, false, &hook);
+	assert_int_equal(pu.started, 1);
+	assert_int_equal(pu.stopped, 1);
+	assert_int_equal(s.baseline[0], 0);
+	assert_int_equal(s.baseline[1], 1); /* node 2 was polled */
+	assert_int_equal(s.pushed, 2);
+	assert_int_equal(s.failed[0], 1); /* the pushed state, not a poll */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +450,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_a_refused_node_is_reported_once_others_flow,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pushed_batches_are_stored_once, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pushed_only_nodes_are_not_polled, setup,
 						teardown),
 	};
 
