@@ -44,15 +44,16 @@ def session_answers(gf, fleet):
         return relay.counts["session"]
 
 
-def interrupt_when_stuck(gf, relay, *args):
+def interrupt_when_stuck(gf, relay, *args, ready=None):
     """Run gpufleet, Ctrl-C it once the relay dropped an answer (a call waits
-    on it): (rc, stdout, stderr, seconds from Ctrl-C to exit)."""
+    on it) and @ready() (when given) holds: (rc, stdout, stderr, seconds from
+    Ctrl-C to exit)."""
     p = subprocess.Popen([GPUFLEET, "--format", "json", "--no-progress", "--timeout", TIMEOUT,
                           *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=gf.env())
     try:
         limit = time.monotonic() + 20
-        while relay.counts["session_dropped"] == 0:
+        while relay.counts["session_dropped"] == 0 or (ready and not ready()):
             assert p.poll() is None, p.communicate()
             assert time.monotonic() < limit, relay.counts
             time.sleep(0.01)  # polling the relay's count, not synchronising by time
@@ -82,7 +83,12 @@ def test_ctrl_c_while_a_call_waits(reg, fleet, stuck):
 def test_ctrl_c_keeps_the_audit_of_what_was_sent(reg, fleet):
     keep = session_answers(reg, fleet) - 2
     with UdpRelay(RELAY, 623, fleet.addr(2), 623, session_answers=keep) as relay:
-        rc, out, err, took = interrupt_when_stuck(reg, relay, "power", "on", "--yes", "@all")
+        # Ctrl-C once fast1's action is done and audited (on a loaded machine it
+        # may still be under way when slow1 gets stuck).
+        rc, out, err, took = interrupt_when_stuck(
+            reg, relay, "power", "on", "--yes", "@all",
+            ready=lambda: reg.sql("select result from audit where node = 'fast1'")
+            == [{"result": "ok"}])
     assert rc == 130, err
     assert took < 1.0, took
     data = {o["node"]: o for o in json.loads(out)}
