@@ -179,3 +179,16 @@ bool gf_version_matches(const char *reported, const char *want, bool exact)
 	reported += n;
 	return *reported == '\0' || *reported == ' ' || *reported == '\t' || *reported == '(';
 }
+
+bool gf_compkey_is_staged_of(const char *cand, const char *key)
+{
+	static const char *const slots[] = {".staging", ".pending", ".available"};
+	size_t n = key ? strlen(key) : 0;
+
+	if (!cand || !key || strncmp(cand, key, n) != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
+		if (strcmp(cand + n, slots[i]) == 0)
+			return true;
+	return false;
+}

@@ -102,4 +102,12 @@ bool gf_compkey_is_host(const char *key);
  */
 bool gf_version_matches(const char *reported, const char *want, bool exact);
 
+/*
+ * Is @cand the key of the image a BMC holds staged for component @key, not
+ * yet active? The dialects name that slot as a member of its own, keyed
+ * "<key>.staging" (Supermicro's Staging_BMC), "<key>.pending" (Lenovo's
+ * BMC-Primary-Pending) or "<key>.available" (Dell's Available- entries).
+ */
+bool gf_compkey_is_staged_of(const char *cand, const char *key);
+
 #endif

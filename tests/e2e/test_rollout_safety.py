@@ -330,6 +330,54 @@ def test_kill_9_status_shows_in_flight_not_not_started(rf, lab):
     assert len(manager_resets(lab, 1)) == 1
 
 
+FW_INV = "/redfish/v1/UpdateService/FirmwareInventory"
+
+
+def test_resume_activates_what_the_bmc_shows_staged_without_a_task(rf, lab):
+    """Killed while u1's task ran; the task completed, staging the image,
+    then left the TaskService (purged): no task tells resume about it, but
+    the BMC's staging slot (Staging_BMC) shows the version. resume activates
+    it (one Manager.Reset) and reads it back; the image is not pushed again."""
+    lab.override(1, update_flash=2.0, update_purge="task")
+    cat, version, digest = catalog(rf)
+    killed(rf, "a push to u1", lambda: pushed(lab, 1, version), "run", "--yes",
+           "--catalog", cat, "u1")
+    wait_until("u1's image staged", lambda: lab.updates(1)["staged"])
+    assert lab.resource(1, FW_INV + "/Staging_BMC")["Version"] == version
+    assert lab.resource(1, FW_INV + "/BMC")["Version"] != version
+    assert manager_resets(lab, 1) == []
+    r, data = upd(rf, "resume", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert data["u1"]["state"] == "done", data
+    assert [u["state"] for u in data["u1"]["updates"]] == ["done"]
+    assert pushed(lab, 1, version) == [digest]            # activated, not pushed again
+    assert len(manager_resets(lab, 1)) == 1
+    assert lab.resource(1, FW_INV + "/BMC")["Version"] == version
+    rows = rf.sql("SELECT state FROM rollout_items WHERE node = 'u1'")
+    assert [x["state"] for x in rows] == ["done"]
+
+
+def test_resume_activates_host_firmware_the_bmc_shows_staged(rf, lab):
+    """The same for host firmware (BIOS, activated by a host restart):
+    resume --reboot restarts the host once and pushes nothing; without
+    --reboot it stays pending-activation, not pushed either."""
+    lab.override(2, update_flash=2.0, update_purge="task")
+    cat, version, digest = catalog(rf, "bios")
+    killed(rf, "a push to u2", lambda: pushed(lab, 2, version), "run", "--yes",
+           "--catalog", cat, "u2")
+    wait_until("u2's image staged", lambda: lab.updates(2)["staged"])
+    assert lab.resource(2, FW_INV + "/Staging_BIOS")["Version"] == version
+    r, data = upd(rf, "resume", "--yes")
+    assert r.returncode == 1, r.stderr
+    assert data["u2"]["state"] == "pending-activation", data
+    assert pushed(lab, 2, version) == [digest] and system_resets(lab, 2) == []
+    r, data = upd(rf, "resume", "--yes", "--reboot")
+    assert r.returncode == 0, r.stderr
+    assert data["u2"]["state"] == "done", data
+    assert pushed(lab, 2, version) == [digest]
+    assert len(system_resets(lab, 2)) == 1
+
+
 # ---- point 5: the failure budget acts when failures happen --------------------------
 
 def test_max_failures_checked_as_each_node_finishes(rf, lab):

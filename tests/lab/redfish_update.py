@@ -63,6 +63,16 @@ OVERRIDE_KEYS = {'update_new', 'update_flash', 'update_result', 'update_message'
                  'update_purge', 'update_conflict', 'update_busy', 'update_activation',
                  'bmc_reset_refused', 'bmc_reset_busy', 'update_tasks_lost', 'update_multipart'}
 
+# Where a dialect shows the image staged for a member (Id), as captured: a
+# FirmwareInventory member of its own; True: it keeps the last image once
+# activated (Supermicro's staging slot), False: it empties (Lenovo's pending).
+STAGING = {
+    'supermicro-sys-821ge-tnhr': ('Staging_{id}', True),
+    'lenovo-sr670-v2': ('{id}-Pending', False),
+}
+# Status.State of a staged image (Resource.State: enabled, awaits an action to activate).
+STAGED_STATE = 'StandbyOffline'
+
 IMAGE_RE = re.compile(r'GF-IMAGE((?:[ \t]+[A-Za-z_]+=\S*)*)[ \t]*\r?')
 
 
@@ -300,7 +310,44 @@ class NodeUpdates:
                 else:
                     self.staged.append({'member': member, 'version': task.version,
                                         'activation': act, 'task': task.uri})
+                    self._show_staged(member, task.version)
         self.node.event('update-end', task=task.uri, state=task.final)
+
+    # -- the staged image as the BMC shows it (STAGING) --
+
+    def _staging_member(self, member):
+        """The FirmwareInventory member that shows what is staged for @member
+        (Supermicro Staging_<Id>, Lenovo <Id>-Pending), or None."""
+        shape = STAGING.get(self.node.vendor)
+        res = self.node.get(member) or {}
+        if not shape or 'Id' not in res:
+            return None
+        uri = FW_INV + '/' + shape[0].format(id=res['Id'])
+        return uri if self.node.get(uri) is not None else None
+
+    def _show_staged(self, member, version):
+        uri = self._staging_member(member)
+        if uri is None:
+            return
+        res = self.node.own(uri)
+        res['Version'] = version
+        res['Status'] = dict(res.get('Status') or {}, State=STAGED_STATE)
+        self.node.touch(uri)
+
+    def _unshow_staged(self, member):
+        """Activated: a slot that empties (Lenovo) shows its captured value again;
+        one that keeps the last image (Supermicro) keeps it, Enabled."""
+        uri = self._staging_member(member)
+        if uri is None:
+            return
+        res = self.node.own(uri)
+        if STAGING[self.node.vendor][1]:
+            res['Status'] = dict(res.get('Status') or {}, State='Enabled')
+        else:
+            base = self.node.base.get(uri) or {}
+            res['Version'] = base.get('Version')
+            res['Status'] = dict(base.get('Status') or {})
+        self.node.touch(uri)
 
     # -- kinds, activation, applying --
 
@@ -386,6 +433,7 @@ class NodeUpdates:
         for s in self.staged:
             if s['activation'] in activations:
                 self._apply(s['member'], s['version'], s['task'], by)
+                self._unshow_staged(s['member'])
             else:
                 keep.append(s)
         self.staged = keep
