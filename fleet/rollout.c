@@ -303,18 +303,77 @@ static const struct gf_rollout_node *stored_node(const struct ctx *c, const char
 	return NULL;
 }
 
-/* resume: the state item @pi of @sn was stored in, not-started when it has none. */
-static enum gf_rollout_state stored_item(const struct gf_rollout_node *sn,
-					 const struct gf_plan_item *pi)
+/* resume: item @pi of @sn as stored, NULL when it has none. */
+static const struct gf_rollout_item *stored_rec(const struct gf_rollout_node *sn,
+						const struct gf_plan_item *pi)
 {
 	for (size_t k = 0; sn && k < sn->nitems; k++) {
 		const struct gf_rollout_item *it = &sn->items[k];
 
 		if (strcmp(it->component, pi->component) == 0 && it->to &&
 		    strcmp(it->to, pi->to) == 0)
-			return it->state;
+			return it;
 	}
-	return GF_RS_NOT_STARTED;
+	return NULL;
+}
+
+/* resume: the state item @pi of @sn was stored in, not-started when it has none. */
+static enum gf_rollout_state stored_item(const struct gf_rollout_node *sn,
+					 const struct gf_plan_item *pi)
+{
+	const struct gf_rollout_item *it = stored_rec(sn, pi);
+
+	return it ? it->state : GF_RS_NOT_STARTED;
+}
+
+/* resume: did the stopped run leave @pi in flight, sent by a raw push (http-push)? */
+static bool left_raw_push(const struct gf_rollout_node *sn, const struct gf_plan_item *pi)
+{
+	const struct gf_rollout_item *it = stored_rec(sn, pi);
+
+	return it && (it->state == GF_RS_RUNNING || it->state == GF_RS_INTERRUPTED) && it->action &&
+	       strcmp(it->action, gf_fw_method_name(GF_FW_PUSH)) == 0;
+}
+
+/*
+ * resume: a raw push the stopped run left in flight may have left the BMC
+ * busy for its members (HttpPushUriTargetsBusy, set before such a push and
+ * put back after it). The rollout recorded the item in flight by that
+ * action: a flag set for exactly the members of its image is its own, taken
+ * back before anything else, so that nothing waits for it blaming another
+ * client. A flag set for other members is another client's: it stays, and
+ * a push waits for it as ever.
+ */
+static int release_own_push(const struct gf_backend *be, void *sess, const struct gf_node *n,
+			    const struct ctx *c, const struct node_plan *p, struct gf_err *err)
+{
+	const struct gf_rollout_node *sn = stored_node(c, n->name);
+	const char **targets;
+	int rc = 0;
+
+	if (!sn || !be->fw_push_release)
+		return 0;
+	targets = gf_xcalloc(p->plan.n ? p->plan.n : 1, sizeof(*targets));
+	for (size_t i = 0; rc == 0 && i < p->plan.n; i++) {
+		const struct gf_plan_item *pi = &p->plan.v[i];
+		size_t nt = 0;
+		bool first = true, cleared = false;
+
+		/* One push per image: its members together, as run_items sends them. */
+		for (size_t k = 0; k < i; k++)
+			first = first && !(p->plan.v[k].image == pi->image &&
+					   left_raw_push(sn, &p->plan.v[k]));
+		if (!first || !left_raw_push(sn, pi))
+			continue;
+		for (size_t k = i; k < p->plan.n; k++)
+			if (p->plan.v[k].image == pi->image && p->plan.v[k].raw_id &&
+			    left_raw_push(sn, &p->plan.v[k]))
+				targets[nt++] = p->plan.v[k].raw_id;
+		if (nt && be->fw_push_release(sess, targets, nt, &cleared, err) < 0)
+			rc = GF_E_NODE;
+	}
+	free(targets);
+	return rc;
 }
 
 /* A node a killed run left in flight may be mid-reset: its session is opened again. */
@@ -577,16 +636,37 @@ struct left {
 };
 
 /*
- * Did the stopped run leave @pi staged on the BMC? Recorded so
- * (pending-activation), or left in flight (running, interrupted) when the
- * BMC completed an update task since the rollout started.
+ * Does the BMC show @pi's version staged, not active (@p: its inventory as
+ * read)? Its staging slot, a member of its own (gf_compkey_is_staged_of()),
+ * reports the catalog's version.
  */
-static bool left_staged(const struct left *l, const struct gf_plan_item *pi)
+static bool shows_staged(const struct node_plan *p, const struct gf_plan_item *pi)
+{
+	for (size_t k = 0; k < p->comps.n; k++) {
+		const struct gf_component *cp = &p->comps.v[k];
+
+		if (gf_compkey_is_staged_of(cp->key, pi->component) &&
+		    gf_version_matches(cp->version, pi->to, pi->exact))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Is @pi staged on the BMC, to activate and never push again? Recorded so
+ * (pending-activation); left in flight (running, interrupted) when the BMC
+ * completed an update task since the rollout started; or, whatever was
+ * recorded, the BMC shows its version staged (a task purged or lost with a
+ * restart leaves no other trace).
+ */
+static bool left_staged(const struct left *l, const struct node_plan *p,
+			const struct gf_plan_item *pi)
 {
 	enum gf_rollout_state st = stored_item(l->sn, pi);
 
 	return st == GF_RS_PENDING ||
-	       ((st == GF_RS_RUNNING || st == GF_RS_INTERRUPTED) && l->evidence);
+	       ((st == GF_RS_RUNNING || st == GF_RS_INTERRUPTED) && l->evidence) ||
+	       shows_staged(p, pi);
 }
 
 /*
@@ -594,8 +674,9 @@ static bool left_staged(const struct left *l, const struct gf_plan_item *pi)
  * reset; a host restart with --reboot, for a host that is on), then read
  * the inventory again: what shows its version is done, never pushed again.
  * Items left in flight ask the BMC first (its update tasks since the
- * rollout started); without that evidence nothing is activated and they
- * are pushed as new.
+ * rollout started, and the version its staging slot shows); an image the
+ * BMC shows staged is activated whatever was recorded. Without either
+ * evidence nothing is activated and they are pushed as new.
  */
 static int resume_staged(const struct gf_backend *be, void *sess, const struct gf_node *n,
 			 const struct ctx *c, struct node_plan *p, double deadline,
@@ -625,7 +706,7 @@ static int resume_staged(const struct gf_backend *be, void *sess, const struct g
 	for (size_t i = 0; i < p->plan.n; i++) {
 		const struct gf_plan_item *pi = &p->plan.v[i];
 
-		if (pi->skip || !left_staged(l, pi))
+		if (pi->skip || !left_staged(l, p, pi))
 			continue;
 		bmc = bmc || pi->activation == GF_ACT_BMC_RESET;
 		if (gf_activation_is_host(pi->activation) && c->run->o->reboot &&
@@ -684,6 +765,10 @@ static int run_op(const struct gf_backend *be, void *sess, const struct gf_node 
 		return GF_E_NODE;
 	if (read_plan(be, sess, n, c, &p, err) < 0)
 		return GF_E_NODE;
+	if (c->resume && release_own_push(be, sess, n, c, &p, err) < 0) {
+		node_plan_release(&p);
+		return GF_E_NODE;
+	}
 	if (c->resume && resume_staged(be, sess, n, c, &p, deadline, slot, &l, err) < 0)
 		return GF_E_NODE;
 	items = gf_xcalloc(p.plan.n ? p.plan.n : 1, sizeof(*items));
@@ -696,7 +781,7 @@ static int run_op(const struct gf_backend *be, void *sess, const struct gf_node 
 		 */
 		if (!p.plan.v[i].skip && c->resume && !l.host_done &&
 		    gf_activation_is_host(p.plan.v[i].activation) &&
-		    left_staged(&l, &p.plan.v[i])) {
+		    left_staged(&l, &p, &p.plan.v[i])) {
 			items[i].state = GF_RS_PENDING;
 			items[i].staged = true;
 			items[i].host_off = l.host_off;

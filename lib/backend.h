@@ -270,6 +270,14 @@ struct gf_backend {
 	int (*fw_tasks_since)(void *session, double since, struct gf_fw_tasks_seen *ret,
 			      struct gf_err *err);
 	/*
+	 * Resume: take back what a killed push of this client left set on the
+	 * BMC for members @targets (raw ids): HttpPushUriTargetsBusy, when it
+	 * is set for exactly those members, is cleared with them (*ret_cleared
+	 * true); a flag set for other members is another client's, left alone.
+	 */
+	int (*fw_push_release)(void *session, const char *const *targets, size_t ntargets,
+			       bool *ret_cleared, struct gf_err *err);
+	/*
 	 * Restart the BMC (Manager.Reset), wait for it to come back (connections
 	 * refused, 503) by @deadline, and log in again: the session stays usable.
 	 */

@@ -467,6 +467,14 @@ static int rf_fw_tasks_since_op(void *vs, double since, struct gf_fw_tasks_seen 
 	return rf_update_tasks_since(&u, since, ret, err);
 }
 
+static int rf_fw_push_release_op(void *vs, const char *const *targets, size_t ntargets,
+				 bool *ret_cleared, struct gf_err *err)
+{
+	struct rf_upd u = upd_of(vs);
+
+	return rf_update_push_release(&u, targets, ntargets, ret_cleared, err);
+}
+
 static int rf_bmc_reset_op(void *vs, double deadline, struct gf_err *err)
 {
 	struct rf_upd u = upd_of(vs);
@@ -580,6 +588,7 @@ const struct gf_backend gf_redfish_backend = {
 	.fw_push = rf_fw_push_op,
 	.fw_tasks_wait = rf_fw_tasks_wait_op,
 	.fw_tasks_since = rf_fw_tasks_since_op,
+	.fw_push_release = rf_fw_push_release_op,
 	.bmc_reset = rf_bmc_reset_op,
 	.bmc_wait = rf_bmc_wait_op,
 	.bios_get = rf_bios_get_op,

@@ -775,6 +775,30 @@ static int push_targets_take(struct rf_upd *u, json_t **svc, const struct gf_fw_
 	return rc;
 }
 
+int rf_update_push_release(struct rf_upd *u, const char *const *targets, size_t ntargets,
+			   bool *ret_cleared, struct gf_err *err)
+{
+	const struct gf_fw_push p = {.targets = targets, .ntargets = ntargets};
+	json_t *svc = NULL, *ours = NULL, *none = NULL;
+	int rc;
+
+	*ret_cleared = false;
+	if ((rc = update_service(u, &svc, err)) < 0)
+		return rc;
+	ours = target_uris(svc, &p);
+	/* Ours: busy, and for exactly the members this client's push sets (push_targets_take). */
+	if (json_array_size(ours) && json_is_true(json_object_get(svc, "HttpPushUriTargetsBusy")) &&
+	    json_equal(json_object_get(svc, "HttpPushUriTargets"), ours)) {
+		none = json_array();
+		rc = patch_push_targets(u, none, false, err);
+		*ret_cleared = rc == 0;
+	}
+	json_decref(none);
+	json_decref(ours);
+	json_decref(svc);
+	return rc;
+}
+
 /* The @odata.id of each task the TaskService lists now: a new array, empty when none. */
 static json_t *task_refs(struct rf_upd *u)
 {

@@ -53,6 +53,9 @@ int rf_update_tasks_wait(struct rf_upd *u, double deadline, struct gf_err *err);
 /* update_state.c: the update tasks started since @since (the BMC's StartTime). */
 int rf_update_tasks_since(struct rf_upd *u, double since, struct gf_fw_tasks_seen *ret,
 			  struct gf_err *err);
+/* Clear HttpPushUriTargetsBusy where it is set for exactly @targets (a killed push of ours). */
+int rf_update_push_release(struct rf_upd *u, const char *const *targets, size_t ntargets,
+			   bool *ret_cleared, struct gf_err *err);
 int rf_update_bmc_reset(struct rf_upd *u, double deadline, struct gf_err *err);
 /* @expect_down: a restart was asked for; an answer before the BMC went away does not count. */
 int rf_update_bmc_wait(struct rf_upd *u, double deadline, bool expect_down, struct gf_err *err);

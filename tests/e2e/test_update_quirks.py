@@ -379,3 +379,84 @@ def test_ctrl_c_during_a_raw_push_puts_http_push_uri_targets_back(rf, lab):
         assert [x["busy"] for x in lab.updates(LENOVO)["push_targets"]] == [True, False]
     finally:
         lab.override(LENOVO, update_multipart=True)
+
+
+def killed_with_targets_busy(rf, lab):
+    """update run on the XCC (raw push, --update-timeout 20) killed -9 while
+    its BMC refuses the push (503, busy): HttpPushUriTargetsBusy stays set
+    with its targets. The catalog's version and the PATCHes seen."""
+    version = fresh_version()
+    cat = bmc_catalog(rf, version)
+    lab.override(LENOVO, update_multipart=False, update_busy=True)
+    proc = subprocess.Popen([GPUFLEET, *rf.ca, "update", "run", "--yes", "--update-timeout",
+                             "20", "--catalog", cat, f"q{LENOVO}"], env=rf.env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        limit = time.monotonic() + 30
+        while time.monotonic() < limit and not lab.updates(LENOVO)["refused"]:
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert lab.updates(LENOVO)["refused"], "never pushed"
+    lab.override(LENOVO, update_busy=0)
+    us = lab.resource(LENOVO, "/redfish/v1/UpdateService")
+    assert us["HttpPushUriTargetsBusy"] is True and us["HttpPushUriTargets"] == [XCC_BMC], us
+    assert pushes(lab, LENOVO) == []
+    return version
+
+
+XCC_BMC = "/redfish/v1/UpdateService/FirmwareInventory/BMC-Primary"
+
+
+def patch_targets(lab, targets, busy):
+    from redfish_update import request
+    st = request(lab, LENOVO, "PATCH", "/redfish/v1/UpdateService",
+                 {"HttpPushUriTargets": targets, "HttpPushUriTargetsBusy": busy})[0]
+    assert st in (200, 204), st
+
+
+def test_resume_clears_its_own_stale_http_push_uri_targets_busy(rf, lab):
+    """The flag a killed raw push left (the rollout recorded the item in
+    flight, by http-push, and the flag names its targets) is this client's:
+    resume clears it and pushes, instead of waiting out the update timeout
+    blaming another client."""
+    try:
+        version = killed_with_targets_busy(rf, lab)
+        t0 = time.monotonic()
+        r, data = upd(rf, "resume", "--yes")
+        assert r.returncode == 0, r.stderr
+        assert time.monotonic() - t0 < 15, "waited for its own flag"
+        assert data[f"q{LENOVO}"]["state"] == "done", data
+        (p,) = pushes(lab, LENOVO)
+        assert p["version"] == version and p["members"] == [XCC_BMC]
+        seen = [(x["targets"], x["busy"]) for x in lab.updates(LENOVO)["push_targets"]]
+        # taken by the killed run, cleared by resume, taken and put back for its push
+        assert seen == [([XCC_BMC], True), ([], False), ([XCC_BMC], True), ([], False)], seen
+        us = lab.resource(LENOVO, "/redfish/v1/UpdateService")
+        assert us["HttpPushUriTargetsBusy"] is False and us["HttpPushUriTargets"] == []
+    finally:
+        lab.override(LENOVO, update_multipart=True, update_busy=0)
+        patch_targets(lab, [], False)
+
+
+def test_resume_still_waits_for_a_flag_another_client_set(rf, lab):
+    """After the kill, another client takes HttpPushUriTargets (the UEFI):
+    that flag is not resume's to clear; it waits for it, up to the rollout's
+    update timeout, then fails the node naming another client, and leaves
+    the flag and targets as the other client set them."""
+    other = ["/redfish/v1/UpdateService/FirmwareInventory/UEFI"]
+    try:
+        killed_with_targets_busy(rf, lab)
+        patch_targets(lab, other, True)
+        lab.clear_updates(LENOVO)
+        r, data = upd(rf, "resume", "--yes")
+        assert r.returncode == 1, r.stderr
+        node = data[f"q{LENOVO}"]
+        assert node["state"] == "failed" and "another client" in node["error"]["message"], node
+        assert pushes(lab, LENOVO) == [] and lab.updates(LENOVO)["push_targets"] == []
+        us = lab.resource(LENOVO, "/redfish/v1/UpdateService")
+        assert us["HttpPushUriTargetsBusy"] is True and us["HttpPushUriTargets"] == other
+    finally:
+        lab.override(LENOVO, update_multipart=True, update_busy=0)
+        patch_targets(lab, [], False)
