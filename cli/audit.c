@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include "lib/buf.h"
 #include "lib/util.h"
 
 int cli_dry_run(struct gf_cli *cli, const char *action, const struct gf_node *nodes, size_t n,
@@ -31,6 +32,7 @@ struct cli_audit {
 	const struct gf_node *nodes;
 	size_t n;
 	long long *ids; /* the intent row of node i, 0: none (yet) */
+	char **details; /* what node i's row names, NULL: nothing */
 	bool failed;    /* a result could not be written (reported) */
 };
 
@@ -44,7 +46,16 @@ struct cli_audit *cli_audit_open(struct gf_cli *cli, const char *what, const str
 	a->nodes = nodes;
 	a->n = n;
 	a->ids = gf_xcalloc(n ? n : 1, sizeof(*a->ids));
+	a->details = gf_xcalloc(n ? n : 1, sizeof(*a->details));
 	return a;
+}
+
+void cli_audit_details(struct cli_audit *a, const char *const *details)
+{
+	for (size_t i = 0; details && i < a->n; i++) {
+		free(a->details[i]);
+		a->details[i] = details[i] ? gf_xstrdup(details[i]) : NULL;
+	}
 }
 
 int cli_audit_intent(struct cli_audit *a, const size_t *idx, size_t k)
@@ -62,7 +73,8 @@ int cli_audit_intent(struct cli_audit *a, const size_t *idx, size_t k)
 		rows[j] = (struct gf_audit){.time = now,
 					    .user = user,
 					    .verb = a->what,
-					    .node = a->nodes[idx ? idx[j] : j].name};
+					    .node = a->nodes[idx ? idx[j] : j].name,
+					    .detail = a->details[idx ? idx[j] : j]};
 	rc = cli_db(a->cli, &db);
 	if (!rc && gf_db_audit_intent(db, rows, m, ids, &err) < 0) {
 		cli_error("the audit log could not be written, so nothing was sent: %s", err.msg);
@@ -74,6 +86,15 @@ int cli_audit_intent(struct cli_audit *a, const size_t *idx, size_t k)
 	free(ids);
 	free(rows);
 	return rc;
+}
+
+/* "@what: @why" (what a row names, then its error). Caller frees. */
+static char *joined(const char *what, const char *why)
+{
+	struct gf_buf b = GF_BUF_INIT;
+
+	gf_buf_addf(&b, "%s: %s", what, why);
+	return gf_buf_detach(&b);
 }
 
 /*
@@ -96,6 +117,10 @@ static struct gf_audit result_row(const struct cli_audit *a, size_t i, const str
 	r.detail = s->ok ? NULL : s->err.msg;
 	if (sent && !json_is_true(json_object_get(s->data, "dry_run")))
 		r.detail = *owned = json_dumps(sent, JSON_COMPACT | JSON_SORT_KEYS);
+	else if (a->details[i] && r.detail)
+		r.detail = *owned = joined(a->details[i], r.detail);
+	else if (a->details[i])
+		r.detail = a->details[i];
 	return r;
 }
 
@@ -155,6 +180,9 @@ int cli_audit_close(struct cli_audit *a, const struct gf_result *slots)
 	rc = a->failed ? GF_EXIT_FAILED : 0;
 	free(ids);
 	free(rows);
+	for (size_t i = 0; i < a->n; i++)
+		free(a->details[i]);
+	free(a->details);
 	free(a->ids);
 	free(a->what);
 	free(a);

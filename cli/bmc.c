@@ -82,6 +82,7 @@ static int bmc_start(void *ud, const struct gf_fanout *f)
 	if (!run->audit)
 		return 0;
 	h->audit = cli_audit_open(h->r.cli, run->audit, run->nodes, run->n);
+	cli_audit_details(h->audit, run->audit_detail);
 	rc = cli_audit_intent(h->audit, NULL, 0);
 	if (rc) {
 		cli_audit_close(h->audit, NULL);
@@ -220,6 +221,7 @@ int cli_bmc_rollout_fan(void *ud, const struct gf_rollout_fanout *f)
 		.op = f->op,
 		.ctx = f->ctx,
 		.audit = f->audit,
+		.audit_detail = f->audit_detail,
 		.opts = &opts,
 		.timeout = f->timeout,
 		.batch = f->batch,

@@ -17,6 +17,7 @@ struct cli_bmc_run {
 	const char *audit;                 /* destructive: "VERB SUB" audited (cli/audit.c): the
 					     * intents committed before anything is sent (else
 					     * nothing is), each node completed as it finishes */
+	const char *const *audit_detail;   /* NULL, or per node: what its audit row names */
 	const struct gf_bmc_opts *opts;    /* the verb's knobs for the backend (sel --log, ...),
 					     * NULL: none */
 	unsigned batch;                    /* staggering, see gf_exec_opts */

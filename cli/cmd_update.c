@@ -147,6 +147,7 @@ static int execute(struct gf_cli *cli, const struct gf_rollout_run *run, const s
 {
 	struct gf_err err = {0};
 	bool store_failed;
+	size_t done = 0;
 	int rc, prc;
 
 	rc = gf_rollout_execute(run, r, resume, &store_failed, &err);
@@ -155,6 +156,11 @@ static int execute(struct gf_cli *cli, const struct gf_rollout_run *run, const s
 	if (!rc && store_failed)
 		rc = GF_EXIT_FAILED;
 	prc = gf_rollout_finish(run->db, r->id, &err) < 0 ? cli_fail(&err) : 0;
+	if (!rc)
+		rc = prc;
+	/* What a killed run left pending in the audit, from what resume found. */
+	if (resume && gf_rollout_audit_reconcile(run->db, r->id, "update resume", &done, &err) < 0)
+		prc = cli_fail(&err);
 	if (!rc)
 		rc = prc;
 	prc = upd_print_rollout(cli, run->db, r->id, true);

@@ -256,6 +256,11 @@ int cli_dry_run(struct gf_cli *cli, const char *action, const struct gf_node *no
 struct cli_audit;
 struct cli_audit *cli_audit_open(struct gf_cli *cli, const char *what, const struct gf_node *nodes,
 				 size_t n);
+/*
+ * Before the intents: what each node's row names (@details[i], NULL: nothing;
+ * "rollout 3: bmc 7.1"), copied; a node's result keeps it, an error after it.
+ */
+void cli_audit_details(struct cli_audit *a, const char *const *details);
 int cli_audit_intent(struct cli_audit *a, const size_t *idx, size_t k);
 void cli_audit_done(struct cli_audit *a, size_t i, const struct gf_result *slot);
 int cli_audit_close(struct cli_audit *a, const struct gf_result *slots);

@@ -1006,6 +1006,27 @@ size_t gf_rollout_left(const struct gf_rollout *r)
 	return left;
 }
 
+/*
+ * What a node's audit row names: the rollout, and each component it is to
+ * update with the version ("rollout 3: bmc 7.1, bios 2.0"). Caller frees.
+ */
+static char *audit_detail(long id, const struct gf_rollout_node *rn)
+{
+	struct gf_buf b = GF_BUF_INIT;
+	const char *sep = ": ";
+
+	gf_buf_addf(&b, "rollout %ld", id);
+	for (size_t i = 0; i < rn->nitems; i++) {
+		const struct gf_rollout_item *it = &rn->items[i];
+
+		if (it->state == GF_RS_SKIPPED || it->state == GF_RS_DONE)
+			continue;
+		gf_buf_addf(&b, "%s%s %s", sep, it->component, it->to ? it->to : "?");
+		sep = ", ";
+	}
+	return gf_buf_detach(&b);
+}
+
 /* One batch: its nodes marked running, then one fan-out. */
 static int run_batch(struct exec *x, const size_t *idx, size_t k, unsigned b, unsigned nb,
 		     struct gf_err *err)
@@ -1013,6 +1034,7 @@ static int run_batch(struct exec *x, const size_t *idx, size_t k, unsigned b, un
 	const struct gf_rollout_run *run = x->run;
 	const struct gf_rollout_hooks *h = &run->hooks;
 	struct gf_node *sub;
+	char **details;
 	struct gf_rollout_fanout f;
 	int rc;
 
@@ -1020,8 +1042,11 @@ static int run_batch(struct exec *x, const size_t *idx, size_t k, unsigned b, un
 	if (rc < 0)
 		return rc;
 	sub = gf_xcalloc(k, sizeof(*sub));
-	for (size_t j = 0; j < k; j++)
+	details = gf_xcalloc(k, sizeof(*details));
+	for (size_t j = 0; j < k; j++) {
 		sub[j] = run->nodes[idx[j]]; /* shallow: run->nodes owns the strings */
+		details[j] = audit_detail(x->id, &x->r->nodes[idx[j]]);
+	}
 	x->ctx.nodes = sub;
 	x->ctx.idx = idx;
 	x->ctx.out = gf_xcalloc(k, sizeof(*x->ctx.out));
@@ -1044,6 +1069,7 @@ static int run_batch(struct exec *x, const size_t *idx, size_t k, unsigned b, un
 		.op = run_op,
 		.ctx = &x->ctx,
 		.audit = x->ctx.resume ? "update resume" : "update run",
+		.audit_detail = (const char *const *)details,
 		.timeout = run->o->update_timeout + 60,
 		/* Uploads spaced: a batch does not push every image in the same second. */
 		.batch = 1,
@@ -1063,6 +1089,9 @@ static int run_batch(struct exec *x, const size_t *idx, size_t k, unsigned b, un
 	free(x->ctx.reported);
 	free(x->ctx.held);
 	free(x->ctx.counted);
+	for (size_t j = 0; j < k; j++)
+		free(details[j]);
+	free(details);
 	free(sub);
 	x->ctx.out = NULL;
 	x->ctx.reported = NULL;

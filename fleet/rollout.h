@@ -35,9 +35,11 @@ struct gf_rollout_fanout {
 	gf_fanout_op op;   /* the frame's short op, on node i's open session */
 	const void *ctx;   /* @op's, read-only */
 	const char *audit; /* NULL: read-only; else the audited action ("update run") */
-	double timeout;    /* > 0: a node's deadline instead of the caller's */
-	unsigned batch;    /* staggering (gf_exec_opts): nodes started @batch at a */
-	double interval;   /* time, @interval s apart; then no fleet ping */
+	/* NULL, or per node: what its audit row names ("rollout 3: bmc 7.1, bios 2.0") */
+	const char *const *audit_detail;
+	double timeout;  /* > 0: a node's deadline instead of the caller's */
+	unsigned batch;  /* staggering (gf_exec_opts): nodes started @batch at a */
+	double interval; /* time, @interval s apart; then no fleet ping */
 	/* NULL, or true for a node whose BMC may be restarting: its session opened again */
 	bool (*may_be_restarting)(const void *ctx, const struct gf_node *n);
 	/* On the calling thread as each node finishes (its slot: ok, err, attempts). */

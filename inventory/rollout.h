@@ -151,6 +151,17 @@ int gf_rollout_set_state(struct gf_db *db, long id, enum gf_rollout_state state,
 int gf_rollout_load(struct gf_db *db, long id, struct gf_rollout *ret, struct gf_err *err);
 
 /*
+ * rollout_audit.c: complete the audit rows of rollout @id's runs left
+ * pending (a kill -9 before their result; their intents name the rollout)
+ * from each node's state as stored once @by ("update resume") asked its
+ * BMC: "ok" for a node done, else its error kind, the state found in the
+ * detail. Nodes still running or not started keep theirs. *ret_n: rows
+ * completed. Main thread.
+ */
+int gf_rollout_audit_reconcile(struct gf_db *db, long id, const char *by, size_t *ret_n,
+			       struct gf_err *err);
+
+/*
  * The documents of a rollout, as `update` prints them: an item of a plan
  * {"component","from","to","action","activation","host_reboot"[,"sha256"]}, and a
  * stored node of rollout @id {"node","ok","rollout","batch","state",

@@ -473,3 +473,54 @@ def test_resume_activates_only_what_was_recorded_staged(rf, lab):
     assert pushed(lab, 1, version) == [digest]
     assert len(system_resets(lab, 1)) == 1
     assert manager_resets(lab, 1) == []
+
+
+# ---- point 7: the audit of update ----------------------------------------------------
+
+def audit_rows(rf, node):
+    return rf.sql("SELECT verb, result, detail, finished FROM audit WHERE node = '%s' "
+                  "AND verb LIKE 'update %%' ORDER BY id" % node)
+
+
+def test_update_audit_rows_name_the_rollout_component_and_version(rf, lab):
+    """Each node's audit row of update run names the rollout, what it
+    updates and to which version; a failure keeps that with its error."""
+    lab.override(2, update_result="exception")
+    cat, version, digest = catalog(rf)
+    r, data = upd(rf, "run", "--yes", "--canary", "0", "--max-failures", "1",
+                  "--catalog", cat, "u1,u2")
+    assert r.returncode == 1, r.stderr
+    assert data["u1"]["state"] == "done" and data["u2"]["state"] == "failed"
+    rid = rf.sql("SELECT id FROM rollouts")[0]["id"]
+    (ok,) = audit_rows(rf, "u1")
+    assert ok["verb"] == "update run" and ok["result"] == "ok", ok
+    assert ok["detail"] == "rollout %d: bmc %s" % (rid, version), ok
+    (bad,) = audit_rows(rf, "u2")
+    assert bad["result"] == "refused", bad
+    assert bad["detail"].startswith("rollout %d: bmc %s: " % (rid, version)), bad
+    assert "Firmware apply failed" in bad["detail"], bad
+    assert pushed(lab, 1) == [digest] and pushed(lab, 2) == [digest]
+
+
+def test_pending_audit_rows_of_a_killed_run_are_reconciled_by_resume(rf, lab):
+    """kill -9 leaves u1's audit intent pending; resume finds out from the
+    BMC what happened (the image staged, activated, read back) and completes
+    that row with it, beside its own row."""
+    lab.override(1, update_flash=2.0)
+    cat, version, digest = catalog(rf)
+    killed(rf, "a push to u1", lambda: pushed(lab, 1, version), "run", "--yes",
+           "--catalog", cat, "u1")
+    (row,) = audit_rows(rf, "u1")
+    assert row["result"] == "pending" and row["finished"] is None, row
+    r, data = upd(rf, "resume", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert data["u1"]["state"] == "done"
+    assert pushed(lab, 1, version) == [digest]
+    run_row, resume_row = audit_rows(rf, "u1")
+    assert resume_row["verb"] == "update resume" and resume_row["result"] == "ok"
+    assert run_row["verb"] == "update run" and run_row["finished"] is not None, run_row
+    assert run_row["result"] == "ok", run_row
+    assert run_row["detail"].startswith("rollout 1: bmc %s: " % version), run_row
+    assert "update resume" in run_row["detail"] and "done" in run_row["detail"], run_row
+    r = rf.run("inventory", "audit", "--pending")
+    assert r.returncode == 0 and "u1" not in r.stdout, r.stdout
