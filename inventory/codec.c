@@ -215,6 +215,7 @@ static int comps_from_json(struct gf_sweep *sw, struct gf_sweep_node *n, json_t 
 		ic->raw_id = gf_sweep_str(sw, id);
 		ic->name = gf_sweep_str(sw, name);
 		ic->kind = gf_sweep_str(sw, kind);
+		gf_norm_comp_show(sw, ic);
 	}
 	gf_inv_set_finish(sw, n->set);
 	return 0;

@@ -416,7 +416,6 @@ static void majority_key(struct class_ctx *c, size_t col)
 {
 	const struct gf_sweep *cur = c->cur;
 	const struct gf_inv_comp *any = c->any[col];
-	const char *key = c->keys[col];
 	size_t nvals = 0, ntally = 0;
 	enum part part;
 	bool tie;
@@ -483,7 +482,7 @@ static void majority_key(struct class_ctx *c, size_t col)
 		if (!tie && v == expected)
 			continue;
 		it = add_item(dn);
-		it->component = key;
+		it->component = gf_norm_comp_shown(comp ? comp : any);
 		it->expected = tie ? NULL : shown(expected);
 		it->actual = comp ? comp->version : NULL;
 		it->source = comp ? comp->source : any->source;
@@ -631,7 +630,7 @@ static void drift_baseline(const struct gf_sweep *cur, const struct gf_drift_opt
 					      rule->nversions))
 				continue;
 			it = add_item(dn);
-			it->component = c->key;
+			it->component = gf_norm_comp_shown(c);
 			it->expected = rule->display;
 			it->actual = c->version;
 			it->source = c->source;
@@ -688,7 +687,8 @@ static void since_change(void *ud, const char *key, const struct gf_inv_comp *a,
 {
 	struct gf_drift_item *it = add_item(ud);
 
-	it->component = key;
+	(void)key;
+	it->component = gf_norm_comp_shown(b ? b : a);
 	it->expected = a ? a->version : NULL;
 	it->actual = b ? b->version : NULL;
 	it->source = b ? b->source : a->source;

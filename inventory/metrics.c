@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "inventory/events.h"
+#include "inventory/normalize.h"
 #include "inventory/store.h"
 #include "lib/backend.h"
 #include "lib/output.h"
@@ -108,7 +109,7 @@ static void components(const struct gf_sweep *sw, struct gf_buf *out)
 
 		for (size_t k = 0; k < s->n; k++) {
 			sample(out, "gpufleet_component_info", &sw->nodes[i]);
-			label(out, "component", s->v[k].key);
+			label(out, "component", gf_norm_comp_shown(&s->v[k]));
 			label(out, "version", s->v[k].version);
 			label(out, "source", s->v[k].source);
 			value(out, 1);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "lib/buf.h"
 #include "lib/compkey.h"
@@ -66,6 +67,7 @@ static void add(struct gf_sweep *sw, struct gf_inv_set *set, const char *key, co
 	c->raw_id = gf_sweep_text(sw, id);
 	c->name = gf_sweep_text(sw, name);
 	c->kind = gf_sweep_text(sw, kind);
+	gf_norm_comp_show(sw, c);
 }
 
 void gf_norm_host_components(struct gf_sweep *sw, const struct gf_hostfacts *f,
@@ -230,6 +232,27 @@ const char *gf_norm_model(const struct gf_hardware *hw)
 bool gf_norm_comp_is_setting(const struct gf_inv_comp *c)
 {
 	return c->kind && strcmp(c->kind, "setting") == 0 && strncmp(c->key, "bios.", 5) == 0;
+}
+
+void gf_norm_comp_show(struct gf_sweep *sw, struct gf_inv_comp *c)
+{
+	char *key;
+
+	if (!gf_norm_comp_is_setting(c) || !c->raw_id)
+		return;
+	/* Only a name that keys back to it, case aside: one with odd bytes keeps its key. */
+	key = gf_bios_component_key(c->raw_id);
+	if (strcmp(key, c->key) == 0 && strcasecmp(key + 5, c->raw_id) == 0 &&
+	    strcmp(key + 5, c->raw_id) != 0) {
+		memcpy(key + 5, c->raw_id, strlen(c->raw_id));
+		c->shown = gf_sweep_str(sw, key);
+	}
+	free(key);
+}
+
+const char *gf_norm_comp_shown(const struct gf_inv_comp *c)
+{
+	return c->shown ? c->shown : c->key;
 }
 
 void gf_norm_bios_components(struct gf_sweep *sw, const struct gf_bios *b, const char *source,

@@ -58,6 +58,16 @@ void gf_norm_bios_components(struct gf_sweep *sw, const struct gf_bios *b, const
  */
 bool gf_norm_comp_is_setting(const struct gf_inv_comp *c);
 
+/*
+ * A BIOS setting's key as shown (drift, report, metrics): in the case its BMC
+ * gives the name ("bios.DCUIPPrefetcherEnable", which `bios set` takes), set
+ * in @c->shown (pooled in @sw) once its fields are; keys stay lower case, and
+ * matching them ignores case.
+ */
+void gf_norm_comp_show(struct gf_sweep *sw, struct gf_inv_comp *c);
+/* @c's key as shown: c->shown, else its key. */
+const char *gf_norm_comp_shown(const struct gf_inv_comp *c);
+
 /* The hardware model used to group nodes: the system model, else the FRU product name. */
 const char *gf_norm_model(const struct gf_hardware *hw);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "inventory/normalize.h"
 #include "lib/nodeset.h"
 
 /* ---- folding: equal signatures, in the order of their first node ------------ */
@@ -158,6 +159,7 @@ static void heat_rows(struct gf_report *r)
 struct held {
 	const char *key, *version; /* pooled in the sweep: equal strings are one pointer */
 	const char *source;
+	const char *shown; /* the key as shown (a BIOS setting in its BMC's case) */
 	size_t idx;
 };
 
@@ -204,7 +206,8 @@ static void versions(struct gf_report *r)
 		const struct gf_inv_set *s = sw->nodes[i].set;
 
 		for (size_t k = 0; k < s->n; k++)
-			v[n++] = (struct held){s->v[k].key, s->v[k].version, s->v[k].source, i};
+			v[n++] = (struct held){s->v[k].key, s->v[k].version, s->v[k].source,
+					       gf_norm_comp_shown(&s->v[k]), i};
 	}
 	qsort(v, n, sizeof(*v), held_cmp);
 	r->comps = gf_xcalloc(n ? n : 1, sizeof(*r->comps));
@@ -214,7 +217,7 @@ static void versions(struct gf_report *r)
 
 		for (b = a + 1; b < n && strcmp(v[b].key, v[a].key) == 0; b++)
 			;
-		c->key = v[a].key;
+		c->key = v[a].shown;
 		c->source = v[a].source;
 		c->drifted = col_of(r, c->key) < r->ncols;
 		for (size_t k = a; k < b; k++)

@@ -1,5 +1,6 @@
 /* A sweep in memory: string pool, component sets (its JSON is in inventory/codec.c). */
 #include "inventory/sweep.h"
+#include "inventory/normalize.h"
 #include "lib/util.h"
 
 #include <errno.h>
@@ -653,6 +654,7 @@ int gf_inv_set_from_body(struct gf_sweep *sw, const char *body, size_t len, stru
 			c->raw_id = f[3] ? gf_sweep_strn(sw, f[3], flen[3]) : NULL;
 			c->name = f[4] ? gf_sweep_strn(sw, f[4], flen[4]) : NULL;
 			c->kind = f[5] ? gf_sweep_strn(sw, f[5], flen[5]) : NULL;
+			gf_norm_comp_show(sw, c);
 			pool->comps[at].rec = pool_copy(pool, rec, rlen);
 			pool->comps[at].len = rlen;
 			pool->comps[at].hash = hash;

@@ -58,6 +58,8 @@ struct gf_inv_comp {
 	const char *raw_id;  /* the id it had where it was read (Redfish member id ...) */
 	const char *name;
 	const char *kind; /* bmc, bios, gpu, nic, psu, cpld, driver, cuda, os ... */
+	/* The key as shown, NULL: @key; a BIOS setting's in its BMC's case (normalize.h) */
+	const char *shown;
 };
 
 /* A node's components, sorted by key, keys unique (after gf_inv_set_finish()). */

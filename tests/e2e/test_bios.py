@@ -289,7 +289,21 @@ def test_sweep_drift_finds_one_planted_setting_and_baseline_fixes_it(rf, lab, tm
     r, data = rf.json("drift", "--component", "bios.*")
     assert r.returncode == 0, r.stderr
     found = [(o["node"], d["component"]) for o in data for d in o.get("drift", [])]
-    assert found == [("b12", "bios." + planted.lower())], data
+    # shown in the BMC's case, as `bios set` takes it
+    assert found == [("b12", "bios." + planted)], data
+    r, data = rf.json("drift", "--component", "bios." + planted.upper())   # matched without case
+    assert [(o["node"], d["component"]) for o in data for d in o.get("drift", [])] == found
+    r = rf.run("metrics", nodes)
+    assert r.returncode == 0, r.stderr
+    drifted = [ln for ln in r.stdout.splitlines() if ln.startswith("gpufleet_drift_info{")]
+    assert len(drifted) == 1 and 'component="bios.%s"' % planted in drifted[0], drifted
+    assert 'node="b11",component="bios.%s"' % planted in r.stdout
+    assert "bios." + planted.lower() not in r.stdout
+    html = tmp_path / "report.html"
+    r = rf.run("report", "--html", str(html), nodes)
+    assert r.returncode == 0, r.stderr
+    page = html.read_text()
+    assert "bios." + planted in page and "bios." + planted.lower() not in page
     # the fix: a baseline from a good node, applied where nodes differ
     r = rf.run("inventory", "export", "--baseline", "b11")
     assert r.returncode == 0, r.stderr
@@ -405,15 +419,17 @@ def test_ignore_lists_per_node_settings_and_the_fix_holds(rf, lab, tmp_path):
         return sorted((o["node"], d["component"]) for o in data for d in o.get("drift", []))
 
     iscsi = "bios.iscsidev1con1targetname"
+    # drift shows the names in the BMC's case; --component and --ignore match without it
+    shown, iscsi_shown = "bios." + planted, "bios.IscsiDev1Con1TargetName"
     majority = found()
-    assert ("b14", "bios." + planted.lower()) in majority
-    assert {k for _, k in majority} == {"bios." + planted.lower(), iscsi}, majority
-    assert found("--ignore", "bios.iscsidev1con1*") == [("b14", "bios." + planted.lower())]
+    assert ("b14", shown) in majority
+    assert {k for _, k in majority} == {shown, iscsi_shown}, majority
+    assert found("--ignore", "bios.iscsidev1con1*") == [("b14", shown)]
     # names as `bios show` prints them (the BMC's case) match as the lists do: without case
-    assert found("--ignore", "bios.IscsiDev1Con1*") == [("b14", "bios." + planted.lower())]
+    assert found("--ignore", "bios.IscsiDev1Con1*") == [("b14", shown)]
     r, data = rf.json("drift", "--component", "bios.IscsiDev1Con1TargetName")
     assert sorted((o["node"], d["component"]) for o in data for d in o.get("drift", [])) == [
-        k for k in majority if k[1] == iscsi], data
+        k for k in majority if k[1] == iscsi_shown], data
     # a baseline from b11, with and without its own ignore list
     r = rf.run("inventory", "export", "--baseline", "b11")
     assert r.returncode == 0, r.stderr
@@ -422,11 +438,11 @@ def test_ignore_lists_per_node_settings_and_the_fix_holds(rf, lab, tmp_path):
     plain = tmp_path / "plain.json"
     plain.write_text(json.dumps(doc))
     assert found("--baseline", str(plain)) == sorted(
-        [("b12", iscsi), ("b13", iscsi), ("b14", iscsi), ("b14", "bios." + planted.lower())])
+        [("b12", iscsi_shown), ("b13", iscsi_shown), ("b14", iscsi_shown), ("b14", shown)])
     doc["ignore"] = ["bios.IscsiDev1Con1TargetName"]
     golden = tmp_path / "golden.json"
     golden.write_text(json.dumps(doc))
-    assert found("--baseline", str(golden)) == [("b14", "bios." + planted.lower())]
+    assert found("--baseline", str(golden)) == [("b14", shown)]
     # the fix sends the planted setting only: not the per-node names the baseline ignores
     got = objs(rf, "bios", "set", "--from-baseline", str(golden), "--yes", nodes)
     assert all(o["ok"] for o in got.values()), got
