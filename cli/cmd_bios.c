@@ -268,8 +268,9 @@ static json_t *masked(const json_t *values, const json_t *secrets)
  * (lower case, as the inventory keys it) the baseline has a rule for, and
  * whose value (as the inventory writes it) is not among the accepted ones,
  * the first accepted value. Read-only attributes, those the inventory
- * ignores by default on the node's dialect (serial-like, per node) and those
- * the baseline's "ignore" names are left alone.
+ * ignores by default on the node's dialect (serial-like, per node), those
+ * the baseline's "ignore" names and passwords (registry type Password) are
+ * left alone.
  */
 static int values_from_baseline(const struct gf_bios *b, const struct gf_node *n,
 				const struct gf_baseline *bl, const char *model, bool immediate,
@@ -285,8 +286,12 @@ static int values_from_baseline(const struct gf_bios *b, const struct gf_node *n
 		json_t *entry = b->entries ? json_object_get(b->entries, name) : NULL;
 		bool same = false;
 
+		/*
+		 * A password never drifts (a BMC never shows one back), and a
+		 * baseline file is no place for one: never sent from it.
+		 */
 		if (gf_bios_ignored(b->dialect, NULL, key) || gf_baseline_ignores(bl, key) ||
-		    json_is_true(json_object_get(entry, "read_only")) ||
+		    json_is_true(json_object_get(entry, "read_only")) || is_password(b, name) ||
 		    !gf_baseline_expect(bl, model, key, &versions, &nv) || nv == 0) {
 			free(key);
 			continue;

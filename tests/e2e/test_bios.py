@@ -544,6 +544,32 @@ def test_password_attribute_from_a_file_or_stdin_never_shown(rf, lab, tmp_path):
         lab.override(i, bios_registry=False)
 
 
+def test_from_baseline_audits_the_values_sent_but_never_a_password(rf, lab, tmp_path):
+    """bios set --from-baseline audits each value it sends; a Password-type
+    attribute in the baseline (a BMC never shows one back, so it never
+    drifts) is not sent from it, nor printed, audited or stored."""
+    i = 7  # DGX, with its registry served
+    lab.override(i, bios_registry=True)
+    secret = "S3cret-" + os.urandom(4).hex()
+    try:
+        want = "Disable" if lab.state(i)["bios"]["attributes"]["ARIEnable"] == "Enable" \
+            else "Enable"
+        base = tmp_path / "golden.json"
+        base.write_text(json.dumps({"components": {"bios.addbmcuserpassword": secret,
+                                                   "bios.arienable": want}}))
+        r = rf.run("--format", "json", "bios", "set", "--from-baseline", str(base), "--yes",
+                   "b7", *rf.ca)
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert secret not in r.stdout + r.stderr
+        (sent,) = [e["body"]["Attributes"] for e in patches(lab, i)]
+        assert sent == {"ARIEnable": want}, sent
+        rows = rf.sql("SELECT verb, result, detail FROM audit WHERE node = 'b7'")
+        assert [json.loads(x["detail"]) for x in rows] == [{"ARIEnable": want}], rows
+        assert secret not in db_text(rf)
+    finally:
+        lab.override(i, bios_registry=False)
+
+
 def test_a_value_nested_2000_deep_costs_its_node_only(rf, lab):
     """The BMC holds an attribute as an array nested 2,000 deep: bios set
     reads it back without crashing, the node fails alone, the other node's
