@@ -315,6 +315,32 @@ def test_key_with_passphrase_from_environment(hg, lab):
     assert data[0]["error"]["kind"] == "auth" and "passphrase" in data[0]["error"]["message"], data
 
 
+def test_passphrase_env_is_gone_once_read(hg, lab):
+    """ssh_key_passphrase_env (issue 18, point 7): once gpu01's profile read
+    the variable it is gone from the environment, as GPUFLEET_BMC_PASSWORD
+    is: the passphrase command of the next profile (a child of gpufleet)
+    sees neither, and both nodes log in with their keys."""
+    with open(os.path.join(hg.workdir, "passphrase"), "w") as f:
+        f.write(lab.passphrase + "\n")
+    os.chmod(os.path.join(hg.workdir, "passphrase"), 0o600)
+    base = creds_text(lab, hg.known_hosts).replace(lab.key, lab.pass_key)
+    hg.write_creds(base + "ssh_key_passphrase_env = LAB_KEY_PASSPHRASE\n"
+                   f"[other]\nssh_user = {lab.user}\nssh_key = {lab.pass_key}\n"
+                   f"ssh_known_hosts = {hg.known_hosts}\n"
+                   f"ssh_key_passphrase_command = cd {hg.workdir} && env > seen && cat passphrase\n")
+    r = hg.run("nodes", "add", "zz01", "--ssh", lab.spec(2), "--profile", "other")
+    assert r.returncode == 0, r.stderr
+    bmc_pw = "bmc-" + os.urandom(4).hex()
+    r, data = hg.json("host", "gpu01,zz01", "--timeout", SLOW,
+                      env={"LAB_KEY_PASSPHRASE": lab.passphrase, "GPUFLEET_BMC_PASSWORD": bmc_pw})
+    assert r.returncode == 0 and all(o["ok"] for o in data), data
+    with open(os.path.join(hg.workdir, "seen")) as f:
+        seen = f.read()
+    assert "HOME=" in seen                            # the command's environment, dumped
+    assert "LAB_KEY_PASSPHRASE" not in seen and lab.passphrase not in seen
+    assert "GPUFLEET_BMC_PASSWORD" not in seen and bmc_pw not in seen
+
+
 def test_key_with_passphrase_from_command(hg, lab):
     secret = os.path.join(hg.workdir, "passphrase")
     with open(secret, "w") as f:
