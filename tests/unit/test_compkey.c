@@ -236,6 +236,22 @@ static void versions_match_by_leading_token(void **state)
 	assert_false(gf_version_matches("23.11.24 (build 7)", "23.11.24", true));
 }
 
+/* The staging slot of a component: its key and .staging, .pending or .available, nothing else. */
+static void staged_slot_of_a_key(void **state)
+{
+	(void)state;
+	assert_true(gf_compkey_is_staged_of("bmc.staging", "bmc"));
+	assert_true(gf_compkey_is_staged_of("bmc.pending", "bmc"));
+	assert_true(gf_compkey_is_staged_of("bios.available", "bios"));
+	assert_false(gf_compkey_is_staged_of("bmc.backup", "bmc"));
+	assert_false(gf_compkey_is_staged_of("bmc", "bmc"));
+	assert_false(gf_compkey_is_staged_of("bmc.staging", "bios"));
+	assert_false(gf_compkey_is_staged_of("bmcx.staging", "bmc"));
+	assert_false(gf_compkey_is_staged_of("bmc.staging.x", "bmc"));
+	assert_false(gf_compkey_is_staged_of(NULL, "bmc"));
+	assert_false(gf_compkey_is_staged_of("bmc.staging", NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +263,7 @@ int main(void)
 		cmocka_unit_test(big_numbers_agree),
 		cmocka_unit_test(bios_ignore_per_dialect),
 		cmocka_unit_test(versions_match_by_leading_token),
+		cmocka_unit_test(staged_slot_of_a_key),
 	};
 
 	stub_backends_register();
