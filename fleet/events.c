@@ -130,6 +130,13 @@ const struct gf_event_source gf_event_source_sel = {
 	.poll = sel_poll,
 };
 
+/*
+ * Sessions are kept from one round to the next below this interval: a BMC
+ * drops an idle session after about a minute (IPMI's default), and a call
+ * on a dropped one waits for its timeout before the session is reopened.
+ */
+#define KEEP_MAX_INTERVAL_S 30.0
+
 /* How long a pushed batch waits for the loop, at most, between two rounds. */
 #define PUSHED_WAIT_S 0.1
 
@@ -336,6 +343,7 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 	bool *pushed_only = gf_xcalloc(f->n ? f->n : 1, sizeof(*pushed_only));
 	struct gf_node *pn = NULL;
 	size_t *map = NULL, npolled = 0;
+	struct gf_fanout_keep keep = {0};
 	bool pusher = false;
 	int rc = 0, src;
 
@@ -363,6 +371,9 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 		pn[npolled] = f->nodes[i];
 		map[npolled++] = i;
 	}
+	/* One session per BMC for the whole follow, opened again only after an error. */
+	if (f->interval <= KEEP_MAX_INTERVAL_S)
+		gf_fanout_keep_init(&keep, npolled);
 	while (rc == 0 && !stopping(f)) {
 		double round_start = gf_monotime(), next;
 
@@ -380,6 +391,7 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 				.ctx = &r,
 				.on_done = round_done,
 				.done_ud = &r,
+				.keep = keep.sess ? &keep : NULL,
 			};
 			int code = f->fan.run(f->fan.ud, &fo);
 
@@ -408,6 +420,7 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 			rc = drain_pushed(f, st, false, err);
 		}
 	}
+	gf_fanout_keep_release(&keep);
 	if (pusher) {
 		struct gf_err perr = {0};
 

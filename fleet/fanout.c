@@ -148,7 +148,9 @@ static void bmc_task(const struct gf_fanout *f, size_t i, double deadline, struc
 			   "interrupted before node '%s' was started", n->name);
 		goto fail;
 	}
-	be = gf_bmc_choose(&f->bmc, i, deadline, &err);
+	/* A kept session's backend was chosen before: auto is not probed again. */
+	be = f->keep && f->keep->sess[i] ? f->keep->be[i]
+					 : gf_bmc_choose(&f->bmc, i, deadline, &err);
 	if (!be)
 		goto fail;
 	if (!n->protocol)
@@ -157,6 +159,17 @@ static void bmc_task(const struct gf_fanout *f, size_t i, double deadline, struc
 		stream(f, be, i, deadline, slot);
 		return;
 	}
+	if (f->keep && f->keep->sess[i] && f->keep->be[i] == be) {
+		/* Last run's session: one more try on a fresh one if it went stale. */
+		sess = f->keep->sess[i];
+		f->keep->sess[i] = NULL;
+		be->rearm(sess, deadline);
+		if (f->op(be, sess, n, f->ctx, slot, &err) == 0)
+			goto ok;
+		be->close(sess);
+		sess = NULL;
+		gf_err_clear(&err);
+	}
 	while (gf_bmc_open(&f->bmc, i, be, deadline, &sess, &err) < 0) {
 		if (!restarting(f, n, deadline, &err))
 			goto fail;
@@ -164,7 +177,13 @@ static void bmc_task(const struct gf_fanout *f, size_t i, double deadline, struc
 	}
 	if (f->op(be, sess, n, f->ctx, slot, &err) < 0)
 		goto fail;
-	be->close(sess);
+ok:
+	if (f->keep && be->rearm) {
+		f->keep->sess[i] = sess;
+		f->keep->be[i] = be;
+	} else {
+		be->close(sess);
+	}
 	slot->ok = true;
 	return;
 fail:
@@ -190,6 +209,8 @@ static bool no_ping(const void *ud, size_t i)
 {
 	const struct gf_fanout *f = ud;
 
+	if (f->keep && f->keep->sess[i])
+		return true; /* its session is open: the op tells whether the BMC answers */
 	return f->may_be_restarting && f->may_be_restarting(f->ctx, &f->nodes[i]);
 }
 
@@ -344,6 +365,23 @@ int gf_fanout_run(struct gf_fanout *f, struct gf_err *err)
 		return rc;
 	pins_store(f);
 	return 0;
+}
+
+void gf_fanout_keep_init(struct gf_fanout_keep *k, size_t n)
+{
+	k->n = n;
+	k->be = gf_xcalloc(n ? n : 1, sizeof(*k->be));
+	k->sess = gf_xcalloc(n ? n : 1, sizeof(*k->sess));
+}
+
+void gf_fanout_keep_release(struct gf_fanout_keep *k)
+{
+	for (size_t i = 0; k->sess && i < k->n; i++)
+		if (k->sess[i])
+			k->be[i]->close(k->sess[i]);
+	free(k->be);
+	free(k->sess);
+	memset(k, 0, sizeof(*k));
 }
 
 void gf_fanout_release(struct gf_fanout *f)

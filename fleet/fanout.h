@@ -146,6 +146,14 @@ struct gf_fanout {
 	/* NULL: each node's backend, chosen by fleet/bmc.c; else this one for all (tests: stubs). */
 	const struct gf_backend *backend;
 	/*
+	 * NULL, or the sessions kept open from one run to the next over the
+	 * same nodes (ONCE mode; events follow's rounds, see struct
+	 * gf_fanout_keep): a node with a kept session is not pinged and its
+	 * op runs on it; an op that fails on a kept session is run once more
+	 * on a fresh one (read-only ops only).
+	 */
+	struct gf_fanout_keep *keep;
+	/*
 	 * The caller's hooks, each NULL for none, all called on the calling
 	 * thread with @ud. A hook's non-zero return is a code of the caller's
 	 * own (cli: an exit code, already printed), > 0.
@@ -188,6 +196,22 @@ struct gf_fanout {
 	struct gf_bmc_run bmc;
 	struct gf_bmc_gate *gate;
 };
+
+/*
+ * Sessions kept across runs of the same nodes, one slot per node: what
+ * the node's worker left open (and its backend), reused by the next run's
+ * worker of that node. Only a node's worker touches its slot during a run,
+ * the calling thread between runs.
+ */
+struct gf_fanout_keep {
+	size_t n;
+	const struct gf_backend **be; /* per node, NULL: no session kept */
+	void **sess;                  /* per node, open, closed by release */
+};
+
+void gf_fanout_keep_init(struct gf_fanout_keep *k, size_t n);
+/* Close every kept session; @k may be initialised again. */
+void gf_fanout_keep_release(struct gf_fanout_keep *k);
 
 /*
  * Run @f (see the top of this file). Returns 0 when the run happened (the
