@@ -289,31 +289,51 @@ static int pins_load(struct gf_fanout *f, struct gf_err *err)
 			    &f->pins, err);
 }
 
+int gf_fanout_pins_store(struct gf_db *db, const struct gf_node *nodes, struct gf_pins *p,
+			 struct gf_fanout_pinned **ret, size_t *ret_n, struct gf_err *err)
+{
+	struct gf_fanout_pinned *v;
+	size_t k = 0;
+	int rc;
+
+	*ret = NULL;
+	*ret_n = 0;
+	for (size_t i = 0; i < p->n; i++)
+		k += gf_pins_first_use(p, i);
+	if (!k)
+		return 0;
+	rc = gf_pins_store_first_use(db, nodes, p, err);
+	if (rc)
+		return rc;
+	v = gf_xcalloc(k, sizeof(*v));
+	k = 0;
+	for (size_t i = 0; i < p->n; i++)
+		if (gf_pins_first_use(p, i))
+			v[k++] = (struct gf_fanout_pinned){
+				.i = i,
+				.seen = p->seen[i],
+				.other = p->other ? p->other[i] : NULL,
+			};
+	*ret = v;
+	*ret_n = k;
+	return 0;
+}
+
 /* After the run: the certificates seen on first use stored, into f->pinned. */
 static void pins_store(struct gf_fanout *f)
 {
-	struct gf_pins *p = &f->pins;
 	struct gf_db *db = NULL;
 	size_t k = 0;
 
-	for (size_t i = 0; i < p->n; i++)
-		k += gf_pins_first_use(p, i);
+	for (size_t i = 0; i < f->pins.n; i++)
+		k += gf_pins_first_use(&f->pins, i);
 	if (!k || !f->hooks.db)
 		return;
 	f->pins_rc = f->hooks.db(f->hooks.ud, &db);
 	if (f->pins_rc)
 		return;
-	f->pins_rc = gf_pins_store_first_use(db, f->nodes, p, &f->pins_err);
-	if (f->pins_rc)
-		return;
-	f->pinned = gf_xcalloc(k, sizeof(*f->pinned));
-	for (size_t i = 0; i < p->n; i++)
-		if (gf_pins_first_use(p, i))
-			f->pinned[f->npinned++] = (struct gf_fanout_pinned){
-				.i = i,
-				.seen = p->seen[i],
-				.other = p->other ? p->other[i] : NULL,
-			};
+	f->pins_rc = gf_fanout_pins_store(db, f->nodes, &f->pins, &f->pinned, &f->npinned,
+					  &f->pins_err);
 }
 
 /* ---- the run ---------------------------------------------------------------------- */

@@ -223,6 +223,15 @@ void gf_fanout_keep_release(struct gf_fanout_keep *k);
  */
 int gf_fanout_run(struct gf_fanout *f, struct gf_err *err);
 
+/*
+ * Store the certificates @p's nodes showed on first use (gf_pins_first_use())
+ * in @db, in one transaction, and list them in *@ret (n in *@ret_n; free
+ * it; its strings live as long as @p). Returns 0 (nothing to store: *@ret
+ * NULL), or a negative GF_E_* with @err. Calling thread only.
+ */
+int gf_fanout_pins_store(struct gf_db *db, const struct gf_node *nodes, struct gf_pins *p,
+			 struct gf_fanout_pinned **ret, size_t *ret_n, struct gf_err *err);
+
 /* Free what gf_fanout_run() filled (the slots unless taken); @f may be run again after. */
 void gf_fanout_release(struct gf_fanout *f);
 

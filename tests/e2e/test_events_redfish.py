@@ -277,3 +277,72 @@ def test_a_hostile_stream_costs_its_node_only(reg, lab):
     assert rc == 1, err
     assert ev_state(lab, 3)["served"] == 1
     assert lab.sessions_open(3) == 0
+
+
+def test_an_auto_node_that_answers_redfish_is_followed_over_its_stream(reg, lab):
+    r = reg.run("nodes", "import", "-",
+                input=f"name,bmc,protocol,groups\nauto2,{lab.addr(2)}:{lab.port},auto,all\n")
+    assert r.returncode == 0, r.stderr
+    open_before = lab.sessions_open(2)  # a follow killed earlier may have left one
+    # An hour between polled rounds: only a stream delivers within the test.
+    p = Follow(reg, "--interval", "1h", "auto2")
+    try:
+        wait_until(lambda: cursor(reg, "auto2", "redfish-log"), "the log cursor of auto2")
+        wait_until(lambda: ev_state(lab, 2)["streams"] == 1, "the stream of auto2")
+        ids = inject(lab, 2, count=1)
+        got = p.events(1, timeout=20)
+    finally:
+        rc, rest, err = p.stop()
+    assert rc == 0, err
+    assert ids_of(got, "auto2") == ids and rest == [], (got, rest)
+    assert got[0]["source"] == "redfish-sse", got
+    assert_stored_once(reg, "auto2", ids)
+    st = ev_state(lab, 2)
+    assert st["served"] == 1 and st["refused"] == 0, st
+    assert lab.sessions_open(2) == open_before
+
+
+def pin_of(gf, node):
+    rows = gf.sql(f"SELECT fingerprint FROM tls_pins WHERE node = '{node}'")
+    return rows[0]["fingerprint"] if rows else None
+
+
+def test_follow_pins_on_first_use_as_every_verb_does(reg, lab):
+    # No CA: the certificate is trusted on first use (--tls-pin new) and pinned.
+    reg.write_creds(f"[default]\nbmc_user = admin\nbmc_password = {PASSWORD}\n")
+    assert pin_of(reg, "rf1") is None
+    p = Follow(reg, "--tls-pin", "new", "rf1")
+    try:
+        ready(reg, lab, 1)
+        ids = inject(lab, 1, count=1)
+        got = p.events(1)
+    finally:
+        rc, rest, err = p.stop()
+    assert rc == 0, err
+    assert ids_of(got, "rf1") == ids and got[0]["source"] == "redfish-sse", got
+    assert pin_of(reg, "rf1") == lab.fingerprint(1)
+    assert f"pinned the certificate of 'rf1' (sha256 {lab.fingerprint(1)})" in err, err
+    # Pinned: the next follow needs no --tls-pin new, and no CA either.
+    r = reg.run("events", "follow", "--format", "ndjson", "--duration", "2", "--interval", "0.3",
+                "rf1")
+    assert r.returncode == 0, r.stderr
+    assert "pinned" not in r.stderr, r.stderr
+    assert ev_state(lab, 1)["served"] == 2
+
+
+def test_follow_refuses_a_changed_certificate_with_the_pin_error(reg, lab):
+    reg.write_creds(f"[default]\nbmc_user = admin\nbmc_password = {PASSWORD}\n")
+    other = "ab" * 32
+    reg.sql(f"INSERT INTO tls_pins (node, fingerprint, first_seen) VALUES ('rf3', '{other}', 0)")
+    served = ev_state(lab, 3)["served"]
+    created = lab.state(3)["sessions"]["created"]
+    r = reg.run("events", "follow", "--format", "ndjson", "--duration", "3", "--interval", "0.3",
+                "--tls-pin", "new", "rf3")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stdout == "", r.stdout
+    assert (f"certificate of bmc 'rf3' changed: pinned sha256 {other}, now "
+            f"{lab.fingerprint(3)}") in r.stderr, r.stderr
+    # The BMC saw no login and no stream; the pin stays.
+    assert lab.state(3)["sessions"]["created"] == created
+    assert ev_state(lab, 3)["served"] == served
+    assert pin_of(reg, "rf3") == other
