@@ -346,3 +346,41 @@ def test_follow_refuses_a_changed_certificate_with_the_pin_error(reg, lab):
     assert lab.state(3)["sessions"]["created"] == created
     assert ev_state(lab, 3)["served"] == served
     assert pin_of(reg, "rf3") == other
+
+
+def test_a_cper_record_behind_additional_data_uri_is_fetched_and_decoded(reg, lab):
+    # rf3's streams are all taken: its LogService is polled, where CPER entries are.
+    lab.ctl(3, "POST", "/events/config", {"max_streams": 0})
+    p = Follow(reg, "rf3")
+    try:
+        wait_until(lambda: cursor(reg, "rf3", "redfish-log"), "the log cursor of rf3")
+        ids = inject(lab, 3, events=[
+            {"message": "GPU 5 Xid 79", "severity": "Critical",
+             "cper": {"xid": 79, "xid_message": "GPU has fallen off the bus",
+                      "recovery_action": 2, "uri": True}},
+            # a BMC that sends more than a CPER record can be: refused, the event kept
+            {"message": "GPU 6 Xid 48", "severity": "Critical",
+             "cper": {"xid": 48, "uri": True, "pad": 2 * 1024 * 1024}},
+            {"message": "after them"}])
+        got = p.events(3)
+    finally:
+        rc, rest, err = p.stop()
+    assert rc == 0, err
+    assert ids_of(got, "rf3") == ids and rest == [], (got, rest)
+    ok, big, plain = got
+    entries = "/redfish/v1/Managers/BMC/LogServices/SEL/Entries/"
+    assert ok["payload"]["cper_uri"] == f"{entries}{ids[0]}/attachment"
+    cper = ok["payload"]["cper"]
+    assert cper["xid"] == {"code": 79, "message": "GPU has fallen off the bus"}
+    assert cper["recommended_action"]["recovery_action"] == 2
+    assert [s["type"] for s in cper["sections"]] == ["nvidia-event", "memory"]
+    # The BMC's entry had no inline record: what was decoded came from its URI.
+    entry = lab.resource(3, entries + str(ids[0]))
+    assert "DiagnosticData" not in entry and entry["DiagnosticDataType"] == "CPER"
+    assert "cper" not in big["payload"], big
+    assert "more than 1 MiB" in big["payload"]["cper_error"], big
+    assert plain["payload"] is None or "cper" not in plain["payload"]
+    # Each record fetched once, and stored with its event.
+    assert ev_state(lab, 3)["attachment_gets"] == [f"{entries}{i}/attachment" for i in ids[:2]]
+    rows = reg.sql(f"SELECT payload FROM events WHERE node = 'rf3' AND bmc_id = '{ids[0]}'")
+    assert json.loads(rows[0]["payload"])["cper"]["xid"]["code"] == 79

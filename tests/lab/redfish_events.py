@@ -20,7 +20,11 @@ Control (POST on the node's control port, JSON bodies):
   /events/hostile {"kind": "endless"|"huge"|"badjson"|"backwards"|"escape"|"flood"|null}
   /events/config  {"max_streams": 10, "drop_after": 30, "replay": 200, "sse": true,
                    "reset": true (counters, hostile and limits back to their defaults)}
-GET /events/state -> {"streams", "served", "refused", "dropped", "last_event_ids", "next_id"}
+GET /events/state -> {"streams", "served", "refused", "dropped", "last_event_ids", "next_id",
+                      "attachment_gets"}
+An injected event with "cper": {"uri": true, "pad": N} gets a log entry whose
+record is not inline: AdditionalDataURI <entry>/attachment serves it
+(application/octet-stream, N zero bytes after it), each GET noted.
 """
 
 import base64
@@ -70,6 +74,8 @@ class Events:
         self.hostile = None
         self.next_id = 1
         self.entries_uri = None
+        self.attachments = {}  # uri -> bytes: CPER records served by AdditionalDataURI
+        self.attachment_gets = []  # the uris fetched, in order
 
 
 def _iso(t):
@@ -185,7 +191,13 @@ def _log_entry(node, eid, spec, now):
         rec = cper_record(args.get('xid', 79), args.get('xid_message', 'GPU has fallen off the bus'),
                           args.get('recovery_action', 2))
         e['DiagnosticDataType'] = 'CPER'
-        e['DiagnosticData'] = base64.b64encode(rec).decode()
+        if args.get('uri'):
+            # Not inline: the record is fetched from AdditionalDataURI (octet-stream);
+            # "pad": that many more bytes after it (a BMC that sends too much).
+            e['AdditionalDataURI'] = uri + '/attachment'
+            node.ev.attachments[e['AdditionalDataURI']] = rec + b'\0' * int(args.get('pad', 0))
+        else:
+            e['DiagnosticData'] = base64.b64encode(rec).decode()
         e['AdditionalDataSizeBytes'] = len(rec)
     return uri, e
 
@@ -236,6 +248,7 @@ def state(node):
         return {'streams': len(node.ev.streams), 'served': node.ev.served,
                 'refused': node.ev.refused, 'dropped': node.ev.dropped,
                 'last_event_ids': list(node.ev.last_event_ids), 'next_id': node.ev.next_id,
+                'attachment_gets': list(node.ev.attachment_gets),
                 'uri': node.ev.uri if node.ev.enabled else None}
 
 
@@ -282,6 +295,27 @@ def control(node, method, path, handler):
                 node.put(ES, _event_service(node))
         return 200, {'ok': True}
     return 404, {'error': 'no control %s' % path}
+
+
+# ---- CPER records by AdditionalDataURI ----
+
+def attachment(handler, node):
+    """The GET of a log entry's AdditionalDataURI: True when answered here."""
+    path = handler.path.split('?', 1)[0]
+    with node.lock:
+        body = node.ev.attachments.get(path)
+    if body is None:
+        return False
+    with node.lock:
+        kind, user, err = node._authenticate(handler.headers)
+    if err is not None:
+        handler._send(node, 'GET', err, kind, user)
+        return True
+    with node.lock:
+        node.ev.attachment_gets.append(path)
+    handler._send(node, 'GET', _emu.Reply(200, body, content_type='application/octet-stream'),
+                  kind, user)
+    return True
 
 
 # ---- the stream ----
