@@ -252,12 +252,9 @@ static void round_done(void *ud, size_t k, const struct gf_result *slot)
 
 static void push(struct gf_events_follow *f, struct gf_events_pushed *b)
 {
-	struct gf_events_pushed **tail;
-
 	pthread_mutex_lock(&f->lock);
-	for (tail = &f->pushed; *tail; tail = &(*tail)->next)
-		;
-	*tail = b;
+	*f->pushed_tail = b;
+	f->pushed_tail = &b->next;
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -300,34 +297,68 @@ void gf_events_push_state(struct gf_events_follow *f, size_t i, const struct gf_
 }
 
 /*
- * Store and report what pushed sources handed over; the first failure is
- * returned. @discard: free it all, nothing stored (the loop failed).
+ * Store and report what pushed sources handed over, every batch in one
+ * transaction (a flood of events costs one commit per turn of the loop, not
+ * one per event); the failure is returned. @discard: free it all, nothing
+ * stored (the loop failed).
  */
 static int drain_pushed(struct gf_events_follow *f, struct node_state *st, bool discard,
 			struct gf_err *err)
 {
-	struct gf_events_pushed *list, *next;
+	struct gf_events_pushed *list, *next, *b;
+	struct gf_events_batch *bv = NULL;
+	bool *fresh = NULL;
+	size_t nb = 0, nev = 0, k = 0, off = 0;
 	int rc = 0;
 
 	pthread_mutex_lock(&f->lock);
 	list = f->pushed;
 	f->pushed = NULL;
+	f->pushed_tail = &f->pushed;
 	pthread_mutex_unlock(&f->lock);
-	for (; list; list = next) {
-		struct gf_event_poll p = {.events = list->events, .cursor = list->cursor};
-
-		next = list->next;
-		if (discard)
-			;
-		else if (list->state && list->i < f->n)
-			node_health(f, &st[list->i], list->i, list->failed ? &list->err : NULL);
-		else if (rc == 0 && list->i < f->n)
-			rc = store(f, &st[list->i], list->i, f->nsources, list->source, &p,
-				   list->baseline, err);
-		gf_event_poll_release(&p);
-		free(list->source);
-		free(list);
+	for (b = list; b && !discard; b = b->next)
+		if (!b->state && b->i < f->n && (b->events.n || b->cursor)) {
+			nb++;
+			nev += b->events.n;
+		}
+	if (nb) {
+		bv = gf_xcalloc(nb, sizeof(*bv));
+		fresh = gf_xcalloc(nev ? nev : 1, sizeof(*fresh));
+		for (b = list; b; b = b->next) {
+			if (b->state || b->i >= f->n || (!b->events.n && !b->cursor))
+				continue;
+			bv[k++] = (struct gf_events_batch){
+				.node = f->nodes[b->i].name,
+				.source = b->source,
+				.v = b->events.v,
+				.n = b->events.n,
+				.cursor = b->cursor,
+				.fresh = fresh + off,
+			};
+			off += b->events.n;
+		}
+		rc = gf_events_store(f->db, bv, nb, NULL, err);
 	}
+	for (k = 0, b = list; b; b = next) {
+		struct gf_event_poll p = {.events = b->events, .cursor = b->cursor};
+
+		next = b->next;
+		if (discard || b->i >= f->n)
+			;
+		else if (b->state)
+			node_health(f, &st[b->i], b->i, b->failed ? &b->err : NULL);
+		else if (b->events.n || b->cursor) {
+			if (rc == 0 && b->events.n && f->hooks.events)
+				f->hooks.events(f->hooks.ud, b->i, b->source, bv[k].v, bv[k].fresh,
+						bv[k].n, b->baseline);
+			k++;
+		}
+		gf_event_poll_release(&p);
+		free(b->source);
+		free(b);
+	}
+	free(bv);
+	free(fresh);
 	return rc;
 }
 
@@ -348,6 +379,8 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 	int rc = 0, src;
 
 	pthread_mutex_init(&f->lock, NULL);
+	f->pushed = NULL;
+	f->pushed_tail = &f->pushed;
 	f->code = 0;
 	f->rounds = 0;
 	for (size_t i = 0; i < f->n && rc == 0; i++) {

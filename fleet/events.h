@@ -104,7 +104,8 @@ struct gf_events_follow {
 	unsigned rounds; /* how many rounds ran */
 	int code;        /* a positive code of fan.run that stopped the loop, else 0 */
 	pthread_mutex_t lock;
-	struct gf_events_pushed *pushed; /* batches handed in by pushed sources */
+	struct gf_events_pushed *pushed;       /* batches handed in by pushed sources */
+	struct gf_events_pushed **pushed_tail; /* where the next one goes */
 };
 
 /*
