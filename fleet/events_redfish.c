@@ -13,7 +13,7 @@
 
 /* A LogService read: its session's calls end by then. */
 #define LOG_READ_S 20.0
-/* Probing the nodes of protocol auto: how many at once, and each one's bound. */
+/* Probing the nodes of protocol auto, and their first log reads: how many at once. */
 #define PROBE_FANOUT 64
 #define PROBE_S 8.0
 /* The longest the multiplexer waits in one turn (how soon a stop is seen). */
@@ -142,10 +142,7 @@ static void *mux_thread(void *ud)
 	struct gf_events_redfish *x = ud;
 	struct gf_events_follow *f = x->f;
 
-	/* The log first: the baseline, or what came while nothing followed the node. */
-	for (size_t i = 0; i < f->n && !quitting(x); i++)
-		if (x->nodes[i].on)
-			read_log(x, i);
+	/* The logs were read first (first_reads()): the streams resume after them. */
 	for (size_t i = 0; i < f->n && !quitting(x); i++) {
 		struct gf_err err = {0};
 		size_t m;
@@ -251,6 +248,42 @@ static void probe_auto(struct gf_events_redfish *x, const struct gf_events_follo
 	x->probe_of = NULL;
 }
 
+static void first_read_task(void *ctx, size_t k, double deadline, struct gf_result *slot)
+{
+	struct gf_events_redfish *x = ctx;
+
+	(void)deadline;
+	read_log(x, x->probe_of[k]);
+	slot->ok = true;
+}
+
+/*
+ * Every followed node's log before its stream opens: the baseline, or what
+ * came while nothing followed it. A bounded number at a time (one by one, a
+ * fleet of slow BMCs took minutes before its first stream opened); each
+ * node's reads touch only its own state, and push into the loop.
+ */
+static void first_reads(struct gf_events_redfish *x, const struct gf_events_follow *f)
+{
+	struct gf_exec_opts eo = {.fanout = PROBE_FANOUT, .timeout = LOG_READ_S + 5};
+	struct gf_result *slots;
+	size_t n = 0;
+
+	x->probe_of = gf_xcalloc(f->n ? f->n : 1, sizeof(*x->probe_of));
+	for (size_t i = 0; i < f->n; i++)
+		if (x->nodes[i].on)
+			x->probe_of[n++] = i;
+	slots = gf_xcalloc(n ? n : 1, sizeof(*slots));
+	if (n && gf_exec_run(&eo, n, first_read_task, x, slots, NULL, NULL, NULL) < 0)
+		for (size_t k = 0; k < n; k++) /* no threads: one by one */
+			read_log(x, x->probe_of[k]);
+	for (size_t k = 0; k < n; k++)
+		gf_result_release(&slots[k]);
+	free(slots);
+	free(x->probe_of);
+	x->probe_of = NULL;
+}
+
 int gf_events_redfish_start(void *ud, struct gf_events_follow *f, bool *pushed_only,
 			    struct gf_err *err)
 {
@@ -309,6 +342,8 @@ int gf_events_redfish_start(void *ud, struct gf_events_follow *f, bool *pushed_o
 		/* Followed before (a stream cursor): what the log has past it is news. */
 		rn->log_baseline = !rn->log_cursor && !rn->sse_cursor;
 	}
+	if (rc == 0)
+		first_reads(x, f);
 	if (rc == 0)
 		rc = gf_rf_sse_new(&o, &h, &x->m, err);
 	if (rc == 0 && pthread_create(&x->thread, NULL, mux_thread, x) != 0)

@@ -50,7 +50,7 @@ struct gf_events_redfish {
 	struct rf_node *nodes; /* per node of the follow */
 	size_t *of;            /* per stream of the multiplexer: its node */
 	size_t nstreams;
-	size_t *probe_of; /* the auto nodes being probed */
+	size_t *probe_of; /* the nodes being probed, or read first, at start */
 	/* After stop: the certificates pinned on first use (into pins), or why not stored. */
 	struct gf_fanout_pinned *pinned;
 	size_t npinned;
