@@ -16,6 +16,8 @@ Control (POST on the node's control port, JSON bodies):
                    or true}], "count": N, "push": true}   -> {"ids": [...]}
                    push false: stored (replay buffer and log) but not sent to
                    the streams open now, as if they had been disconnected
+  /events/flood   {"count": N}  N distinct events written at once to the open
+                   streams (not logged, not replayed) -> {"ids": [first, last]}
   /events/drop    {}       every stream closed by the BMC
   /events/hostile {"kind": "endless"|"huge"|"badjson"|"backwards"|"escape"|"flood"|null}
   /events/config  {"max_streams": 10, "drop_after": 30, "replay": 200, "sse": true,
@@ -243,6 +245,29 @@ def inject(node, body):
     return ids
 
 
+def flood(node, count):
+    """@count distinct events sent at once to the streams open now, as one
+    write: neither mirrored into the log nor replayable (for benchmarks:
+    the client's ingest is measured, not the emulator's)."""
+    now = time.time()
+    with node.lock:
+        first = node.ev.next_id
+        node.ev.next_id += count
+        recs = []
+        for eid in range(first, first + count):
+            payload = {'@odata.type': '#Event.v1_7_0.Event', 'Id': str(eid), 'Name': 'Event Log',
+                       'Events': [_record(node, eid, {'message': 'Flood %d' % eid}, now)]}
+            recs.append(_frame(eid, payload))
+        blob = b''.join(recs)
+        for st in node.ev.streams:
+            st['queue'].append(blob)
+        cond = [st['cond'] for st in node.ev.streams]
+    for c in cond:
+        with c:
+            c.notify_all()
+    return [first, first + count - 1]
+
+
 def state(node):
     with node.lock:
         return {'streams': len(node.ev.streams), 'served': node.ev.served,
@@ -261,6 +286,8 @@ def control(node, method, path, handler):
     body = handler._json()
     if path == '/events/inject':
         return 200, {'ok': True, 'ids': inject(node, body)}
+    if path == '/events/flood':
+        return 200, {'ok': True, 'ids': flood(node, int(body.get('count', 10000)))}
     if path == '/events/drop':
         with node.lock:
             conds = []
