@@ -14,36 +14,17 @@ set -euo pipefail
 n=${1:-200}
 t=${2:-3}
 runs=${RUNS:-5}
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
-[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
+. "$(dirname "$0")/lab.sh"
+lab_init dead
 [ "$n" -ge 10 ] && [ "$n" -le 1000 ] || { echo "N must be 10 to 1000" >&2; exit 2; }
 dead=$((n / 10))
 fan=$((n < 256 ? n : 256))
 live=$((n - dead))
 
-work=$(mktemp -d /tmp/gf-bench-dead.XXXXXX)
-cleanup() {
-	/usr/bin/python3 tests/lab/ipmilab.py stop --dir "$work/lab" || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-umask 077
 # One socket per BMC in flight, for both tools.
 ulimit -n 8192
-echo "bench-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/pw"
-/usr/bin/python3 tests/lab/ipmilab.py start --dir "$work/lab" --prefix 127.42.11 --count "$live" \
-	--user admin --password-file "$work/pw" --power on
-
-pw=$(cat "$work/pw")
-printf '[default]\nbmc_user = admin\nbmc_password = %s\nipmi_workarounds = opensesspriv\nipmi_cipher_suite = 3\n' \
-	"$pw" > "$work/cred"
-printf 'driver-type LAN_2_0\nusername admin\npassword %s\nworkaround-flags opensesspriv\ncipher-suite-id 3\n' \
-	"$pw" > "$work/freeipmi.conf"
-unset pw
+lab_start 127.42.11 "$live" --power on
+lab_creds
 
 # The live BMCs' addresses, then the dead ones: the next addresses, where no sim runs.
 # Every tenth node is a dead one, so they are spread over the fleet.
@@ -61,10 +42,7 @@ print('\n'.join(out))
 PY
 hosts=$(paste -sd, "$work/addrs")
 export GPUFLEET_DB=$work/db
-{
-	echo "name,bmc,protocol,groups"
-	awk '{printf "b%04d,%s,ipmi,bench\n", NR, $1}' "$work/addrs"
-} | "$gf" nodes import - 2>/dev/null
+lab_import "$work/addrs"
 
 # A sanity pass first: both tools see the live BMCs on and the dead ones fail.
 GPUFLEET_CREDENTIALS=$work/cred "$gf" power status @bench --timeout "$t" --fanout "$fan" \

@@ -1,40 +1,25 @@
 #!/bin/bash
 # bench/events-ipmi.sh [N] [SECONDS]: one `gpufleet events follow` of N
-# ipmi_sim BMCs (127.50.10.0/24, default 200) at --interval 5 for SECONDS
-# (default 60): peak RSS and CPU (user + system, as a share of one core),
-# with 10 SEL records added on the way (each must be printed once). The
-# first follow (the baseline of every log) runs before, untimed.
+# ipmi_sim BMCs (127.50.10.0/24, default 200) at --interval INTERVAL
+# (default 5) for SECONDS (default 60): peak RSS and CPU (user + system, as
+# a share of one core), with 10 SEL records added on the way (each must be
+# printed once). The first follow (the baseline of every log) runs before,
+# untimed. GPUFLEET_REF_BIN=OTHER: that build measured in turns with
+# gpufleet, ROUNDS (default 1) times, and the ratio of their CPU printed.
 # Needs root (UDP port 623), GNU time (/usr/bin/time), a built tree.
 set -euo pipefail
 
 n=${1:-200}
 secs=${2:-60}
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
-[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
+interval=${INTERVAL:-5}
 [ "$n" -le 254 ] || { echo "at most 254 BMCs (one /24)" >&2; exit 2; }
-
-work=$(mktemp -d /tmp/gf-bench-events.XXXXXX)
-cleanup() {
-	/usr/bin/python3 tests/lab/ipmilab.py stop --dir "$work/lab" || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-umask 077
-echo "bench-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/pw"
-/usr/bin/python3 tests/lab/ipmilab.py start --dir "$work/lab" --prefix 127.50.10 --count "$n" \
-	--user admin --password-file "$work/pw" --sensors
-printf '[default]\nbmc_user = admin\nbmc_password = %s\nipmi_workarounds = opensesspriv\nipmi_cipher_suite = 3\n' \
-	"$(cat "$work/pw")" > "$work/cred"
+. "$(dirname "$0")/lab.sh"
+lab_init events
+lab_start 127.50.10 "$n" --sensors
+lab_creds
 mkdir -p "$work/cache"
 export GPUFLEET_DB=$work/db GPUFLEET_CREDENTIALS=$work/cred XDG_CACHE_HOME=$work/cache TZ=UTC
-{
-	echo "name,bmc,protocol,groups"
-	for i in $(seq 1 "$n"); do printf 'b%04d,127.50.10.%d,ipmi,bench\n' "$i" "$i"; done
-} | "$gf" nodes import - >/dev/null
+lab_import
 
 "$gf" events follow @bench --duration 1 --interval 1 --format ndjson --no-progress >/dev/null
 base=$(sqlite3 "$work/db" "SELECT count(*) FROM events")
@@ -52,16 +37,34 @@ for i in range(1, 11):
     S.add_event(lab, (i * 17) % lab.count + 1, 'PSU1 Status', S.PSU_FAILED)
 PY
 }
-add_events &
-adder=$!
-/usr/bin/time -f '%M %U %S %e' -o "$work/time" \
-	"$gf" events follow @bench --duration "$secs" --interval 5 --format ndjson --no-progress \
-	> "$work/out" 2> "$work/err" || true
-wait "$adder"
-read -r rss user sys wall < "$work/time"
-printed=$(wc -l < "$work/out")
-stored=$(($(sqlite3 "$work/db" "SELECT count(*) FROM events") - base))
-cpu=$(echo "$user $sys $wall" | awk '{printf "%.1f", 100 * ($1 + $2) / $3}')
-echo "events follow of $n BMCs, interval 5 s, ${wall} s: peak RSS $((rss / 1024)) MiB," \
-	"CPU ${cpu} % of one core (user ${user} s, system ${sys} s); 10 added, $printed printed," \
-	"$stored stored; errors: $(wc -l < "$work/err")"
+
+# measure LABEL BIN: one timed follow, 10 records added on the way; its CPU % into cpu_LABEL.
+measure() {
+	local label=$1 bin=$2 before rss user sys wall printed stored cpu
+	before=$(sqlite3 "$work/db" "SELECT count(*) FROM events")
+	add_events &
+	adder=$!
+	/usr/bin/time -f '%M %U %S %e' -o "$work/time" \
+		"$bin" events follow @bench --duration "$secs" --interval "$interval" --format ndjson \
+		--no-progress > "$work/out" 2> "$work/err" || true
+	wait "$adder"
+	read -r rss user sys wall < "$work/time"
+	printed=$(wc -l < "$work/out")
+	stored=$(($(sqlite3 "$work/db" "SELECT count(*) FROM events") - before))
+	cpu=$(echo "$user $sys $wall" | awk '{printf "%.2f", 100 * ($1 + $2) / $3}')
+	eval "cpu_$label=\$cpu"
+	echo "$label: events follow of $n BMCs, interval $interval s, ${wall} s: peak RSS" \
+		"$((rss / 1024)) MiB, CPU ${cpu} % of one core (user ${user} s, system ${sys} s);" \
+		"10 added, $printed printed, $stored stored; errors: $(wc -l < "$work/err")"
+}
+
+# With GPUFLEET_REF_BIN (another build: the one before a change), both in
+# turns, ROUNDS times, over the same lab and inventory.
+for ((r = 1; r <= ${ROUNDS:-1}; r++)); do
+	measure gpufleet "$gf"
+	if [ -n "${GPUFLEET_REF_BIN:-}" ]; then
+		measure ref "$GPUFLEET_REF_BIN"
+		echo "  round $r: CPU ratio gpufleet / ref = $(echo "$cpu_gpufleet $cpu_ref" |
+			awk '{printf "%.2f", ($2 > 0) ? $1 / $2 : 0}')"
+	fi
+done

@@ -7,52 +7,17 @@ set -euo pipefail
 
 n=${1:-200}
 runs=${RUNS:-7}
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
-[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
+. "$(dirname "$0")/lab.sh"
+lab_init power
+lab_start 127.34.0 "$n" --power on
+# gpufleet: cipher suite 3 (what ipmipower uses, $work/cred3), and the default (17, then 3).
+lab_creds
+mv "$work/cred" "$work/cred3"
+grep -v '^ipmi_cipher_suite' "$work/cred3" > "$work/cred17"
 
-work=$(mktemp -d /tmp/gf-bench-power.XXXXXX)
-cleanup() {
-	/usr/bin/python3 tests/lab/ipmilab.py stop --dir "$work/lab" || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-umask 077
-echo "bench-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/pw"
-/usr/bin/python3 tests/lab/ipmilab.py start --dir "$work/lab" --prefix 127.34.0 --count "$n" \
-	--user admin --password-file "$work/pw" --power on
-
-pw=$(cat "$work/pw")
-# gpufleet: cipher suite 3 (what ipmipower uses), and the default (17, then 3).
-printf '[default]\nbmc_user = admin\nbmc_password = %s\nipmi_workarounds = opensesspriv\nipmi_cipher_suite = 3\n' \
-	"$pw" > "$work/cred3"
-printf '[default]\nbmc_user = admin\nbmc_password = %s\nipmi_workarounds = opensesspriv\n' \
-	"$pw" > "$work/cred17"
-# FreeIPMI reads its password from a config file, not argv.
-printf 'driver-type LAN_2_0\nusername admin\npassword %s\nworkaround-flags opensesspriv\ncipher-suite-id 3\n' \
-	"$pw" > "$work/freeipmi.conf"
-unset pw
-
-hosts=$(/usr/bin/python3 -c "
-import sys; sys.path.insert(0, 'tests/lab')
-from ipmilab import IpmiLab
-print(IpmiLab.attach('$work/lab').hostrange())")
+hosts=$(lab_hostrange)
 export GPUFLEET_DB=$work/db
-{
-	echo "name,bmc,protocol,groups"
-	i=0
-	for a in $(/usr/bin/python3 -c "
-import sys; sys.path.insert(0, 'tests/lab')
-from ipmilab import IpmiLab
-lab = IpmiLab.attach('$work/lab')
-print(' '.join(lab.addr(i) for i in lab.indices()))"); do
-		i=$((i + 1))
-		printf 'b%04d,%s,ipmi,bench\n' "$i" "$a"
-	done
-} | "$gf" nodes import - 2>/dev/null
+lab_import
 
 fan=64
 cmds=(

@@ -14,54 +14,19 @@ set -euo pipefail
 n=${1:-200}
 runs=${RUNS:-7}
 fan=${FANOUT:-64}
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
-[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
-
-work=$(mktemp -d /tmp/gf-bench-read.XXXXXX)
-cleanup() {
-	/usr/bin/python3 tests/lab/ipmilab.py stop --dir "$work/lab" || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-umask 077
-echo "bench-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/pw"
-/usr/bin/python3 tests/lab/ipmilab.py start --dir "$work/lab" --prefix 127.35.0 --count "$n" \
-	--user admin --password-file "$work/pw" --power on --sensors
-
-pw=$(cat "$work/pw")
+. "$(dirname "$0")/lab.sh"
+lab_init read
+lab_start 127.35.0 "$n" --power on --sensors
 # Cipher suite 3 on both sides (ipmi_sim has no 17).
-printf '[default]\nbmc_user = admin\nbmc_password = %s\nipmi_workarounds = opensesspriv\nipmi_cipher_suite = 3\n' \
-	"$pw" > "$work/cred"
-# FreeIPMI reads its password from a config file, not argv.
-printf 'driver-type LAN_2_0\nusername admin\npassword %s\nworkaround-flags opensesspriv\ncipher-suite-id 3\n' \
-	"$pw" > "$work/freeipmi.conf"
-unset pw
+lab_creds
 # gpufleet's idea of a warning, for the reference run that prints states.
 printf 'IPMI_Threshold_Sensor_At_Or_Below_Lower_Non_Critical_Threshold Warning\nIPMI_Threshold_Sensor_At_Or_Above_Upper_Non_Critical_Threshold Warning\n' \
 	> "$work/state.conf"
 mkdir -p "$work/fcache" "$work/cache"
 
-labinfo() {
-	/usr/bin/python3 -c "
-import sys; sys.path.insert(0, 'tests/lab')
-from ipmilab import IpmiLab
-lab = IpmiLab.attach('$work/lab')
-print(lab.hostrange() if sys.argv[1] == 'range' else ' '.join(lab.addr(i) for i in lab.indices()))" "$1"
-}
-hosts=$(labinfo range)
+hosts=$(lab_hostrange)
 export GPUFLEET_DB=$work/db GPUFLEET_CREDENTIALS=$work/cred XDG_CACHE_HOME=$work/cache TZ=UTC
-{
-	echo "name,bmc,protocol,groups"
-	i=0
-	for a in $(labinfo addrs); do
-		i=$((i + 1))
-		printf 'b%04d,%s,ipmi,bench\n' "$i" "$a"
-	done
-} | "$gf" nodes import - 2>/dev/null
+lab_import
 
 fipmi="--config-file $work/freeipmi.conf --sdr-cache-directory $work/fcache --quiet-cache -F $fan"
 

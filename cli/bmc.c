@@ -140,6 +140,7 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	f.ctx = run->ctx;
 	f.action = run->action;
 	f.may_be_restarting = run->may_be_restarting;
+	f.keep = run->keep;
 	f.exec.batch = run->batch;
 	f.exec.interval = run->interval;
 	if (run->timeout > 0)
@@ -229,6 +230,7 @@ int cli_bmc_rollout_fan(void *ud, const struct gf_rollout_fanout *f)
 		.on_done = f->on_done,
 		.done_ud = f->done_ud,
 		.may_be_restarting = f->may_be_restarting,
+		.keep = f->keep,
 	};
 	int rc = cli_bmc_fanout(&run);
 

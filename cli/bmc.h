@@ -28,8 +28,9 @@ struct cli_bmc_run {
 	/* Called on the main thread as each node finishes, after rendering (NULL: none). */
 	void (*on_done)(void *ud, size_t i, const struct gf_result *slot);
 	void *done_ud;
-	struct gf_result *slots; /* filled by cli_bmc_fanout(); cli_bmc_release() */
-	bool filtered;           /* a filter chose the rows (struct cli_render's) */
+	struct gf_result *slots;     /* filled by cli_bmc_fanout(); cli_bmc_release() */
+	bool filtered;               /* a filter chose the rows (struct cli_render's) */
+	struct gf_fanout_keep *keep; /* NULL, or sessions kept across runs (fleet/fanout.h) */
 };
 
 /*

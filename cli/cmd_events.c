@@ -226,6 +226,21 @@ static void on_node_state(void *ud, size_t i, const struct gf_err *err)
 	free(safe);
 }
 
+/* The certificates the event streams pinned on first use, reported as every verb does. */
+static int pins_report(struct gf_cli *cli, const struct gf_node *nodes,
+		       const struct gf_events_redfish *x)
+{
+	struct gf_fanout f = {
+		.nodes = nodes,
+		.pinned = x->pinned,
+		.npinned = x->npinned,
+		.pins_rc = x->pins_rc,
+		.pins_err = x->pins_err,
+	};
+
+	return cli_bmc_pins_report(cli, &f);
+}
+
 static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
 		      int nargs)
 {
@@ -241,7 +256,7 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 	struct gf_err err = {0};
 	struct gf_db *db;
 	size_t n = 0;
-	int rc;
+	int rc, prc = 0;
 
 	if (cli->format != GF_FMT_TABLE && cli->format != GF_FMT_NDJSON) {
 		cli_error("%s %s prints a table or ndjson (one event a line)", cli->verb, sv->name);
@@ -296,11 +311,14 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 	rc = gf_events_follow_run(&f, &err);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
+	prc = pins_report(cli, nodes, &rfx);
 	if (rc < 0) {
 		rc = cli_fail(&err);
 		goto out;
 	}
 	cli_verbose(cli, "%u rounds, %lu new events", f.rounds, fw.printed);
+	if (prc && !rc)
+		rc = prc;
 	if (terminated) {
 		rc = GF_EXIT_OK; /* asked to stop: the service manager's normal end */
 	} else if (f.code) {
@@ -315,6 +333,7 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 				rc = GF_EXIT_FAILED;
 	}
 out:
+	gf_events_redfish_release(&rfx);
 	free(fw.failing);
 	free(profs);
 	gf_nodes_free(nodes, n);

@@ -130,6 +130,13 @@ const struct gf_event_source gf_event_source_sel = {
 	.poll = sel_poll,
 };
 
+/*
+ * Sessions are kept from one round to the next below this interval: a BMC
+ * drops an idle session after about a minute (IPMI's default), and a call
+ * on a dropped one waits for its timeout before the session is reopened.
+ */
+#define KEEP_MAX_INTERVAL_S 30.0
+
 /* How long a pushed batch waits for the loop, at most, between two rounds. */
 #define PUSHED_WAIT_S 0.1
 
@@ -245,12 +252,9 @@ static void round_done(void *ud, size_t k, const struct gf_result *slot)
 
 static void push(struct gf_events_follow *f, struct gf_events_pushed *b)
 {
-	struct gf_events_pushed **tail;
-
 	pthread_mutex_lock(&f->lock);
-	for (tail = &f->pushed; *tail; tail = &(*tail)->next)
-		;
-	*tail = b;
+	*f->pushed_tail = b;
+	f->pushed_tail = &b->next;
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -293,34 +297,68 @@ void gf_events_push_state(struct gf_events_follow *f, size_t i, const struct gf_
 }
 
 /*
- * Store and report what pushed sources handed over; the first failure is
- * returned. @discard: free it all, nothing stored (the loop failed).
+ * Store and report what pushed sources handed over, every batch in one
+ * transaction (a flood of events costs one commit per turn of the loop, not
+ * one per event); the failure is returned. @discard: free it all, nothing
+ * stored (the loop failed).
  */
 static int drain_pushed(struct gf_events_follow *f, struct node_state *st, bool discard,
 			struct gf_err *err)
 {
-	struct gf_events_pushed *list, *next;
+	struct gf_events_pushed *list, *next, *b;
+	struct gf_events_batch *bv = NULL;
+	bool *fresh = NULL;
+	size_t nb = 0, nev = 0, k = 0, off = 0;
 	int rc = 0;
 
 	pthread_mutex_lock(&f->lock);
 	list = f->pushed;
 	f->pushed = NULL;
+	f->pushed_tail = &f->pushed;
 	pthread_mutex_unlock(&f->lock);
-	for (; list; list = next) {
-		struct gf_event_poll p = {.events = list->events, .cursor = list->cursor};
-
-		next = list->next;
-		if (discard)
-			;
-		else if (list->state && list->i < f->n)
-			node_health(f, &st[list->i], list->i, list->failed ? &list->err : NULL);
-		else if (rc == 0 && list->i < f->n)
-			rc = store(f, &st[list->i], list->i, f->nsources, list->source, &p,
-				   list->baseline, err);
-		gf_event_poll_release(&p);
-		free(list->source);
-		free(list);
+	for (b = list; b && !discard; b = b->next)
+		if (!b->state && b->i < f->n && (b->events.n || b->cursor)) {
+			nb++;
+			nev += b->events.n;
+		}
+	if (nb) {
+		bv = gf_xcalloc(nb, sizeof(*bv));
+		fresh = gf_xcalloc(nev ? nev : 1, sizeof(*fresh));
+		for (b = list; b; b = b->next) {
+			if (b->state || b->i >= f->n || (!b->events.n && !b->cursor))
+				continue;
+			bv[k++] = (struct gf_events_batch){
+				.node = f->nodes[b->i].name,
+				.source = b->source,
+				.v = b->events.v,
+				.n = b->events.n,
+				.cursor = b->cursor,
+				.fresh = fresh + off,
+			};
+			off += b->events.n;
+		}
+		rc = gf_events_store(f->db, bv, nb, NULL, err);
 	}
+	for (k = 0, b = list; b; b = next) {
+		struct gf_event_poll p = {.events = b->events, .cursor = b->cursor};
+
+		next = b->next;
+		if (discard || b->i >= f->n)
+			;
+		else if (b->state)
+			node_health(f, &st[b->i], b->i, b->failed ? &b->err : NULL);
+		else if (b->events.n || b->cursor) {
+			if (rc == 0 && b->events.n && f->hooks.events)
+				f->hooks.events(f->hooks.ud, b->i, b->source, bv[k].v, bv[k].fresh,
+						bv[k].n, b->baseline);
+			k++;
+		}
+		gf_event_poll_release(&p);
+		free(b->source);
+		free(b);
+	}
+	free(bv);
+	free(fresh);
 	return rc;
 }
 
@@ -336,10 +374,13 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 	bool *pushed_only = gf_xcalloc(f->n ? f->n : 1, sizeof(*pushed_only));
 	struct gf_node *pn = NULL;
 	size_t *map = NULL, npolled = 0;
+	struct gf_fanout_keep keep = {0};
 	bool pusher = false;
 	int rc = 0, src;
 
 	pthread_mutex_init(&f->lock, NULL);
+	f->pushed = NULL;
+	f->pushed_tail = &f->pushed;
 	f->code = 0;
 	f->rounds = 0;
 	for (size_t i = 0; i < f->n && rc == 0; i++) {
@@ -363,6 +404,9 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 		pn[npolled] = f->nodes[i];
 		map[npolled++] = i;
 	}
+	/* One session per BMC for the whole follow, opened again only after an error. */
+	if (f->interval <= KEEP_MAX_INTERVAL_S)
+		gf_fanout_keep_init(&keep, npolled);
 	while (rc == 0 && !stopping(f)) {
 		double round_start = gf_monotime(), next;
 
@@ -380,6 +424,7 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 				.ctx = &r,
 				.on_done = round_done,
 				.done_ud = &r,
+				.keep = keep.sess ? &keep : NULL,
 			};
 			int code = f->fan.run(f->fan.ud, &fo);
 
@@ -408,6 +453,7 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 			rc = drain_pushed(f, st, false, err);
 		}
 	}
+	gf_fanout_keep_release(&keep);
 	if (pusher) {
 		struct gf_err perr = {0};
 

@@ -8,8 +8,10 @@
  * Get SEL Info, then the entries after the last one seen). Every round is
  * one short fan-out over the nodes on the caller's frame (struct
  * gf_rollout_fan: cli/ adds the profiles), with the executor's bounded
- * worker count, a session opened per node and round: no thread per BMC,
- * nothing held between rounds. A pushed source (the Redfish SSE
+ * worker count: no thread per BMC. Each node's session is kept open from
+ * one round to the next (struct gf_fanout_keep; not above an interval of
+ * 30 s, where BMCs drop idle sessions) and opened again only when a poll
+ * on it failed. A pushed source (the Redfish SSE
  * multiplexer, one thread for all streams) hands its batches to the loop
  * through gf_events_push(): the loop stores and reports them between
  * rounds, on the calling thread, like the polled ones.
@@ -102,7 +104,8 @@ struct gf_events_follow {
 	unsigned rounds; /* how many rounds ran */
 	int code;        /* a positive code of fan.run that stopped the loop, else 0 */
 	pthread_mutex_t lock;
-	struct gf_events_pushed *pushed; /* batches handed in by pushed sources */
+	struct gf_events_pushed *pushed;       /* batches handed in by pushed sources */
+	struct gf_events_pushed **pushed_tail; /* where the next one goes */
 };
 
 /*

@@ -13,6 +13,9 @@
 
 /* A LogService read: its session's calls end by then. */
 #define LOG_READ_S 20.0
+/* Probing the nodes of protocol auto, and their first log reads: how many at once. */
+#define PROBE_FANOUT 64
+#define PROBE_S 8.0
 /* The longest the multiplexer waits in one turn (how soon a stop is seen). */
 #define STEP_S 0.25
 
@@ -45,15 +48,14 @@ static void key_events(struct gf_event_list *evs)
 static void read_log(struct gf_events_redfish *x, size_t i)
 {
 	struct rf_node *rn = &x->nodes[i];
-	struct gf_bmc_target t = rn->t;
 	struct gf_event_list evs = {0};
 	struct gf_err err = {0};
 	char *cursor = NULL;
 	void *s = NULL;
 	int rc;
 
-	t.deadline = gf_monotime() + LOG_READ_S;
-	rc = gf_redfish_backend.open(&t, &s, &err);
+	/* As every session of the node: its pin, or the certificate it showed first. */
+	rc = gf_bmc_open(&x->run, i, &gf_redfish_backend, gf_monotime() + LOG_READ_S, &s, &err);
 	if (rc == 0)
 		rc = gf_redfish_log_since(s, rn->log_cursor, gf_walltime(), &evs, &cursor, &err);
 	if (s)
@@ -118,27 +120,44 @@ static bool quitting(const struct gf_events_redfish *x)
 	return x->quit || (x->f->stop && *x->f->stop) || gf_exec_cancelled();
 }
 
+/*
+ * The certificate each stream was shown, for a node no log read has noted
+ * one of yet: stored as its pin on first use when the follow ends (as a
+ * verb's run stores them), and every later session held to it.
+ */
+static void note_fingerprints(struct gf_events_redfish *x)
+{
+	for (size_t m = 0; m < x->nstreams; m++) {
+		size_t i = x->of[m];
+		const char *fp;
+
+		if (x->pins.seen[i][0] || !(fp = gf_rf_sse_fingerprint(x->m, m)))
+			continue;
+		snprintf(x->pins.seen[i], sizeof(x->pins.seen[i]), "%s", fp);
+	}
+}
+
 static void *mux_thread(void *ud)
 {
 	struct gf_events_redfish *x = ud;
 	struct gf_events_follow *f = x->f;
 
-	/* The log first: the baseline, or what came while nothing followed the node. */
-	for (size_t i = 0; i < f->n && !quitting(x); i++)
-		if (x->nodes[i].on)
-			read_log(x, i);
+	/* The logs were read first (first_reads()): the streams resume after them. */
 	for (size_t i = 0; i < f->n && !quitting(x); i++) {
 		struct gf_err err = {0};
 		size_t m;
 
 		if (!x->nodes[i].on)
 			continue;
+		/* Now: the certificate its log read was shown, on first use, is its stream's pin. */
+		gf_bmc_target_of(&x->run, i, 0, &x->nodes[i].t);
 		if (gf_rf_sse_add(x->m, &x->nodes[i].t, x->nodes[i].sse_cursor, &m, &err) < 0) {
 			gf_events_push_state(f, i, &err);
 			continue;
 		}
 		x->of = gf_xrealloc(x->of, (m + 1) * sizeof(*x->of));
 		x->of[m] = i;
+		x->nstreams = m + 1;
 	}
 	while (!quitting(x)) {
 		double now, next;
@@ -148,6 +167,7 @@ static void *mux_thread(void *ud)
 			x->rc = rc;
 			break;
 		}
+		note_fingerprints(x);
 		now = gf_monotime();
 		next = now + STEP_S;
 		for (size_t i = 0; i < f->n && !quitting(x); i++) {
@@ -180,7 +200,88 @@ static void release(struct gf_events_redfish *x)
 	x->nodes = NULL;
 	free(x->of);
 	x->of = NULL;
+	x->nstreams = 0;
+}
+
+void gf_events_redfish_release(struct gf_events_redfish *x)
+{
+	free(x->pinned);
+	x->pinned = NULL;
+	x->npinned = 0;
 	gf_pins_release(&x->pins);
+}
+
+static void probe_task(void *ctx, size_t k, double deadline, struct gf_result *slot)
+{
+	struct gf_events_redfish *x = ctx;
+	struct gf_err err = {0};
+
+	slot->ok = gf_bmc_choose(&x->run, x->probe_of[k], deadline, &err) == &gf_redfish_backend;
+}
+
+/*
+ * The nodes of protocol auto: those whose BMC answers as Redfish are
+ * followed here (their streams), the others are left to the polled rounds.
+ * Probed at once, a bounded number at a time, nothing secret sent.
+ */
+static void probe_auto(struct gf_events_redfish *x, const struct gf_events_follow *f)
+{
+	struct gf_exec_opts eo = {.fanout = PROBE_FANOUT, .timeout = PROBE_S};
+	struct gf_result *slots;
+	size_t n = 0;
+
+	x->probe_of = gf_xcalloc(f->n ? f->n : 1, sizeof(*x->probe_of));
+	for (size_t i = 0; i < f->n; i++)
+		if (x->nodes[i].on && !f->nodes[i].protocol)
+			x->probe_of[n++] = i;
+	if (n) {
+		slots = gf_xcalloc(n, sizeof(*slots));
+		if (gf_exec_run(&eo, n, probe_task, x, slots, NULL, NULL, NULL) < 0)
+			memset(slots, 0, n * sizeof(*slots)); /* no threads: polled, as IPMI */
+		for (size_t k = 0; k < n; k++) {
+			x->nodes[x->probe_of[k]].on = slots[k].ok;
+			gf_result_release(&slots[k]);
+		}
+		free(slots);
+	}
+	free(x->probe_of);
+	x->probe_of = NULL;
+}
+
+static void first_read_task(void *ctx, size_t k, double deadline, struct gf_result *slot)
+{
+	struct gf_events_redfish *x = ctx;
+
+	(void)deadline;
+	read_log(x, x->probe_of[k]);
+	slot->ok = true;
+}
+
+/*
+ * Every followed node's log before its stream opens: the baseline, or what
+ * came while nothing followed it. A bounded number at a time (one by one, a
+ * fleet of slow BMCs took minutes before its first stream opened); each
+ * node's reads touch only its own state, and push into the loop.
+ */
+static void first_reads(struct gf_events_redfish *x, const struct gf_events_follow *f)
+{
+	struct gf_exec_opts eo = {.fanout = PROBE_FANOUT, .timeout = LOG_READ_S + 5};
+	struct gf_result *slots;
+	size_t n = 0;
+
+	x->probe_of = gf_xcalloc(f->n ? f->n : 1, sizeof(*x->probe_of));
+	for (size_t i = 0; i < f->n; i++)
+		if (x->nodes[i].on)
+			x->probe_of[n++] = i;
+	slots = gf_xcalloc(n ? n : 1, sizeof(*slots));
+	if (n && gf_exec_run(&eo, n, first_read_task, x, slots, NULL, NULL, NULL) < 0)
+		for (size_t k = 0; k < n; k++) /* no threads: one by one */
+			read_log(x, x->probe_of[k]);
+	for (size_t k = 0; k < n; k++)
+		gf_result_release(&slots[k]);
+	free(slots);
+	free(x->probe_of);
+	x->probe_of = NULL;
 }
 
 int gf_events_redfish_start(void *ud, struct gf_events_follow *f, bool *pushed_only,
@@ -204,8 +305,11 @@ int gf_events_redfish_start(void *ud, struct gf_events_follow *f, bool *pushed_o
 	x->started = false;
 	x->nodes = gf_xcalloc(f->n ? f->n : 1, sizeof(*x->nodes));
 	memset(&x->pins, 0, sizeof(x->pins));
+	x->pinned = NULL;
+	x->npinned = 0;
 	for (size_t i = 0; i < f->n; i++) {
-		x->nodes[i].on = f->nodes[i].bmc && f->nodes[i].protocol == &gf_redfish_backend;
+		x->nodes[i].on = f->nodes[i].bmc && (f->nodes[i].protocol == &gf_redfish_backend ||
+						     !f->nodes[i].protocol);
 		any += x->nodes[i].on;
 	}
 	if (!any) {
@@ -222,6 +326,8 @@ int gf_events_redfish_start(void *ud, struct gf_events_follow *f, bool *pushed_o
 	};
 	rc = gf_pins_load(f->db, f->nodes, x->profs, f->n, x->tls_pin_new, gf_bmc_may_pin, &x->pins,
 			  err);
+	if (rc == 0)
+		probe_auto(x, f);
 	for (size_t i = 0; rc == 0 && i < f->n; i++) {
 		struct rf_node *rn = &x->nodes[i];
 
@@ -236,6 +342,8 @@ int gf_events_redfish_start(void *ud, struct gf_events_follow *f, bool *pushed_o
 		/* Followed before (a stream cursor): what the log has past it is news. */
 		rn->log_baseline = !rn->log_cursor && !rn->sse_cursor;
 	}
+	if (rc == 0)
+		first_reads(x, f);
 	if (rc == 0)
 		rc = gf_rf_sse_new(&o, &h, &x->m, err);
 	if (rc == 0 && pthread_create(&x->thread, NULL, mux_thread, x) != 0)
@@ -264,5 +372,8 @@ int gf_events_redfish_stop(void *ud, struct gf_err *err)
 	if (rc < 0 && err)
 		*err = x->err;
 	release(x);
+	/* The certificates pinned on first use, as a verb's run stores them at its end. */
+	x->pins_rc = gf_fanout_pins_store(x->f->db, x->f->nodes, &x->pins, &x->pinned, &x->npinned,
+					  &x->pins_err);
 	return rc;
 }

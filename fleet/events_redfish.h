@@ -2,7 +2,8 @@
  * events follow on Redfish nodes: the pushed source of the follow loop
  * (fleet/events.h struct gf_events_pusher). One thread runs the
  * Server-Sent Events multiplexer (redfish/sse.h) over the followed nodes
- * whose protocol is Redfish, each stream opened with the node's target as
+ * whose protocol is Redfish (or auto, when the BMC answers Redfish's probe;
+ * the others are polled), each stream opened with the node's target as
  * every session is (gf_bmc_target_of(): profile, CA, pin) and resumed
  * after the stored "redfish-sse" cursor. Its hooks hand the events to the
  * loop (gf_events_push()); the loop stores them on its thread.
@@ -16,6 +17,10 @@
  * dedupe key, "redfish:<id>" (the SSE EventId, the LogEntry Id): stored
  * and reported once where the BMC gives both the same id (OpenBMC's
  * bmcweb does); where it does not, both are stored.
+ * TLS: every session of a node, stream or log read, is held to its stored
+ * pin or, pinning on first use (--tls-pin new), to the certificate it
+ * showed first in this follow, and those are stored as pins when the
+ * follow ends (struct gf_fanout's rules; x->pinned for the report).
  * Nothing here prints.
  */
 #ifndef GF_FLEET_EVENTS_REDFISH_H
@@ -25,6 +30,7 @@
 #include <stdbool.h>
 
 #include "fleet/bmc.h"
+#include "fleet/fanout.h"
 #include "fleet/events.h"
 #include "fleet/pins.h"
 
@@ -43,6 +49,13 @@ struct gf_events_redfish {
 	struct gf_rf_sse *m;
 	struct rf_node *nodes; /* per node of the follow */
 	size_t *of;            /* per stream of the multiplexer: its node */
+	size_t nstreams;
+	size_t *probe_of; /* the nodes being probed, or read first, at start */
+	/* After stop: the certificates pinned on first use (into pins), or why not stored. */
+	struct gf_fanout_pinned *pinned;
+	size_t npinned;
+	int pins_rc;
+	struct gf_err pins_err;
 	gf_cancel_flag quit;
 	pthread_t thread;
 	bool started;
@@ -54,5 +67,7 @@ struct gf_events_redfish {
 int gf_events_redfish_start(void *ud, struct gf_events_follow *f, bool *pushed_only,
 			    struct gf_err *err);
 int gf_events_redfish_stop(void *ud, struct gf_err *err);
+/* After stop, once x->pinned is reported: free the pins. */
+void gf_events_redfish_release(struct gf_events_redfish *x);
 
 #endif

@@ -148,7 +148,9 @@ static void bmc_task(const struct gf_fanout *f, size_t i, double deadline, struc
 			   "interrupted before node '%s' was started", n->name);
 		goto fail;
 	}
-	be = gf_bmc_choose(&f->bmc, i, deadline, &err);
+	/* A kept session's backend was chosen before: auto is not probed again. */
+	be = f->keep && f->keep->sess[i] ? f->keep->be[i]
+					 : gf_bmc_choose(&f->bmc, i, deadline, &err);
 	if (!be)
 		goto fail;
 	if (!n->protocol)
@@ -157,6 +159,17 @@ static void bmc_task(const struct gf_fanout *f, size_t i, double deadline, struc
 		stream(f, be, i, deadline, slot);
 		return;
 	}
+	if (f->keep && f->keep->sess[i] && f->keep->be[i] == be) {
+		/* Last run's session: one more try on a fresh one if it went stale. */
+		sess = f->keep->sess[i];
+		f->keep->sess[i] = NULL;
+		be->rearm(sess, deadline);
+		if (f->op(be, sess, n, f->ctx, slot, &err) == 0)
+			goto ok;
+		be->close(sess);
+		sess = NULL;
+		gf_err_clear(&err);
+	}
 	while (gf_bmc_open(&f->bmc, i, be, deadline, &sess, &err) < 0) {
 		if (!restarting(f, n, deadline, &err))
 			goto fail;
@@ -164,7 +177,13 @@ static void bmc_task(const struct gf_fanout *f, size_t i, double deadline, struc
 	}
 	if (f->op(be, sess, n, f->ctx, slot, &err) < 0)
 		goto fail;
-	be->close(sess);
+ok:
+	if (f->keep && be->rearm) {
+		f->keep->sess[i] = sess;
+		f->keep->be[i] = be;
+	} else {
+		be->close(sess);
+	}
 	slot->ok = true;
 	return;
 fail:
@@ -190,6 +209,8 @@ static bool no_ping(const void *ud, size_t i)
 {
 	const struct gf_fanout *f = ud;
 
+	if (f->keep && f->keep->sess[i])
+		return true; /* its session is open: the op tells whether the BMC answers */
 	return f->may_be_restarting && f->may_be_restarting(f->ctx, &f->nodes[i]);
 }
 
@@ -268,31 +289,51 @@ static int pins_load(struct gf_fanout *f, struct gf_err *err)
 			    &f->pins, err);
 }
 
+int gf_fanout_pins_store(struct gf_db *db, const struct gf_node *nodes, struct gf_pins *p,
+			 struct gf_fanout_pinned **ret, size_t *ret_n, struct gf_err *err)
+{
+	struct gf_fanout_pinned *v;
+	size_t k = 0;
+	int rc;
+
+	*ret = NULL;
+	*ret_n = 0;
+	for (size_t i = 0; i < p->n; i++)
+		k += gf_pins_first_use(p, i);
+	if (!k)
+		return 0;
+	rc = gf_pins_store_first_use(db, nodes, p, err);
+	if (rc)
+		return rc;
+	v = gf_xcalloc(k, sizeof(*v));
+	k = 0;
+	for (size_t i = 0; i < p->n; i++)
+		if (gf_pins_first_use(p, i))
+			v[k++] = (struct gf_fanout_pinned){
+				.i = i,
+				.seen = p->seen[i],
+				.other = p->other ? p->other[i] : NULL,
+			};
+	*ret = v;
+	*ret_n = k;
+	return 0;
+}
+
 /* After the run: the certificates seen on first use stored, into f->pinned. */
 static void pins_store(struct gf_fanout *f)
 {
-	struct gf_pins *p = &f->pins;
 	struct gf_db *db = NULL;
 	size_t k = 0;
 
-	for (size_t i = 0; i < p->n; i++)
-		k += gf_pins_first_use(p, i);
+	for (size_t i = 0; i < f->pins.n; i++)
+		k += gf_pins_first_use(&f->pins, i);
 	if (!k || !f->hooks.db)
 		return;
 	f->pins_rc = f->hooks.db(f->hooks.ud, &db);
 	if (f->pins_rc)
 		return;
-	f->pins_rc = gf_pins_store_first_use(db, f->nodes, p, &f->pins_err);
-	if (f->pins_rc)
-		return;
-	f->pinned = gf_xcalloc(k, sizeof(*f->pinned));
-	for (size_t i = 0; i < p->n; i++)
-		if (gf_pins_first_use(p, i))
-			f->pinned[f->npinned++] = (struct gf_fanout_pinned){
-				.i = i,
-				.seen = p->seen[i],
-				.other = p->other ? p->other[i] : NULL,
-			};
+	f->pins_rc = gf_fanout_pins_store(db, f->nodes, &f->pins, &f->pinned, &f->npinned,
+					  &f->pins_err);
 }
 
 /* ---- the run ---------------------------------------------------------------------- */
@@ -344,6 +385,23 @@ int gf_fanout_run(struct gf_fanout *f, struct gf_err *err)
 		return rc;
 	pins_store(f);
 	return 0;
+}
+
+void gf_fanout_keep_init(struct gf_fanout_keep *k, size_t n)
+{
+	k->n = n;
+	k->be = gf_xcalloc(n ? n : 1, sizeof(*k->be));
+	k->sess = gf_xcalloc(n ? n : 1, sizeof(*k->sess));
+}
+
+void gf_fanout_keep_release(struct gf_fanout_keep *k)
+{
+	for (size_t i = 0; k->sess && i < k->n; i++)
+		if (k->sess[i])
+			k->be[i]->close(k->sess[i]);
+	free(k->be);
+	free(k->sess);
+	memset(k, 0, sizeof(*k));
 }
 
 void gf_fanout_release(struct gf_fanout *f)

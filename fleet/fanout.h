@@ -146,6 +146,14 @@ struct gf_fanout {
 	/* NULL: each node's backend, chosen by fleet/bmc.c; else this one for all (tests: stubs). */
 	const struct gf_backend *backend;
 	/*
+	 * NULL, or the sessions kept open from one run to the next over the
+	 * same nodes (ONCE mode; events follow's rounds, see struct
+	 * gf_fanout_keep): a node with a kept session is not pinged and its
+	 * op runs on it; an op that fails on a kept session is run once more
+	 * on a fresh one (read-only ops only).
+	 */
+	struct gf_fanout_keep *keep;
+	/*
 	 * The caller's hooks, each NULL for none, all called on the calling
 	 * thread with @ud. A hook's non-zero return is a code of the caller's
 	 * own (cli: an exit code, already printed), > 0.
@@ -190,6 +198,22 @@ struct gf_fanout {
 };
 
 /*
+ * Sessions kept across runs of the same nodes, one slot per node: what
+ * the node's worker left open (and its backend), reused by the next run's
+ * worker of that node. Only a node's worker touches its slot during a run,
+ * the calling thread between runs.
+ */
+struct gf_fanout_keep {
+	size_t n;
+	const struct gf_backend **be; /* per node, NULL: no session kept */
+	void **sess;                  /* per node, open, closed by release */
+};
+
+void gf_fanout_keep_init(struct gf_fanout_keep *k, size_t n);
+/* Close every kept session; @k may be initialised again. */
+void gf_fanout_keep_release(struct gf_fanout_keep *k);
+
+/*
  * Run @f (see the top of this file). Returns 0 when the run happened (the
  * nodes' results in f->slots, the pins in f->pinned and f->pins_rc); a
  * hook's code (> 0) when hooks.db or hooks.start stopped it (nothing sent);
@@ -198,6 +222,15 @@ struct gf_fanout {
  * one run at a time; then gf_fanout_release() whatever it returned.
  */
 int gf_fanout_run(struct gf_fanout *f, struct gf_err *err);
+
+/*
+ * Store the certificates @p's nodes showed on first use (gf_pins_first_use())
+ * in @db, in one transaction, and list them in *@ret (n in *@ret_n; free
+ * it; its strings live as long as @p). Returns 0 (nothing to store: *@ret
+ * NULL), or a negative GF_E_* with @err. Calling thread only.
+ */
+int gf_fanout_pins_store(struct gf_db *db, const struct gf_node *nodes, struct gf_pins *p,
+			 struct gf_fanout_pinned **ret, size_t *ret_n, struct gf_err *err);
 
 /* Free what gf_fanout_run() filled (the slots unless taken); @f may be run again after. */
 void gf_fanout_release(struct gf_fanout *f);

@@ -45,6 +45,7 @@ struct gf_rollout_fanout {
 	/* On the calling thread as each node finishes (its slot: ok, err, attempts). */
 	void (*on_done)(void *ud, size_t i, const struct gf_result *slot);
 	void *done_ud;
+	struct gf_fanout_keep *keep; /* NULL, or sessions kept across runs (fanout.h) */
 };
 
 /*

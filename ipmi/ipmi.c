@@ -600,6 +600,15 @@ static void ipmi_close(void *session)
 	free(h);
 }
 
+static void ipmi_rearm(void *session, double deadline)
+{
+	struct ipmi_handle *h = session;
+
+	h->deadline = deadline;
+	if (h->s) /* else an operation's thread holds it: the next call fails anyway */
+		h->s->deadline = deadline;
+}
+
 int gf_ipmi_cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, uint8_t netfn,
 		      struct gf_err *err)
 {
@@ -914,6 +923,7 @@ const struct gf_backend gf_ipmi_backend = {
 	.ping = &gf_ipmi_ping_ops,
 	.profile_check = gf_ipmi_profile_check,
 	.open = ipmi_open,
+	.rearm = ipmi_rearm,
 	.close = ipmi_close,
 	.power_get = ipmi_power_get,
 	.power_set = ipmi_power_set,

@@ -227,6 +227,12 @@ struct gf_backend {
 	int (*profile_check)(const char *key, const char *value, struct gf_err *err);
 	int (*open)(const struct gf_bmc_target *t, void **ret_session, struct gf_err *err);
 	void (*close)(void *session);
+	/*
+	 * An open session's calls bounded by @deadline from now on (a session
+	 * kept from one fan-out to the next, fleet/fanout.h struct
+	 * gf_fanout_keep); NULL: its sessions are never kept.
+	 */
+	void (*rearm)(void *session, double deadline);
 	int (*power_get)(void *session, enum gf_power *ret, struct gf_err *err);
 	int (*power_set)(void *session, enum gf_power_op op, struct gf_err *err);
 	/* Boot override: what the BMC holds now; set, then the caller reads it back. */

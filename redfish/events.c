@@ -15,6 +15,8 @@
 #include "lib/cper.h"
 #include "redfish/rf.h"
 
+/* The most bytes one CPER record fetched from an AdditionalDataURI may have. */
+#define CPER_URI_MAX (1024u * 1024)
 /* Before this (2001-09-09) a BMC clock was not set: no time rather than 1970. */
 #define SANE_TIME 1000000000.0
 
@@ -177,6 +179,34 @@ bool gf_redfish_log_newer(const char *a, const char *b)
 	return la != lb ? la > lb : strcmp(a, b) > 0;
 }
 
+/*
+ * A LogEntry whose CPER record is not inline but behind its
+ * AdditionalDataURI (on the same BMC: the request layer refuses another
+ * host): fetched, at most CPER_URI_MAX bytes, and decoded into the event's
+ * payload ("cper", or "cper_error" why not; "cper_uri" the link).
+ */
+static void cper_by_uri(struct rf_client *c, const json_t *entry, struct gf_event *ev)
+{
+	const char *type = rf_str(entry, "DiagnosticDataType");
+	const char *uri = rf_str(entry, "AdditionalDataURI");
+	struct gf_buf b = GF_BUF_INIT;
+	struct gf_err e = {0};
+	json_t *cper = NULL;
+
+	if (!uri || !*uri || rf_str(entry, "DiagnosticData") || !c->io->get_bytes ||
+	    !(rf_eq(type, "CPER") || rf_eq(type, "CPERSection")))
+		return;
+	if (!ev->payload)
+		ev->payload = json_object();
+	json_object_set_new(ev->payload, "cper_uri", json_string(uri));
+	if (c->io->get_bytes(c->ud, uri, CPER_URI_MAX, &b, &e) == 0 &&
+	    gf_cper_decode((const unsigned char *)b.s, b.len, &cper, &e) == 0)
+		json_object_set_new(ev->payload, "cper", cper);
+	else
+		json_object_set_new(ev->payload, "cper_error", json_string(e.msg));
+	gf_buf_release(&b);
+}
+
 static int by_id(const void *x, const void *y)
 {
 	const struct gf_event *a = x, *b = y;
@@ -208,6 +238,7 @@ int gf_redfish_log_since(void *session, const char *cursor, double received,
 			gf_event_release(&ev);
 			continue;
 		}
+		cper_by_uri(c, e, &ev); /* new entries only: each record fetched once */
 		*gf_event_list_add(&got) = ev;
 	}
 	json_decref(entries);

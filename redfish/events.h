@@ -53,7 +53,10 @@ bool gf_redfish_log_newer(const char *a, const char *b);
  * The entries of the node's event log (the LogService `sel` reads, as
  * `--log` would name it) newer than @cursor (a LogEntry Id, NULL: all),
  * oldest first, appended to @ret; *ret_cursor (caller frees) the newest Id
- * now in the log, or a copy of @cursor when nothing is newer. @session is
+ * now in the log, or a copy of @cursor when nothing is newer. A new
+ * entry whose CPER record is behind its AdditionalDataURI (not inline)
+ * has it fetched (1 MiB at most) and decoded: payload "cper" (or
+ * "cper_error") and "cper_uri". @session is
  * an open session of the Redfish backend (gf_redfish_backend.open). What
  * the caller calls after a stream reconnected (gf_rf_sse_hooks.resumed),
  * or for a BMC it polls. Per-node errors are GF_E_NODE. Not thread-safe

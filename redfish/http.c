@@ -367,6 +367,15 @@ void rf_http_auth(struct rf_http *h, bool on)
 	h->auth = on;
 }
 
+size_t rf_http_set_max_body(struct rf_http *h, size_t max)
+{
+	size_t old = h->max_body;
+
+	h->max_body = max ? max : MAX_BODY_DEFAULT;
+	curl_easy_setopt(h->curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)h->max_body);
+	return old;
+}
+
 void rf_http_set_deadline(struct rf_http *h, double deadline)
 {
 	h->deadline = deadline;

@@ -48,6 +48,8 @@ void rf_http_set_token(struct rf_http *h, const char *token);
 void rf_http_set_basic(struct rf_http *h, const char *user, const char *password);
 /* Stop sending credentials (for requests that must go out without). */
 void rf_http_auth(struct rf_http *h, bool on);
+/* The most one answer may bring from now on (0: the default); returns the one before. */
+size_t rf_http_set_max_body(struct rf_http *h, size_t max);
 /* Move the deadline. */
 void rf_http_set_deadline(struct rf_http *h, double deadline);
 /* Swap the cancel flag (NULL: not cancellable); returns the one before. */

@@ -125,7 +125,26 @@ static int io_send(void *ud, const char *method, const char *path, const json_t 
 	return rc;
 }
 
-static const struct rf_io http_io = {io_get, io_send};
+static int io_get_bytes(void *ud, const char *path, size_t max, struct gf_buf *ret,
+			struct gf_err *err)
+{
+	struct rf_session *s = ud;
+	struct rf_resp r = {0};
+	size_t old = rf_http_set_max_body(s->http, max);
+	int rc = request(s, "GET", path, NULL, NULL, &r, err);
+
+	rf_http_set_max_body(s->http, old);
+	if (rc == 0 && (r.status < 200 || r.status > 299))
+		rc = rf_http_status_err(s->http, "GET", path, &r, err);
+	if (rc == 0) {
+		*ret = r.body;
+		gf_buf_init(&r.body);
+	}
+	rf_resp_release(&r);
+	return rc;
+}
+
+static const struct rf_io http_io = {io_get, io_send, io_get_bytes};
 
 /*
  * POST the credentials to SessionService/Sessions; the token comes back in

@@ -15,6 +15,7 @@
 
 #include "lib/backend.h"
 #include "lib/bios.h"
+#include "lib/buf.h"
 #include "lib/err.h"
 #include "lib/model.h"
 
@@ -66,6 +67,12 @@ struct rf_io {
 	/* POST or PATCH @body; @if_match NULL: no If-Match header. */
 	int (*send)(void *ud, const char *method, const char *path, const json_t *body,
 		    const char *if_match, struct gf_err *err);
+	/*
+	 * GET @path as bytes (an attachment: AdditionalDataURI), at most @max
+	 * of them (more: GF_E_NODE), into @ret (set on success). NULL: none.
+	 */
+	int (*get_bytes)(void *ud, const char *path, size_t max, struct gf_buf *ret,
+			 struct gf_err *err);
 };
 
 struct rf_dialect;

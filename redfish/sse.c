@@ -554,6 +554,11 @@ static void connect_one(struct stream *s)
 	if (t.tls_pin_new && !t.tls_pin && s->fp)
 		t.tls_pin = s->fp;
 	rc = gf_redfish_backend.open(&t, &s->sess, &e);
+	if (rc == 0 && !s->fp) { /* known at once: the caller may pin it on first use */
+		const char *fp = rf_http_fingerprint(rf_session_http(s->sess));
+
+		s->fp = fp ? gf_xstrdup(fp) : NULL;
+	}
 	if (rc == 0 && !s->uri) {
 		rc = sse_uri(s, &s->uri, &e);
 		if (rc == 0 && !s->uri) {

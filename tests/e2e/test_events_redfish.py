@@ -277,3 +277,110 @@ def test_a_hostile_stream_costs_its_node_only(reg, lab):
     assert rc == 1, err
     assert ev_state(lab, 3)["served"] == 1
     assert lab.sessions_open(3) == 0
+
+
+def test_an_auto_node_that_answers_redfish_is_followed_over_its_stream(reg, lab):
+    r = reg.run("nodes", "import", "-",
+                input=f"name,bmc,protocol,groups\nauto2,{lab.addr(2)}:{lab.port},auto,all\n")
+    assert r.returncode == 0, r.stderr
+    open_before = lab.sessions_open(2)  # a follow killed earlier may have left one
+    # An hour between polled rounds: only a stream delivers within the test.
+    p = Follow(reg, "--interval", "1h", "auto2")
+    try:
+        wait_until(lambda: cursor(reg, "auto2", "redfish-log"), "the log cursor of auto2")
+        wait_until(lambda: ev_state(lab, 2)["streams"] == 1, "the stream of auto2")
+        ids = inject(lab, 2, count=1)
+        got = p.events(1, timeout=20)
+    finally:
+        rc, rest, err = p.stop()
+    assert rc == 0, err
+    assert ids_of(got, "auto2") == ids and rest == [], (got, rest)
+    assert got[0]["source"] == "redfish-sse", got
+    assert_stored_once(reg, "auto2", ids)
+    st = ev_state(lab, 2)
+    assert st["served"] == 1 and st["refused"] == 0, st
+    assert lab.sessions_open(2) == open_before
+
+
+def pin_of(gf, node):
+    rows = gf.sql(f"SELECT fingerprint FROM tls_pins WHERE node = '{node}'")
+    return rows[0]["fingerprint"] if rows else None
+
+
+def test_follow_pins_on_first_use_as_every_verb_does(reg, lab):
+    # No CA: the certificate is trusted on first use (--tls-pin new) and pinned.
+    reg.write_creds(f"[default]\nbmc_user = admin\nbmc_password = {PASSWORD}\n")
+    assert pin_of(reg, "rf1") is None
+    p = Follow(reg, "--tls-pin", "new", "rf1")
+    try:
+        ready(reg, lab, 1)
+        ids = inject(lab, 1, count=1)
+        got = p.events(1)
+    finally:
+        rc, rest, err = p.stop()
+    assert rc == 0, err
+    assert ids_of(got, "rf1") == ids and got[0]["source"] == "redfish-sse", got
+    assert pin_of(reg, "rf1") == lab.fingerprint(1)
+    assert f"pinned the certificate of 'rf1' (sha256 {lab.fingerprint(1)})" in err, err
+    # Pinned: the next follow needs no --tls-pin new, and no CA either.
+    r = reg.run("events", "follow", "--format", "ndjson", "--duration", "2", "--interval", "0.3",
+                "rf1")
+    assert r.returncode == 0, r.stderr
+    assert "pinned" not in r.stderr, r.stderr
+    assert ev_state(lab, 1)["served"] == 2
+
+
+def test_follow_refuses_a_changed_certificate_with_the_pin_error(reg, lab):
+    reg.write_creds(f"[default]\nbmc_user = admin\nbmc_password = {PASSWORD}\n")
+    other = "ab" * 32
+    reg.sql(f"INSERT INTO tls_pins (node, fingerprint, first_seen) VALUES ('rf3', '{other}', 0)")
+    served = ev_state(lab, 3)["served"]
+    created = lab.state(3)["sessions"]["created"]
+    r = reg.run("events", "follow", "--format", "ndjson", "--duration", "3", "--interval", "0.3",
+                "--tls-pin", "new", "rf3")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stdout == "", r.stdout
+    assert (f"certificate of bmc 'rf3' changed: pinned sha256 {other}, now "
+            f"{lab.fingerprint(3)}") in r.stderr, r.stderr
+    # The BMC saw no login and no stream; the pin stays.
+    assert lab.state(3)["sessions"]["created"] == created
+    assert ev_state(lab, 3)["served"] == served
+    assert pin_of(reg, "rf3") == other
+
+
+def test_a_cper_record_behind_additional_data_uri_is_fetched_and_decoded(reg, lab):
+    # rf3's streams are all taken: its LogService is polled, where CPER entries are.
+    lab.ctl(3, "POST", "/events/config", {"max_streams": 0})
+    p = Follow(reg, "rf3")
+    try:
+        wait_until(lambda: cursor(reg, "rf3", "redfish-log"), "the log cursor of rf3")
+        ids = inject(lab, 3, events=[
+            {"message": "GPU 5 Xid 79", "severity": "Critical",
+             "cper": {"xid": 79, "xid_message": "GPU has fallen off the bus",
+                      "recovery_action": 2, "uri": True}},
+            # a BMC that sends more than a CPER record can be: refused, the event kept
+            {"message": "GPU 6 Xid 48", "severity": "Critical",
+             "cper": {"xid": 48, "uri": True, "pad": 2 * 1024 * 1024}},
+            {"message": "after them"}])
+        got = p.events(3)
+    finally:
+        rc, rest, err = p.stop()
+    assert rc == 0, err
+    assert ids_of(got, "rf3") == ids and rest == [], (got, rest)
+    ok, big, plain = got
+    entries = "/redfish/v1/Managers/BMC/LogServices/SEL/Entries/"
+    assert ok["payload"]["cper_uri"] == f"{entries}{ids[0]}/attachment"
+    cper = ok["payload"]["cper"]
+    assert cper["xid"] == {"code": 79, "message": "GPU has fallen off the bus"}
+    assert cper["recommended_action"]["recovery_action"] == 2
+    assert [s["type"] for s in cper["sections"]] == ["nvidia-event", "memory"]
+    # The BMC's entry had no inline record: what was decoded came from its URI.
+    entry = lab.resource(3, entries + str(ids[0]))
+    assert "DiagnosticData" not in entry and entry["DiagnosticDataType"] == "CPER"
+    assert "cper" not in big["payload"], big
+    assert "more than 1 MiB" in big["payload"]["cper_error"], big
+    assert plain["payload"] is None or "cper" not in plain["payload"]
+    # Each record fetched once, and stored with its event.
+    assert ev_state(lab, 3)["attachment_gets"] == [f"{entries}{i}/attachment" for i in ids[:2]]
+    rows = reg.sql(f"SELECT payload FROM events WHERE node = 'rf3' AND bmc_id = '{ids[0]}'")
+    assert json.loads(rows[0]["payload"])["cper"]["xid"]["code"] == 79

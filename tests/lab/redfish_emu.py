@@ -1530,6 +1530,8 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
         if method == 'GET' and redfish_events.is_stream(node, self.path):
             redfish_events.serve(self, node)
             return
+        if method == 'GET' and redfish_events.attachment(self, node):
+            return
         try:
             reply, kind, user = node.handle(method, self.path, self.headers, body)
         except _Bad as e:

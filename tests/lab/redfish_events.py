@@ -16,11 +16,17 @@ Control (POST on the node's control port, JSON bodies):
                    or true}], "count": N, "push": true}   -> {"ids": [...]}
                    push false: stored (replay buffer and log) but not sent to
                    the streams open now, as if they had been disconnected
+  /events/flood   {"count": N}  N distinct events written at once to the open
+                   streams (not logged, not replayed) -> {"ids": [first, last]}
   /events/drop    {}       every stream closed by the BMC
   /events/hostile {"kind": "endless"|"huge"|"badjson"|"backwards"|"escape"|"flood"|null}
   /events/config  {"max_streams": 10, "drop_after": 30, "replay": 200, "sse": true,
                    "reset": true (counters, hostile and limits back to their defaults)}
-GET /events/state -> {"streams", "served", "refused", "dropped", "last_event_ids", "next_id"}
+GET /events/state -> {"streams", "served", "refused", "dropped", "last_event_ids", "next_id",
+                      "attachment_gets"}
+An injected event with "cper": {"uri": true, "pad": N} gets a log entry whose
+record is not inline: AdditionalDataURI <entry>/attachment serves it
+(application/octet-stream, N zero bytes after it), each GET noted.
 """
 
 import base64
@@ -70,6 +76,8 @@ class Events:
         self.hostile = None
         self.next_id = 1
         self.entries_uri = None
+        self.attachments = {}  # uri -> bytes: CPER records served by AdditionalDataURI
+        self.attachment_gets = []  # the uris fetched, in order
 
 
 def _iso(t):
@@ -185,7 +193,13 @@ def _log_entry(node, eid, spec, now):
         rec = cper_record(args.get('xid', 79), args.get('xid_message', 'GPU has fallen off the bus'),
                           args.get('recovery_action', 2))
         e['DiagnosticDataType'] = 'CPER'
-        e['DiagnosticData'] = base64.b64encode(rec).decode()
+        if args.get('uri'):
+            # Not inline: the record is fetched from AdditionalDataURI (octet-stream);
+            # "pad": that many more bytes after it (a BMC that sends too much).
+            e['AdditionalDataURI'] = uri + '/attachment'
+            node.ev.attachments[e['AdditionalDataURI']] = rec + b'\0' * int(args.get('pad', 0))
+        else:
+            e['DiagnosticData'] = base64.b64encode(rec).decode()
         e['AdditionalDataSizeBytes'] = len(rec)
     return uri, e
 
@@ -231,11 +245,35 @@ def inject(node, body):
     return ids
 
 
+def flood(node, count):
+    """@count distinct events sent at once to the streams open now, as one
+    write: neither mirrored into the log nor replayable (for benchmarks:
+    the client's ingest is measured, not the emulator's)."""
+    now = time.time()
+    with node.lock:
+        first = node.ev.next_id
+        node.ev.next_id += count
+        recs = []
+        for eid in range(first, first + count):
+            payload = {'@odata.type': '#Event.v1_7_0.Event', 'Id': str(eid), 'Name': 'Event Log',
+                       'Events': [_record(node, eid, {'message': 'Flood %d' % eid}, now)]}
+            recs.append(_frame(eid, payload))
+        blob = b''.join(recs)
+        for st in node.ev.streams:
+            st['queue'].append(blob)
+        cond = [st['cond'] for st in node.ev.streams]
+    for c in cond:
+        with c:
+            c.notify_all()
+    return [first, first + count - 1]
+
+
 def state(node):
     with node.lock:
         return {'streams': len(node.ev.streams), 'served': node.ev.served,
                 'refused': node.ev.refused, 'dropped': node.ev.dropped,
                 'last_event_ids': list(node.ev.last_event_ids), 'next_id': node.ev.next_id,
+                'attachment_gets': list(node.ev.attachment_gets),
                 'uri': node.ev.uri if node.ev.enabled else None}
 
 
@@ -248,6 +286,8 @@ def control(node, method, path, handler):
     body = handler._json()
     if path == '/events/inject':
         return 200, {'ok': True, 'ids': inject(node, body)}
+    if path == '/events/flood':
+        return 200, {'ok': True, 'ids': flood(node, int(body.get('count', 10000)))}
     if path == '/events/drop':
         with node.lock:
             conds = []
@@ -282,6 +322,27 @@ def control(node, method, path, handler):
                 node.put(ES, _event_service(node))
         return 200, {'ok': True}
     return 404, {'error': 'no control %s' % path}
+
+
+# ---- CPER records by AdditionalDataURI ----
+
+def attachment(handler, node):
+    """The GET of a log entry's AdditionalDataURI: True when answered here."""
+    path = handler.path.split('?', 1)[0]
+    with node.lock:
+        body = node.ev.attachments.get(path)
+    if body is None:
+        return False
+    with node.lock:
+        kind, user, err = node._authenticate(handler.headers)
+    if err is not None:
+        handler._send(node, 'GET', err, kind, user)
+        return True
+    with node.lock:
+        node.ev.attachment_gets.append(path)
+    handler._send(node, 'GET', _emu.Reply(200, body, content_type='application/octet-stream'),
+                  kind, user)
+    return True
 
 
 # ---- the stream ----

@@ -1,5 +1,4 @@
 /* Unit tests for inventory/events.c: stored once, cursors with their events, filters, prune. */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,56 +14,21 @@
 #include "inventory/db.h"
 #include "inventory/events.h"
 #include "lib/buf.h"
-
-struct fixture {
-	char dir[64];
-	struct gf_db *db;
-};
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
+#include "events_fixture.h"
 
 static int setup(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
-	char path[96];
+	struct ev_tmpdb *f = calloc(1, sizeof(*f));
 
-	snprintf(f->dir, sizeof(f->dir), "%s", "/tmp/gf-test-events-XXXXXX");
-	if (!mkdtemp(f->dir))
-		return -1;
-	snprintf(path, sizeof(path), "%s/inv.db", f->dir);
-	if (gf_db_open(path, &f->db, NULL) < 0)
-		return -1;
 	*state = f;
-	return 0;
+	return ev_tmpdb_open(f, "events");
 }
 
 static int teardown(void **state)
 {
-	struct fixture *f = *state;
-
-	gf_db_close(f->db);
-	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	free(f);
+	ev_tmpdb_close(*state);
+	free(*state);
 	return 0;
-}
-
-static void ev(struct gf_event *e, const char *id, const char *key, double t, enum gf_severity sev,
-	       const char *msg)
-{
-	memset(e, 0, sizeof(*e));
-	e->bmc_id = (char *)id;
-	e->key = (char *)key;
-	e->has_time = t > 0;
-	e->time = t;
-	e->received = 1000;
-	e->severity = sev;
-	e->message = (char *)msg;
 }
 
 static size_t count(struct gf_db *db, const struct gf_events_query *q)
@@ -81,17 +45,18 @@ static size_t count(struct gf_db *db, const struct gf_events_query *q)
 /* The same event twice (a re-read, another path with the same key) is stored once. */
 static void test_stored_once(void **state)
 {
-	struct fixture *f = *state;
-	struct gf_event v[3];
+	struct ev_tmpdb *f = *state;
+	struct gf_event_list l = {0}, later = {0};
 	bool fresh[3];
-	struct gf_events_batch b = {"n1", "sel", v, 3, "{\"last\":\"2\"}", fresh};
+	struct gf_events_batch b = {"n1", "sel", NULL, 3, "{\"last\":\"2\"}", fresh};
 	struct gf_events_query all = {0};
 	size_t added = 0;
 	char *cur = NULL;
 
-	ev(&v[0], "1", "sel:1:100", 100, GF_SEV_INFO, "one");
-	ev(&v[1], "2", "sel:2:200", 200, GF_SEV_CRITICAL, "two");
-	ev(&v[2], "2", "sel:2:200", 200, GF_SEV_CRITICAL, "two again");
+	ev_add(&l, NULL, NULL, "1", "sel:1:100", 100, GF_SEV_INFO, "one");
+	ev_add(&l, NULL, NULL, "2", "sel:2:200", 200, GF_SEV_CRITICAL, "two");
+	ev_add(&l, NULL, NULL, "2", "sel:2:200", 200, GF_SEV_CRITICAL, "two again");
+	b.v = l.v;
 	assert_int_equal(gf_events_store(f->db, &b, 1, &added, NULL), 0);
 	assert_int_equal(added, 2);
 	assert_true(fresh[0] && fresh[1]);
@@ -105,7 +70,8 @@ static void test_stored_once(void **state)
 	assert_false(fresh[0] || fresh[1]);
 	assert_int_equal(count(f->db, &all), 2);
 	/* A reused record id with another stamp is another event. */
-	ev(&v[0], "1", "sel:1:300", 300, GF_SEV_WARNING, "after a clear");
+	ev_add(&later, NULL, NULL, "1", "sel:1:300", 300, GF_SEV_WARNING, "after a clear");
+	b.v = later.v;
 	b.source = "sel";
 	b.n = 1;
 	assert_int_equal(gf_events_store(f->db, &b, 1, &added, NULL), 0);
@@ -121,59 +87,66 @@ static void test_stored_once(void **state)
 	cur = (char *)"x";
 	assert_int_equal(gf_events_cursor(f->db, "n1", "host-xid", &cur, NULL), 0);
 	assert_null(cur);
+	gf_event_list_release(&l);
+	gf_event_list_release(&later);
 }
 
 /* Without a key, source and id make one. */
 static void test_default_key(void **state)
 {
-	struct fixture *f = *state;
-	struct gf_event v[2];
-	struct gf_events_batch b = {"n1", "redfish-sse", v, 2, NULL, NULL};
+	struct ev_tmpdb *f = *state;
+	struct gf_event_list l = {0};
+	struct gf_events_batch b = {"n1", "redfish-sse", NULL, 2, NULL, NULL};
 	struct gf_events_query all = {0};
 	size_t added = 0;
 
-	ev(&v[0], "7", NULL, 0, GF_SEV_INFO, "a");
-	ev(&v[1], "7", NULL, 0, GF_SEV_INFO, "a");
+	ev_add(&l, NULL, NULL, "7", NULL, 0, GF_SEV_INFO, "a");
+	ev_add(&l, NULL, NULL, "7", NULL, 0, GF_SEV_INFO, "a");
+	b.v = l.v;
 	assert_int_equal(gf_events_store(f->db, &b, 1, &added, NULL), 0);
 	assert_int_equal(added, 1);
 	assert_int_equal(count(f->db, &all), 1);
+	gf_event_list_release(&l);
 }
 
 /* A failing batch leaves neither its events nor its cursor, nor the other batches'. */
 static void test_cursor_with_events(void **state)
 {
-	struct fixture *f = *state;
-	struct gf_event v[1], w[1];
-	struct gf_events_batch b[2] = {{"n1", "sel", v, 1, "c1", NULL},
-				       {NULL, "sel", w, 1, "c2", NULL}}; /* no node: fails */
+	struct ev_tmpdb *f = *state;
+	struct gf_event_list l = {0};
+	struct gf_events_batch b[2] = {{"n1", "sel", NULL, 1, "c1", NULL},
+				       {NULL, "sel", NULL, 1, "c2", NULL}}; /* no node: fails */
 	struct gf_events_query all = {0};
 	struct gf_err err = {0};
 	char *cur = NULL;
 
-	ev(&v[0], "1", "sel:1:1", 100, GF_SEV_INFO, "one");
-	ev(&w[0], "1", "sel:1:1", 100, GF_SEV_INFO, "one");
+	ev_add(&l, NULL, NULL, "1", "sel:1:1", 100, GF_SEV_INFO, "one");
+	ev_add(&l, NULL, NULL, "1", "sel:1:1", 100, GF_SEV_INFO, "one");
+	b[0].v = &l.v[0];
+	b[1].v = &l.v[1];
 	assert_true(gf_events_store(f->db, b, 2, NULL, &err) < 0);
 	assert_int_equal(count(f->db, &all), 0);
 	assert_int_equal(gf_events_cursor(f->db, "n1", "sel", &cur, NULL), 0);
 	assert_null(cur);
+	gf_event_list_release(&l);
 }
 
 static void test_filters_and_prune(void **state)
 {
-	struct fixture *f = *state;
-	struct gf_event v[3];
-	struct gf_events_batch b = {"n1", "sel", v, 3, NULL, NULL};
-	struct gf_events_batch c = {"n2", "host-xid", v, 1, NULL, NULL};
+	struct ev_tmpdb *f = *state;
+	struct gf_event_list v = {0};
+	struct gf_events_batch b = {"n1", "sel", NULL, 3, NULL, NULL};
+	struct gf_events_batch c = {"n2", "host-xid", NULL, 1, NULL, NULL};
 	const char *n2[] = {"n2"}, *xid[] = {"host-xid"};
 	struct gf_events_query q = {0};
 	struct gf_event_list l = {0};
 	struct gf_events_count *cv = NULL;
 	size_t cn = 0, pruned = 0;
 
-	ev(&v[0], "1", "k1", 100, GF_SEV_INFO, "one");
-	ev(&v[1], "2", "k2", 200, GF_SEV_WARNING, "two");
-	ev(&v[2], "3", "k3", 0, GF_SEV_CRITICAL, "three");
-	v[2].received = 5000;
+	ev_add(&v, NULL, NULL, "1", "k1", 100, GF_SEV_INFO, "one");
+	ev_add(&v, NULL, NULL, "2", "k2", 200, GF_SEV_WARNING, "two");
+	ev_add(&v, NULL, NULL, "3", "k3", 0, GF_SEV_CRITICAL, "three")->received = 5000;
+	b.v = c.v = v.v;
 	assert_int_equal(gf_events_store(f->db, &b, 1, NULL, NULL), 0);
 	assert_int_equal(gf_events_store(f->db, &c, 1, NULL, NULL), 0);
 	q.severities = 1u << GF_SEV_CRITICAL | 1u << GF_SEV_WARNING;
@@ -198,12 +171,13 @@ static void test_filters_and_prune(void **state)
 	assert_int_equal(pruned, 3);
 	q = (struct gf_events_query){0};
 	assert_int_equal(count(f->db, &q), 1);
+	gf_event_list_release(&v);
 }
 
 /* A host's Xid lines: events of source host-xid, stored once across two reads. */
 static void test_host_xids_stored_once(void **state)
 {
-	struct fixture *f = *state;
+	struct ev_tmpdb *f = *state;
 	static const char log[] =
 		"[  100.5] NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics Exception\n"
 		"[  101.0] nvidia: unrelated\n"

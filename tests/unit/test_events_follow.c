@@ -4,7 +4,6 @@
  * detected) and the follow loop's rounds, stores and hooks, on a stub
  * backend whose event logs live in memory, with a real inventory.
  */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +17,7 @@
 
 #include "fleet/events.h"
 #include "lib/buf.h"
+#include "events_fixture.h"
 
 #define NODES 2
 #define MAXREC 16
@@ -132,14 +132,8 @@ static void push_two(struct gf_events_follow *f)
 {
 	struct gf_event_list l = {0};
 
-	for (int k = 0; k < 2; k++) {
-		struct gf_event *e = gf_event_list_add(&l);
-
-		e->node = gf_xstrdup("n1");
-		e->source = gf_xstrdup("redfish-sse");
-		e->bmc_id = gf_xstrdup(k ? "7" : "6");
-		e->received = 1000;
-	}
+	for (int k = 0; k < 2; k++)
+		ev_add(&l, "n1", "redfish-sse", k ? "7" : "6", NULL, 0, GF_SEV_INFO, NULL);
 	gf_events_push(f, 0, "redfish-sse", &l, "{\"last\":\"7\"}");
 	assert_int_equal(l.n, 0); /* taken */
 }
@@ -212,31 +206,19 @@ static void on_state(void *ud, size_t i, const struct gf_err *err)
 }
 
 struct fixture {
-	char dir[64];
-	struct gf_db *db;
+	struct ev_tmpdb t;
+	struct gf_db *db; /* t's */
 	struct gf_node nodes[NODES];
 };
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
 
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	char path[96];
 
 	memset(sels, 0, sizeof(sels));
-	snprintf(f->dir, sizeof(f->dir), "%s", "/tmp/gf-test-evfollow-XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (ev_tmpdb_open(&f->t, "evfollow") < 0)
 		return -1;
-	snprintf(path, sizeof(path), "%s/inv.db", f->dir);
-	if (gf_db_open(path, &f->db, NULL) < 0)
-		return -1;
+	f->db = f->t.db;
 	for (size_t i = 0; i < NODES; i++) {
 		char name[8];
 
@@ -256,8 +238,7 @@ static int teardown(void **state)
 		free(f->nodes[i].name);
 		free(f->nodes[i].bmc);
 	}
-	gf_db_close(f->db);
-	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	ev_tmpdb_close(&f->t);
 	free(f);
 	return 0;
 }

@@ -28,6 +28,7 @@ static struct stub {
 
 struct stub_sess {
 	size_t i;
+	bool stale; /* the BMC dropped it: every call times out */
 };
 
 static size_t node_index(const char *name)
@@ -60,6 +61,8 @@ static void stub_close(void *sess)
 
 static int stub_power_get(void *sess, enum gf_power *ret, struct gf_err *err)
 {
+	if (((struct stub_sess *)sess)->stale)
+		return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT, "bmc did not answer");
 	*ret = ((struct stub_sess *)sess)->i % 2 ? GF_POWER_OFF : GF_POWER_ON;
 	return 0;
 }
@@ -400,6 +403,85 @@ static void stream_stops_on_ctrl_c(void **state)
 	gf_fanout_release(&f);
 }
 
+/* ---- sessions kept from one run to the next ---------------------------------------- */
+
+static atomic_int rearms;
+
+static void stub_rearm(void *sess, double deadline)
+{
+	assert_true(deadline > gf_monotime());
+	atomic_fetch_add(&rearms, 1);
+}
+
+static const struct gf_backend stub_keep_backend = {
+	.name = "stub",
+	.title = "Stub",
+	.open = stub_open,
+	.close = stub_close,
+	.rearm = stub_rearm,
+	.power_get = stub_power_get,
+};
+
+static void kept_sessions_are_reused_and_reopened_after_an_error(void **state)
+{
+	const char *refuse = "none";
+	struct gf_fanout_keep keep;
+	struct hooks_seen h = {0};
+	struct gf_fanout f;
+	struct gf_err err = {0};
+
+	gf_fanout_keep_init(&keep, NNODES);
+	atomic_store(&rearms, 0);
+	for (int run = 0; run < 3; run++) {
+		if (run == 2) /* node0's BMC dropped its session between two runs */
+			((struct stub_sess *)keep.sess[0])->stale = true;
+		memset(&h, 0, sizeof(h));
+		frame(&f, &h, 5, &refuse); /* the stub's counts start again each run */
+		f.backend = &stub_keep_backend;
+		f.keep = &keep;
+		f.hooks.start = NULL;
+		assert_int_equal(gf_fanout_run(&f, &err), 0);
+		for (size_t i = 0; i < NNODES; i++)
+			assert_true(f.slots[i].ok);
+		/* Run 1 opens one session per node and closes none; run 2 opens none. */
+		for (size_t i = 0; i < NNODES; i++) {
+			int want = run == 0 || (run == 2 && i == 0) ? 1 : 0;
+
+			assert_int_equal(atomic_load(&stub.opens[i]), want);
+			assert_non_null(keep.sess[i]);
+		}
+		/* Only the stale session was closed (and one opened in its place). */
+		assert_int_equal(atomic_load(&stub.closes), run == 2 ? 1 : 0);
+		gf_fanout_release(&f);
+	}
+	/* Every kept session was given the run's deadline before its op. */
+	assert_int_equal(atomic_load(&rearms), 2 * NNODES);
+	memset(&stub.closes, 0, sizeof(stub.closes));
+	gf_fanout_keep_release(&keep);
+	assert_int_equal(atomic_load(&stub.closes), NNODES);
+	assert_null(keep.sess);
+}
+
+/* A backend that cannot rearm a session never has one kept: each run opens and closes. */
+static void sessions_of_a_backend_without_rearm_are_not_kept(void **state)
+{
+	const char *refuse = "none";
+	struct gf_fanout_keep keep;
+	struct hooks_seen h = {0};
+	struct gf_fanout f;
+	struct gf_err err = {0};
+
+	gf_fanout_keep_init(&keep, NNODES);
+	frame(&f, &h, 5, &refuse);
+	f.keep = &keep;
+	assert_int_equal(gf_fanout_run(&f, &err), 0);
+	for (size_t i = 0; i < NNODES; i++)
+		assert_null(keep.sess[i]);
+	assert_int_equal(atomic_load(&stub.closes), NNODES);
+	gf_fanout_release(&f);
+	gf_fanout_keep_release(&keep);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +492,8 @@ int main(void)
 		cmocka_unit_test(stream_gives_up_on_a_refused_login),
 		cmocka_unit_test(stream_runs_until_its_deadline),
 		cmocka_unit_test(stream_stops_on_ctrl_c),
+		cmocka_unit_test(kept_sessions_are_reused_and_reopened_after_an_error),
+		cmocka_unit_test(sessions_of_a_backend_without_rearm_are_not_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -179,7 +179,7 @@ static int tree_send(void *ud, const char *method, const char *path, const json_
 	return 0;
 }
 
-static const struct rf_io tree_io = {tree_get, tree_send};
+static const struct rf_io tree_io = {tree_get, tree_send, NULL};
 
 static void client(struct rf_client *c, struct tree *t)
 {
@@ -595,7 +595,7 @@ static int map_get(void *ud, const char *path, json_t **ret, char **etag, struct
 	return 0;
 }
 
-static const struct rf_io map_io = {map_get, tree_send};
+static const struct rf_io map_io = {map_get, tree_send, NULL};
 
 static void test_collection_loops(void **state)
 {
@@ -1562,7 +1562,7 @@ static void test_push_checks_the_image_planned(void **state)
 	char path[] = "/tmp/gf-test-push-XXXXXX";
 	int fd = mkstemp(path);
 	struct push_fake f = {.path = path};
-	struct rf_io io = {push_get, NULL};
+	struct rf_io io = {push_get, NULL, NULL};
 	struct rf_client c = {.io = &io, .ud = &f, .node = "n1"};
 	struct rf_upd u = {.c = &c, .ud = &f, .request = push_request, .request_timeout = 5};
 	char hex[GF_SHA256_HEX];
