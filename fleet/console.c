@@ -284,6 +284,8 @@ int gf_console_log_run(const struct gf_console_log *r, struct gf_err *err)
 		}
 		for (size_t i = 0; i < r->n; i++)
 			failed += c[i].st == GF_CLOG_FAILED;
+		if (r->on_tick)
+			r->on_tick(r->ud);
 		if (failed == r->n)
 			break; /* nothing left to log */
 		if (r->until && r->until < wake)

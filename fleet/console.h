@@ -74,6 +74,7 @@ struct gf_console_log {
 	void (*on_state)(void *ud, size_t i, enum gf_console_log_state st,
 			 const struct gf_err *err);
 	void (*on_data)(void *ud, size_t i, const void *buf, size_t len);
+	void (*on_tick)(void *ud); /* at least every 0.2 s; NULL: none */
 	void *ud;
 };
 
