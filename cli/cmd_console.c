@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -36,7 +37,8 @@ enum {
 	O_TOTAL_SIZE,
 	O_SINCE,
 	O_LINES,
-	O_METRICS
+	O_METRICS,
+	O_SSH_ACCEPT_NEW
 };
 
 static const struct cli_opt console_opts[] = {
@@ -70,6 +72,10 @@ static const struct cli_opt console_opts[] = {
 	[O_METRICS] = {{"metrics", required_argument, NULL, 0},
 		       "FILE",
 		       "log: each console's state and bytes for Prometheus, FILE replaced"},
+	[O_SSH_ACCEPT_NEW] =
+		{{"ssh-accept-new", no_argument, NULL, 0},
+		 NULL,
+		 "SSH serial consoles: record an unknown host key (never a changed one)"},
 };
 
 struct console_args {
@@ -82,6 +88,7 @@ struct console_args {
 	double since; /* epoch seconds; -1: none */
 	const char *metrics;
 	unsigned long lines;
+	bool ssh_accept_new;
 };
 
 static int on_opt(void *ud, size_t idx, const char *arg)
@@ -97,6 +104,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 		}
 		return 0;
 	case O_STEAL: a->steal = true; return 0;
+	case O_SSH_ACCEPT_NEW: a->ssh_accept_new = true; return 0;
 	case O_DIR: a->dir = arg; return 0;
 	case O_METRICS: a->metrics = arg; return 0;
 	case O_DURATION:
@@ -130,6 +138,23 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 static struct termios saved_tio;
 static volatile sig_atomic_t tio_saved;
 static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t winched = 1; /* the first size is sent too */
+
+static void on_winch(int sig)
+{
+	(void)sig;
+	winched = 1;
+}
+
+/* The terminal's size to the console, where its transport has one (SSH). */
+static void pass_size(const struct gf_console_conn *c)
+{
+	struct winsize ws;
+
+	winched = 0;
+	if (c->ops->resize && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row)
+		c->ops->resize(c->con, ws.ws_col, ws.ws_row);
+}
 
 static void tty_restore(void)
 {
@@ -155,7 +180,7 @@ static void on_fatal_signal(int sig)
 
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
-static struct sigaction old_stop[NELEM(stop_signals)], old_fatal[NELEM(fatal_signals)];
+static struct sigaction old_stop[NELEM(stop_signals)], old_fatal[NELEM(fatal_signals)], old_winch;
 
 static void signals_catch(void)
 {
@@ -168,6 +193,8 @@ static void signals_catch(void)
 	sa.sa_handler = on_fatal_signal;
 	for (size_t i = 0; i < NELEM(fatal_signals); i++)
 		sigaction(fatal_signals[i], &sa, &old_fatal[i]);
+	sa.sa_handler = on_winch;
+	sigaction(SIGWINCH, &sa, &old_winch);
 }
 
 static void signals_restore(void)
@@ -176,6 +203,7 @@ static void signals_restore(void)
 		sigaction(stop_signals[i], &old_stop[i], NULL);
 	for (size_t i = 0; i < NELEM(fatal_signals); i++)
 		sigaction(fatal_signals[i], &old_fatal[i], NULL);
+	sigaction(SIGWINCH, &old_winch, NULL);
 }
 
 /* Raw mode on the terminal of stdin, when it is one: every byte goes to the node. */
@@ -261,6 +289,7 @@ static enum end pump(const struct gf_console_conn *c, unsigned char escape, stru
 	sigemptyset(&block);
 	for (size_t i = 0; i < NELEM(stop_signals); i++)
 		sigaddset(&block, stop_signals[i]);
+	sigaddset(&block, SIGWINCH);
 	sigprocmask(SIG_BLOCK, &block, &orig);
 	for (;;) {
 		struct pollfd pfd[2] = {{.fd = cfd, .events = POLLIN},
@@ -271,6 +300,8 @@ static enum end pump(const struct gf_console_conn *c, unsigned char escape, stru
 
 		if (got_signal)
 			break;
+		if (winched)
+			pass_size(c);
 		/* Signals only while waiting: none is missed between the check and the wait. */
 		rc = ppoll(pfd, 2, NULL, &orig);
 		if (rc < 0 && errno == EINTR)
@@ -358,10 +389,24 @@ static int connect_failed(const struct gf_node *n, const struct gf_err *err)
 	return cli_fail(err);
 }
 
+/* The stored TLS pins (Redfish BMCs asked for their SSH console), CA and host key rules. */
+static int console_env(struct gf_cli *cli, const struct console_args *a, struct gf_console_env *ret)
+{
+	int rc = cli_db(cli, &ret->db);
+
+	if (rc)
+		return rc;
+	ret->cacert = cli->cacert;
+	ret->insecure = cli->insecure;
+	ret->ssh_accept_new = a->ssh_accept_new;
+	return 0;
+}
+
 static int interactive(struct gf_cli *cli, const struct console_args *a, char **args, int nargs)
 {
 	const struct gf_profile **profs = NULL;
 	struct gf_console_conn conn = {0};
+	struct gf_console_env env = {0};
 	struct gf_node *nodes = NULL;
 	struct gf_err err = {0};
 	size_t n = 0;
@@ -389,11 +434,16 @@ static int interactive(struct gf_cli *cli, const struct console_args *a, char **
 		rc = GF_EXIT_USAGE;
 		goto out;
 	}
+	rc = console_env(cli, a, &env);
+	if (rc)
+		goto out;
 	got_signal = 0;
+	winched = 1;
 	signals_catch();
 	if (gf_console_start(1, &err) < 0 ||
-	    gf_console_connect(&nodes[0], profs[0], a->steal, false, gf_monotime() + cli->timeout,
-			       (const gf_cancel_flag *)NULL, &conn, &err) < 0) {
+	    gf_console_connect(&nodes[0], profs[0], &env, a->steal, false,
+			       gf_monotime() + cli->timeout, (const gf_cancel_flag *)NULL, &conn,
+			       &err) < 0) {
 		gf_console_stop();
 		signals_restore();
 		rc = got_signal ? GF_EXIT_INTERRUPTED : connect_failed(&nodes[0], &err);
@@ -603,6 +653,7 @@ static int log_consoles(struct gf_cli *cli, const struct console_args *a, char *
 			     .metrics = a->metrics,
 			     .started = gf_walltime()};
 	struct gf_err err = {0};
+	struct gf_console_env env = {0};
 	struct sigaction sa = {0}, old[3];
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
 	size_t n = 0, failed = 0;
@@ -624,6 +675,8 @@ static int log_consoles(struct gf_cli *cli, const struct console_args *a, char *
 	if (rc)
 		return rc;
 	rc = cli_profiles(cli, CLI_PROFILE_BMC, nodes, n, &profs);
+	if (!rc)
+		rc = console_env(cli, a, &env);
 	if (rc)
 		goto out;
 	lr.nodes = nodes;
@@ -647,6 +700,7 @@ static int log_consoles(struct gf_cli *cli, const struct console_args *a, char *
 		.nodes = nodes,
 		.n = n,
 		.profs = profs,
+		.env = &env,
 		.steal = a->steal,
 		.until = a->duration ? gf_monotime() + a->duration : 0,
 		.connect_timeout = cli->timeout,
