@@ -13,12 +13,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "cli/verbs.h"
 #include "fleet/console.h"
 #include "lib/conlog.h"
+#include "lib/constate.h"
 #include "lib/escape.h"
 #include "lib/nodeset.h"
 #include "lib/file.h"
@@ -35,7 +37,8 @@ enum {
 	O_TOTAL_SIZE,
 	O_SINCE,
 	O_LINES,
-	O_METRICS
+	O_METRICS,
+	O_SSH_ACCEPT_NEW
 };
 
 static const struct cli_opt console_opts[] = {
@@ -47,7 +50,7 @@ static const struct cli_opt console_opts[] = {
 		     "take over a console another session holds (it is ended)"},
 	[O_DIR] = {{"dir", required_argument, NULL, 0},
 		   "DIR",
-		   "log: where NODE.log files go (made if missing)"},
+		   "log: where NODE.log files go (made if missing; default $GPUFLEET_CONSOLE_DIR)"},
 	[O_DURATION] = {{"duration", required_argument, NULL, 0},
 			"SECONDS",
 			"log: stop after this long (default: until a signal)"},
@@ -69,6 +72,10 @@ static const struct cli_opt console_opts[] = {
 	[O_METRICS] = {{"metrics", required_argument, NULL, 0},
 		       "FILE",
 		       "log: each console's state and bytes for Prometheus, FILE replaced"},
+	[O_SSH_ACCEPT_NEW] =
+		{{"ssh-accept-new", no_argument, NULL, 0},
+		 NULL,
+		 "SSH serial consoles: record an unknown host key (never a changed one)"},
 };
 
 struct console_args {
@@ -81,6 +88,7 @@ struct console_args {
 	double since; /* epoch seconds; -1: none */
 	const char *metrics;
 	unsigned long lines;
+	bool ssh_accept_new;
 };
 
 static int on_opt(void *ud, size_t idx, const char *arg)
@@ -96,6 +104,7 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 		}
 		return 0;
 	case O_STEAL: a->steal = true; return 0;
+	case O_SSH_ACCEPT_NEW: a->ssh_accept_new = true; return 0;
 	case O_DIR: a->dir = arg; return 0;
 	case O_METRICS: a->metrics = arg; return 0;
 	case O_DURATION:
@@ -129,6 +138,23 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 static struct termios saved_tio;
 static volatile sig_atomic_t tio_saved;
 static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t winched = 1; /* the first size is sent too */
+
+static void on_winch(int sig)
+{
+	(void)sig;
+	winched = 1;
+}
+
+/* The terminal's size to the console, where its transport has one (SSH). */
+static void pass_size(const struct gf_console_conn *c)
+{
+	struct winsize ws;
+
+	winched = 0;
+	if (c->ops->resize && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row)
+		c->ops->resize(c->con, ws.ws_col, ws.ws_row);
+}
 
 static void tty_restore(void)
 {
@@ -154,7 +180,7 @@ static void on_fatal_signal(int sig)
 
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
-static struct sigaction old_stop[NELEM(stop_signals)], old_fatal[NELEM(fatal_signals)];
+static struct sigaction old_stop[NELEM(stop_signals)], old_fatal[NELEM(fatal_signals)], old_winch;
 
 static void signals_catch(void)
 {
@@ -167,6 +193,8 @@ static void signals_catch(void)
 	sa.sa_handler = on_fatal_signal;
 	for (size_t i = 0; i < NELEM(fatal_signals); i++)
 		sigaction(fatal_signals[i], &sa, &old_fatal[i]);
+	sa.sa_handler = on_winch;
+	sigaction(SIGWINCH, &sa, &old_winch);
 }
 
 static void signals_restore(void)
@@ -175,6 +203,7 @@ static void signals_restore(void)
 		sigaction(stop_signals[i], &old_stop[i], NULL);
 	for (size_t i = 0; i < NELEM(fatal_signals); i++)
 		sigaction(fatal_signals[i], &old_fatal[i], NULL);
+	sigaction(SIGWINCH, &old_winch, NULL);
 }
 
 /* Raw mode on the terminal of stdin, when it is one: every byte goes to the node. */
@@ -260,6 +289,7 @@ static enum end pump(const struct gf_console_conn *c, unsigned char escape, stru
 	sigemptyset(&block);
 	for (size_t i = 0; i < NELEM(stop_signals); i++)
 		sigaddset(&block, stop_signals[i]);
+	sigaddset(&block, SIGWINCH);
 	sigprocmask(SIG_BLOCK, &block, &orig);
 	for (;;) {
 		struct pollfd pfd[2] = {{.fd = cfd, .events = POLLIN},
@@ -270,6 +300,8 @@ static enum end pump(const struct gf_console_conn *c, unsigned char escape, stru
 
 		if (got_signal)
 			break;
+		if (winched)
+			pass_size(c);
 		/* Signals only while waiting: none is missed between the check and the wait. */
 		rc = ppoll(pfd, 2, NULL, &orig);
 		if (rc < 0 && errno == EINTR)
@@ -357,10 +389,24 @@ static int connect_failed(const struct gf_node *n, const struct gf_err *err)
 	return cli_fail(err);
 }
 
+/* The stored TLS pins (Redfish BMCs asked for their SSH console), CA and host key rules. */
+static int console_env(struct gf_cli *cli, const struct console_args *a, struct gf_console_env *ret)
+{
+	int rc = cli_db(cli, &ret->db);
+
+	if (rc)
+		return rc;
+	ret->cacert = cli->cacert;
+	ret->insecure = cli->insecure;
+	ret->ssh_accept_new = a->ssh_accept_new;
+	return 0;
+}
+
 static int interactive(struct gf_cli *cli, const struct console_args *a, char **args, int nargs)
 {
 	const struct gf_profile **profs = NULL;
 	struct gf_console_conn conn = {0};
+	struct gf_console_env env = {0};
 	struct gf_node *nodes = NULL;
 	struct gf_err err = {0};
 	size_t n = 0;
@@ -388,11 +434,16 @@ static int interactive(struct gf_cli *cli, const struct console_args *a, char **
 		rc = GF_EXIT_USAGE;
 		goto out;
 	}
+	rc = console_env(cli, a, &env);
+	if (rc)
+		goto out;
 	got_signal = 0;
+	winched = 1;
 	signals_catch();
 	if (gf_console_start(1, &err) < 0 ||
-	    gf_console_connect(&nodes[0], profs[0], a->steal, false, gf_monotime() + cli->timeout,
-			       (const gf_cancel_flag *)NULL, &conn, &err) < 0) {
+	    gf_console_connect(&nodes[0], profs[0], &env, a->steal, false,
+			       gf_monotime() + cli->timeout, (const gf_cancel_flag *)NULL, &conn,
+			       &err) < 0) {
 		gf_console_stop();
 		signals_restore();
 		rc = got_signal ? GF_EXIT_INTERRUPTED : connect_failed(&nodes[0], &err);
@@ -462,52 +513,63 @@ struct log_run {
 	size_t n;
 	struct gf_conlog **logs;
 	enum gf_console_log_state *last;
+	double *since; /* epoch seconds: each node in its state since */
 	unsigned long long total_size;
 	bool io_failed;
+	const char *dir;
 	const char *metrics; /* the Prometheus file, NULL: none */
-	double metrics_at;   /* monotonic: last written */
-	bool metrics_failed;
+	double started;      /* epoch seconds */
+	double state_at;     /* monotonic: the state last written */
+	bool state_failed;
 };
 
-/* Every node's console state and bytes, the Prometheus text format, @r->metrics replaced. */
-static void log_metrics(struct log_run *r)
+/*
+ * Every node's console state and bytes: DIR/.console-state.json for
+ * `gpufleet metrics` (lib/constate.h), and the --metrics file, replaced.
+ * @running false: the logger is ending.
+ */
+static void log_metrics(struct log_run *r, bool running)
 {
-	static const enum gf_console_log_state all[] = {GF_CLOG_CONNECTING, GF_CLOG_CONNECTED,
-							GF_CLOG_RECONNECTING, GF_CLOG_BUSY,
-							GF_CLOG_FAILED};
+	struct gf_constate st = {
+		.started = r->started,
+		.updated = gf_walltime(),
+		.running = running,
+		.pid = (long)getpid(),
+		.v = gf_xcalloc(r->n + 1, sizeof(*st.v)),
+		.n = r->n,
+	};
 	struct gf_buf b = GF_BUF_INIT;
 	struct gf_err err = {0};
+	int rc;
 
-	if (!r->metrics)
-		return;
-	r->metrics_at = gf_monotime();
-	gf_prom_family(&b, "gpufleet_console_up", "1 when the node's serial console is connected");
-	for (size_t i = 0; i < r->n; i++) {
-		gf_buf_adds(&b, "gpufleet_console_up{");
-		gf_prom_label(&b, "node", r->nodes[i].name, true);
-		gf_buf_addf(&b, "} %d\n", r->last[i] == GF_CLOG_CONNECTED);
-	}
-	gf_prom_family(&b, "gpufleet_console_state",
-		       "the state of the node's serial console logger, 1 for the current one");
+	r->state_at = gf_monotime();
 	for (size_t i = 0; i < r->n; i++)
-		for (size_t k = 0; k < NELEM(all); k++) {
-			gf_buf_adds(&b, "gpufleet_console_state{");
-			gf_prom_label(&b, "node", r->nodes[i].name, true);
-			gf_prom_label(&b, "state", gf_console_log_state_name(all[k]), false);
-			gf_buf_addf(&b, "} %d\n", r->last[i] == all[k]);
-		}
-	gf_prom_family(&b, "gpufleet_console_bytes",
-		       "bytes the node's serial console printed since console log started");
-	for (size_t i = 0; i < r->n; i++) {
-		gf_buf_adds(&b, "gpufleet_console_bytes{");
-		gf_prom_label(&b, "node", r->nodes[i].name, true);
-		gf_buf_addf(&b, "} %llu\n", gf_conlog_fed(r->logs[i]));
+		st.v[i] = (struct gf_constate_node){
+			.node = (char *)r->nodes[i].name,
+			.state = (char *)gf_console_log_state_name(r->last[i]),
+			.bytes = gf_conlog_fed(r->logs[i]),
+			.since = r->since[i],
+		};
+	rc = gf_constate_write(r->dir, &st, &err);
+	if (rc == 0 && r->metrics) {
+		gf_constate_prom(&st, st.updated, NULL, 0, &b);
+		rc = gf_file_replace(r->metrics, b.s, b.len, &err);
 	}
-	if (gf_file_replace(r->metrics, b.s, b.len, &err) < 0 && !r->metrics_failed) {
+	if (rc < 0 && !r->state_failed) {
 		cli_error("%s", err.msg);
-		r->metrics_failed = true;
+		r->state_failed = true;
 	}
+	free(st.v); /* the names are borrowed */
 	gf_buf_release(&b);
+}
+
+/* The loop's tick: the state refreshed, so that readers can tell the logger is alive. */
+static void log_tick(void *ud)
+{
+	struct log_run *r = ud;
+
+	if (gf_monotime() - r->state_at >= GF_CONSTATE_REFRESH_S)
+		log_metrics(r, true);
 }
 
 static void log_data(void *ud, size_t i, const void *buf, size_t len)
@@ -520,8 +582,6 @@ static void log_data(void *ud, size_t i, const void *buf, size_t len)
 		r->io_failed = true;
 	}
 	gf_conlog_total_cap(r->logs, r->n, r->total_size);
-	if (r->metrics && gf_monotime() - r->metrics_at >= 10)
-		log_metrics(r);
 }
 
 static void log_state(void *ud, size_t i, enum gf_console_log_state st, const struct gf_err *err)
@@ -533,8 +593,10 @@ static void log_state(void *ud, size_t i, enum gf_console_log_state st, const st
 	bool changed = r->last[i] != st;
 
 	r->last[i] = st;
-	if (changed)
-		log_metrics(r);
+	if (changed) {
+		r->since[i] = gf_walltime();
+		log_metrics(r, true);
+	}
 	if (changed && st != GF_CLOG_CONNECTING) {
 		char text[700];
 
@@ -585,15 +647,20 @@ static int log_consoles(struct gf_cli *cli, const struct console_args *a, char *
 	struct gf_conlog_opts lo = {.max_size = a->max_size, .keep = (unsigned)a->keep};
 	const struct gf_profile **profs = NULL;
 	struct gf_node *nodes = NULL;
-	struct log_run lr = {.cli = cli, .total_size = a->total_size, .metrics = a->metrics};
+	struct log_run lr = {.cli = cli,
+			     .total_size = a->total_size,
+			     .dir = a->dir,
+			     .metrics = a->metrics,
+			     .started = gf_walltime()};
 	struct gf_err err = {0};
+	struct gf_console_env env = {0};
 	struct sigaction sa = {0}, old[3];
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
 	size_t n = 0, failed = 0;
 	int rc;
 
-	if (!a->dir) {
-		cli_error("console log needs --dir DIR");
+	if (!a->dir || !*a->dir) {
+		cli_error("console log needs --dir DIR (or GPUFLEET_CONSOLE_DIR)");
 		return GF_EXIT_USAGE;
 	}
 	if (nargs < 1 && !cli->hosts) {
@@ -608,18 +675,22 @@ static int log_consoles(struct gf_cli *cli, const struct console_args *a, char *
 	if (rc)
 		return rc;
 	rc = cli_profiles(cli, CLI_PROFILE_BMC, nodes, n, &profs);
+	if (!rc)
+		rc = console_env(cli, a, &env);
 	if (rc)
 		goto out;
 	lr.nodes = nodes;
 	lr.n = n;
 	lr.logs = calloc(n, sizeof(*lr.logs));
 	lr.last = calloc(n, sizeof(*lr.last));
-	if (!lr.logs || !lr.last) {
+	lr.since = calloc(n, sizeof(*lr.since));
+	if (!lr.logs || !lr.last || !lr.since) {
 		rc = GF_EXIT_FAILED;
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
 		lr.last[i] = GF_CLOG_CONNECTING;
+		lr.since[i] = lr.started;
 		if (gf_conlog_open(a->dir, nodes[i].name, &lo, &lr.logs[i], &err) < 0) {
 			rc = cli_fail(&err);
 			goto out;
@@ -629,6 +700,7 @@ static int log_consoles(struct gf_cli *cli, const struct console_args *a, char *
 		.nodes = nodes,
 		.n = n,
 		.profs = profs,
+		.env = &env,
 		.steal = a->steal,
 		.until = a->duration ? gf_monotime() + a->duration : 0,
 		.connect_timeout = cli->timeout,
@@ -637,6 +709,7 @@ static int log_consoles(struct gf_cli *cli, const struct console_args *a, char *
 		.cancel = &log_stop,
 		.on_state = log_state,
 		.on_data = log_data,
+		.on_tick = log_tick,
 		.ud = &lr,
 	};
 	atomic_store(&log_stop, 0);
@@ -649,10 +722,7 @@ static int log_consoles(struct gf_cli *cli, const struct console_args *a, char *
 		rc = cli_fail(&err);
 	for (size_t i = 0; i < NELEM(sigs); i++)
 		sigaction(sigs[i], &old[i], NULL);
-	for (size_t i = 0; i < n; i++)
-		if (lr.last[i] != GF_CLOG_FAILED)
-			lr.last[i] = GF_CLOG_RECONNECTING; /* ended: none is connected now */
-	log_metrics(&lr);
+	log_metrics(&lr, false); /* ended: none is connected now */
 	for (size_t i = 0; i < n; i++) {
 		failed += lr.last[i] == GF_CLOG_FAILED;
 		if (lr.last[i] != GF_CLOG_FAILED)
@@ -669,6 +739,7 @@ out:
 		gf_conlog_close(lr.logs[i]);
 	free(lr.logs);
 	free(lr.last);
+	free(lr.since);
 	free(profs);
 	gf_nodes_free(nodes, n);
 	return rc;
@@ -839,7 +910,7 @@ static int read_logs(struct gf_cli *cli, const struct console_args *a, const cha
 	size_t n = 0;
 	int rc;
 
-	if (!a->dir) {
+	if (!a->dir || !*a->dir) {
 		cli_error("console %s needs --dir DIR (where console log wrote)",
 			  pattern ? "grep" : "tail");
 		return GF_EXIT_USAGE;
@@ -892,7 +963,8 @@ int cmd_console(struct gf_cli *cli, int argc, char **argv)
 				 .keep = 4,
 				 .total_size = 1ULL << 30,
 				 .since = -1,
-				 .lines = 20};
+				 .lines = 20,
+				 .dir = getenv("GPUFLEET_CONSOLE_DIR")};
 	char **args;
 	int nargs, rc;
 

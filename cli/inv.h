@@ -96,5 +96,9 @@ char *inv_groups_of(const struct gf_cli *cli, const char *node);
  */
 int inv_metrics_write(struct gf_cli *cli, const char *const *nodes, size_t nnodes, const char *path,
 		      size_t *ret_n);
+/* The same, with the consoles of @console_dir (NULL: none); inv_metrics_write() takes
+ * $GPUFLEET_CONSOLE_DIR. GF_EXIT_FAILED when their state could not be read (written anyway). */
+int inv_metrics_write_with(struct gf_cli *cli, const char *const *nodes, size_t nnodes,
+			   const char *path, const char *console_dir, size_t *ret_n);
 
 #endif

@@ -39,15 +39,18 @@ static const struct cli_verb verbs[] = {
 	 "One-time (next boot only) unless --persistent. A node whose BMC holds something else\n"
 	 "after the set fails with kind refused.\n"},
 	{"console", cmd_console, 0,
-	 "a node's serial console on the terminal (IPMI Serial over LAN)",
-	 "usage: gpufleet console [--escape CHAR] [--steal] NODE\n"
+	 "a node's serial console on the terminal (IPMI Serial over LAN, or SSH)",
+	 "usage: gpufleet console [--escape CHAR] [--steal] [--ssh-accept-new] NODE\n"
 	 "       gpufleet console log --dir DIR [--duration SECONDS] [--max-size SIZE] [--keep N]\n"
-	 "                            [--total-size SIZE] [--metrics FILE] [--steal] TARGETS\n"
+	 "                            [--total-size SIZE] [--metrics FILE] [--steal]\n"
+	 "                            [--ssh-accept-new] TARGETS\n"
 	 "       gpufleet console grep PATTERN --dir DIR [--since WHEN] TARGETS\n"
 	 "       gpufleet console tail --dir DIR [-n N] NODE\n"
 	 "Escapes at the start of a line: ~. ends, ~B sends a break, ~~ sends ~, ~? lists them.\n"
 	 "A console another session holds fails with kind busy; --steal takes it over.\n"
-	 "log keeps every console of TARGETS in DIR/NODE.log, reconnecting by itself.\n"},
+	 "log keeps every console of TARGETS in DIR/NODE.log, reconnecting by itself.\n"
+	 "A BMC that advertises an SSH serial console (Redfish SerialConsole.SSH) is reached\n"
+	 "over SSH: its user and password, the host key as for 'host'.\n"},
 	{"diff", cmd_diff, 0, "what changed between two sweeps: nodes and components",
 	 "usage: gpufleet diff [SWEEP_A [SWEEP_B]] [--component PATTERN] [--ignore PATTERN]\n"
 	 "Without sweeps: the last two; with one: that one against the last.\n"},
@@ -91,9 +94,10 @@ static const struct cli_verb verbs[] = {
 	 "       gpufleet inventory audit [--pending] [TARGETS]\n"},
 	{"metrics", cmd_metrics, VERB_PROMETHEUS,
 	 "Prometheus metrics of each node's last sweep and its drift",
-	 "usage: gpufleet metrics [--output FILE] [TARGETS]\n"
+	 "usage: gpufleet metrics [--output FILE] [--console-dir DIR] [TARGETS]\n"
 	 "The text format, for node_exporter's textfile collector; --output replaces FILE\n"
-	 "atomically. Names and labels: gpufleet-metrics(1).\n"},
+	 "atomically. --console-dir (or GPUFLEET_CONSOLE_DIR) adds the consoles 'console log'\n"
+	 "logs there. Names and labels: gpufleet-metrics(1).\n"},
 	{"nodes", cmd_nodes, 0, "the node registry: add, import, list, remove, repin, tag",
 	 "usage: gpufleet nodes add NAME --bmc HOST[:PORT] [--protocol P] [--ssh [USER@]HOST[:PORT]]\n"
 	 "                          [--profile NAME] [--group G]... [--replace]\n"

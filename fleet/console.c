@@ -2,6 +2,9 @@
 #include "fleet/console.h"
 
 #include "fleet/bmc.h"
+#include "fleet/console_ssh.h"
+#include "fleet/pins.h"
+#include "lib/buf.h"
 #include "lib/cancel.h"
 #include "lib/util.h"
 
@@ -45,49 +48,108 @@ void gf_console_stop(void)
 		started[--nstarted]->stop();
 }
 
-int gf_console_ops_of(const struct gf_node *n, const struct gf_profile *prof, double deadline,
-		      const gf_cancel_flag *cancel, const struct gf_console_ops **ret,
-		      struct gf_err *err)
+/*
+ * The backend of node @n (its protocol, or the one --protocol auto finds by
+ * @deadline) and the console ops to use: the backend's console, else the SSH
+ * console its BMC may advertise; GF_E_NODE with GF_EK_UNSUPPORTED when it
+ * has no BMC or neither.
+ */
+static int ops_of(const struct gf_node *n, const struct gf_profile *prof, double deadline,
+		  const gf_cancel_flag *cancel, const struct gf_backend **ret_be,
+		  const struct gf_console_ops **ret, struct gf_err *err)
 {
 	const struct gf_profile *profs[1] = {prof};
-	struct gf_bmc_run r = {.nodes = n, .profs = profs, .cancel = cancel};
+	char *pin[1] = {NULL};
+	bool pin_new[1] = {false};
+	char seen[1][GF_BMC_FP_SIZE] = {""};
+	struct gf_pins none = {.n = 1, .pin = pin, .pin_new = pin_new, .seen = seen};
+	struct gf_bmc_run r = {.nodes = n, .profs = profs, .pins = &none, .cancel = cancel};
 	const struct gf_backend *be = gf_bmc_choose(&r, 0, deadline, err);
 
 	if (!be)
 		return GF_E_NODE;
-	if (!be->console)
+	if (!be->console && !be->console_ssh)
 		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
 				  "%s has no serial console gpufleet can use (node '%s')",
 				  be->title, n->name);
-	*ret = be->console;
+	*ret_be = be;
+	*ret = be->console ? be->console : &gf_console_ssh_ops;
 	return 0;
 }
 
-int gf_console_connect(const struct gf_node *n, const struct gf_profile *prof, bool steal,
-		       bool keepalive, double deadline, const gf_cancel_flag *cancel,
-		       struct gf_console_conn *ret, struct gf_err *err)
+/* The pin of node @n's BMC, if the inventory holds one (for the SSH console's Redfish read). */
+static int pins_of(const struct gf_node *n, const struct gf_profile *prof,
+		   const struct gf_console_env *env, struct gf_pins **ret, struct gf_err *err)
 {
-	const struct gf_console_ops *ops;
-	struct gf_bmc_target t = {
+	const struct gf_profile *profs[1] = {prof};
+	struct gf_pins *p = gf_xcalloc(1, sizeof(*p));
+	int rc = gf_pins_load(env ? env->db : NULL, n, profs, 1, false, gf_bmc_may_pin, p, err);
+
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
+	*ret = p;
+	return 0;
+}
+
+static void pins_free(struct gf_pins *p)
+{
+	if (p)
+		gf_pins_release(p);
+	free(p);
+}
+
+/* Start opening node @n's console on @ops (@be's): @t filled, @pins its pin (SSH consoles). */
+static int console_open(const struct gf_node *n, const struct gf_profile *prof,
+			const struct gf_console_env *env, const struct gf_backend *be,
+			const struct gf_console_ops *ops, bool steal, bool keepalive,
+			double deadline, const gf_cancel_flag *cancel, struct gf_pins **pins,
+			struct gf_bmc_target *t, struct gf_console **ret, struct gf_err *err)
+{
+	int rc;
+
+	*t = (struct gf_bmc_target){
 		.node = n->name,
 		.host = n->bmc,
 		.port = n->bmc_port,
 		.prof = prof,
 		.deadline = deadline,
+		.cacert = env ? env->cacert : NULL,
+		.insecure = env && env->insecure,
 		.cancel = cancel,
 	};
-	struct gf_console *con;
-	int rc;
-
-	rc = gf_console_ops_of(n, prof, deadline, cancel, &ops, err);
-	if (rc < 0)
-		return rc;
 	rc = engine(ops, err);
 	if (rc < 0)
 		return rc;
-	rc = ops->open(&t, steal, keepalive, &con, err);
+	if (ops != &gf_console_ssh_ops)
+		return ops->open(t, steal, keepalive, ret, err);
+	if (!*pins && pins_of(n, prof, env, pins, err) < 0)
+		return GF_E_NODE;
+	t->tls_pin = gf_pins_expected(*pins, 0);
+	return gf_console_ssh_open(be, t, env && env->ssh_accept_new, !keepalive, ret, err);
+}
+
+int gf_console_connect(const struct gf_node *n, const struct gf_profile *prof,
+		       const struct gf_console_env *env, bool steal, bool keepalive,
+		       double deadline, const gf_cancel_flag *cancel, struct gf_console_conn *ret,
+		       struct gf_err *err)
+{
+	const struct gf_console_ops *ops;
+	const struct gf_backend *be;
+	struct gf_console *con;
+	struct gf_pins *pins = NULL;
+	int rc;
+
+	rc = ops_of(n, prof, deadline, cancel, &be, &ops, err);
 	if (rc < 0)
 		return rc;
+	rc = console_open(n, prof, env, be, ops, steal, keepalive, deadline, cancel, &pins, &ret->t,
+			  &con, err);
+	if (rc < 0) {
+		pins_free(pins);
+		return rc;
+	}
 	for (;;) {
 		enum gf_console_state st = ops->state(con, err);
 
@@ -95,10 +157,12 @@ int gf_console_connect(const struct gf_node *n, const struct gf_profile *prof, b
 			break;
 		if (st == GF_CONSOLE_FAILED) {
 			ops->close(con);
+			pins_free(pins);
 			return GF_E_NODE;
 		}
 		if ((cancel && atomic_load(cancel)) || gf_monotime() >= deadline) {
 			ops->close(con);
+			pins_free(pins);
 			return gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
 					  cancel && atomic_load(cancel)
 						  ? "interrupted while connecting to the serial "
@@ -111,6 +175,7 @@ int gf_console_connect(const struct gf_node *n, const struct gf_profile *prof, b
 	}
 	ret->ops = ops;
 	ret->con = con;
+	ret->pins = pins;
 	return 0;
 }
 
@@ -118,8 +183,11 @@ void gf_console_close(struct gf_console_conn *c)
 {
 	if (c && c->con)
 		c->ops->close(c->con);
-	if (c)
+	if (c) {
 		c->con = NULL;
+		pins_free(c->pins);
+		c->pins = NULL;
+	}
 }
 
 /* ---- console log ---------------------------------------------------------- */
@@ -138,7 +206,10 @@ const char *gf_console_log_state_name(enum gf_console_log_state s)
 
 struct clog_node {
 	const struct gf_console_ops *ops;
+	const struct gf_backend *be;
 	struct gf_console *con;
+	struct gf_pins *pins;   /* SSH consoles: the BMC's stored TLS pin */
+	struct gf_bmc_target t; /* what the console was opened with */
 	enum gf_console_log_state st;
 	double since; /* monotonic: connecting since */
 	double next;  /* monotonic: the next attempt (reconnecting, busy) */
@@ -173,21 +244,14 @@ static void clog_retry(const struct gf_console_log *r, struct clog_node *c, size
 
 static bool permanent(const struct gf_err *err)
 {
-	return err->code != GF_E_NODE || err->kind == GF_EK_AUTH || err->kind == GF_EK_UNSUPPORTED;
+	return err->code != GF_E_NODE || err->kind == GF_EK_AUTH ||
+	       err->kind == GF_EK_UNSUPPORTED || err->kind == GF_EK_HOSTKEY;
 }
 
 static void clog_open(const struct gf_console_log *r, struct clog_node *c, size_t i)
 {
 	const struct gf_node *n = &r->nodes[i];
-	double now = gf_monotime();
-	struct gf_bmc_target t = {
-		.node = n->name,
-		.host = n->bmc,
-		.port = n->bmc_port,
-		.prof = r->profs[i],
-		.deadline = now + r->connect_timeout,
-		.cancel = r->cancel,
-	};
+	double now = gf_monotime(), deadline = now + r->connect_timeout;
 	struct gf_err err = {0};
 
 	if (!r->profs[i]) {
@@ -195,9 +259,9 @@ static void clog_open(const struct gf_console_log *r, struct clog_node *c, size_
 		clog_state(r, c, i, GF_CLOG_FAILED, &err);
 		return;
 	}
-	if ((!c->ops &&
-	     gf_console_ops_of(n, r->profs[i], t.deadline, r->cancel, &c->ops, &err) < 0) ||
-	    engine(c->ops, &err) < 0 || c->ops->open(&t, r->steal, true, &c->con, &err) < 0) {
+	if ((!c->ops && ops_of(n, r->profs[i], deadline, r->cancel, &c->be, &c->ops, &err) < 0) ||
+	    console_open(n, r->profs[i], r->env, c->be, c->ops, r->steal, true, deadline, r->cancel,
+			 &c->pins, &c->t, &c->con, &err) < 0) {
 		c->con = NULL;
 		if (permanent(&err))
 			clog_state(r, c, i, GF_CLOG_FAILED, &err);
@@ -284,6 +348,8 @@ int gf_console_log_run(const struct gf_console_log *r, struct gf_err *err)
 		}
 		for (size_t i = 0; i < r->n; i++)
 			failed += c[i].st == GF_CLOG_FAILED;
+		if (r->on_tick)
+			r->on_tick(r->ud);
 		if (failed == r->n)
 			break; /* nothing left to log */
 		if (r->until && r->until < wake)
@@ -321,9 +387,11 @@ int gf_console_log_run(const struct gf_console_log *r, struct gf_err *err)
 			}
 		}
 	}
-	for (size_t i = 0; i < r->n; i++)
+	for (size_t i = 0; i < r->n; i++) {
 		if (c[i].con)
 			c[i].ops->close(c[i].con);
+		pins_free(c[i].pins);
+	}
 	gf_console_stop();
 	free(c);
 	free(pfd);

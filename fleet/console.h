@@ -10,12 +10,27 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "inventory/db.h"
 #include "lib/backend.h"
 #include "lib/node.h"
 
+/*
+ * What reaching consoles needs beyond a node and its profile: the TLS of a
+ * Redfish BMC that is asked where its SSH serial console is (its stored pin
+ * or the CA; nothing is pinned here), and the SSH host key rules.
+ */
+struct gf_console_env {
+	struct gf_db *db;    /* the stored TLS pins; NULL: CA checks only */
+	const char *cacert;  /* CA bundle for BMC certificates, NULL: system CAs */
+	bool insecure;       /* no certificate checks */
+	bool ssh_accept_new; /* SSH consoles: record an unknown host key (never a changed one) */
+};
+
 struct gf_console_conn {
-	const struct gf_console_ops *ops; /* the node's backend's */
+	const struct gf_console_ops *ops; /* the node's backend's, or the SSH console's */
 	struct gf_console *con;
+	struct gf_pins *pins; /* the node's stored TLS pin, while it connects */
+	struct gf_bmc_target t;
 };
 
 /*
@@ -27,23 +42,18 @@ int gf_console_start(size_t n, struct gf_err *err);
 void gf_console_stop(void);
 
 /*
- * The console ops of node @n's backend (its protocol, or the one --protocol
- * auto finds by @deadline); GF_E_NODE with GF_EK_UNSUPPORTED when it has no
- * BMC or its backend no console.
- */
-int gf_console_ops_of(const struct gf_node *n, const struct gf_profile *prof, double deadline,
-		      const gf_cancel_flag *cancel, const struct gf_console_ops **ret,
-		      struct gf_err *err);
-
-/*
  * Open node @n's console with @prof (resolved: password present) and wait
  * until it is connected, by @deadline (monotonic) or until *@cancel: then
- * closed, GF_E_NODE (timeout). @steal, @keepalive: as the ops' open. On
- * success @ret holds it; gf_console_close() ends it.
+ * closed, GF_E_NODE (timeout). The transport is the backend's console (IPMI
+ * SOL), or for a backend without one the SSH console its BMC advertises
+ * (fleet/console_ssh.h). @steal, @keepalive: as the ops' open (@keepalive:
+ * the logger's, read-only; else a person's, with a terminal). On success
+ * @ret holds it; gf_console_close() ends it.
  */
-int gf_console_connect(const struct gf_node *n, const struct gf_profile *prof, bool steal,
-		       bool keepalive, double deadline, const gf_cancel_flag *cancel,
-		       struct gf_console_conn *ret, struct gf_err *err);
+int gf_console_connect(const struct gf_node *n, const struct gf_profile *prof,
+		       const struct gf_console_env *env, bool steal, bool keepalive,
+		       double deadline, const gf_cancel_flag *cancel, struct gf_console_conn *ret,
+		       struct gf_err *err);
 void gf_console_close(struct gf_console_conn *c);
 
 #endif
@@ -65,6 +75,7 @@ struct gf_console_log {
 	const struct gf_node *nodes;
 	size_t n;
 	const struct gf_profile *const *profs; /* per node, resolved; NULL: the node fails */
+	const struct gf_console_env *env;      /* NULL: no pins, no CA file, known hosts only */
 	bool steal;                            /* take over consoles in use */
 	double until;                          /* monotonic end of the run; 0: until cancelled */
 	double connect_timeout;                /* seconds a connection may take */
@@ -74,6 +85,7 @@ struct gf_console_log {
 	void (*on_state)(void *ud, size_t i, enum gf_console_log_state st,
 			 const struct gf_err *err);
 	void (*on_data)(void *ud, size_t i, const void *buf, size_t len);
+	void (*on_tick)(void *ud); /* at least every 0.2 s; NULL: none */
 	void *ud;
 };
 

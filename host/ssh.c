@@ -38,6 +38,8 @@ struct gf_ssh {
 	unsigned long long rx; /* bytes received: tells whether a pass read anything */
 	unsigned long ended;   /* channels closed on this session (the server may lag) */
 	const gf_cancel_flag *cancel; /* Ctrl-C: stop waiting soon */
+	const char *password;         /* during keyboard-interactive only */
+	bool keepalive_on;
 };
 
 /* How long one wait on the peer lasts at most when Ctrl-C may end it. */
@@ -735,7 +737,9 @@ static int try_key_file(struct gf_ssh *s, const char *path, const char *passphra
 }
 
 /* Wait for the list of methods the server accepts for our user; "none" may already pass. */
-static int auth_methods(struct gf_ssh *s, double deadline, bool *ret_done, struct gf_err *err)
+/* The methods the server takes for our user (*@ret_list), or *@ret_done: no login needed. */
+static int auth_list(struct gf_ssh *s, double deadline, char **ret_list, bool *ret_done,
+		     struct gf_err *err)
 {
 	char *l;
 
@@ -752,6 +756,17 @@ static int auth_methods(struct gf_ssh *s, double deadline, bool *ret_done, struc
 		if (wait_socket(s, deadline, "authentication", err) < 0)
 			return GF_E_NODE;
 	}
+	*ret_list = l;
+	return 0;
+}
+
+static int auth_methods(struct gf_ssh *s, double deadline, bool *ret_done, struct gf_err *err)
+{
+	char *l = NULL;
+	int rc = auth_list(s, deadline, &l, ret_done, err);
+
+	if (rc < 0 || *ret_done)
+		return rc;
 	if (!strstr(l, "publickey"))
 		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
 				  "ssh '%s' does not accept public keys for '%s' (only %s)",
@@ -819,6 +834,65 @@ out:
 	gf_buf_release(&tried);
 	gf_buf_release(&why);
 	return ok ? 0 : rc;
+}
+
+/* Keyboard-interactive: every prompt is answered with the password (as OpenSSH's PAM asks it). */
+static void kbd_answer(const char *name, int name_len, const char *instruction, int instruction_len,
+		       int num_prompts, const LIBSSH2_USERAUTH_KBDINT_PROMPT *prompts,
+		       LIBSSH2_USERAUTH_KBDINT_RESPONSE *responses, void **abstract)
+{
+	const struct gf_ssh *s = *abstract;
+
+	(void)name;
+	(void)name_len;
+	(void)instruction;
+	(void)instruction_len;
+	(void)prompts;
+	for (int i = 0; i < num_prompts; i++) {
+		responses[i].text = s->password ? strdup(s->password) : NULL;
+		responses[i].length = responses[i].text ? (unsigned)strlen(responses[i].text) : 0;
+	}
+}
+
+/* A BMC's login: its user and password, by password or keyboard-interactive. */
+static int auth_password(struct gf_ssh *s, const char *password, double deadline,
+			 struct gf_err *err)
+{
+	unsigned ulen = (unsigned)strlen(s->user);
+	char *l = NULL;
+	bool done;
+	int rc = auth_list(s, deadline, &l, &done, err);
+
+	if (rc < 0 || done)
+		return rc;
+	if (strstr(l, "password")) {
+		while ((rc = libssh2_userauth_password_ex(s->sess, s->user, ulen, password,
+							  (unsigned)strlen(password), NULL)) ==
+		       LIBSSH2_ERROR_EAGAIN)
+			if (wait_socket(s, deadline, "authentication", err) < 0)
+				return GF_E_NODE;
+	} else if (strstr(l, "keyboard-interactive")) {
+		s->password = password;
+		while ((rc = libssh2_userauth_keyboard_interactive_ex(s->sess, s->user, ulen,
+								      kbd_answer)) ==
+		       LIBSSH2_ERROR_EAGAIN)
+			if (wait_socket(s, deadline, "authentication", err) < 0) {
+				s->password = NULL;
+				return GF_E_NODE;
+			}
+		s->password = NULL;
+	} else {
+		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
+				  "ssh '%s' takes no password for '%s' (only %s)", s->node, s->user,
+				  l);
+	}
+	if (rc == LIBSSH2_ERROR_AUTHENTICATION_FAILED || rc == LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED)
+		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
+				  "ssh '%s' refused the password of user '%s'", s->node, s->user);
+	if (rc)
+		return gf_err_set(err, GF_E_NODE, rc_kind(rc), "ssh '%s' login failed (%s)",
+				  s->node, ssh_errmsg(s->sess));
+	return 0;
 }
 
 /* ---- the session ------------------------------------------------------ */
@@ -905,7 +979,8 @@ int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_er
 	rc = check_host_key(s, kh, &x, khpath, name, known, t->accept_new, err);
 	if (rc < 0)
 		goto fail;
-	rc = authenticate(s, t->prof, t->deadline, err);
+	rc = t->password ? auth_password(s, t->password, t->deadline, err)
+			 : authenticate(s, t->prof, t->deadline, err);
 	if (rc < 0)
 		goto fail;
 	libssh2_knownhost_free(kh);
@@ -1239,4 +1314,138 @@ out:
 			libssh2_channel_free(ks[i].ch);
 	free(ks);
 	return rc;
+}
+
+/* ---- an interactive channel ------------------------------------------- */
+
+struct gf_ssh_chan {
+	struct gf_ssh *s;
+	LIBSSH2_CHANNEL *ch;
+};
+
+/* One try of a channel request: 0 done, 1 to try again (waited), GF_E_NODE refused or late. */
+static int chan_step(struct gf_ssh *s, int rc, double deadline, const char *what,
+		     struct gf_err *err)
+{
+	if (rc == 0)
+		return 0;
+	if (rc != LIBSSH2_ERROR_EAGAIN)
+		return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL, "ssh '%s' refused %s (%s)",
+				  s->node, what, ssh_errmsg(s->sess));
+	return wait_socket(s, deadline, what, err) < 0 ? GF_E_NODE : 1;
+}
+
+int gf_ssh_shell(struct gf_ssh *s, const char *term, int cols, int rows, double deadline,
+		 struct gf_ssh_chan **ret, struct gf_err *err)
+{
+	LIBSSH2_CHANNEL *ch;
+	struct gf_ssh_chan *c;
+	int rc;
+
+	while (!(ch = libssh2_channel_open_session(s->sess))) {
+		if (libssh2_session_last_errno(s->sess) != LIBSSH2_ERROR_EAGAIN)
+			return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+					  "ssh '%s' refused a session channel (%s)", s->node,
+					  ssh_errmsg(s->sess));
+		if (wait_socket(s, deadline, "opening a channel", err) < 0)
+			return GF_E_NODE;
+	}
+	rc = 0;
+	while (term &&
+	       (rc = chan_step(s,
+			       libssh2_channel_request_pty_ex(ch, term, (unsigned)strlen(term),
+							      NULL, 0, cols, rows, 0, 0),
+			       deadline, "a terminal", err)) > 0)
+		;
+	while (rc == 0 &&
+	       (rc = chan_step(s, libssh2_channel_shell(ch), deadline, "the console", err)) > 0)
+		;
+	if (rc < 0)
+		goto fail;
+	c = gf_xcalloc(1, sizeof(*c));
+	c->s = s;
+	c->ch = ch;
+	*ret = c;
+	return 0;
+fail:
+	s->broken = true; /* a half-open channel: no clean disconnect to wait for */
+	libssh2_channel_free(ch);
+	return GF_E_NODE;
+}
+
+static long chan_failed(struct gf_ssh_chan *c, long rc, struct gf_err *err)
+{
+	return gf_err_set(err, GF_E_NODE, rc_kind((int)rc), "ssh '%s' console failed (%s)",
+			  c->s->node, ssh_errmsg(c->s->sess));
+}
+
+long gf_ssh_chan_read(struct gf_ssh_chan *c, void *buf, size_t n, struct gf_err *err)
+{
+	ssize_t rc = libssh2_channel_read(c->ch, buf, n);
+
+	if (rc == LIBSSH2_ERROR_EAGAIN || rc == 0)
+		rc = libssh2_channel_read_stderr(c->ch, buf, n);
+	if (rc > 0)
+		return (long)rc;
+	if (rc < 0 && rc != LIBSSH2_ERROR_EAGAIN)
+		return chan_failed(c, (long)rc, err);
+	if (libssh2_channel_eof(c->ch))
+		return gf_err_set(err, GF_E_NODE, GF_EK_CONNECT,
+				  "ssh '%s' ended the console session", c->s->node);
+	return 0;
+}
+
+long gf_ssh_chan_write(struct gf_ssh_chan *c, const void *buf, size_t n, struct gf_err *err)
+{
+	ssize_t rc = libssh2_channel_write(c->ch, buf, n);
+
+	if (rc == LIBSSH2_ERROR_EAGAIN)
+		return 0;
+	if (rc < 0)
+		return chan_failed(c, (long)rc, err);
+	return (long)rc;
+}
+
+int gf_ssh_chan_resize(struct gf_ssh_chan *c, int cols, int rows, struct gf_err *err)
+{
+	int rc;
+	double until = gf_monotime() + 1;
+
+	while ((rc = libssh2_channel_request_pty_size(c->ch, cols, rows)) == LIBSSH2_ERROR_EAGAIN)
+		if (wait_socket(c->s, until, "a window change", err) < 0)
+			return GF_E_NODE;
+	return rc ? (int)chan_failed(c, rc, err) : 0;
+}
+
+void gf_ssh_chan_free(struct gf_ssh_chan *c)
+{
+	free(c); /* the channel goes with its session (gf_ssh_close) */
+}
+
+int gf_ssh_socket(const struct gf_ssh *s)
+{
+	return s->sock;
+}
+
+short gf_ssh_events(const struct gf_ssh *s)
+{
+	int dir = libssh2_session_block_directions(s->sess);
+
+	return (short)(POLLIN | (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND ? POLLOUT : 0));
+}
+
+unsigned long long gf_ssh_received(const struct gf_ssh *s)
+{
+	return s->rx;
+}
+
+void gf_ssh_keepalive(struct gf_ssh *s, int interval)
+{
+	int next = 0;
+
+	if (!s->keepalive_on) {
+		libssh2_keepalive_config(s->sess, 1, (unsigned)interval);
+		s->keepalive_on = true;
+	}
+	libssh2_keepalive_send(s->sess, &next);
 }

@@ -48,9 +48,11 @@ struct gf_ssh_target {
 	const char *node; /* for messages */
 	const char *spec; /* "[user@]host[:port]" */
 	const struct gf_profile
-		*prof;   /* ssh_user, ssh_key, ssh_key_passphrase_env, ssh_known_hosts */
-	bool accept_new; /* record an unknown host key (never a changed one) */
-	double deadline; /* monotonic: every call returns by then */
+		*prof;        /* ssh_user, ssh_key, ssh_key_passphrase_env, ssh_known_hosts */
+	bool accept_new;      /* record an unknown host key (never a changed one) */
+	const char *password; /* log in with it (password, keyboard-interactive), not keys:
+			       * a BMC's SSH console; NULL: keys */
+	double deadline;      /* monotonic: every call returns by then */
 	const gf_cancel_flag *cancel; /* set on Ctrl-C: every call returns soon; NULL: none */
 };
 
@@ -81,6 +83,34 @@ int gf_ssh_run(struct gf_ssh *s, struct gf_remote_cmd *cmds, size_t n, double de
 
 /* Disconnect (within a short bound) and free; accepts NULL. */
 void gf_ssh_close(struct gf_ssh *s);
+
+/*
+ * An interactive channel (a BMC's SSH serial console): the remote user's
+ * shell, or the server's ForceCommand, with a terminal of @term (@cols x
+ * @rows) or, @term NULL, none. Every call of the channel is non-blocking:
+ * poll gf_ssh_socket() for gf_ssh_events() between them. One thread.
+ */
+struct gf_ssh_chan;
+
+int gf_ssh_shell(struct gf_ssh *s, const char *term, int cols, int rows, double deadline,
+		 struct gf_ssh_chan **ret, struct gf_err *err);
+/* Up to @n bytes the remote printed (stdout, then stderr): >0, 0 for none now, GF_E_NODE at its
+ * end (err says why; kind connect). */
+long gf_ssh_chan_read(struct gf_ssh_chan *c, void *buf, size_t n, struct gf_err *err);
+/* Send up to @n bytes: how many went (0: none now), or GF_E_NODE. */
+long gf_ssh_chan_write(struct gf_ssh_chan *c, const void *buf, size_t n, struct gf_err *err);
+/* The terminal's new size (window-change); 0, or GF_E_NODE. */
+int gf_ssh_chan_resize(struct gf_ssh_chan *c, int cols, int rows, struct gf_err *err);
+/* Free the channel (its session closes it: call gf_ssh_close() next); NULL: nothing. */
+void gf_ssh_chan_free(struct gf_ssh_chan *c);
+
+/* The session's socket, and the poll events libssh2 waits for on it (POLLIN always). */
+int gf_ssh_socket(const struct gf_ssh *s);
+short gf_ssh_events(const struct gf_ssh *s);
+/* Bytes received on the session so far: a keep-alive's answer counts. */
+unsigned long long gf_ssh_received(const struct gf_ssh *s);
+/* Send a keep-alive that wants a reply (every @interval seconds from the first call). */
+void gf_ssh_keepalive(struct gf_ssh *s, int interval);
 
 /*
  * The known_hosts file in use for @prof: its ssh_known_hosts, else

@@ -185,6 +185,8 @@ struct gf_console_ops {
 	enum gf_console_state (*state)(struct gf_console *c, struct gf_err *err);
 	/* Send a break to the node's serial port. */
 	int (*brk)(struct gf_console *c, struct gf_err *err);
+	/* The terminal's size changed (or is first known); NULL: the transport has none. */
+	int (*resize)(struct gf_console *c, int cols, int rows);
 	/* Close the fd and end the session (its payload deactivated); NULL: nothing. */
 	void (*close)(struct gf_console *c);
 };
@@ -301,6 +303,12 @@ struct gf_backend {
 			struct gf_err *err);
 	/* The node's serial console, without a session of open(); NULL: none. */
 	const struct gf_console_ops *console;
+	/*
+	 * The SSH serial console the BMC advertises (Redfish
+	 * Manager.SerialConsole.SSH, enabled): *ret_port its TCP port on the
+	 * BMC's address, 0 when it offers none. NULL: never one.
+	 */
+	int (*console_ssh)(void *session, int *ret_port, struct gf_err *err);
 };
 
 /*

@@ -348,6 +348,11 @@ static const char *rf_fingerprint_op(void *vs)
 	return s && s->http ? rf_http_fingerprint(s->http) : NULL;
 }
 
+static int rf_console_ssh_op(void *vs, int *ret, struct gf_err *err)
+{
+	return rf_console_ssh(&((struct rf_session *)vs)->client, ret, err);
+}
+
 static int rf_power_get_op(void *vs, enum gf_power *ret, struct gf_err *err)
 {
 	return rf_power_get(&((struct rf_session *)vs)->client, ret, err);
@@ -612,4 +617,5 @@ const struct gf_backend gf_redfish_backend = {
 	.bmc_wait = rf_bmc_wait_op,
 	.bios_get = rf_bios_get_op,
 	.bios_set = rf_bios_set_op,
+	.console_ssh = rf_console_ssh_op,
 };

@@ -268,6 +268,8 @@ int rf_hardware(struct rf_client *c, struct gf_hardware *ret, struct gf_err *err
 
 /* The main System (the first member of /Systems that has a Reset action, else the first). */
 int rf_main_system(struct rf_client *c, json_t **ret, struct gf_err *err);
+/* The port of the SSH serial console a Manager advertises (SerialConsole.SSH), 0: none. */
+int rf_console_ssh(struct rf_client *c, int *ret, struct gf_err *err);
 enum gf_power rf_power_state(const char *s);
 /*
  * The Reset types to send for @op, given what the BMC allows (@allowed, an

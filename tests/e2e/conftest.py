@@ -38,6 +38,7 @@ LOOPBACK = {
     ("test_events_follow", "ipmi"): "127.50.1",
     ("test_console", "ipmi"): "127.52.1",                   # BMCs and their serial ports
     ("test_console", "log"): "127.52.2",                    # console log: BMCs, serial ports
+    ("test_console_ssh", "lab"): "127.43.101",              # Redfish BMC .1 and its SSH console
     ("test_terminal_fit_and_problems", "ipmi"): "127.56.1",  # 200 BMCs
     ("test_terminal_fit_and_problems", "dead"): "127.56.2",  # nothing listens
     ("test_ctrl_c_in_flight", "ipmi"): "127.56.10",

@@ -496,3 +496,70 @@ def test_log_respects_busy(lgf, log_lab, tmp_path):
         holder.close()
     payload_free(log_lab, 2)
 
+
+
+def prom_samples(text):
+    """{'name{labels}': value} of a Prometheus text."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.rpartition(" ")
+            out[key] = float(value)
+    return out
+
+
+def test_metrics_exports_what_console_log_records(lgf, log_lab, tmp_path):
+    """`gpufleet metrics` reads the state `console log` keeps in its folder:
+    each console's state and the bytes its serial port really sent."""
+    d = str(tmp_path / "logs")
+    r = lgf.run("metrics", "--console-dir", d)
+    assert r.returncode == 0, r.stderr
+    assert prom_samples(r.stdout)["gpufleet_console_log_up"] == 0  # no logger ran there
+    lg = Logger(lgf, "n1", "n2", "--dir", d, "--duration", "240")
+    try:
+        lg.wait_state("n1", "connected")
+        lg.wait_state("n2", "connected")
+        r = lgf.run("metrics", "--console-dir", d)
+        m = prom_samples(r.stdout)
+        assert r.returncode == 0 and m["gpufleet_console_log_up"] == 1, r.stdout + r.stderr
+        assert m['gpufleet_console_up{node="n1"}'] == 1
+        assert m['gpufleet_console_state{node="n2",state="connected"}'] == 1
+        assert m['gpufleet_console_state{node="n2",state="busy"}'] == 0
+        base = {i: m[f'gpufleet_console_bytes{{node="n{i}"}}'] for i in (1, 2)}
+        sent = {1: 0, 2: 0}
+        for k in range(40):
+            for i in (1, 2):
+                line = b"n%d metrics line %03d %s\r\n" % (i, k, b"x" * (k * i))
+                log_lab.serial[i].send(line)
+                sent[i] += len(line)
+        wait_logged(os.path.join(d, "n2.log"), "n2 metrics line 039")
+        # The state is refreshed every 10 s: the scrape sees it by then.
+        env = {"GPUFLEET_CONSOLE_DIR": d}  # as the systemd units set it
+        deadline = time.monotonic() + 40
+        while True:
+            r = lgf.run("metrics", env=env)
+            m = prom_samples(r.stdout)
+            got = {i: m[f'gpufleet_console_bytes{{node="n{i}"}}'] - base[i] for i in (1, 2)}
+            if got == sent or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)  # polling the scrape against its deadline
+        assert got == sent, (got, sent)
+        r = lgf.run("metrics", "n2", env=env)  # TARGETS: those nodes' consoles only
+        assert 'node="n2"' in r.stdout and 'node="n1"' not in r.stdout, r.stdout
+        assert lgf.run("metrics", "--console-dir", d).stdout.count("gpufleet_console_up{") == 2
+    finally:
+        rc = lg.stop()
+    assert rc == 128 + signal.SIGTERM, lg.stderr
+    # The logger ended: down, every console stopped, the bytes it counted kept.
+    r = lgf.run("metrics", "--console-dir", d)
+    m = prom_samples(r.stdout)
+    assert m["gpufleet_console_log_up"] == 0 and m['gpufleet_console_up{node="n1"}'] == 0
+    assert m['gpufleet_console_state{node="n1",state="stopped"}'] == 1
+    assert m['gpufleet_console_state{node="n1",state="connected"}'] == 0
+    assert m['gpufleet_console_bytes{node="n2"}'] == base[2] + sent[2]
+    # A state file that is not one: a one-line warning, exit 1, the rest still printed.
+    with open(os.path.join(d, ".console-state.json"), "w") as f:
+        f.write("{not json")
+    r = lgf.run("metrics", "--console-dir", d)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "gpufleet_console_log_up 0" in r.stdout

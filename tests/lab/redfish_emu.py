@@ -140,7 +140,7 @@ OVERRIDE_KEYS = {
     'expand', 'sessions', 'basic', 'max_sessions', 'etag_header', 'require_if_match',
     'reset_conflict', 'transition', 'slow', 'resetting', 'retry_after', 'hang',
     'faults', 'fault_message', 'deep_reset_values', 'keepalive_max', 'cert_change_after',
-} | redfish_update.OVERRIDE_KEYS | redfish_bios.OVERRIDE_KEYS | redfish_health.OVERRIDE_KEYS
+} | {'serial_console_ssh'} | redfish_update.OVERRIDE_KEYS | redfish_bios.OVERRIDE_KEYS | redfish_health.OVERRIDE_KEYS
 # What a fault planted on a URI does (the `faults` override).
 FAULT_KINDS = ('hang', 'close', 'garbage', 'trickle', 'endless', 'bloat')
 FAULT_HANG_MAX = 300.0   # a hung request is dropped after this long even if never cleared
@@ -633,6 +633,20 @@ class Node:
         if state not in ('On', 'Off'):
             raise LabError("power '%s' is not On or Off" % value)
         self.set_power(self.main_system, state)
+
+    def _ov_serial_console_ssh(self, value):
+        """The main Manager advertises an SSH serial console on port @value
+        (OpenBMC: 2200) as Manager.SerialConsole.SSH; 0 or false: disabled."""
+        port = int(value or 0)
+        mgr = self._main_manager()
+        self.own(mgr)['SerialConsole'] = {
+            'ServiceEnabled': True, 'MaxConcurrentSessions': 1,
+            'ConnectTypesSupported': ['IPMI', 'SSH'] if port else ['IPMI'],
+            'IPMI': {'ServiceEnabled': True},
+            'SSH': {'ServiceEnabled': bool(port), 'Port': port or 2200,
+                    'SharedWithHostConsole': False, 'HotKeySequenceDisplay': 'Press ~. to exit'},
+        }
+        self.touch(mgr)
 
     def _ov_serial(self, value):
         self.own(self.main_system)['SerialNumber'] = str(value)
