@@ -39,8 +39,11 @@ OVERRIDES[11] = {"vendor": "lenovo-sr670-v2", "leak_voltage": 0.2,
                  "leak_detectors": {"TrayLeak": "OK", "GPU1_ColdPlate": "OK"}}
 GPU_HEALTH = {"1": {"health": "Critical", "ecc_corrected": 12, "ecc_uncorrected": 3,
                     "remap_pending": True, "remap_corrected": 2, "remap_uncorrected": 1,
-                    "nvlinks_down": 2},
-              "2": {}}
+                    "nvlinks_down": 2,
+                    "nvlink_errors": {"2": {"DataCRCCount": 7, "FlitCRCCount": 11,
+                                            "RecoveryCount": 1, "ReplayCount": 4096},
+                                      "17": {"TrainingError": True, "RuntimeError": True}}},
+              "2": {"nvlink_errors": {"0": {"ReplayCount": 3}}}}
 OVERRIDES[12] = {"vendor": "nvidia-dgx-h100", "gpu_health": GPU_HEALTH}
 
 
@@ -238,6 +241,8 @@ def gpu_health_served(lab, i, n):
     remap = lab.resource(i, mem["Metrics"]["@odata.id"])["Oem"]["Nvidia"]["RowRemapping"]
     ports = [lab.resource(i, m["@odata.id"])
              for m in lab.resource(i, proc["Ports"]["@odata.id"])["Members"]]
+    errors = [lab.resource(i, p["Metrics"]["@odata.id"])["Oem"]["Nvidia"]["NVLinkErrors"]
+              for p in ports]
     return {"health": proc["Status"]["Health"],
             "ecc": {"corrected": mm["LifeTime"]["CorrectableECCErrorCount"],
                     "uncorrected": mm["LifeTime"]["UncorrectableECCErrorCount"]},
@@ -246,7 +251,17 @@ def gpu_health_served(lab, i, n):
                               "corrected": remap["CorrectableRowRemappingCount"],
                               "uncorrected": remap["UncorrectableRowRemappingCount"]},
             "nvlinks": {"up": sum(p["LinkStatus"] == "LinkUp" for p in ports),
-                        "down": sum(p["LinkStatus"] != "LinkUp" for p in ports)}}
+                        "down": sum(p["LinkStatus"] != "LinkUp" for p in ports),
+                        "ports": [{"id": p["Id"], "link_status": p["LinkStatus"],
+                                   "health": p["Status"]["Health"],
+                                   "speed_gbps": p["CurrentSpeedGbps"],
+                                   "errors": {"data_crc": e["DataCRCCount"],
+                                              "flit_crc": e["FlitCRCCount"],
+                                              "recovery": e["RecoveryCount"],
+                                              "replay": e["ReplayCount"],
+                                              "runtime": e["RuntimeError"],
+                                              "training": e["TrainingError"]}}
+                                  for p, e in zip(ports, errors)]}}
 
 
 def test_gpu_health_from_the_bmc_in_hardware_and_inventory(rf, lab):
@@ -258,7 +273,12 @@ def test_gpu_health_from_the_bmc_in_hardware_and_inventory(rf, lab):
         assert gpus[n]["bmc_health"] == gpu_health_served(lab, 12, n), gpus[n]
     assert gpus[1]["bmc_health"]["health"] == "Critical"
     assert gpus[1]["bmc_health"]["row_remapping"]["pending"] is True
-    assert gpus[1]["bmc_health"]["nvlinks"] == {"up": 16, "down": 2}
+    links = gpus[1]["bmc_health"]["nvlinks"]
+    assert (links["up"], links["down"], len(links["ports"])) == (16, 2, 18)
+    # Each port as served, in the BMC's order: the planted counters where planted.
+    assert [p["link_status"] for p in links["ports"][:3]] == ["LinkDown", "LinkDown", "LinkUp"]
+    assert links["ports"][2]["errors"]["replay"] == 4096
+    assert links["ports"][17]["errors"]["training"] is True
     # A GPU whose metrics the BMC does not serve: its health, the rest unknown.
     assert gpus[3]["bmc_health"]["ecc"] == {"corrected": None, "uncorrected": None}
     assert gpus[3]["bmc_health"]["nvlinks"] is None
@@ -294,3 +314,40 @@ def test_gpu_health_from_the_bmc_in_hardware_and_inventory(rf, lab):
         assert metric("gpufleet_gpu_bmc_remapped_rows", n, ',type="uncorrected"') == \
             h["row_remapping"]["uncorrected"]
         assert metric("gpufleet_gpu_bmc_nvlinks", n, ',state="down"') == h["nvlinks"]["down"]
+        # Each NVLink port: its state and every error counter, value by value.
+        for p in h["nvlinks"]["ports"]:
+            port = f',port="{p["id"]}"'
+            assert metric("gpufleet_gpu_bmc_nvlink_up", n, port) == \
+                (p["link_status"] == "LinkUp")
+            for t in ("data_crc", "flit_crc", "recovery", "replay"):
+                assert metric("gpufleet_gpu_bmc_nvlink_errors", n, f'{port},type="{t}"') == \
+                    p["errors"][t]
+            for t in ("runtime", "training"):
+                assert metric("gpufleet_gpu_bmc_nvlink_error_flag", n, f'{port},type="{t}"') == \
+                    p["errors"][t]
+    # A GPU without ports served has no port samples.
+    assert not [ln for ln in lines if ln.startswith("gpufleet_gpu_bmc_nvlink_up{")
+                and 'gpu="3"' in ln]
+
+
+def test_gpu_health_table_one_row_per_gpu(rf, lab):
+    r = rf.run("hardware", "--gpus", "rf12")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    head = lines[0].split()
+    assert head[:4] == ["NODE", "GPU", "MODEL", "SERIAL"], head
+    # Cells by the header's columns: a model name has spaces.
+    starts = [lines[0].index(h) for h in head] + [None]
+    cells = [{h: ln[starts[k]:starts[k + 1]].strip() for k, h in enumerate(head)}
+             for ln in lines[1:] if ln.startswith("rf12")]
+    body = {c["GPU"]: c for c in cells}
+    assert sorted(body, key=int) == [str(n) for n in range(1, 9)], r.stdout
+    for n in (1, 2):
+        h = gpu_health_served(lab, 12, n)
+        row = body[str(n)]
+        assert row["HEALTH"] == h["health"]
+        assert row["ECC-UNCORR"] == str(h["ecc"]["uncorrected"])
+        assert row["REMAP-PENDING"] == ("yes" if h["row_remapping"]["pending"] else "no")
+        assert row["NVLINK-UP"] == str(h["nvlinks"]["up"])
+        assert row["NVLINK-DOWN"] == str(h["nvlinks"]["down"])
+    assert body["3"]["NVLINK-UP"] == "-" and body["3"]["NVLINK-DOWN"] == "-"
