@@ -380,6 +380,25 @@ static void sel_and_sensors(const struct gf_sweep *sw, struct gf_buf *out)
 			value(out, counts[k]);
 		}
 	}
+	gf_prom_family(out, "gpufleet_leak_state",
+		       "Each leak detector of the node's last sweep, by where its BMC serves it:"
+		       " 0 dry, 1 warning, 2 critical (a leak), 3 unknown.");
+	for (size_t i = 0; i < sw->n; i++) {
+		const struct gf_sensor_summary *s = &sw->nodes[i].sensors;
+
+		for (size_t k = 0; s->read && k < s->nleaks; k++) {
+			const struct gf_leak *l = &s->leaks[k];
+
+			sample(out, "gpufleet_leak_state", &sw->nodes[i]);
+			label(out, "chassis", l->chassis);
+			label(out, "id", l->id);
+			label(out, "sensor", l->name);
+			value(out, l->state == GF_SENSOR_NOMINAL    ? 0
+				   : l->state == GF_SENSOR_WARNING  ? 1
+				   : l->state == GF_SENSOR_CRITICAL ? 2
+								    : 3);
+		}
+	}
 }
 
 void gf_metrics_render(const struct gf_sweep *sw, const struct gf_drift *d, struct gf_buf *out)
