@@ -192,19 +192,26 @@ void cli_bmc_release(struct cli_bmc_run *run)
 int cli_bmc_verb(struct gf_cli *cli, int argc, char **argv, gf_fanout_op op,
 		 const struct gf_render_spec *spec)
 {
+	return cli_bmc_verb_opts(cli, argc, argv, NULL, 0, NULL, op, &spec);
+}
+
+int cli_bmc_verb_opts(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *opts,
+		      size_t nopts, int (*on_opt)(void *ud, size_t idx, const char *arg),
+		      gf_fanout_op op, const struct gf_render_spec **spec)
+{
 	struct cli_bmc_run run = {0};
 	struct gf_node *nodes = NULL;
 	char **args;
 	int nargs, rc;
 	size_t n = 0;
 
-	rc = cli_parse(cli, argc, argv, NULL, 0, NULL, NULL, &args, &nargs);
+	rc = cli_parse(cli, argc, argv, opts, nopts, on_opt, (void *)spec, &args, &nargs);
 	if (rc)
 		return rc;
 	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
 	if (rc)
 		return rc;
-	run = (struct cli_bmc_run){.cli = cli, .nodes = nodes, .n = n, .op = op, .spec = spec};
+	run = (struct cli_bmc_run){.cli = cli, .nodes = nodes, .n = n, .op = op, .spec = *spec};
 	rc = cli_bmc_fanout(&run);
 	cli_bmc_release(&run);
 	gf_nodes_free(nodes, n);

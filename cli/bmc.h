@@ -63,6 +63,13 @@ void cli_bmc_release(struct cli_bmc_run *run);
  */
 int cli_bmc_verb(struct gf_cli *cli, int argc, char **argv, gf_fanout_op op,
 		 const struct gf_render_spec *spec);
+/*
+ * The same with options of its own: @on_opt (cli_parse()'s) is called with
+ * @spec as its ud and may point *@spec at another spec (a view the option asks for).
+ */
+int cli_bmc_verb_opts(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *opts,
+		      size_t nopts, int (*on_opt)(void *ud, size_t idx, const char *arg),
+		      gf_fanout_op op, const struct gf_render_spec **spec);
 
 /*
  * The rollout engine's fan-outs (fleet/rollout.h struct gf_rollout_fan) on

@@ -83,6 +83,8 @@ static json_t *node_output(const struct gf_cli *cli, const struct gf_node *n,
 	json_object_set_new(o, "ncomponents", json_integer((json_int_t)sn->set->n));
 	json_object_set_new(o, "sel", gf_codec_sel_to_json(&sn->sel));
 	json_object_set_new(o, "sensors", gf_codec_sensors_to_json(&sn->sensors));
+	json_object_set_new(o, "leaks",
+			    sn->sensors.read ? gf_codec_leaks_to_json(&sn->sensors) : json_null());
 	json_object_set_new(o, "errors", gf_codec_errors_to_json(sn));
 	if (sn->status != GF_NODE_OK && sn->nerrors) {
 		struct gf_buf msg = GF_BUF_INIT;

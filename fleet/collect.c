@@ -25,8 +25,9 @@ struct bmc_part {
 	struct gf_component_list fw;
 	struct gf_bios bios;
 	struct gf_sel_summary sel;
-	struct gf_sensor_summary sensors;
-	struct op_error errs[5]; /* hardware, firmware, sel, sensors, bios */
+	struct gf_sensor_summary sensors; /* its leaks stay NULL: they are in leaks */
+	struct gf_sensor_list leaks;      /* the leak detectors read (type "leak") */
+	struct op_error errs[5];          /* hardware, firmware, sel, sensors, bios */
 	size_t nerrs;
 };
 
@@ -48,6 +49,7 @@ static void bmc_part_release(struct bmc_part *p)
 	gf_hardware_release(&p->hw);
 	gf_component_list_release(&p->fw);
 	gf_bios_release(&p->bios);
+	gf_sensor_list_release(&p->leaks);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -94,7 +96,9 @@ static void sel_summary(const struct gf_sel_list *l, const struct gf_sel_prev *p
 	*ret = s;
 }
 
-static void sensor_summary(const struct gf_sensor_list *l, struct gf_sensor_summary *ret)
+/* The counts by state into @ret; the leak detectors of @l moved into @leaks. */
+static void sensor_summary(struct gf_sensor_list *l, struct gf_sensor_summary *ret,
+			   struct gf_sensor_list *leaks)
 {
 	struct gf_sensor_summary s = {.read = true};
 
@@ -104,6 +108,10 @@ static void sensor_summary(const struct gf_sensor_list *l, struct gf_sensor_summ
 		case GF_SENSOR_WARNING: s.warning++; break;
 		case GF_SENSOR_CRITICAL: s.critical++; break;
 		default: s.unknown++; break;
+		}
+		if (l->v[i].type && strcmp(l->v[i].type, "leak") == 0) {
+			*gf_sensor_list_add(leaks) = l->v[i];
+			memset(&l->v[i], 0, sizeof(l->v[i]));
 		}
 	}
 	*ret = s;
@@ -160,7 +168,7 @@ static void read_bmc(const struct gf_backend *be, void *sess, const struct gf_no
 	else if (be->sensors(sess, &sens, &e) < 0)
 		op_failed(p, GF_OP_SENSORS, &e);
 	else
-		sensor_summary(&sens, &p->sensors);
+		sensor_summary(&sens, &p->sensors, &p->leaks);
 	gf_err_clear(&e);
 	gf_sensor_list_release(&sens);
 	if (refused_login(p))
@@ -289,6 +297,7 @@ static void node_clear(struct gf_sweep_node *sn)
 	sn->protocol = sn->model = NULL;
 	sn->fw_read = sn->host_read = sn->bios_read = false;
 	memset(&sn->sel, 0, sizeof(sn->sel));
+	gf_sweep_node_clear_leaks(sn);
 	memset(&sn->sensors, 0, sizeof(sn->sensors));
 }
 
@@ -323,6 +332,9 @@ static int add_bmc(struct gf_sweep *sw, struct gf_sweep_node *sn, const struct g
 		node_error(sw, sn, p->errs[k].op, &p->errs[k].err);
 	sn->sel = p->sel;
 	sn->sensors = p->sensors;
+	for (size_t k = 0; k < p->leaks.n; k++)
+		gf_sweep_node_add_leak(sw, sn, p->leaks.v[k].chassis, p->leaks.v[k].id,
+				       p->leaks.v[k].name, p->leaks.v[k].state);
 	return 0;
 }
 

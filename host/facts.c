@@ -30,12 +30,29 @@ static json_t *tri_json(int t)
 	return t < 0 ? json_null() : json_boolean(t);
 }
 
+/* One NVLink port of "bmc_health"."nvlinks"."ports". */
+static json_t *nvlink_json(const struct gf_nvlink *p)
+{
+	return json_pack("{s:o,s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o,s:o,s:o}}", "id", str(p->id),
+			 "link_status", str(p->link_status), "health", str(p->health), "speed_gbps",
+			 num(p->speed_gbps), "errors", "data_crc", num(p->data_crc), "flit_crc",
+			 num(p->flit_crc), "recovery", num(p->recovery), "replay", num(p->replay),
+			 "runtime", tri_json(p->runtime_error), "training",
+			 tri_json(p->training_error));
+}
+
 /* A GPU's health as its BMC describes it: the documented "bmc_health" object. */
 static json_t *gpu_health_json(const struct gf_gpu_health *g)
 {
-	json_t *links = g->nvlinks_up < 0 ? json_null()
-					  : json_pack("{s:i,s:i}", "up", g->nvlinks_up, "down",
-						      g->nvlinks_down);
+	json_t *links = json_null(), *ports;
+
+	if (g->nvlinks_up >= 0) {
+		ports = json_array();
+		for (size_t i = 0; i < g->nnvlinks; i++)
+			json_array_append_new(ports, nvlink_json(&g->nvlinks[i]));
+		links = json_pack("{s:i,s:i,s:o}", "up", g->nvlinks_up, "down", g->nvlinks_down,
+				  "ports", ports);
+	}
 
 	return json_pack("{s:o,s:{s:o,s:o},s:{s:o,s:o,s:o,s:o},s:o}", "health", str(g->health),
 			 "ecc", "corrected", num(g->ecc_corrected), "uncorrected",
@@ -350,6 +367,43 @@ static int tri_of(const json_t *o, const char *key)
 	return json_is_boolean(v) ? json_is_true(v) : -1;
 }
 
+/* "bmc_health"."nvlinks"."ports", read back (absent: none, as stored before them). */
+static int nvlinks_from_json(const struct doc_at *at, json_t *ports, struct gf_gpu_health *g)
+{
+	json_t *v;
+	size_t i;
+	int rc;
+
+	if (!ports || json_is_null(ports))
+		return 0;
+	if (!json_is_array(ports))
+		return doc_bad(at, "gpus[].bmc_health.nvlinks", "ports", "an array");
+	g->nvlinks = gf_xcalloc(json_array_size(ports) + 1, sizeof(*g->nvlinks));
+	json_array_foreach(ports, i, v) {
+		struct gf_nvlink *p = &g->nvlinks[g->nnvlinks];
+		json_t *e = json_object_get(v, "errors");
+
+		if (!json_is_object(v))
+			return doc_bad(at, "gpus[].bmc_health.nvlinks", "ports",
+				       "an array of objects");
+		g->nnvlinks++;
+		if ((rc = doc_str(at, v, "gpus[].bmc_health.nvlinks.ports[]", "id", &p->id)) < 0 ||
+		    (rc = doc_str(at, v, "gpus[].bmc_health.nvlinks.ports[]", "link_status",
+				  &p->link_status)) < 0 ||
+		    (rc = doc_str(at, v, "gpus[].bmc_health.nvlinks.ports[]", "health",
+				  &p->health)) < 0)
+			return rc;
+		num_of(v, "speed_gbps", &p->speed_gbps);
+		num_of(e, "data_crc", &p->data_crc);
+		num_of(e, "flit_crc", &p->flit_crc);
+		num_of(e, "recovery", &p->recovery);
+		num_of(e, "replay", &p->replay);
+		p->runtime_error = tri_of(e, "runtime");
+		p->training_error = tri_of(e, "training");
+	}
+	return 0;
+}
+
 /* "bmc_health" of a GPU, read back; absent or null: not read. */
 static int gpu_health_from_json(const struct doc_at *at, json_t *o, struct gf_gpu_health *g)
 {
@@ -378,7 +432,7 @@ static int gpu_health_from_json(const struct doc_at *at, json_t *o, struct gf_gp
 		g->nvlinks_up = (int)json_integer_value(json_object_get(links, "up"));
 		g->nvlinks_down = (int)json_integer_value(json_object_get(links, "down"));
 	}
-	return 0;
+	return nvlinks_from_json(at, json_object_get(links, "ports"), g);
 }
 
 static int hw_lists(const struct doc_at *at, json_t *o, struct gf_hardware *h)

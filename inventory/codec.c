@@ -64,6 +64,52 @@ json_t *gf_codec_sel_to_json(const struct gf_sel_summary *s)
 			 s->has_mark ? json_real(s->mark) : json_null());
 }
 
+json_t *gf_codec_leaks_to_json(const struct gf_sensor_summary *s)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < s->nleaks; i++) {
+		const struct gf_leak *l = &s->leaks[i];
+
+		json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:s}", "chassis",
+						   gf_model_json_str(l->chassis), "id",
+						   gf_model_json_str(l->id), "name",
+						   gf_model_json_str(l->name), "state",
+						   gf_sensor_state_name(l->state)));
+	}
+	return a;
+}
+
+int gf_codec_leaks_from_json(struct gf_sweep *sw, struct gf_sweep_node *n, const json_t *a,
+			     struct gf_err *err)
+{
+	const json_t *v;
+	size_t i;
+
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a))
+		goto bad;
+	json_array_foreach(a, i, v) {
+		int st = gf_sensor_state_parse(json_string_value(json_object_get(v, "state")));
+		const json_t *ch = json_object_get(v, "chassis"), *id = json_object_get(v, "id"),
+			     *name = json_object_get(v, "name");
+
+		if (st < 0 || !json_is_string(id) ||
+		    (ch && !json_is_null(ch) && !json_is_string(ch)) ||
+		    (name && !json_is_null(name) && !json_is_string(name)))
+			goto bad;
+		gf_sweep_node_add_leak(sw, n, json_string_value(ch), json_string_value(id),
+				       json_string_value(name), (enum gf_sensor_state)st);
+	}
+	return 0;
+bad:
+	gf_sweep_node_clear_leaks(n);
+	return gf_err_set(err, GF_E_USAGE, GF_EK_NONE,
+			  "node '%s': 'leaks' must be an array of {chassis, id, name, state}",
+			  n->node);
+}
+
 json_t *gf_codec_sensors_to_json(const struct gf_sensor_summary *s)
 {
 	if (!s->read)
@@ -99,6 +145,8 @@ json_t *gf_codec_node_to_json(const struct gf_sweep *sw, const struct gf_sweep_n
 	json_object_set_new(o, GF_CODEC_COMPONENTS, comps);
 	json_object_set_new(o, "sel", gf_codec_sel_to_json(&n->sel));
 	json_object_set_new(o, "sensors", gf_codec_sensors_to_json(&n->sensors));
+	json_object_set_new(o, "leaks",
+			    n->sensors.read ? gf_codec_leaks_to_json(&n->sensors) : json_null());
 	if (n->hardware)
 		json_object_set_new(o, "hardware", sorted(gf_hardware_to_json(n->hardware)));
 	if (n->host)
@@ -271,7 +319,8 @@ static bool has_setting(const struct gf_sweep_node *n)
 	return false;
 }
 
-static int summaries_from_json(struct gf_sweep_node *n, json_t *o, struct gf_err *err)
+static int summaries_from_json(struct gf_sweep *sw, struct gf_sweep_node *n, json_t *o,
+			       struct gf_err *err)
 {
 	json_t *sel = json_object_get(o, "sel"), *sens = json_object_get(o, "sensors");
 	int rc;
@@ -304,7 +353,8 @@ static int summaries_from_json(struct gf_sweep_node *n, json_t *o, struct gf_err
 		if ((rc = get_count(sens, "nominal", &n->sensors.nominal, "sensors", err)) < 0 ||
 		    (rc = get_count(sens, "warning", &n->sensors.warning, "sensors", err)) < 0 ||
 		    (rc = get_count(sens, "critical", &n->sensors.critical, "sensors", err)) < 0 ||
-		    (rc = get_count(sens, "unknown", &n->sensors.unknown, "sensors", err)) < 0)
+		    (rc = get_count(sens, "unknown", &n->sensors.unknown, "sensors", err)) < 0 ||
+		    (rc = gf_codec_leaks_from_json(sw, n, json_object_get(o, "leaks"), err)) < 0)
 			return rc;
 		n->sensors.read = true;
 	}
@@ -348,7 +398,7 @@ int gf_codec_node_from_json(struct gf_sweep *sw, json_t *o, struct gf_err *err)
 	n->model = gf_sweep_str(sw, model);
 	if ((rc = gf_codec_errors_from_json(sw, n, json_object_get(o, "errors"), err)) < 0 ||
 	    (rc = comps_from_json(sw, n, json_object_get(o, GF_CODEC_COMPONENTS), err)) < 0 ||
-	    (rc = summaries_from_json(n, o, err)) < 0)
+	    (rc = summaries_from_json(sw, n, o, err)) < 0)
 		goto fail;
 	if (hw && json_is_object(hw)) {
 		struct gf_hardware h;
@@ -380,6 +430,7 @@ int gf_codec_node_from_json(struct gf_sweep *sw, json_t *o, struct gf_err *err)
 	return 0;
 fail:
 	/* Take the half-built node back out; its strings stay in the pool, harmlessly. */
+	gf_sweep_node_clear_leaks(n);
 	free(n->errors);
 	gf_sweep_node_take_hardware(n, NULL);
 	gf_sweep_node_take_host(n, NULL);

@@ -48,6 +48,15 @@ json_t *gf_codec_comp_to_json(const struct gf_inv_comp *c);
 json_t *gf_codec_errors_to_json(const struct gf_sweep_node *n);      /* [] when none */
 json_t *gf_codec_sel_to_json(const struct gf_sel_summary *s);        /* null when not read */
 json_t *gf_codec_sensors_to_json(const struct gf_sensor_summary *s); /* null when not read */
+/*
+ * The leak detectors of a sensor summary: a JSON array of {"chassis", "id",
+ * "name", "state"} (new reference), what a record's "leaks" holds and the
+ * store keeps; read back into @n (strings pooled in @sw; absent or null:
+ * none), a malformed one refused with nothing added.
+ */
+json_t *gf_codec_leaks_to_json(const struct gf_sensor_summary *s);
+int gf_codec_leaks_from_json(struct gf_sweep *sw, struct gf_sweep_node *n, const json_t *a,
+			     struct gf_err *err);
 
 /*
  * Append the errors of @arr (a record's "errors": an array, or NULL/null

@@ -292,6 +292,13 @@ static const char *const migrations[] = {
 	 "DROP TABLE rollout_items_8;"
 	 "DROP TABLE rollout_nodes_8;"),
 	/* clang-format on */
+	/*
+	 * 10 -> 11: each leak detector a sweep read (issue 21), where the BMC
+	 * serves it and its state, so that metrics exports them per detector:
+	 * a JSON array (inventory/codec.h gf_codec_leaks_to_json), NULL where
+	 * sensors were not read or the node has none.
+	 */
+	("ALTER TABLE sweep_nodes ADD COLUMN leaks TEXT;"),
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

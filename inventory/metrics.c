@@ -211,6 +211,49 @@ static int health_code(const char *h)
 	return 3;
 }
 
+/* The samples for NVLink port @p of the @f-th per-port family (gpu_bmc_health()'s order). */
+static void nvlink_samples(struct gf_buf *out, const char *name, size_t f,
+			   const struct gf_sweep_node *n, const struct gf_gpu_hw *g,
+			   const struct gf_nvlink *p)
+{
+	const struct {
+		const char *type;
+		struct gf_num v;
+	} counters[] = {
+		{"data_crc", p->data_crc},
+		{"flit_crc", p->flit_crc},
+		{"recovery", p->recovery},
+		{"replay", p->replay},
+	};
+	const struct {
+		const char *type;
+		int v;
+	} flags[] = {{"runtime", p->runtime_error}, {"training", p->training_error}};
+
+	switch (f) {
+	case 0:
+		gpu_sample(out, name, n, g, "port", p->id);
+		value(out, p->link_status && strcmp(p->link_status, "LinkUp") == 0);
+		break;
+	case 1:
+		for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++)
+			if (counters[c].v.set) {
+				gpu_sample(out, name, n, g, "port", p->id);
+				label(out, "type", counters[c].type);
+				value(out, counters[c].v.v);
+			}
+		break;
+	default:
+		for (size_t c = 0; c < sizeof(flags) / sizeof(flags[0]); c++)
+			if (flags[c].v >= 0) {
+				gpu_sample(out, name, n, g, "port", p->id);
+				label(out, "type", flags[c].type);
+				value(out, flags[c].v);
+			}
+		break;
+	}
+}
+
 /* Each GPU's health as its BMC describes it (stored with the sweep's hardware). */
 static void gpu_bmc_health(const struct gf_sweep *sw, struct gf_buf *out)
 {
@@ -225,6 +268,13 @@ static void gpu_bmc_health(const struct gf_sweep *sw, struct gf_buf *out)
 		 "Rows a GPU's memory has remapped, as its BMC counts them, by error type."},
 		{"gpufleet_gpu_bmc_nvlinks",
 		 "A GPU's NVLink ports as its BMC lists them, by state."},
+		/* per NVLink port: nvlink_samples() */
+		{"gpufleet_gpu_bmc_nvlink_up",
+		 "1 when a GPU's NVLink port is LinkUp as its BMC says, 0 for any other LinkStatus."},
+		{"gpufleet_gpu_bmc_nvlink_errors",
+		 "Errors a GPU's NVLink port counted, as its BMC serves them (PortMetrics), by type."},
+		{"gpufleet_gpu_bmc_nvlink_error_flag",
+		 "1 when a GPU's NVLink port reports a runtime or training error (PortMetrics)."},
 	};
 
 	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
@@ -273,13 +323,18 @@ static void gpu_bmc_health(const struct gf_sweep *sw, struct gf_buf *out)
 						value(out, h->remap_uncorrected.v);
 					}
 					break;
-				default:
+				case 4:
 					if (h->nvlinks_up >= 0) {
 						gpu_sample(out, fams[f][0], n, g, "state", "up");
 						value(out, h->nvlinks_up);
 						gpu_sample(out, fams[f][0], n, g, "state", "down");
 						value(out, h->nvlinks_down);
 					}
+					break;
+				default:
+					for (size_t p = 0; p < h->nnvlinks; p++)
+						nvlink_samples(out, fams[f][0], f - 5, n, g,
+							       &h->nvlinks[p]);
 					break;
 				}
 			}
@@ -324,6 +379,25 @@ static void sel_and_sensors(const struct gf_sweep *sw, struct gf_buf *out)
 			sample(out, "gpufleet_sensors", &sw->nodes[i]);
 			label(out, "state", states[k]);
 			value(out, counts[k]);
+		}
+	}
+	gf_prom_family(out, "gpufleet_leak_state",
+		       "Each leak detector of the node's last sweep, by where its BMC serves it:"
+		       " 0 dry, 1 warning, 2 critical (a leak), 3 unknown.");
+	for (size_t i = 0; i < sw->n; i++) {
+		const struct gf_sensor_summary *s = &sw->nodes[i].sensors;
+
+		for (size_t k = 0; s->read && k < s->nleaks; k++) {
+			const struct gf_leak *l = &s->leaks[k];
+
+			sample(out, "gpufleet_leak_state", &sw->nodes[i]);
+			label(out, "chassis", l->chassis);
+			label(out, "id", l->id);
+			label(out, "sensor", l->name);
+			value(out, l->state == GF_SENSOR_NOMINAL    ? 0
+				   : l->state == GF_SENSOR_WARNING  ? 1
+				   : l->state == GF_SENSOR_CRITICAL ? 2
+								    : 3);
 		}
 	}
 }

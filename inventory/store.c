@@ -59,9 +59,9 @@ static const char *const tx_sql[S_COUNT] = {
 		"INSERT INTO sweep_nodes (sweep, node, status, errors, protocol, model, fw_read,"
 		" host_read, cset, hardware, host, sel_total, sel_info, sel_warning, sel_critical,"
 		" sel_mark, sens_nominal, sens_warning, sens_critical, sens_unknown, bios_cset,"
-		" bios_read)"
+		" bios_read, leaks)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
-		" ?17, ?18, ?19, ?20, ?21, ?22)",
+		" ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
 	[S_CSET_FIND] = "SELECT id, body FROM csets WHERE hash = ?1",
 	[S_CSET_INSERT] = "INSERT INTO csets (hash, body) VALUES (?1, ?2) RETURNING id",
 	[S_COMP_INSERT] = "INSERT INTO components (cset, key, version, source, raw_id, name, kind)"
@@ -391,6 +391,20 @@ static char *errors_text(const struct gf_sweep_node *n)
 	return s;
 }
 
+/* The leak detectors' column: NULL when none (gf_codec_leaks_to_json()). */
+static char *leaks_text(const struct gf_sweep_node *n)
+{
+	json_t *a;
+	char *s;
+
+	if (!n->sensors.read || !n->sensors.nleaks)
+		return NULL;
+	a = gf_codec_leaks_to_json(&n->sensors);
+	s = json_dumps(a, JSON_COMPACT);
+	json_decref(a);
+	return s;
+}
+
 /* @v at @i when @set, else NULL. */
 static void bind_opt(sqlite3_stmt *st, int i, bool set, sqlite3_int64 v)
 {
@@ -407,7 +421,7 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 	static const char what[] = "writing a sweep";
 	sqlite3_stmt *st;
 	long long cset = 0, bios = 0, hw = 0, host = 0;
-	char *errs = NULL;
+	char *errs = NULL, *leaks = NULL;
 	int rc;
 
 	if (sw->id <= 0)
@@ -434,15 +448,18 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 		return rc;
 
 	errs = errors_text(n);
+	leaks = leaks_text(n);
 	st = tx->st[S_NODE_INSERT];
 	sqlite3_bind_int64(st, 1, sw->id);
 	if ((rc = gf_db_bind_text(tx->db, st, 2, n->node, what, err)) < 0 ||
 	    (rc = gf_db_bind_text(tx->db, st, 3, gf_node_status_name(n->status), what, err)) < 0 ||
 	    (rc = gf_db_bind_text(tx->db, st, 4, errs, what, err)) < 0 ||
 	    (rc = gf_db_bind_text(tx->db, st, 5, n->protocol, what, err)) < 0 ||
-	    (rc = gf_db_bind_text(tx->db, st, 6, n->model, what, err)) < 0) {
+	    (rc = gf_db_bind_text(tx->db, st, 6, n->model, what, err)) < 0 ||
+	    (rc = gf_db_bind_text(tx->db, st, 23, leaks, what, err)) < 0) {
 		sqlite3_clear_bindings(st);
 		free(errs);
+		free(leaks);
 		return rc;
 	}
 	sqlite3_bind_int(st, 7, n->fw_read);
@@ -468,6 +485,7 @@ int gf_store_put_node(struct gf_store_tx *tx, const struct gf_sweep *sw,
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	free(errs);
+	free(leaks);
 	if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)
 		return gf_err_set(err, GF_E_USAGE, GF_EK_NONE, "node '%s' is twice in sweep %lld",
 				  n->node, sw->id);
@@ -611,7 +629,7 @@ int gf_store_sweeps(struct gf_db *db, struct gf_sweep_info **ret, size_t *ret_n,
 	"sn.node, sn.status, sn.errors, sn.protocol, sn.model, sn.fw_read, sn.host_read, sn.cset," \
 	" sn.hardware, sn.host, sn.sel_total, sn.sel_info, sn.sel_warning, sn.sel_critical,"       \
 	" sn.sel_mark, sn.sens_nominal, sn.sens_warning, sn.sens_critical, sn.sens_unknown,"       \
-	" sn.bios_cset, sn.bios_read, sn.sweep"
+	" sn.bios_cset, sn.bios_read, sn.leaks, sn.sweep"
 
 enum {
 	C_NODE,
@@ -635,6 +653,7 @@ enum {
 	C_S_UNK,
 	C_BIOS_CSET,
 	C_BIOS_READ,
+	C_LEAKS,
 	C_SWEEP,
 	C_TIME
 };
@@ -706,6 +725,17 @@ static int row_to_node(struct loader *ld, sqlite3_stmt *st, struct gf_err *err)
 		n->sensors.warning = col_count(st, C_S_WARN);
 		n->sensors.critical = col_count(st, C_S_CRIT);
 		n->sensors.unknown = col_count(st, C_S_UNK);
+		if (col_str(st, C_LEAKS)) {
+			json_t *a = json_loads(col_str(st, C_LEAKS), 0, NULL);
+			int lrc = a ? gf_codec_leaks_from_json(sw, n, a, NULL) : GF_E_DB;
+
+			json_decref(a);
+			if (lrc < 0)
+				return gf_err_set(err, GF_E_DB, GF_EK_NONE,
+						  "the leak detectors stored for node '%s' in sweep "
+						  "%lld are not readable",
+						  n->node, n->sweep);
+		}
 	}
 	ld->pend = gf_xrealloc(ld->pend, (ld->npend + 1) * sizeof(*ld->pend));
 	ld->pend[ld->npend].cset = sqlite3_column_int64(st, C_CSET);

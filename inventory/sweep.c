@@ -264,11 +264,31 @@ void gf_sweep_node_take_host(struct gf_sweep_node *n, struct gf_hostfacts *host)
 	}
 }
 
+void gf_sweep_node_add_leak(struct gf_sweep *sw, struct gf_sweep_node *n, const char *chassis,
+			    const char *id, const char *name, enum gf_sensor_state state)
+{
+	struct gf_sensor_summary *s = &n->sensors;
+
+	s->leaks = gf_xrealloc(s->leaks, (s->nleaks + 1) * sizeof(*s->leaks));
+	s->leaks[s->nleaks++] = (struct gf_leak){.chassis = gf_sweep_text(sw, chassis),
+						 .id = gf_sweep_text(sw, id),
+						 .name = gf_sweep_text(sw, name),
+						 .state = state};
+}
+
+void gf_sweep_node_clear_leaks(struct gf_sweep_node *n)
+{
+	free(n->sensors.leaks);
+	n->sensors.leaks = NULL;
+	n->sensors.nleaks = 0;
+}
+
 void gf_sweep_free(struct gf_sweep *sw)
 {
 	if (!sw)
 		return;
 	for (size_t i = 0; i < sw->n; i++) {
+		gf_sweep_node_clear_leaks(&sw->nodes[i]);
 		free(sw->nodes[i].errors);
 		gf_sweep_node_take_hardware(&sw->nodes[i], NULL);
 		gf_sweep_node_take_host(&sw->nodes[i], NULL);
@@ -286,6 +306,7 @@ void gf_sweep_free(struct gf_sweep *sw)
 void gf_sweep_clear_nodes(struct gf_sweep *sw)
 {
 	for (size_t i = 0; i < sw->n; i++) {
+		gf_sweep_node_clear_leaks(&sw->nodes[i]);
 		free(sw->nodes[i].errors);
 		gf_sweep_node_take_hardware(&sw->nodes[i], NULL);
 		gf_sweep_node_take_host(&sw->nodes[i], NULL);

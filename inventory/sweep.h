@@ -82,9 +82,18 @@ struct gf_sel_summary {
 	double mark; /* the newest entry time seen: the next sweep counts after it */
 };
 
+/* A leak detector as a sweep keeps it (issue 21): where the BMC serves it and its state. */
+struct gf_leak {
+	const char *chassis, *id, *name; /* pooled; as struct gf_sensor's (type "leak") */
+	enum gf_sensor_state state;      /* from its DetectorState, or its threshold */
+};
+
 struct gf_sensor_summary {
 	bool read;
 	unsigned nominal, warning, critical, unknown;
+	struct gf_leak *leaks; /* each leak detector the BMC serves; owned by the sweep node
+				* (gf_sweep_node_add_leak()), NULL: none */
+	size_t nleaks;
 };
 
 struct gf_sweep_node {
@@ -118,6 +127,12 @@ struct gf_sweep {
 	size_t nsets, capsets;
 	struct gf_strpool *pool;
 };
+
+/* Append a leak detector to @n's sensors, its strings pooled in @sw. */
+void gf_sweep_node_add_leak(struct gf_sweep *sw, struct gf_sweep_node *n, const char *chassis,
+			    const char *id, const char *name, enum gf_sensor_state state);
+/* Drop @n's leak detectors. */
+void gf_sweep_node_clear_leaks(struct gf_sweep_node *n);
 
 /* A new, empty sweep; free with gf_sweep_free() (accepts NULL). */
 struct gf_sweep *gf_sweep_new(void);

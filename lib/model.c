@@ -147,6 +147,18 @@ void gf_component_list_release(struct gf_component_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
+void gf_gpu_health_release(struct gf_gpu_health *g)
+{
+	free(g->health);
+	for (size_t i = 0; i < g->nnvlinks; i++) {
+		free(g->nvlinks[i].id);
+		free(g->nvlinks[i].link_status);
+		free(g->nvlinks[i].health);
+	}
+	free(g->nvlinks);
+	memset(g, 0, sizeof(*g));
+}
+
 void gf_hardware_release(struct gf_hardware *h)
 {
 	char **strs[] = {
@@ -167,7 +179,7 @@ void gf_hardware_release(struct gf_hardware *h)
 		free(h->gpus[i].model);
 		free(h->gpus[i].serial);
 		free(h->gpus[i].firmware);
-		free(h->gpus[i].bmc.health);
+		gf_gpu_health_release(&h->gpus[i].bmc);
 	}
 	free(h->gpus);
 	memset(h, 0, sizeof(*h));

@@ -151,6 +151,16 @@ struct gf_component_list {
 
 /* ---- hardware --------------------------------------------------------- */
 
+/* One NVLink port of a GPU as its BMC serves it (a Port and its PortMetrics). */
+struct gf_nvlink {
+	char *id;                 /* the Port's Id ("NVLink_0"), or its URI's last segment */
+	char *link_status;        /* LinkStatus as served ("LinkUp", "LinkDown"); NULL: none */
+	char *health;             /* Status.Health as served; NULL: not given */
+	struct gf_num speed_gbps; /* CurrentSpeedGbps */
+	struct gf_num data_crc, flit_crc, recovery, replay; /* error counters; unset: not served */
+	int runtime_error, training_error;                  /* 1 yes, 0 no, -1 not served */
+};
+
 /* A GPU's health as its BMC describes it (Redfish Processors of type GPU and their metrics). */
 struct gf_gpu_health {
 	bool read;    /* the BMC serves this GPU as a Processor: the rest may be set */
@@ -159,6 +169,8 @@ struct gf_gpu_health {
 	int remap_pending, remap_failed; /* row remapping: 1 yes, 0 no, -1 not served */
 	struct gf_num remap_corrected, remap_uncorrected; /* rows remapped, by error kind */
 	int nvlinks_up, nvlinks_down;                     /* NVLink ports by LinkStatus; -1: none */
+	struct gf_nvlink *nvlinks; /* each NVLink port, in the BMC's order; owned */
+	size_t nnvlinks;
 };
 
 struct gf_gpu_hw {
@@ -235,6 +247,7 @@ void gf_event_release(struct gf_event *e);
 void gf_event_list_release(struct gf_event_list *l);
 void gf_component_list_release(struct gf_component_list *l);
 void gf_hardware_release(struct gf_hardware *h);
+void gf_gpu_health_release(struct gf_gpu_health *g); /* what it owns; zeroed */
 
 /* The documented JSON shapes. New references. */
 json_t *gf_sensor_to_json(const struct gf_sensor *s);

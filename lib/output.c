@@ -56,6 +56,8 @@ static json_t *lookup_cell(json_t *obj, json_t *elem, const char *key)
 {
 	json_t *first = NULL;
 
+	if (*key == '?') /* an optional column: see struct gf_col */
+		key++;
 	for (const char *p = key;;) {
 		size_t len = strcspn(p, "|");
 		char path[128];
@@ -449,9 +451,57 @@ void gf_render_table(json_t *const *objs, size_t n, const struct gf_render_spec 
 	gf_render_table_fit(objs, n, spec, 0, out);
 }
 
-void gf_render_table_fit(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
+/* Whether any row of @objs (spec->rows_key's elements, or the objects) has a value for @key. */
+static bool col_has_value(json_t *const *objs, size_t n, const struct gf_render_spec *spec,
+			  const char *key)
+{
+	for (size_t i = 0; i < n; i++) {
+		json_t *arr = spec->rows_key ? json_object_get(objs[i], spec->rows_key) : NULL, *e,
+		       *v;
+		size_t k;
+
+		if (!json_is_array(arr) || json_array_size(arr) == 0) {
+			v = lookup_cell(objs[i], NULL, key);
+			if (v && !json_is_null(v))
+				return true;
+			continue;
+		}
+		json_array_foreach(arr, k, e) {
+			v = lookup_cell(objs[i], e, key);
+			if (v && !json_is_null(v))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* @spec without its optional columns that no row has a value for; @cols: what to free. */
+static struct gf_render_spec shown_cols(json_t *const *objs, size_t n,
+					const struct gf_render_spec *spec, struct gf_col **cols)
+{
+	struct gf_render_spec s = *spec;
+	bool any = false;
+
+	*cols = NULL;
+	for (size_t c = 0; c < spec->ncols; c++)
+		any |= spec->cols[c].key[0] == '?';
+	if (!any)
+		return s;
+	*cols = gf_xcalloc(spec->ncols, sizeof(**cols));
+	s.ncols = 0;
+	for (size_t c = 0; c < spec->ncols; c++)
+		if (spec->cols[c].key[0] != '?' || col_has_value(objs, n, spec, spec->cols[c].key))
+			(*cols)[s.ncols++] = spec->cols[c];
+	s.cols = *cols;
+	return s;
+}
+
+void gf_render_table_fit(json_t *const *objs, size_t n, const struct gf_render_spec *spec_in,
 			 size_t width, struct gf_buf *out)
 {
+	struct gf_col *kept;
+	struct gf_render_spec shown = shown_cols(objs, n, spec_in, &kept);
+	const struct gf_render_spec *spec = &shown;
 	struct table t;
 	char **nodes;
 	bool *above;
@@ -532,6 +582,7 @@ void gf_render_table_fit(json_t *const *objs, size_t n, const struct gf_render_s
 	free(floor);
 	free(w);
 	free_table(&t);
+	free(kept);
 }
 
 static void csv_field(struct gf_buf *out, const char *s)
@@ -559,7 +610,7 @@ void gf_render_csv(json_t *const *objs, size_t n, const struct gf_render_spec *s
 	nodes = node_column(&t, spec->collapse);
 	gf_buf_adds(out, "node");
 	for (size_t c = 0; c < spec->ncols; c++) {
-		const char *key = spec->cols[c].key;
+		const char *key = spec->cols[c].key + (spec->cols[c].key[0] == '?');
 		char *name = gf_xstrndup(key, strcspn(key, "|")); /* "a|b": named a */
 
 		gf_buf_addc(out, ',');

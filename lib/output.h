@@ -21,7 +21,8 @@ int gf_format_parse(const char *s, enum gf_format *ret, struct gf_err *err);
 
 /* A column: a member of the per-node object (dotted path into objects allowed). */
 struct gf_col {
-	const char *key;   /* e.g. "power" */
+	const char *key;   /* e.g. "power"; "?chassis": a table leaves the column out when no
+			    * row has a value (CSV keeps it) */
 	const char *title; /* e.g. "POWER" */
 };
 

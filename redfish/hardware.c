@@ -4,6 +4,7 @@
  * HGX baseboard's System) or, where a BMC lists them only as PCIe devices
  * (Supermicro), from the Chassis; serials from the System's chassis.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,9 +57,53 @@ static int tri(const json_t *o, const char *dotted)
 }
 
 /*
+ * An NVLink port's error counters where its PortMetrics serve them: NVIDIA's
+ * Oem (HGX H100, GB200). A vendor that serves them elsewhere is a row here.
+ */
+static const struct {
+	const char *path; /* dotted, in the PortMetrics resource */
+	size_t off;       /* of the struct gf_num in struct gf_nvlink */
+} nvlink_counters[] = {
+	{"Oem.Nvidia.NVLinkErrors.DataCRCCount", offsetof(struct gf_nvlink, data_crc)},
+	{"Oem.Nvidia.NVLinkErrors.FlitCRCCount", offsetof(struct gf_nvlink, flit_crc)},
+	{"Oem.Nvidia.NVLinkErrors.RecoveryCount", offsetof(struct gf_nvlink, recovery)},
+	{"Oem.Nvidia.NVLinkErrors.ReplayCount", offsetof(struct gf_nvlink, replay)},
+};
+
+/* One NVLink Port @o (expanded) and its PortMetrics, appended to @g. */
+static int nvlink_port(struct rf_client *c, const json_t *o, struct gf_gpu_health *g,
+		       struct gf_err *err)
+{
+	const char *id = rf_str(o, "Id"), *uri = rf_odata_id(o);
+	struct gf_nvlink *p;
+	json_t *m = NULL;
+	int rc;
+
+	if ((rc = fetch_link(c, rf_link(o, "Metrics"), &m, err)) < 0)
+		return rc;
+	if (!id && uri && strrchr(uri, '/'))
+		id = strrchr(uri, '/') + 1;
+	g->nvlinks = gf_xrealloc(g->nvlinks, (g->nnvlinks + 1) * sizeof(*g->nvlinks));
+	p = &g->nvlinks[g->nnvlinks++];
+	memset(p, 0, sizeof(*p));
+	p->id = rf_dup(id);
+	p->link_status = rf_dup(rf_str(o, "LinkStatus"));
+	p->health = rf_dup(rf_get_str(o, "Status.Health"));
+	set_num(&p->speed_gbps, o, "CurrentSpeedGbps");
+	for (size_t i = 0; i < sizeof(nvlink_counters) / sizeof(nvlink_counters[0]); i++)
+		set_num((struct gf_num *)((char *)p + nvlink_counters[i].off), m,
+			nvlink_counters[i].path);
+	p->runtime_error = tri(m, "Oem.Nvidia.NVLinkErrors.RuntimeError");
+	p->training_error = tri(m, "Oem.Nvidia.NVLinkErrors.TrainingError");
+	json_decref(m);
+	return 0;
+}
+
+/*
  * What the BMC says of one GPU's health: its Status.Health, the ECC counts
  * of its memory (MemorySummary's MemoryMetrics), row remapping (its Memory
- * and that Memory's metrics; NVIDIA's Oem), its NVLink ports' LinkStatus.
+ * and that Memory's metrics; NVIDIA's Oem), each NVLink port's LinkStatus
+ * and error counters (its PortMetrics: one request per port).
  * A part not served stays unknown; only a failed request that is not a 404
  * fails the read.
  */
@@ -105,12 +150,14 @@ static int gpu_health(struct rf_client *c, const json_t *p, struct gf_gpu_health
 			g.nvlinks_up++;
 		else
 			g.nvlinks_down++;
+		if ((rc = nvlink_port(c, o, &g, err)) < 0)
+			goto out;
 	}
 	*ret = g;
-	g.health = NULL;
+	memset(&g, 0, sizeof(g));
 	rc = 0;
 out:
-	free(g.health);
+	gf_gpu_health_release(&g);
 	json_decref(doc);
 	json_decref(mem);
 	json_decref(ports);

@@ -6,13 +6,16 @@ changed reported once as an auth error. Against the Redfish emulator with
 the extras of tests/lab/redfish_health.py; each value is compared with what
 the emulator serves."""
 import os
+import shlex
+import subprocess
 import sys
 
 import pytest
 
-from conftest import PASSWORD, TOP, loopback, register_redfish, started_lab
+from conftest import GPUFLEET, PASSWORD, TOP, loopback, register_redfish, started_lab
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
+from labutil import LabError  # noqa: E402
 from redfish_emu import RedfishLab  # noqa: E402
 import redfish_health  # noqa: E402
 
@@ -39,8 +42,11 @@ OVERRIDES[11] = {"vendor": "lenovo-sr670-v2", "leak_voltage": 0.2,
                  "leak_detectors": {"TrayLeak": "OK", "GPU1_ColdPlate": "OK"}}
 GPU_HEALTH = {"1": {"health": "Critical", "ecc_corrected": 12, "ecc_uncorrected": 3,
                     "remap_pending": True, "remap_corrected": 2, "remap_uncorrected": 1,
-                    "nvlinks_down": 2},
-              "2": {}}
+                    "nvlinks_down": 2,
+                    "nvlink_errors": {"2": {"DataCRCCount": 7, "FlitCRCCount": 11,
+                                            "RecoveryCount": 1, "ReplayCount": 4096},
+                                      "17": {"TrainingError": True, "RuntimeError": True}}},
+              "2": {"nvlink_errors": {"0": {"ReplayCount": 3}}}}
 OVERRIDES[12] = {"vendor": "nvidia-dgx-h100", "gpu_health": GPU_HEALTH}
 
 
@@ -101,6 +107,37 @@ def test_same_name_sensors_are_kept_apart(rf, lab, i):
     assert sorted(s["reading"] for s in slots) == [41.0, 43.5, 47.0]
     assert all(s["unit"] == "C" and s["type"] == "temperature" for s in slots)
     assert sorted(s["reading"] for s in got if s["name"] == "PSU Input Power") == [799.0, 812.0]
+
+
+def test_sensors_table_on_a_terminal_names_the_chassis(rf, lab):
+    """DGX serves sensors of one name in two chassis (CPUBaseboard and DGX):
+    on a terminal 120 columns wide each row names its chassis, every line fits."""
+    cmd = shlex.join([GPUFLEET, "sensors", "rf6"])
+    p = subprocess.run(["script", "-qec", f"stty cols 120 && exec {cmd}", "/dev/null"],
+                       env=rf.env(), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr)
+    lines = p.stdout.replace("\r\n", "\n").splitlines()
+    assert lines and max(len(ln) for ln in lines) <= 120
+    head = lines[0].split()
+    assert head[:3] == ["NODE", "CHASSIS", "SENSOR"], lines[0]
+    at = [lines[0].index(h) for h in ("CHASSIS", "SENSOR", "TYPE")]
+    rows = [(ln[at[0]:at[1]].strip(), ln[at[1]:at[2]].strip())
+            for ln in lines[1:] if ln.startswith("rf6 ")]
+    served = {}
+    for m in lab.resource(6, "/redfish/v1/Chassis")["Members"]:
+        ch = lab.resource(6, m["@odata.id"])
+        coll = (ch.get("Sensors") or {}).get("@odata.id")
+        try:
+            members = lab.resource(6, coll)["Members"] if coll else []
+        except LabError:  # linked, not served (the capture lacks it): gpufleet skips it too
+            members = []
+        for s in members:
+            served.setdefault(lab.resource(6, s["@odata.id"])["Name"], []).append(ch["Id"])
+    shared = [name for name, where in served.items() if len(set(where)) > 1]
+    assert "TEMP_AMBIENT" in shared
+    for name in shared:
+        assert sorted(c for c, n in rows if n == name) == sorted(served[name]), name
 
 
 @pytest.mark.parametrize("i", range(1, 6))
@@ -229,6 +266,38 @@ def test_leak_state_per_detector_in_prometheus(rf, lab):
         assert len(mine) == 1 and mine[0].endswith(f" {want}"), (d, lines)
 
 
+def test_metrics_export_leak_state_per_detector_from_the_sweep(rf, lab):
+    """A sweep stores each leak detector; metrics exports them from the store,
+    one sample per detector, its state as the BMC serves it."""
+    r, data = rf.json("sweep", "rf10", "rf11", "--timeout", SLOW)
+    assert r.returncode == 0, r.stderr
+    swept = {o["node"]: {d["id"]: d for d in o["leaks"]} for o in data}
+    r = rf.run("metrics", "rf10", "rf11")
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("gpufleet_leak_state{")]
+    code = {"OK": 0, "Warning": 1, "Critical": 2}
+    for i in (10, 11):
+        node = f"rf{i}"
+        chassis, served = leak_detectors_served(lab, i)
+        main = lab.resource(i, "/redfish/v1/Chassis")["Members"][0]["@odata.id"]
+        rope = lab.resource(i, f"{main}/Sensors/{redfish_health.LEAK_ROPE}")
+        want = {d["@odata.id"]: (d["Name"], code[d["DetectorState"]]) for d in served}
+        want[rope["@odata.id"]] = (rope["Name"],
+                                   2 if rope["Reading"] > redfish_health.LEAK_ROPE_CRITICAL
+                                   else 1 if rope["Reading"] > redfish_health.LEAK_ROPE_CAUTION
+                                   else 0)
+        mine = [ln for ln in lines if ln.startswith(f'gpufleet_leak_state{{node="{node}",')]
+        assert len(mine) == len(want), (node, mine)
+        for uri, (name, state) in want.items():
+            sample = (f'gpufleet_leak_state{{node="{node}",chassis="{chassis}",id="{uri}",'
+                      f'sensor="{name}"}} {state}')
+            assert sample in mine, (sample, mine)
+            # What the sweep printed is what was stored.
+            assert swept[node][uri]["chassis"] == chassis
+            assert swept[node][uri]["name"] == name
+            assert swept[node][uri]["state"] == ["nominal", "warning", "critical"][state]
+
+
 def gpu_health_served(lab, i, n):
     """GPU_SXM_n's health as the emulator serves it, in the shape of bmc_health."""
     sys_uri = "/redfish/v1/Systems/HGX_Baseboard_0"
@@ -238,6 +307,8 @@ def gpu_health_served(lab, i, n):
     remap = lab.resource(i, mem["Metrics"]["@odata.id"])["Oem"]["Nvidia"]["RowRemapping"]
     ports = [lab.resource(i, m["@odata.id"])
              for m in lab.resource(i, proc["Ports"]["@odata.id"])["Members"]]
+    errors = [lab.resource(i, p["Metrics"]["@odata.id"])["Oem"]["Nvidia"]["NVLinkErrors"]
+              for p in ports]
     return {"health": proc["Status"]["Health"],
             "ecc": {"corrected": mm["LifeTime"]["CorrectableECCErrorCount"],
                     "uncorrected": mm["LifeTime"]["UncorrectableECCErrorCount"]},
@@ -246,7 +317,17 @@ def gpu_health_served(lab, i, n):
                               "corrected": remap["CorrectableRowRemappingCount"],
                               "uncorrected": remap["UncorrectableRowRemappingCount"]},
             "nvlinks": {"up": sum(p["LinkStatus"] == "LinkUp" for p in ports),
-                        "down": sum(p["LinkStatus"] != "LinkUp" for p in ports)}}
+                        "down": sum(p["LinkStatus"] != "LinkUp" for p in ports),
+                        "ports": [{"id": p["Id"], "link_status": p["LinkStatus"],
+                                   "health": p["Status"]["Health"],
+                                   "speed_gbps": p["CurrentSpeedGbps"],
+                                   "errors": {"data_crc": e["DataCRCCount"],
+                                              "flit_crc": e["FlitCRCCount"],
+                                              "recovery": e["RecoveryCount"],
+                                              "replay": e["ReplayCount"],
+                                              "runtime": e["RuntimeError"],
+                                              "training": e["TrainingError"]}}
+                                  for p, e in zip(ports, errors)]}}
 
 
 def test_gpu_health_from_the_bmc_in_hardware_and_inventory(rf, lab):
@@ -258,7 +339,12 @@ def test_gpu_health_from_the_bmc_in_hardware_and_inventory(rf, lab):
         assert gpus[n]["bmc_health"] == gpu_health_served(lab, 12, n), gpus[n]
     assert gpus[1]["bmc_health"]["health"] == "Critical"
     assert gpus[1]["bmc_health"]["row_remapping"]["pending"] is True
-    assert gpus[1]["bmc_health"]["nvlinks"] == {"up": 16, "down": 2}
+    links = gpus[1]["bmc_health"]["nvlinks"]
+    assert (links["up"], links["down"], len(links["ports"])) == (16, 2, 18)
+    # Each port as served, in the BMC's order: the planted counters where planted.
+    assert [p["link_status"] for p in links["ports"][:3]] == ["LinkDown", "LinkDown", "LinkUp"]
+    assert links["ports"][2]["errors"]["replay"] == 4096
+    assert links["ports"][17]["errors"]["training"] is True
     # A GPU whose metrics the BMC does not serve: its health, the rest unknown.
     assert gpus[3]["bmc_health"]["ecc"] == {"corrected": None, "uncorrected": None}
     assert gpus[3]["bmc_health"]["nvlinks"] is None
@@ -294,3 +380,40 @@ def test_gpu_health_from_the_bmc_in_hardware_and_inventory(rf, lab):
         assert metric("gpufleet_gpu_bmc_remapped_rows", n, ',type="uncorrected"') == \
             h["row_remapping"]["uncorrected"]
         assert metric("gpufleet_gpu_bmc_nvlinks", n, ',state="down"') == h["nvlinks"]["down"]
+        # Each NVLink port: its state and every error counter, value by value.
+        for p in h["nvlinks"]["ports"]:
+            port = f',port="{p["id"]}"'
+            assert metric("gpufleet_gpu_bmc_nvlink_up", n, port) == \
+                (p["link_status"] == "LinkUp")
+            for t in ("data_crc", "flit_crc", "recovery", "replay"):
+                assert metric("gpufleet_gpu_bmc_nvlink_errors", n, f'{port},type="{t}"') == \
+                    p["errors"][t]
+            for t in ("runtime", "training"):
+                assert metric("gpufleet_gpu_bmc_nvlink_error_flag", n, f'{port},type="{t}"') == \
+                    p["errors"][t]
+    # A GPU without ports served has no port samples.
+    assert not [ln for ln in lines if ln.startswith("gpufleet_gpu_bmc_nvlink_up{")
+                and 'gpu="3"' in ln]
+
+
+def test_gpu_health_table_one_row_per_gpu(rf, lab):
+    r = rf.run("hardware", "--gpus", "rf12")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    head = lines[0].split()
+    assert head[:4] == ["NODE", "GPU", "MODEL", "SERIAL"], head
+    # Cells by the header's columns: a model name has spaces.
+    starts = [lines[0].index(h) for h in head] + [None]
+    cells = [{h: ln[starts[k]:starts[k + 1]].strip() for k, h in enumerate(head)}
+             for ln in lines[1:] if ln.startswith("rf12")]
+    body = {c["GPU"]: c for c in cells}
+    assert sorted(body, key=int) == [str(n) for n in range(1, 9)], r.stdout
+    for n in (1, 2):
+        h = gpu_health_served(lab, 12, n)
+        row = body[str(n)]
+        assert row["HEALTH"] == h["health"]
+        assert row["ECC-UNCORR"] == str(h["ecc"]["uncorrected"])
+        assert row["REMAP-PENDING"] == ("yes" if h["row_remapping"]["pending"] else "no")
+        assert row["NVLINK-UP"] == str(h["nvlinks"]["up"])
+        assert row["NVLINK-DOWN"] == str(h["nvlinks"]["down"])
+    assert body["3"]["NVLINK-UP"] == "-" and body["3"]["NVLINK-DOWN"] == "-"

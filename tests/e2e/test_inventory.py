@@ -584,6 +584,7 @@ PRAGMA user_version = 2;
 # Version 6 listed the sources of components in a CHECK; version 7 takes any (they are data).
 # (The columns of later versions go too, so that their steps run again.)
 LATER = """
+ALTER TABLE sweep_nodes DROP COLUMN leaks;
 ALTER TABLE rollouts DROP COLUMN holder_pid;
 ALTER TABLE rollouts DROP COLUMN holder_start;
 ALTER TABLE rollouts DROP COLUMN holder_boot;
@@ -610,8 +611,26 @@ PRAGMA user_version = 7;
 """
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 6, 7])
+@pytest.mark.parametrize("version", [0, 1, 2, 6, 7, 10])
 def test_migration_from_every_earlier_schema(gf, lab, version):
+    if version == 10:
+        # Version 10 kept no leak detectors: its sweeps load and export without them.
+        gf.write_creds(lab.creds())
+        assert gf.run("nodes", "add", "ipmi1", "--bmc", lab.ipmi.addr(1), "--protocol",
+                      "ipmi").returncode == 0
+        assert gf.run("sweep", "--timeout", SLOW, "ipmi1").returncode == 0
+        with sqlite3.connect(gf.db) as con:
+            con.executescript("ALTER TABLE sweep_nodes DROP COLUMN leaks; PRAGMA user_version = 10;")
+        con.close()
+        r, data = gf.json("inventory", "show", "ipmi1")
+        assert r.returncode == 0, r.stderr
+        assert data[0]["leaks"] == []
+        assert gf.sql("PRAGMA user_version")[0]["user_version"] >= 11
+        assert gf.sql("SELECT leaks FROM sweep_nodes") == [{"leaks": None}]
+        r = gf.run("metrics")
+        assert r.returncode == 0 and "gpufleet_leak_state{" not in r.stdout, r.stderr
+        assert integrity(gf) == "ok"
+        return
     if version == 7:
         gf.write_creds(lab.creds())
         r = gf.run("nodes", "add", "ipmi1", "--bmc", lab.ipmi.addr(1), "--protocol", "ipmi")

@@ -31,7 +31,10 @@ the Redfish emulator (tests/lab/redfish_emu.py); issue 21.
   Oem.Nvidia.RowRemappingPending/Failed), `remap_corrected`,
   `remap_uncorrected` (that Memory's MemoryMetrics,
   Oem.Nvidia.RowRemapping), `nvlinks_down` (of its 18 NVLink Ports, that
-  many LinkDown). GPU_HEALTH_DEFAULTS below are the values not given.
+  many LinkDown), `nvlink_errors` ({"K": {"DataCRCCount": n, ...}}: port
+  NVLink_K's PortMetrics Oem.Nvidia.NVLinkErrors, the others all 0 and
+  false as the capture has them). GPU_HEALTH_DEFAULTS below are the values
+  not given.
 - `password_change_required` (true): a factory-state BMC. The login and the
   service root work, and so does deleting a session; every other request
   with valid credentials answers 403 with the MessageId
@@ -201,7 +204,12 @@ def _leak_voltage(node, reading):
 
 GPU_HEALTH_DEFAULTS = {'health': 'OK', 'ecc_corrected': 0, 'ecc_uncorrected': 0,
                        'remap_pending': False, 'remap_failed': False, 'remap_corrected': 0,
-                       'remap_uncorrected': 0, 'nvlinks_down': 0}
+                       'remap_uncorrected': 0, 'nvlinks_down': 0, 'nvlink_errors': {}}
+# A port's PortMetrics Oem.Nvidia.NVLinkErrors, as the full DGX H100 capture
+# serves them; `nvlink_errors` ({"K": {member: value}}) changes port K's.
+NVLINK_ERRORS = {'DataCRCCount': 0, 'FlitCRCCount': 0, 'RecoveryCount': 0, 'ReplayCount': 0,
+                 'RuntimeError': False, 'TrainingError': False}
+NVLINK_GBPS = 212.496
 NVLINKS = 18
 HGX_SYSTEM = ROOT + '/Systems/HGX_Baseboard_0'
 
@@ -242,11 +250,23 @@ def _gpu_health(node, gpus):
         for k in range(NVLINKS):
             uri = '%s/NVLink_%d' % (ports_uri, k)
             down = k < v['nvlinks_down']
+            errors = dict(NVLINK_ERRORS, **v['nvlink_errors'].get(str(k), {}))
+            if set(errors) != set(NVLINK_ERRORS):
+                raise ValueError('gpu_health: nvlink_errors: members of %s' % sorted(NVLINK_ERRORS))
             node.put(uri, {'@odata.id': uri, '@odata.type': '#Port.v1_4_0.Port', 'Id': 'NVLink_%d' % k,
                            'Name': 'NVLink_%d Resource' % k, 'PortProtocol': 'NVLink',
                            'LinkStatus': 'LinkDown' if down else 'LinkUp',
                            'LinkState': 'Enabled',
+                           'CurrentSpeedGbps': 0 if down else NVLINK_GBPS,
+                           'MaxSpeedGbps': NVLINK_GBPS,
+                           'Metrics': {'@odata.id': uri + '/Metrics'},
                            'Status': {'State': 'Enabled', 'Health': 'Critical' if down else 'OK'}})
+            node.put(uri + '/Metrics', {
+                '@odata.id': uri + '/Metrics', '@odata.type': '#PortMetrics.v1_3_0.PortMetrics',
+                'Id': 'Metrics', 'Name': 'NVLink_%d Port Metrics' % k,
+                'Oem': {'Nvidia': {'@odata.type': '#NvidiaPortMetrics.v1_0_0.NvidiaPortMetrics',
+                                   'NVLinkErrors': errors}},
+                'RXBytes': 2830322865 + k, 'TXBytes': 2731714707 + k})
             members.append({'@odata.id': uri})
         node.put(ports_uri, {'@odata.id': ports_uri, '@odata.type': '#PortCollection.PortCollection',
                              'Name': 'Port Collection', 'Members': members,

@@ -578,6 +578,7 @@ static void test_audit_migrated(void **state)
 		 "DROP TABLE rollout_items; DROP TABLE rollout_nodes; DROP TABLE rollouts;"
 		 "ALTER TABLE sweep_nodes DROP COLUMN bios_cset;"
 		 "ALTER TABLE sweep_nodes DROP COLUMN bios_read;"
+		 "ALTER TABLE sweep_nodes DROP COLUMN leaks;"
 		 "DROP INDEX audit_pending; ALTER TABLE audit DROP COLUMN finished;"
 		 "INSERT INTO audit (time, verb, node, result) VALUES (5, 'power on', 'x', 'ok');"
 		 "PRAGMA user_version = 3");
@@ -608,6 +609,7 @@ static void test_sources_are_data(void **state)
 	h = raw_open(f->path);
 	raw_exec(h,
 		 "DROP TABLE rollout_images;"
+		 "ALTER TABLE sweep_nodes DROP COLUMN leaks;"
 		 "ALTER TABLE rollouts DROP COLUMN holder_pid;"
 		 "ALTER TABLE rollouts DROP COLUMN holder_start;"
 		 "ALTER TABLE rollouts DROP COLUMN holder_boot;"
@@ -775,6 +777,7 @@ static void test_rollout_images(void **state)
 	/* Back to version 7: the rollouts stay, the table goes; version 8 brings it back empty. */
 	h = raw_open(f->path);
 	raw_exec(h, "DROP TABLE rollout_images; ALTER TABLE rollouts DROP COLUMN holder_pid;"
+		    "ALTER TABLE sweep_nodes DROP COLUMN leaks;"
 		    "ALTER TABLE rollouts DROP COLUMN holder_start;"
 		    "ALTER TABLE rollouts DROP COLUMN holder_boot; PRAGMA user_version = 7");
 	sqlite3_close(h);
