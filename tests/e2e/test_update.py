@@ -697,3 +697,31 @@ def test_upload_bar_on_a_terminal_only(rf, lab):
     assert "uploads [" not in tty
     for i in (1, 6):
         assert [p["version"] for p in pushes(lab, i)][-1] == v
+
+
+# ---- on a terminal -----------------------------------------------------------
+
+def test_plan_fits_a_terminal_of_120_columns(rf, lab):
+    """update plan on a terminal 120 columns wide (issue 22, point 1): no line wider,
+    and every node's SHA256 cell still holds its image's whole hash (wrapped in its
+    column when it must be)."""
+    from test_terminal_fit_and_problems import assert_fits, on_tty
+    version = fresh_version()
+    cat = bmc_catalog(rf, version)
+    want = {name: hashlib.sha256(open(os.path.join(rf.dir, name), "rb").read()).hexdigest()
+            for name in ("bmc.bin", "hpe-bmc.bin")}
+    rc, lines, err = on_tty(rf, *rf.ca, "update", "plan", "--catalog", cat, "u[1-8]", cols=120)
+    assert rc == 0, err
+    assert_fits(lines, 120)
+    assert lines[0].split() == ["NODE", "COMPONENT", "FROM", "TO", "ACTION", "ACTIVATION",
+                                "SHA256"], lines[:2]
+    start = lines[0].index("SHA256")
+    rows = {}
+    for line in lines[1:]:
+        if re.match(r"u\d+ ", line):
+            rows[line.split()[0]] = line[start:].strip()
+        elif rows and line.startswith(" ") and not line[:start].strip():
+            rows[list(rows)[-1]] += line[start:].strip()   # the rest of a wrapped cell
+    assert sorted(rows) == [f"u{i}" for i in range(1, len(VENDORS) + 1)], rows
+    for node, cell in rows.items():
+        assert cell == want["hpe-bmc.bin" if node == f"u{HPE}" else "bmc.bin"], (node, cell)
