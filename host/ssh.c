@@ -796,10 +796,9 @@ static int authenticate(struct gf_ssh *s, const struct gf_profile *prof, double 
 		return rc;
 	if (nagent)
 		gf_buf_addf(&tried, "%zu agent key%s", nagent, nagent > 1 ? "s" : "");
-	if (prof && prof->ssh_key_passphrase)
+	/* gf_creds_resolve_ssh() took the variable or ran the command: the environment has no more. */
+	if (prof)
 		passphrase = prof->ssh_key_passphrase;
-	else if (prof && prof->ssh_key_passphrase_env)
-		passphrase = getenv(prof->ssh_key_passphrase_env);
 	for (size_t i = 0; i < (prof && prof->ssh_key ? 1 : NELEM(defaults)); i++) {
 		struct gf_buf path = GF_BUF_INIT, one = GF_BUF_INIT;
 		enum key_try got = KEY_ABSENT;

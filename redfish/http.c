@@ -50,7 +50,8 @@
 
 struct rf_http {
 	CURL *curl;
-	char *base; /* "https://host:port" */
+	CURLM *multi; /* runs curl's transfers in slices that look at the Ctrl-C flag */
+	char *base;   /* "https://host:port" */
 	char *node;
 	double deadline;
 	bool auth;   /* send credentials */
@@ -273,7 +274,10 @@ int rf_http_new(const struct rf_http_opts *o, struct rf_http **ret, struct gf_er
 				  o->node ? o->node : "?");
 	h = gf_xcalloc(1, sizeof(*h));
 	h->curl = curl_easy_init();
-	if (!h->curl) {
+	h->multi = h->curl ? curl_multi_init() : NULL;
+	if (!h->multi) {
+		if (h->curl)
+			curl_easy_cleanup(h->curl);
 		free(h);
 		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "libcurl could not start");
 	}
@@ -337,6 +341,7 @@ void rf_http_free(struct rf_http *h)
 		return;
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
+	curl_multi_cleanup(h->multi);
 	curl_slist_free_all(h->stream_hdrs);
 	rf_resp_release(&h->sresp);
 	free(h->base);
@@ -587,6 +592,48 @@ static struct curl_slist *with_auth(struct rf_http *h, struct curl_slist *hdrs)
 	return hdrs;
 }
 
+/*
+ * One transfer, as curl_easy_perform() would run it, but in slices of at
+ * most CANCEL_SLICE_MS that look at the Ctrl-C flag: libcurl calls its
+ * progress function about once a second while a peer is silent, too late
+ * for a Ctrl-C that must end the run within a second. The connections stay
+ * in h->multi's cache, so the next request of the handle reuses them.
+ */
+#define CANCEL_SLICE_MS 50
+
+static CURLcode perform(struct rf_http *h)
+{
+	CURLcode cc = CURLE_OK;
+	int running = 1;
+
+	if (curl_multi_add_handle(h->multi, h->curl) != CURLM_OK)
+		return CURLE_FAILED_INIT;
+	for (;;) {
+		CURLMsg *msg;
+		int left;
+
+		if (curl_multi_perform(h->multi, &running) != CURLM_OK) {
+			cc = CURLE_FAILED_INIT;
+			break;
+		}
+		msg = curl_multi_info_read(h->multi, &left);
+		if (msg && msg->msg == CURLMSG_DONE) {
+			cc = msg->data.result;
+			break;
+		}
+		if (h->cancel && *h->cancel) {
+			cc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+		if (curl_multi_poll(h->multi, NULL, 0, CANCEL_SLICE_MS, NULL) != CURLM_OK) {
+			cc = CURLE_FAILED_INIT;
+			break;
+		}
+	}
+	curl_multi_remove_handle(h->multi, h->curl);
+	return cc;
+}
+
 /* One exchange, no redirect or retry logic. */
 static int exchange(struct rf_http *h, const char *method, const char *url, const char *body,
 		    const char *if_match, struct rf_resp *r, struct gf_err *err)
@@ -674,7 +721,7 @@ static int exchange(struct rf_http *h, const char *method, const char *url, cons
 			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
 		}
 	}
-	cc = curl_easy_perform(h->curl);
+	cc = perform(h);
 	/* Nothing of the request may outlive it: not the body (a password), not the headers. */
 	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, NULL);
 	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);

@@ -62,6 +62,7 @@ LOOPBACK = {
     ("test_update_quirks", "lab443"): "127.54.2",           # one on the default port 443
     ("test_bmc_health", "redfish"): "127.55.0",
     ("test_events_redfish", "redfish"): "127.58.1",            # events follow over SSE (issue 19)
+    ("test_ctrl_c_redfish_in_flight", "redfish"): "127.41.60",  # rf1 answers, rf2 hangs
     # sshd hosts
     ("test_host", "ssh"): "127.33.0",
     ("test_host", "ssh-small"): "127.33.1",                 # a one-host lab
@@ -89,6 +90,7 @@ LOOPBACK = {
     ("bench", "update.sh"): "127.43.0-39",
     ("bench", "events-ipmi.sh"): "127.50.10",
     ("bench", "events.sh: ipmi_sim .0-3, Redfish .100"): "127.144.0-100",
+    ("bench", "rollout.sh"): "127.41.100",
 }
 
 

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import GPUFLEET, TOP, loopback, started
+from conftest import GPUFLEET, SLOWDOWN, TOP, loopback, started
 
 import sshlab
 
@@ -26,6 +26,8 @@ MAN = os.path.join(TOP, "man", "gpufleet-host.1")
 # The hosts of this machine and of the lab share two CPUs with everything else:
 # generous deadlines where the deadline is not what is tested.
 SLOW = "20"
+# Ctrl-C to exit (issue 22, point 5): within a second, scaled under a slow wrapper (Valgrind).
+PROMPT_S = 1.0 * SLOWDOWN
 PREFIX = loopback(__name__, "ssh")
 
 
@@ -645,7 +647,7 @@ def test_ctrl_c_stops_host_and_starts_no_other_node(hg, lab):
                                    "--timeout", "60", "--retries", "0"], hg.env())
     out, err, took = interrupt(p)
     assert p.returncode == 130, (p.returncode, err)
-    assert took < 10, took
+    assert took < PROMPT_S, took
     assert "interrupted" in err
     data = {o["node"]: o for o in json.loads(out)}
     assert "talking to host 'gpu12'" in data["gpu12"]["error"]["message"], data
@@ -756,7 +758,7 @@ def test_ctrl_c_kills_the_local_commands(gf, lab):
                          gf.env(lab.local_env(12)))
     out, err, took = interrupt(p)
     assert p.returncode == 130, (p.returncode, err)
-    assert took < 10, took
+    assert took < PROMPT_S, took
     assert "interrupted" in err
     data = json.loads(out)
     assert data[0]["ok"] is False and "interrupted" in data[0]["error"]["message"], data
@@ -771,7 +773,7 @@ def test_ctrl_c_stops_a_sweep_of_hosts(hg, lab):
                                    "--retries", "0"], hg.env())
     out, err, took = interrupt(p)
     assert p.returncode == 130, (p.returncode, err)
-    assert took < 10, took
+    assert took < PROMPT_S, took
     assert "interrupted" in err and "the sweep was not stored" in err, err
     assert out == ""
     assert hg.sql("SELECT count(*) AS n FROM sweeps") == [{"n": 0}]

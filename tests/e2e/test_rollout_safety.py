@@ -8,56 +8,21 @@ what gpufleet printed and stored."""
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-import pytest
-
-from conftest import GPUFLEET, LOOPBACK, PASSWORD, TOP, loopback
+from conftest import GPUFLEET, LOOPBACK, TOP, loopback
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
-from redfish_emu import RedfishLab  # noqa: E402
+from updatelab import lab_fixture, manager_resets, rf_fixture, upd  # noqa: E402
 
 PREFIX = loopback(__name__, "lab")
 DEAD = LOOPBACK[("*", "dead")]   # nothing listens there
 COUNT = 8
-FAST = {"update_new": 0.1, "update_flash": 0.3, "update_result": "ok", "update_purge": "none",
-        "update_conflict": 409, "update_busy": 0, "bmc_reset_refused": 0.3,
-        "bmc_reset_busy": 0.5, "retry_after": 1}
-
-
-@pytest.fixture(scope="module")
-def lab():
-    workdir = tempfile.mkdtemp(prefix="gf-safe-")
-    lab = RedfishLab(workdir, prefix=PREFIX, count=COUNT, vendors=["supermicro"] * COUNT,
-                     user="admin", password=PASSWORD,
-                     overrides={i: dict(FAST) for i in range(1, COUNT + 1)})
-    try:
-        lab.start()
-        yield lab
-    finally:
-        lab.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-@pytest.fixture
-def rf(gf, lab, tmp_path):
-    lines = ["name,bmc,protocol"]
-    for i in lab.indices():
-        lab.override(i, **FAST)
-        lab.set_power(i, "On")
-        lab.clear_updates(i)
-        lab.clear(i)
-        lines.append(f"u{i},{lab.addr(i)}:{lab.port},redfish")
-    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
-    assert r.returncode == 0, r.stderr
-    gf.ca = ["--cacert", lab.cacert]
-    gf.dir = str(tmp_path)
-    return gf
+lab = lab_fixture(["supermicro"] * COUNT, "gf-safe-")
+rf = rf_fixture("u", power="On")
 
 
 _versions = iter(range(100, 10000))
@@ -86,12 +51,6 @@ def catalog(gf, component="bmc", version=None):
     with open(cat, "w") as f:
         json.dump({"images": [{"component": component, "version": version, "file": path}]}, f)
     return cat, version, sha256_of(path)
-
-
-def upd(gf, *args, timeout=180):
-    r = gf.run(*gf.ca, "--format", "json", "update", *args, timeout=timeout)
-    data = {o["node"]: o for o in json.loads(r.stdout)} if r.stdout.strip() else None
-    return r, data
 
 
 def start(gf, *args):
@@ -140,10 +99,6 @@ def killed(gf, what, cond, *args, sig=signal.SIGKILL):
 
 def task_running(lab, i):
     return any(t["state"] == "Running" for t in lab.updates(i)["tasks"])
-
-
-def manager_resets(lab, i):
-    return [r for r in lab.updates(i)["resets"] if r["kind"] == "manager"]
 
 
 def system_resets(lab, i):

@@ -12,56 +12,24 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-
-import pytest
 
 from conftest import GPUFLEET, PASSWORD, TOP, loopback
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from ipmilab import IpmiLab  # noqa: E402
-from redfish_emu import RedfishLab  # noqa: E402
 from redfish_update import ImageServer  # noqa: E402
+from updatelab import FAST, lab_fixture, manager_resets, pushes, rf_fixture, upd  # noqa: E402
 
 PREFIX = loopback(__name__, "lab")
 IMAGES = PREFIX + ".250"     # the HTTPS server BMCs pull images from
 SUPERMICRO, DGX, LENOVO, DELL, HPE = 1, 2, 3, 4, 5
-COUNT = 8   # 1-5 one per dialect, 6-8 Supermicro for batches and crashes
-FAST = {"update_new": 0.1, "update_flash": 0.3, "update_result": "ok", "update_purge": "none",
-        "update_conflict": 409, "update_busy": 0, "bmc_reset_refused": 0.3,
-        "bmc_reset_busy": 0.5, "retry_after": 1}
+# 1-5 one per dialect, 6-8 Supermicro for batches and crashes
 VENDORS = ["supermicro", "dgx", "lenovo", "dell", "hpe", "supermicro", "supermicro",
            "supermicro"]
 
-
-@pytest.fixture(scope="module")
-def lab():
-    workdir = tempfile.mkdtemp(prefix="gf-upd-")
-    lab = RedfishLab(workdir, prefix=PREFIX, count=COUNT, vendors=VENDORS, user="admin",
-                     password=PASSWORD, overrides={i: dict(FAST) for i in range(1, COUNT + 1)})
-    try:
-        lab.start()
-        yield lab
-    finally:
-        lab.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-@pytest.fixture
-def rf(gf, lab, tmp_path):
-    """Every lab node registered as uN, counters and updates cleared; a catalog folder."""
-    lines = ["name,bmc,protocol"]
-    for i in lab.indices():
-        lab.override(i, **FAST)
-        lab.clear_updates(i)
-        lab.clear(i)
-        lines.append(f"u{i},{lab.addr(i)}:{lab.port},redfish")
-    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
-    assert r.returncode == 0, r.stderr
-    gf.ca = ["--cacert", lab.cacert]
-    gf.dir = str(tmp_path)
-    return gf
+lab = lab_fixture(VENDORS, "gf-upd-")
+rf = rf_fixture("u")   # every lab node as uN, counters and updates cleared; a catalog folder
 
 
 def image(gf, name, version, targets=None):
@@ -77,14 +45,6 @@ def catalog(gf, images, name="catalog.json"):
     with open(path, "w") as f:
         json.dump({"images": images}, f)
     return path
-
-
-def upd(gf, *args, fmt="json", timeout=180):
-    r = gf.run(*gf.ca, "--format", fmt, "update", *args, timeout=timeout)
-    data = None
-    if fmt == "json" and r.stdout.strip():
-        data = {o["node"]: o for o in json.loads(r.stdout)}
-    return r, data
 
 
 _versions = iter(range(100, 10000))
@@ -103,14 +63,6 @@ def bmc_catalog(gf, version=None):
          "file": image(gf, "hpe-bmc.bin", version, "bmc")},
         {"component": "bmc", "version": version, "file": image(gf, "bmc.bin", version)},
     ])
-
-
-def pushes(lab, i):
-    return lab.updates(i)["pushes"]
-
-
-def manager_resets(lab, i):
-    return [r for r in lab.updates(i)["resets"] if r["kind"] == "manager"]
 
 
 # ---- the catalog ---------------------------------------------------------
@@ -745,3 +697,31 @@ def test_upload_bar_on_a_terminal_only(rf, lab):
     assert "uploads [" not in tty
     for i in (1, 6):
         assert [p["version"] for p in pushes(lab, i)][-1] == v
+
+
+# ---- on a terminal -----------------------------------------------------------
+
+def test_plan_fits_a_terminal_of_120_columns(rf, lab):
+    """update plan on a terminal 120 columns wide (issue 22, point 1): no line wider,
+    and every node's SHA256 cell still holds its image's whole hash (wrapped in its
+    column when it must be)."""
+    from test_terminal_fit_and_problems import assert_fits, on_tty
+    version = fresh_version()
+    cat = bmc_catalog(rf, version)
+    want = {name: hashlib.sha256(open(os.path.join(rf.dir, name), "rb").read()).hexdigest()
+            for name in ("bmc.bin", "hpe-bmc.bin")}
+    rc, lines, err = on_tty(rf, *rf.ca, "update", "plan", "--catalog", cat, "u[1-8]", cols=120)
+    assert rc == 0, err
+    assert_fits(lines, 120)
+    assert lines[0].split() == ["NODE", "COMPONENT", "FROM", "TO", "ACTION", "ACTIVATION",
+                                "SHA256"], lines[:2]
+    start = lines[0].index("SHA256")
+    rows = {}
+    for line in lines[1:]:
+        if re.match(r"u\d+ ", line):
+            rows[line.split()[0]] = line[start:].strip()
+        elif rows and line.startswith(" ") and not line[:start].strip():
+            rows[list(rows)[-1]] += line[start:].strip()   # the rest of a wrapped cell
+    assert sorted(rows) == [f"u{i}" for i in range(1, len(VENDORS) + 1)], rows
+    for node, cell in rows.items():
+        assert cell == want["hpe-bmc.bin" if node == f"u{HPE}" else "bmc.bin"], (node, cell)

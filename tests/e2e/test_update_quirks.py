@@ -10,48 +10,26 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from conftest import GPUFLEET, PASSWORD, TOP, loopback, started
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import RedfishLab  # noqa: E402
+import updatelab  # noqa: E402
+from updatelab import manager_resets, pushes  # noqa: E402
 
 PREFIX = loopback(__name__, "lab")
 OTHER_HOST = loopback(__name__, "lab") + ".250"   # nothing listens there
 SUPERMICRO, DGX, LENOVO = 1, 2, 3
 VENDORS = ["supermicro", "dgx", "lenovo", "supermicro"]
 COUNT = len(VENDORS)
-FAST = {"update_new": 0.1, "update_flash": 0.3, "update_result": "ok", "update_purge": "none",
-        "update_busy": 0, "bmc_reset_refused": 0.3, "bmc_reset_busy": 0.5, "retry_after": 1,
+FAST = dict(updatelab.FAST, **{
         "update_monitor_absolute": "", "update_no_monitor": False,
         "update_version_suffix": "", "update_reset_required": None,
         "update_other_task": False, "update_restart_late": 0, "update_cert_on_reset": False,
-        "cert_change_after": 0}
+        "cert_change_after": 0})
 
-
-@pytest.fixture(scope="module")
-def lab():
-    with started(lambda d: RedfishLab(d, prefix=PREFIX, count=COUNT, vendors=VENDORS,
-                                      user="admin", password=PASSWORD,
-                                      overrides={i: dict(FAST) for i in range(1, COUNT + 1)}),
-                 "gf-quirks-") as lab:
-        yield lab
-
-
-@pytest.fixture
-def rf(gf, lab, tmp_path):
-    lines = ["name,bmc,protocol"]
-    for i in lab.indices():
-        lab.override(i, **FAST)
-        lab.clear_updates(i)
-        lab.clear(i)
-        lines.append(f"q{i},{lab.addr(i)}:{lab.port},redfish")
-    r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
-    assert r.returncode == 0, r.stderr
-    gf.ca = ["--cacert", lab.cacert]
-    gf.dir = str(tmp_path)
-    return gf
+lab = updatelab.lab_fixture(VENDORS, "gf-quirks-", FAST)
+rf = updatelab.rf_fixture("q", FAST)
 
 
 _versions = iter(range(100, 10000))
@@ -73,17 +51,7 @@ def bmc_catalog(gf, version, **extra):
 
 
 def upd(gf, *args, timeout=120):
-    r = gf.run(*gf.ca, "--format", "json", "update", *args, timeout=timeout)
-    data = {o["node"]: o for o in json.loads(r.stdout)} if r.stdout.strip() else None
-    return r, data
-
-
-def pushes(lab, i):
-    return lab.updates(i)["pushes"]
-
-
-def manager_resets(lab, i):
-    return [r for r in lab.updates(i)["resets"] if r["kind"] == "manager"]
+    return updatelab.upd(gf, *args, timeout=timeout)
 
 
 def task_end(lab, i, uri):

@@ -394,6 +394,7 @@ class Node:
         self.resetting_until = 0.0
         self.retry_after = 2
         self.hang = False
+        self.held = 0               # requests held now by hang mode or a hang fault
         self.faults = {}
         self.fault_message = None  # the Message of a status fault, None: the lab's own
         self.deep_reset_values = 0
@@ -882,7 +883,7 @@ class Node:
                 'main_system': self.main_system, 'boot': boot,
                 'sessions': dict(self.sessions_stats, open=len(self.sessions),
                                  ids=sorted((s['id'] for s in self.sessions.values()), key=int)),
-                'counters': copy.deepcopy(self.counters),
+                'counters': copy.deepcopy(self.counters), 'held': self.held,
                 'events': copy.deepcopy(self.events),
                 'modes': {'resetting_left': max(0.0, left), 'slow': self.slow,
                           'hang': self.hang, 'page_size': self.page_size,
@@ -1513,14 +1514,23 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
         delay = node.slow
         if delay > 0:
             time.sleep(delay)
-        while node.hang and not node.stopping:
-            time.sleep(0.05)
+        if node.hang and not node.stopping:
+            with node.lock:
+                node.held += 1
+            while node.hang and not node.stopping:
+                time.sleep(0.05)
+            with node.lock:
+                node.held -= 1
         fault = 'close' if node.update.drop(self.conn) else node.fault_of(self.path)
         if fault == 'hang':
             until = time.monotonic() + FAULT_HANG_MAX
+            with node.lock:
+                node.held += 1
             while node.fault_of(self.path) == 'hang' and not node.stopping \
                     and time.monotonic() < until:
                 time.sleep(0.05)
+            with node.lock:
+                node.held -= 1
             fault = node.fault_of(self.path)
         if fault in ('hang', 'close'):
             # No answer at all: the connection is dropped (logged with status 0).
