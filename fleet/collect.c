@@ -380,6 +380,8 @@ int gf_collect_sweep(struct gf_collect *c, struct gf_sweep *sw, struct gf_err *e
 {
 	struct gf_fanout *f = &c->bmc;
 	struct run r = {.c = c, .hooks = f->hooks};
+	const struct gf_bmc_opts *given;
+	struct gf_bmc_opts opts;
 	size_t n = f->n;
 	bool ssh = false;
 	int rc;
@@ -390,6 +392,11 @@ int gf_collect_sweep(struct gf_collect *c, struct gf_sweep *sw, struct gf_err *e
 		return rc;
 	r.bmc = gf_xcalloc(n ? n : 1, sizeof(*r.bmc));
 	r.ssh = gf_xcalloc(n ? n : 1, sizeof(*r.ssh));
+	/* A sweep keeps sensor states, not thresholds: no Get Sensor Thresholds. */
+	opts = f->opts ? *f->opts : (struct gf_bmc_opts){0};
+	opts.no_thresholds = true;
+	given = f->opts;
+	f->opts = &opts;
 	f->mode = GF_FANOUT_ONCE;
 	f->op = bmc_op;
 	f->ctx = &r;
@@ -403,6 +410,7 @@ int gf_collect_sweep(struct gf_collect *c, struct gf_sweep *sw, struct gf_err *e
 	};
 	rc = gf_fanout_run(f, err);
 	f->hooks = r.hooks;
+	f->opts = given;
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		add_node(sw, c, &r, i, f->slots);
 	for (size_t i = 0; i < n; i++) {

@@ -145,7 +145,7 @@ out:
  * parameter 1, set there by the BIOS at boot. *@ret stays NULL when the BMC
  * does not keep it.
  */
-static int bios_version(struct ipmi_session *s, char **ret, struct gf_err *err)
+static int bios_read(struct ipmi_session *s, char **ret, struct gf_err *err)
 {
 	fiid_obj_t rs = fiid_obj_create(
 		tmpl_cmd_get_system_info_parameters_system_firmware_version_first_set_rs);
@@ -210,6 +210,20 @@ out:
 	fiid_obj_destroy(rs);
 	fiid_obj_destroy(rs2);
 	return rc;
+}
+
+/* The BIOS version read once per session (hardware and firmware both report it): a copy. */
+static int bios_version(struct ipmi_session *s, char **ret, struct gf_err *err)
+{
+	if (!s->bios_read) {
+		int rc = bios_read(s, &s->bios, err);
+
+		if (rc < 0)
+			return rc;
+		s->bios_read = true;
+	}
+	*ret = s->bios ? gf_xstrdup(s->bios) : NULL;
+	return 0;
 }
 
 int gf_ipmi_firmware(void *session, struct gf_component_list *ret, struct gf_err *err)

@@ -36,6 +36,15 @@ struct ipmi_session {
 	char *cache_dir;    /* the target's cache directory, may be NULL */
 	double deadline;    /* monotonic: the target's deadline, for multi-command work */
 	bool no_thresholds; /* sensors: do not send Get Sensor Thresholds */
+	/*
+	 * Read once per session, kept for its later operations (a sweep reads
+	 * hardware and firmware, the event log and sensors in one session):
+	 * the SDR, checked against the BMC when first opened, and the system
+	 * firmware (BIOS) version. Freed with the session.
+	 */
+	ipmi_sdr_ctx_t sdr;
+	bool bios_read;
+	char *bios; /* NULL: the BMC has none */
 };
 
 /*
@@ -49,8 +58,9 @@ int gf_ipmi_cmd_error(struct ipmi_session *s, const char *what, fiid_obj_t rs, u
 /*
  * The BMC's SDR repository, from the per-BMC cache under s->cache_dir when
  * its timestamps still match the BMC's (one Get SDR Repository Info), else
- * downloaded and cached. *@ret is an open SDR context the caller destroys.
- * Defined in sensors.c; used by sel.c for sensor names.
+ * downloaded and cached. *@ret is an open SDR context that belongs to the
+ * session (s->sdr: checked once per session, freed with it); the caller
+ * does not destroy it. Defined in sensors.c; used by sel.c for sensor names.
  */
 int gf_ipmi_sdr_open(struct ipmi_session *s, ipmi_sdr_ctx_t *ret, struct gf_err *err);
 

@@ -570,8 +570,11 @@ static void session_free(void *vs)
 
 	if (!s)
 		return;
+	if (s->sdr)
+		ipmi_sdr_ctx_destroy(s->sdr);
 	if (s->ctx)
 		ipmi_ctx_destroy(s->ctx);
+	free(s->bios);
 	free(s->node);
 	free(s->host);
 	free(s->cache_dir);

@@ -408,8 +408,13 @@ static void ping_wait(struct gf_ping *p, double until)
 			break;
 	done = p->done;
 	pthread_mutex_unlock(&p->lock);
-	if (done && gf_monotime() < until)
-		gf_sleep_until(until); /* nothing more will come: do not spin */
+	/*
+	 * Nothing more will come: do not spin. But when every target answered
+	 * (the ping ended before the caller waited), the caller has work now:
+	 * sleeping here cost a small fleet most of its run.
+	 */
+	if (done && gf_monotime() < until && waiting(p) > 0)
+		gf_sleep_until(until);
 }
 
 static void ping_stop(struct gf_ping *p)

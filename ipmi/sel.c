@@ -204,8 +204,6 @@ out:
 	gf_sel_list_release(&l);
 	if (sel)
 		ipmi_sel_ctx_destroy(sel);
-	if (sdr)
-		ipmi_sdr_ctx_destroy(sdr);
 	return rc;
 }
 

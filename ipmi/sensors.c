@@ -372,7 +372,7 @@ out:
 	return rc;
 }
 
-int gf_ipmi_sdr_open(struct ipmi_session *s, ipmi_sdr_ctx_t *ret, struct gf_err *err)
+static int sdr_open(struct ipmi_session *s, ipmi_sdr_ctx_t *ret, struct gf_err *err)
 {
 	ipmi_sdr_ctx_t sdr;
 	char *path;
@@ -422,6 +422,17 @@ done:
 fail:
 	ipmi_sdr_ctx_destroy(sdr);
 	free(path);
+	return rc;
+}
+
+int gf_ipmi_sdr_open(struct ipmi_session *s, ipmi_sdr_ctx_t *ret, struct gf_err *err)
+{
+	int rc = 0;
+
+	if (!s->sdr)
+		rc = sdr_open(s, &s->sdr, err);
+	if (rc == 0)
+		*ret = s->sdr;
 	return rc;
 }
 
@@ -737,6 +748,5 @@ out:
 		fiid_obj_destroy(r.thr_rs);
 	if (r.rd)
 		ipmi_sensor_read_ctx_destroy(r.rd);
-	ipmi_sdr_ctx_destroy(r.sdr);
 	return rc;
 }

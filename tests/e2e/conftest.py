@@ -28,6 +28,7 @@ LOOPBACK = {
     # ipmi_sim BMCs
     ("test_power", "ipmi"): "127.31.1",
     ("test_ipmi_sensors_sel", "ipmi"): "127.31.2",
+    ("test_ipmi_sensors_sel", "relay"): "127.46.100",       # a UDP relay in front of one
     ("test_ipmi_inventory", "ipmi"): "127.31.4",
     ("test_ipmi_inventory", "ipmi2"): "127.31.5",           # a second lab
     ("test_ctrl_c_progress_and_exit_codes", "ipmi"): "127.31.6",
@@ -91,6 +92,7 @@ LOOPBACK = {
     ("bench", "events-ipmi.sh"): "127.50.10",
     ("bench", "events.sh: ipmi_sim .0-3, Redfish .100"): "127.144.0-100",
     ("bench", "rollout.sh"): "127.41.100",
+    ("bench", "ipmi-sweep.sh"): "127.46.0-15",
 }
 
 

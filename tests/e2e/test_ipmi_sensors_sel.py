@@ -11,11 +11,12 @@ import time
 
 import pytest
 
-from conftest import PASSWORD, TOP, loopback, register
+from conftest import DEFAULT_CREDS, PASSWORD, TOP, loopback, register
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 import ipmisensors as S  # noqa: E402
 from ipmilab import IpmiLab  # noqa: E402
+from udprelay import UdpRelay  # noqa: E402
 
 COUNT = 13
 # Node 12 and 13 are for clearing event logs; the others keep theirs.
@@ -427,3 +428,33 @@ def test_sel_clear_guard_dry_run_and_audit(reg, lab):
     r = reg.run("sel", "clear", "gpu12")
     assert r.returncode == 0, r.stderr
     assert count(12) == 0
+
+
+RELAY = loopback(__name__, "relay") + ".1"
+
+
+def test_a_sweep_asks_each_bmc_once(gf, lab):
+    """A sweep reads hardware, firmware, the event log and sensors in one
+    session and asks for nothing twice: the BIOS version once (hardware and
+    firmware both carry it), the SDR checked against the BMC once (the event
+    log and the sensors both use it), and no thresholds (a sweep keeps the
+    states, which the readings carry). So the BMC gets what the four verbs
+    send it, less three sessions, less those repeats: counted by a UDP relay
+    in front of the BMC (a 30 s deadline: FreeIPMI resends after 1 s, which
+    a loaded machine does not reach)."""
+    gf.write_creds(DEFAULT_CREDS + "ipmi_cipher_suite = 3\n")
+    r = gf.run("nodes", "import", "-", input=f"name,bmc,protocol\nrelayed,{RELAY},ipmi\n")
+    assert r.returncode == 0, r.stderr
+    with UdpRelay(RELAY, 623, lab.addr(8), 623) as relay:
+        def sent(*args):
+            before = relay.counts["in"]
+            r = gf.run("--timeout", "30", *args, "relayed")
+            assert r.returncode == 0, r.stderr
+            return relay.counts["in"] - before
+
+        sent("sensors")                               # the SDR cache filled
+        session = sent("power", "status") - 1         # ping, open and close
+        verbs = {v: sent(*v.split()) for v in ("hardware", "firmware", "sel list", "sensors")}
+        sweep = sent("sweep", "--no-ssh")
+    assert session >= 6 and verbs["sensors"] > 16, (session, verbs)
+    assert sweep <= sum(verbs.values()) - 3 * session - 2, (sweep, session, verbs)

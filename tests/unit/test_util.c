@@ -394,6 +394,58 @@ static void await_new_threads_gone(const long *before, int n)
 	}
 }
 
+static void *lookup_invalid(void *verr)
+{
+	char buf[64];
+
+	gf_resolve_numeric("no-such-host.invalid", 0, gf_monotime() + 5, NULL, buf, sizeof(buf),
+			   verr);
+	return NULL;
+}
+
+static int count_calls;
+
+static void count_call(void *arg)
+{
+	(void)arg;
+	count_calls++;
+}
+
+/* Calls one after the other from one thread: one runner thread, started once, ended with it. */
+static void *three_calls(void *arg)
+{
+	long *after = arg;
+
+	for (int k = 0; k < 3; k++) {
+		long ids[MAX_THREADS];
+
+		assert_int_equal(gf_bounded_run(count_call, NULL, NULL, gf_monotime() + 5, NULL, 0,
+						"x", NULL),
+				 0);
+		after[k] = thread_ids(ids, MAX_THREADS);
+	}
+	return NULL;
+}
+
+static void bounded_run_keeps_one_thread(void **state)
+{
+	long before[MAX_THREADS], after[3];
+	pthread_t t;
+	int n;
+
+	assert_int_equal(pthread_create(&t, NULL, no_work, NULL), 0);
+	pthread_join(t, NULL);
+	n = thread_ids(before, MAX_THREADS);
+	assert_int_equal(pthread_create(&t, NULL, three_calls, after), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(count_calls, 3);
+	/* The caller and its runner, for every call. */
+	assert_int_equal(after[0], n + 2);
+	assert_int_equal(after[1], n + 2);
+	assert_int_equal(after[2], n + 2);
+	await_new_threads_gone(before, n);
+}
+
 static void resolve_numeric_and_names(void **state)
 {
 	char buf[64];
@@ -418,9 +470,10 @@ static void resolve_numeric_and_names(void **state)
 	assert_int_equal(pthread_create(&t, NULL, no_work, NULL), 0);
 	pthread_join(t, NULL);
 	n = thread_ids(before, MAX_THREADS);
-	assert_int_equal(gf_resolve_numeric("no-such-host.invalid", 0, gf_monotime() + 5, NULL, buf,
-					    sizeof(buf), &err),
-			 GF_E_NODE);
+	/* On a thread of its own: the lookup's runner ends with its caller. */
+	assert_int_equal(pthread_create(&t, NULL, lookup_invalid, &err), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(err.code, GF_E_NODE);
 	assert_int_equal(err.kind, GF_EK_CONNECT);
 	await_new_threads_gone(before, n);
 	/* No time left: a name is not looked up at all. */
@@ -455,6 +508,7 @@ int main(void)
 		cmocka_unit_test(cancel_sleep),
 		cmocka_unit_test(bounded_run_and_abandon),
 		cmocka_unit_test(resolve_numeric_and_names),
+		cmocka_unit_test(bounded_run_keeps_one_thread),
 		cmocka_unit_test(deadline_left),
 		cmocka_unit_test(since_times),
 	};
