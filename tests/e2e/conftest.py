@@ -61,6 +61,7 @@ LOOPBACK = {
     ("test_update_quirks", "lab443"): "127.54.2",           # one on the default port 443
     ("test_bmc_health", "redfish"): "127.55.0",
     ("test_events_redfish", "redfish"): "127.58.1",            # events follow over SSE (issue 19)
+    ("test_redfish_round_trips", "redfish"): "127.47.1",      # round trips per BMC (issue 23)
     # sshd hosts
     ("test_host", "ssh"): "127.33.0",
     ("test_host", "ssh-small"): "127.33.1",                 # a one-host lab
@@ -87,6 +88,7 @@ LOOPBACK = {
     ("bench", "dead-bmcs.sh"): "127.42.11-14",
     ("bench", "update.sh"): "127.43.0-39",
     ("bench", "events-ipmi.sh"): "127.50.10",
+    ("bench", "redfish-sweep.sh"): "127.47.8",
 }
 
 
