@@ -337,18 +337,14 @@ int rf_firmware(struct rf_client *c, struct gf_component_list *ret, struct gf_er
 	if (!us)
 		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
 				  "bmc '%s' has no UpdateService", c->node);
-	rc = rf_fetch(c, us, &svc, err);
-	if (rc < 0)
-		return rc;
-	if (!rf_link(svc, "FirmwareInventory")) {
-		json_decref(svc);
-		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
-				  "bmc '%s' has no FirmwareInventory", c->node);
-	}
-	rc = rf_collection_of(c, svc, "FirmwareInventory", RF_WALK_EXPAND, &members, err);
+	/* The UpdateService and its FirmwareInventory in one request where the service allows. */
+	rc = rf_fetch_with_members(c, us, "FirmwareInventory", RF_WALK_EXPAND, &svc, &members, err);
 	json_decref(svc);
 	if (rc < 0)
 		return rc;
+	if (!members)
+		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED,
+				  "bmc '%s' has no FirmwareInventory", c->node);
 	rf_firmware_normalize(c->dialect, members, &out);
 	json_decref(members);
 	for (size_t i = 0; i < out.n; i++)

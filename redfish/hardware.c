@@ -215,7 +215,8 @@ static int pcie_gpus(struct rf_client *c, struct gf_hardware *h, struct gf_err *
 	json_t *chassis = NULL;
 	size_t i;
 	json_t *ch;
-	int rc = rf_collection_of(c, c->root, "Chassis", RF_WALK_FETCH, &chassis, err);
+	int rc = rf_collection_of(c, c->root, "Chassis", RF_WALK_FETCH | RF_WALK_KEEP, &chassis,
+				  err);
 
 	if (rc < 0)
 		return rc;
@@ -251,7 +252,8 @@ static int main_chassis(struct rf_client *c, const json_t *sys, struct gf_hardwa
 			return rc;
 	}
 	if (!ch) {
-		rc = rf_collection_of(c, c->root, "Chassis", RF_WALK_REFS, &list, err);
+		rc = rf_collection_of(c, c->root, "Chassis", RF_WALK_REFS | RF_WALK_KEEP, &list,
+				      err);
 		if (rc < 0)
 			return rc;
 		uri = rf_odata_id(json_array_get(list, 0));
@@ -296,7 +298,7 @@ int rf_hardware(struct rf_client *c, struct gf_hardware *ret, struct gf_err *err
 		h.memory_gib.set = true;
 		h.memory_gib.v = mem;
 	}
-	rc = rf_collection_of(c, c->root, "Systems", RF_WALK_FETCH, &systems, err);
+	rc = rf_collection_of(c, c->root, "Systems", RF_WALK_FETCH | RF_WALK_KEEP, &systems, err);
 	if (rc < 0)
 		goto out;
 	json_array_foreach(systems, i, s) {

@@ -31,7 +31,7 @@ int rf_main_system(struct rf_client *c, json_t **ret, struct gf_err *err)
 	if (!rf_link(c->root, "Systems"))
 		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "bmc '%s' has no Systems",
 				  c->node);
-	rc = rf_collection_of(c, c->root, "Systems", RF_WALK_FETCH, &systems, err);
+	rc = rf_collection_of(c, c->root, "Systems", RF_WALK_FETCH | RF_WALK_KEEP, &systems, err);
 	if (rc < 0)
 		return rc;
 	pick = json_array_get(systems, 0);

@@ -88,6 +88,8 @@ struct rf_client {
 	char *main_system;    /* @odata.id of the main System, once known; owned */
 	size_t max_members;   /* per collection, against runaway paging */
 	unsigned max_pages;
+	bool deep;    /* the root allows $select and $expand two levels deep */
+	json_t *kept; /* RF_WALK_KEEP: collections read once per session, by path; owned */
 };
 
 /*
@@ -105,18 +107,39 @@ void rf_client_release(struct rf_client *c);
 void rf_expand_query(const json_t *root, char *buf, size_t size);
 
 enum {
-	RF_WALK_FETCH = 0,      /* members as full resources (expanded or fetched one by one) */
-	RF_WALK_REFS = 1 << 0,  /* members as they are listed, never fetched */
-	RF_WALK_EXPAND = 1 << 1 /* ask for $expand where the service allows it */
+	RF_WALK_FETCH = 0,       /* members as full resources (expanded or fetched one by one) */
+	RF_WALK_REFS = 1 << 0,   /* members as they are listed, never fetched */
+	RF_WALK_EXPAND = 1 << 1, /* ask for $expand where the service allows it */
+	/*
+	 * Keep what was read for the rest of the session (the client), and read
+	 * it from there next time: for what a session's verbs all walk (Systems,
+	 * Chassis, Managers, LogServices), whose links do not change while it is
+	 * open. The caller must not change the array or its members.
+	 */
+	RF_WALK_KEEP = 1 << 2
 };
 
 /*
  * Every distinct member of the collection at @path, following
  * Members@odata.nextLink and skipping members already seen (by @odata.id; a
- * member without one is kept). *ret is a new array of objects.
+ * member without one is kept). *ret is a new array of objects (a new
+ * reference to the kept one with RF_WALK_KEEP). Full members (without
+ * RF_WALK_REFS) come with one request per page where the service root
+ * advertises $expand, RF_WALK_EXPAND or not.
  */
 int rf_collection(struct rf_client *c, const char *path, unsigned flags, json_t **ret,
 		  struct gf_err *err);
+/*
+ * The resource at @path and the members of its collection @key, in one
+ * request where the service root advertises $select and two levels of
+ * $expand ("?$select=KEY&$expand=.($levels=2)"), else the resource then the
+ * collection (rf_collection_of()). *ret: the resource (with $select, only
+ * its annotations and @key); *ret_members: a new array, NULL when the
+ * resource links no @key. A service that refuses the query (400, 405, 501)
+ * or answers without @key is read the plain way.
+ */
+int rf_fetch_with_members(struct rf_client *c, const char *path, const char *key, unsigned flags,
+			  json_t **ret, json_t **ret_members, struct gf_err *err);
 /* The collection linked from @o[key], or an empty array when there is no link. */
 int rf_collection_of(struct rf_client *c, const json_t *o, const char *key, unsigned flags,
 		     json_t **ret, struct gf_err *err);

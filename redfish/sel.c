@@ -139,13 +139,15 @@ static int all_services(struct rf_client *c, json_t **ret, struct gf_err *err)
 		size_t i;
 		json_t *m;
 
-		rc = rf_collection_of(c, c->root, tops[t], RF_WALK_FETCH, &members, err);
+		rc = rf_collection_of(c, c->root, tops[t], RF_WALK_FETCH | RF_WALK_KEEP, &members,
+				      err);
 		if (rc < 0)
 			break;
 		json_array_foreach(members, i, m) {
 			json_t *svcs = NULL;
 
-			rc = rf_collection_of(c, m, "LogServices", RF_WALK_FETCH, &svcs, err);
+			rc = rf_collection_of(c, m, "LogServices", RF_WALK_FETCH | RF_WALK_KEEP,
+					      &svcs, err);
 			if (rc < 0)
 				break;
 			json_array_extend(out, svcs);

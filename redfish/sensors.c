@@ -645,7 +645,9 @@ static int chassis_sensors(struct rf_client *c, const json_t *ch, json_t *seen,
 	if (!rf_link(ch, "Power") && rf_link(ch, "PowerSubsystem") &&
 	    (rc = subsystem(c, ch, "PowerSubsystem", "PowerSupplies", &psub, &psus, err)) < 0)
 		goto out;
-	if (rf_link(ch, "ThermalSubsystem") && (rc = leak_detectors(c, ch, &tsub, &leaks, err)) < 0)
+	/* A ThermalSubsystem read already (found or not) is not asked for again. */
+	if (rf_link(ch, "ThermalSubsystem") && (tsub || rf_link(ch, "Thermal")) &&
+	    (rc = leak_detectors(c, ch, &tsub, &leaks, err)) < 0)
 		goto out;
 	add_entries(d.entries, thermal);
 	add_entries(d.entries, power);
@@ -702,7 +704,7 @@ int rf_sensors(struct rf_client *c, struct gf_sensor_list *ret, struct gf_err *e
 	if (!rf_link(c->root, "Chassis"))
 		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "bmc '%s' has no Chassis",
 				  c->node);
-	rc = rf_collection_of(c, c->root, "Chassis", RF_WALK_FETCH, &chassis, err);
+	rc = rf_collection_of(c, c->root, "Chassis", RF_WALK_FETCH | RF_WALK_KEEP, &chassis, err);
 	if (rc < 0)
 		goto out;
 	json_array_foreach(chassis, i, ch) {

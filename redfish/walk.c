@@ -35,6 +35,16 @@ void rf_expand_query(const json_t *root, char *buf, size_t size)
 		snprintf(buf, size, "$expand=%s", what);
 }
 
+/* Does the root allow "$expand=.($levels=2)" (subordinate resources two deep)? */
+static bool deep_levels(const json_t *root)
+{
+	json_t *eq = rf_get(root, "ProtocolFeaturesSupported.ExpandQuery");
+	double max = 0;
+
+	return rf_bool(eq, "NoLinks") == 1 && rf_bool(eq, "Levels") == 1 &&
+	       rf_num(eq, "MaxLevels", &max) && max >= 2;
+}
+
 void rf_client_setup(struct rf_client *c, const struct rf_io *io, void *ud, const char *node,
 		     json_t *root)
 {
@@ -46,6 +56,8 @@ void rf_client_setup(struct rf_client *c, const struct rf_io *io, void *ud, cons
 	c->max_members = MAX_MEMBERS;
 	c->max_pages = MAX_PAGES;
 	rf_expand_query(root, c->expand, sizeof(c->expand));
+	c->deep = rf_bool(rf_obj(root, "ProtocolFeaturesSupported"), "SelectQuery") == 1 &&
+		  deep_levels(root);
 	c->dialect = rf_dialect_detect(root, NULL);
 }
 
@@ -66,6 +78,8 @@ void rf_client_release(struct rf_client *c)
 {
 	json_decref(c->root);
 	c->root = NULL;
+	json_decref(c->kept);
+	c->kept = NULL;
 	free(c->main_system);
 	c->main_system = NULL;
 }
@@ -157,15 +171,50 @@ static int take_members(struct rf_client *c, const json_t *page, unsigned flags,
 	return 0;
 }
 
+static int collection(struct rf_client *c, const char *path, unsigned flags, json_t *given,
+		      json_t **ret, struct gf_err *err);
+
 int rf_collection(struct rf_client *c, const char *path, unsigned flags, json_t **ret,
 		  struct gf_err *err)
+{
+	char key[8];
+	struct gf_buf k = GF_BUF_INIT;
+	json_t *got;
+	int rc;
+
+	if (!(flags & RF_WALK_KEEP))
+		return collection(c, path, flags, NULL, ret, err);
+	/* What was read as references is kept apart from what was read whole. */
+	snprintf(key, sizeof(key), "%c ", (flags & RF_WALK_REFS) ? 'r' : 'f');
+	gf_buf_adds(&k, key);
+	gf_buf_adds(&k, path);
+	got = c->kept ? json_object_get(c->kept, k.s) : NULL;
+	if (got) {
+		*ret = json_incref(got);
+		gf_buf_release(&k);
+		return 0;
+	}
+	rc = collection(c, path, flags, NULL, ret, err);
+	if (rc == 0) {
+		if (!c->kept)
+			c->kept = json_object();
+		json_object_set(c->kept, k.s, *ret);
+	}
+	gf_buf_release(&k);
+	return rc;
+}
+
+/* @given: the first page, read already (then not asked for again), or NULL. */
+static int collection(struct rf_client *c, const char *path, unsigned flags, json_t *given,
+		      json_t **ret, struct gf_err *err)
 {
 	json_t *out = json_array(), *seen = json_object(), *pages = json_object();
 	char *first = NULL, *next = NULL;
 	unsigned npages = 0;
 	int rc = 0;
 
-	if ((flags & RF_WALK_EXPAND) && !(flags & RF_WALK_REFS) && c->expand[0])
+	/* Full members: one request per page where the service expands, not one per member. */
+	if (!(flags & RF_WALK_REFS) && c->expand[0] && !given)
 		first = with_query(path, c->expand);
 	next = gf_xstrdup(first ? first : path);
 	while (next) {
@@ -174,7 +223,14 @@ int rf_collection(struct rf_client *c, const char *path, unsigned flags, json_t 
 		long status;
 
 		json_object_set_new(pages, next, json_true());
-		rc = get_judged(c, next, &page, &status, err);
+		if (given) {
+			page = json_incref(given);
+			given = NULL;
+			status = 0;
+			rc = 0;
+		} else {
+			rc = get_judged(c, next, &page, &status, err);
+		}
 		if (rc < 0 && first && npages == 0 &&
 		    (status == 400 || status == 501 || status == 405)) {
 			/* The service refused $expand after all: walk without it from now on. */
@@ -230,6 +286,58 @@ out:
 	}
 	*ret = out;
 	return 0;
+}
+
+int rf_fetch_with_members(struct rf_client *c, const char *path, const char *key, unsigned flags,
+			  json_t **ret, json_t **ret_members, struct gf_err *err)
+{
+	struct gf_buf q = GF_BUF_INIT;
+	json_t *res = NULL, *sub;
+	long status = 0;
+	char *uri;
+	int rc;
+
+	*ret = *ret_members = NULL;
+	if (c->deep && c->expand[0] && !(flags & RF_WALK_REFS)) {
+		gf_buf_addf(&q, "$select=%s&$expand=.($levels=2)", key);
+		uri = with_query(path, q.s);
+		gf_buf_release(&q);
+		rc = get_judged(c, uri, &res, &status, err);
+		free(uri);
+		if (rc < 0 && (status == 400 || status == 501 || status == 405)) {
+			/* Not for this service after all: one request at a time from now on. */
+			c->deep = false;
+			gf_err_clear(err);
+		} else if (rc < 0) {
+			return rc;
+		} else {
+			sub = rf_obj(res, key);
+			/* Members that came whole (or as references: fetched) are walked from here. */
+			if (rf_arr(sub, "Members") && rf_odata_id(sub)) {
+				rc = collection(c, rf_odata_id(sub), flags, sub, ret_members, err);
+				if (rc < 0) {
+					json_decref(res);
+					return rc;
+				}
+				*ret = res;
+				return 0;
+			}
+			if (rf_link(res, key)) {
+				*ret = res;
+				return rf_collection_of(c, res, key, flags, ret_members, err);
+			}
+			/* It answered without what was selected: read it the plain way. */
+			json_decref(res);
+			res = NULL;
+		}
+	}
+	rc = rf_fetch(c, path, &res, err);
+	if (rc < 0)
+		return rc;
+	*ret = res;
+	if (!rf_link(res, key))
+		return 0;
+	return rf_collection_of(c, res, key, flags, ret_members, err);
 }
 
 int rf_collection_of(struct rf_client *c, const json_t *o, const char *key, unsigned flags,

@@ -64,6 +64,7 @@ LOOPBACK = {
     ("test_bmc_health", "redfish"): "127.55.0",
     ("test_events_redfish", "redfish"): "127.58.1",            # events follow over SSE (issue 19)
     ("test_ctrl_c_redfish_in_flight", "redfish"): "127.41.60",  # rf1 answers, rf2 hangs
+    ("test_redfish_round_trips", "redfish"): "127.47.1",      # round trips per BMC (issue 23)
     # sshd hosts
     ("test_host", "ssh"): "127.33.0",
     ("test_host", "ssh-small"): "127.33.1",                 # a one-host lab
@@ -93,6 +94,7 @@ LOOPBACK = {
     ("bench", "events.sh: ipmi_sim .0-3, Redfish .100"): "127.144.0-100",
     ("bench", "rollout.sh"): "127.41.100",
     ("bench", "ipmi-sweep.sh"): "127.46.0-15",
+    ("bench", "redfish-sweep.sh"): "127.47.8",
 }
 
 

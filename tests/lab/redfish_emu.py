@@ -23,6 +23,7 @@ every BMC answers):
                    [--port 8443] [--control-port 8442] [--vendors LIST]
                    [--user U] [--password-file F] [--power on|off]
                    [--workers W] [--overrides-file F] [--node I:KEY=VALUE]
+                   [--delay-ms MS] [--one-at-a-time]
     redfish_emu.py stop --dir D
     redfish_emu.py status --dir D
     redfish_emu.py ctl --dir D --node I METHOD PATH [JSON]
@@ -140,6 +141,7 @@ OVERRIDE_KEYS = {
     'expand', 'sessions', 'basic', 'max_sessions', 'etag_header', 'require_if_match',
     'reset_conflict', 'transition', 'slow', 'resetting', 'retry_after', 'hang',
     'faults', 'fault_message', 'deep_reset_values', 'keepalive_max', 'cert_change_after',
+    'one_at_a_time', 'select',
 } | {'serial_console_ssh'} | redfish_update.OVERRIDE_KEYS | redfish_bios.OVERRIDE_KEYS | redfish_health.OVERRIDE_KEYS
 # What a fault planted on a URI does (the `faults` override).
 FAULT_KINDS = ('hang', 'close', 'garbage', 'trickle', 'endless', 'bloat')
@@ -399,6 +401,8 @@ class Node:
         self.fault_message = None  # the Message of a status fault, None: the lab's own
         self.deep_reset_values = 0
         self.keepalive_max = 0      # requests a connection serves before the BMC closes it; 0: no limit
+        self.one_at_a_time = False  # answer one request at a time (the others wait their turn)
+        self.turn = threading.Lock()
         self.cert_after = None      # connections numbered above this get the second certificate
         self.alt_ctx = None
         self.alt_fingerprint = None
@@ -799,6 +803,16 @@ class Node:
     def _ov_slow(self, value):
         self.slow = max(0.0, float(value or 0))
 
+    def _ov_select(self, value):
+        root = self.own(ROOT)
+        pfs = root.setdefault('ProtocolFeaturesSupported', {})
+        pfs['SelectQuery'] = bool(value) and \
+            self.base[ROOT].get('ProtocolFeaturesSupported', {}).get('SelectQuery') is True
+        self.touch(ROOT)
+
+    def _ov_one_at_a_time(self, value):
+        self.one_at_a_time = bool(value)
+
     def _ov_keepalive_max(self, value):
         self.keepalive_max = max(0, int(value or 0))
 
@@ -890,6 +904,7 @@ class Node:
                           'page_overlap': self.page_overlap, 'basic': self.basic,
                           'sessions': self.sessions_enabled, 'faults': dict(self.faults),
                           'deep_reset_values': self.deep_reset_values,
+                          'one_at_a_time': self.one_at_a_time,
                           'keepalive_max': self.keepalive_max,
                           'cert_change_after': self.cert_after},
                 'fingerprint': cert_fingerprint(os.path.join(self.dir, 'cert.pem')),
@@ -1008,9 +1023,10 @@ class Node:
         if self.etag_header and not dynamic:
             hdrs.append(('ETag', self.etag(path)))
         expand = query.get('$expand')
+        select = query.get('$select') if self._selects() else None
         paged = isinstance(obj.get('Members'), list) and (
             len(obj['Members']) > self.page_size or '$skip' in query or '$top' in query)
-        if expand is None and not paged:
+        if expand is None and select is None and not paged:
             if dynamic:
                 return Reply(200, obj, hdrs)
             if path == self.main_system and self.deep_reset_values:
@@ -1021,21 +1037,39 @@ class Node:
         out = obj
         if isinstance(obj.get('Members'), list):
             out = self._page(path, obj, query)
+        if select is not None:
+            # the annotations and the properties named (top level), before any expansion
+            names = set(n.strip() for n in select.split(','))
+            out = {k: v for k, v in out.items() if k.startswith('@odata.') or k in names}
         if expand is not None:
             levels, mode = self._expand_spec(expand)
             out = self._expand(out, levels, mode, False, frozenset([path]))
+            if self.deep_reset_values:  # the main System is as deep expanded as read alone
+                return Reply(200, self._deep_text(_dumps(out)), hdrs)
         return Reply(200, out, hdrs)
+
+    def _selects(self):
+        root = self.get(ROOT) or {}
+        return (root.get('ProtocolFeaturesSupported') or {}).get('SelectQuery') is True
 
     def _deep_system(self, obj):
         """The main System with ResetType@Redfish.AllowableValues nested deep (a hostile BMC)."""
-        mark = '@@deep-reset-values@@'
+        return self._deep_text(_dumps(self._deep_marked(obj)))
+
+    def _deep_text(self, text):
+        return text.replace(_dumps(DEEP_MARK), _deep_array(self.deep_reset_values))
+
+    @staticmethod
+    def _deep_marked(obj):
+        """A copy of the main System whose allowable values are DEEP_MARK (made deep as text)."""
+        mark = DEEP_MARK
         sys_copy = dict(obj)
         acts = dict(sys_copy.get('Actions') or {})
         act = dict(acts.get('#ComputerSystem.Reset') or {})
         act['ResetType@Redfish.AllowableValues'] = mark
         acts['#ComputerSystem.Reset'] = act
         sys_copy['Actions'] = acts
-        return _dumps(sys_copy).replace(_dumps(mark), _deep_array(self.deep_reset_values), 1)
+        return sys_copy
 
     def _page(self, path, obj, query):
         members = obj['Members']
@@ -1091,8 +1125,16 @@ class Node:
             ref = val.get('@odata.id')
             if levels > 0 and len(val) == 1 and isinstance(ref, str) and '#' not in ref:
                 allowed = mode == '*' or (mode == '.') != in_links
-                if allowed and ref not in stack and ref not in self.faults:
+                if allowed and ref not in stack and ref not in self.faults \
+                        and ref not in self.redirects:
                     res = self.view(ref)
+                    if isinstance(res, dict) and isinstance(res.get('Members'), list) \
+                            and len(res['Members']) > self.page_size:
+                        # an expanded collection is paged too, its next page expanded alike
+                        res = self._page(ref, res, {'$expand': '%s($levels=%d)' % (mode, levels - 1)}
+                                         if levels > 1 else {})
+                    if isinstance(res, dict) and ref == self.main_system and self.deep_reset_values:
+                        res = self._deep_marked(res)
                     if isinstance(res, dict):
                         return self._expand(res, levels - 1, mode, False, stack | {ref})
                 return val
@@ -1315,6 +1357,9 @@ def _norm_path(raw_path):
     if len(path) > 1 and path.endswith('/'):
         path = path.rstrip('/')
     return path
+
+
+DEEP_MARK = '@@deep-reset-values@@'
 
 
 def _deep_array(depth, inner=b'"On"'):
@@ -1566,6 +1611,18 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             reply, kind, user = rf_error(500, 'InternalError', 'emulator error: %s' % e), 'none', None
         self._send(node, method, reply, kind, user, trickle=fault == 'trickle')
 
+    def _serve_turn(self, method):
+        # one_at_a_time: a BMC that answers one request at a time, whatever the
+        # connection, as many real ones do; an event stream does not hold the turn.
+        node = self.server.node
+        if not node.one_at_a_time or (method == 'GET' and
+                                      redfish_events.is_stream(node, self.path)):
+            self._serve(method)
+            return
+        with node.turn:
+            self._serve(method)
+            self.wfile.flush()
+
     def handle_expect_100(self):
         # A push the update service refuses anyway (busy, another update) is
         # answered before its body is read: the client need not send it.
@@ -1623,25 +1680,25 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(reply.body)
 
     def do_GET(self):
-        self._serve('GET')
+        self._serve_turn('GET')
 
     def do_HEAD(self):
-        self._serve('HEAD')
+        self._serve_turn('HEAD')
 
     def do_POST(self):
-        self._serve('POST')
+        self._serve_turn('POST')
 
     def do_PATCH(self):
-        self._serve('PATCH')
+        self._serve_turn('PATCH')
 
     def do_PUT(self):
-        self._serve('PUT')
+        self._serve_turn('PUT')
 
     def do_DELETE(self):
-        self._serve('DELETE')
+        self._serve_turn('DELETE')
 
     def do_OPTIONS(self):
-        self._serve('OPTIONS')
+        self._serve_turn('OPTIONS')
 
 
 class ControlServer(_Server):
@@ -2489,7 +2546,12 @@ def _cmd_start(args):
     if args.overrides_file:
         with open(args.overrides_file) as f:
             overrides = {int(k): dict(v) for k, v in json.load(f).items()}
-    for item in args.every:   # every node, under what --node and the file say
+    every = list(args.every)
+    if args.delay_ms is not None:
+        every.append('slow=%s' % (max(0.0, args.delay_ms) / 1000.0))
+    if args.one_at_a_time:
+        every.append('one_at_a_time=true')
+    for item in every:   # every node, under what --node and the file say
         _, k, v = _parse_node_opt('0:' + item)
         for i in range(args.first, args.first + args.count):
             overrides.setdefault(i, {}).setdefault(k, v)
@@ -2573,6 +2635,10 @@ def main(argv=None):
     s.add_argument('--node', action='append', default=[], metavar='I:KEY=VALUE')
     s.add_argument('--every', action='append', default=[], metavar='KEY=VALUE')
     s.add_argument('--timeout', type=float, help='seconds to wait for the BMCs')
+    s.add_argument('--delay-ms', type=float, metavar='MS',
+                   help='every answer MS milliseconds late (--every slow=MS/1000)')
+    s.add_argument('--one-at-a-time', action='store_true',
+                   help='each BMC answers one request at a time (--every one_at_a_time=true)')
     s.set_defaults(func=_cmd_start)
     s = sub.add_parser('stop', help='stop the workers recorded in DIR/pids')
     s.add_argument('--dir', required=True)

@@ -1076,6 +1076,54 @@ static void test_sel_clear(void **state)
 
 /* ---- hardware ----------------------------------------------------------- */
 
+/* RF_WALK_KEEP: a collection read once per client, kept apart by flags. */
+static void test_kept_collections(void **state)
+{
+	struct tree *t = tree_load("nvidia-dgx-h100");
+	struct gf_err err = {0};
+	struct rf_client c;
+	json_t *a = NULL, *b = NULL, *refs = NULL, *svc = NULL, *fw = NULL;
+	unsigned gets;
+
+	(void)state;
+	client(&c, t);
+	gets = t->gets;
+	assert_int_equal(rf_collection(&c, "/redfish/v1/Systems", RF_WALK_KEEP, &a, &err), 0);
+	assert_true(t->gets > gets);
+	gets = t->gets;
+	assert_int_equal(rf_collection(&c, "/redfish/v1/Systems", RF_WALK_KEEP, &b, &err), 0);
+	assert_int_equal(t->gets, gets); /* nothing asked again */
+	assert_ptr_equal(a, b);
+	assert_int_equal(rf_collection(&c, "/redfish/v1/Systems", RF_WALK_REFS | RF_WALK_KEEP,
+				       &refs, &err),
+			 0);
+	assert_int_equal(t->gets, gets + 1); /* references are kept apart */
+	assert_ptr_not_equal(refs, a);
+	/* Without KEEP, read again. */
+	json_decref(b);
+	assert_int_equal(rf_collection(&c, "/redfish/v1/Systems", RF_WALK_FETCH, &b, &err), 0);
+	assert_true(t->gets > gets + 1);
+	assert_true(json_equal(a, b));
+	/* A service that ignores $select answers the whole UpdateService: the inventory is read after. */
+	assert_true(c.deep);
+	assert_int_equal(rf_fetch_with_members(&c, "/redfish/v1/UpdateService", "FirmwareInventory",
+					       RF_WALK_EXPAND, &svc, &fw, &err),
+			 0);
+	assert_non_null(svc);
+	assert_int_equal(json_array_size(fw),
+			 json_array_size(json_object_get(
+				 json_object_get(t->res,
+						 "/redfish/v1/UpdateService/FirmwareInventory"),
+				 "Members")));
+	json_decref(svc);
+	json_decref(fw);
+	json_decref(a);
+	json_decref(b);
+	json_decref(refs);
+	rf_client_release(&c);
+	tree_free(t);
+}
+
 static void test_hardware(void **state)
 {
 	size_t v = vendor_index(state);
@@ -1628,6 +1676,7 @@ int main(void)
 		cmocka_unit_test(test_hmc_names),
 		cmocka_unit_test(test_collection_loops),
 		cmocka_unit_test(test_expand_query),
+		cmocka_unit_test(test_kept_collections),
 		PER_VENDOR(test_sensors),
 		cmocka_unit_test(test_sensor_states),
 		PER_VENDOR(test_sel),

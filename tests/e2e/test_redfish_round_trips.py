@@ -1,0 +1,146 @@
+"""Round trips per BMC, counted where they arrive: the emulator's access log
+(issue 23, point 4). A verb asks a Redfish BMC for no more than the protocol
+needs: the service root, a session, the data with $expand (and $select where
+the root allows it), each collection once per session, and the logout. Also
+the emulator's one-request-at-a-time mode the benchmarks use."""
+import collections
+import os
+import sys
+import threading
+import http.client
+import ssl
+
+import pytest
+
+from conftest import PASSWORD, TOP, loopback, register_redfish, started
+
+sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
+from redfish_emu import FW_INV, RedfishLab  # noqa: E402
+
+PREFIX = loopback(__name__, "redfish")
+DGX = "nvidia-dgx-h100"
+# 1: DGX as captured; 2: DGX whose root does not offer $select; 3: HPE ($expand
+# one level only); 4: DGX paging every 10 members; 5: DGX one request at a time.
+OVERRIDES = {
+    2: {"select": False},
+    3: {"vendor": "hpe-dl385-gen10plus-v2"},
+    4: {"page_size": 10},
+    5: {"one_at_a_time": True, "slow": 0.2},
+}
+SESSIONS = "/redfish/v1/SessionService/Sessions"
+
+
+@pytest.fixture(scope="module")
+def lab():
+    with started(lambda d: RedfishLab(d, prefix=PREFIX, count=5, vendors=[DGX], user="admin",
+                                      password=PASSWORD, overrides=OVERRIDES),
+                 "gf-rflab-rt-") as lab:
+        yield lab
+
+
+@pytest.fixture
+def rf(gf, lab):
+    register_redfish(gf, lab)
+    for i in lab.indices():
+        lab.clear(i)
+    return gf
+
+
+def firmware(gf, lab, i):
+    r, data = gf.json("firmware", f"rf{i}")
+    assert r.returncode == 0 and len(data) == 1 and data[0]["ok"], (r.stderr, data)
+    comps = data[0]["components"]
+    assert len(comps) == len(lab.resource(i, FW_INV)["Members"])
+    st = lab.state(i)["sessions"]
+    assert st["created"] == 1 and st["open"] == 0, st
+    return sorted((c["id"], c["version"]) for c in comps)
+
+
+def requests(lab, i):
+    return [(a["method"], a["path"]) for a in lab.access_log(i)]
+
+
+def test_firmware_in_four_round_trips(rf, lab):
+    firmware(rf, lab, 1)
+    log = requests(lab, 1)
+    assert log[:3] == [
+        ("GET", "/redfish/v1"),
+        ("POST", SESSIONS),
+        ("GET", "/redfish/v1/UpdateService?$select=FirmwareInventory&$expand=.($levels=2)"),
+    ], log
+    assert log[3][0] == "DELETE" and log[3][1].startswith(SESSIONS + "/") and len(log) == 4, log
+    assert len({a["conn"] for a in lab.access_log(1)}) == 1
+
+
+def test_firmware_without_select_takes_one_more(rf, lab):
+    """Where the root does not offer $select: the UpdateService, then its
+    expanded inventory; the same components."""
+    assert firmware(rf, lab, 2) == firmware(rf, lab, 1)
+    gets = [p for m, p in requests(lab, 2) if m == "GET"]
+    assert gets == ["/redfish/v1", "/redfish/v1/UpdateService",
+                    FW_INV + "?$expand=.($levels=1)"], gets
+
+
+def test_firmware_one_level_expand(rf, lab):
+    """HPE expands one level only: no $levels=2 is asked for."""
+    firmware(rf, lab, 3)
+    gets = [p for m, p in requests(lab, 3) if m == "GET"]
+    assert not any("$select" in p or "levels=2" in p for p in gets), gets
+    assert len(gets) == 3, gets
+
+
+def test_firmware_deep_expand_that_pages(rf, lab):
+    """An inventory that comes expanded inside the UpdateService but paged:
+    the next pages, expanded, never a member one by one."""
+    assert firmware(rf, lab, 4) == firmware(rf, lab, 1)
+    gets = [p for m, p in requests(lab, 4) if m == "GET"]
+    assert sum("$skip=" in p and "$expand=" in p for p in gets) == 6, gets
+    assert not any(p.startswith(FW_INV + "/") for p in gets), gets
+
+
+def test_sweep_reads_each_resource_once(rf, lab):
+    r = rf.run("sweep", "--no-ssh", "--quiet", "rf1")
+    assert r.returncode == 0, r.stderr
+    log = requests(lab, 1)
+    twice = [k for k, n in collections.Counter(log).items() if n > 1]
+    assert not twice, twice
+    assert sum(1 for m, p in log if (m, p) == ("POST", SESSIONS)) == 1
+    gets = [p for m, p in log if m == "GET"]
+    # Systems, Chassis, Managers and LogServices come whole, one request each.
+    for coll in ("/redfish/v1/Systems", "/redfish/v1/Chassis", "/redfish/v1/Managers",
+                 "/redfish/v1/Managers/BMC/LogServices"):
+        assert coll + "?$expand=.($levels=1)" in gets, (coll, gets)
+    member = [p for p in gets if p.count("/") == 4 and "?" not in p
+              and p.rsplit("/", 1)[0] in ("/redfish/v1/Systems", "/redfish/v1/Chassis",
+                                          "/redfish/v1/Managers")]
+    # The main System (BIOS) and the main Chassis (hardware), no other member alone.
+    assert sorted(member) == ["/redfish/v1/Chassis/DGX", "/redfish/v1/Systems/DGX"], member
+    assert lab.state(1)["sessions"]["open"] == 0
+
+
+def test_emulator_answers_one_request_at_a_time(lab):
+    """Node 5 (one_at_a_time, 0.2 s a request): three requests sent at once on
+    three connections are answered one after another."""
+    ctx = ssl.create_default_context(cafile=lab.cacert)
+    lab.clear(5)
+    go = threading.Barrier(3)
+
+    def get():
+        c = http.client.HTTPSConnection(lab.addr(5), lab.port, context=ctx, timeout=30)
+        try:
+            c.connect()
+            go.wait()
+            c.request("GET", "/redfish/v1")
+            c.getresponse().read()
+        finally:
+            c.close()
+    threads = [threading.Thread(target=get) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    times = sorted(a["t"] for a in lab.access_log(5))
+    assert len(times) == 3
+    # Each answer is logged once its 0.2 s are up, after the one before it.
+    assert all(b - a >= 0.19 for a, b in zip(times, times[1:])), times
+    assert lab.state(5)["modes"]["one_at_a_time"] is True
