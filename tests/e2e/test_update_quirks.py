@@ -353,6 +353,11 @@ def killed_with_targets_busy(rf, lab):
     """update run on the XCC (raw push, --update-timeout 20) killed -9 while
     its BMC refuses the push (503, busy): HttpPushUriTargetsBusy stays set
     with its targets. The catalog's version and the PATCHes seen."""
+    # A task an earlier test left running (Ctrl-C during a 30 s flash) ends first.
+    limit = time.monotonic() + 60
+    while time.monotonic() < limit and lab.updates(LENOVO)["active"]:
+        time.sleep(0.1)
+    assert not lab.updates(LENOVO)["active"], "a task still runs"
     version = fresh_version()
     cat = bmc_catalog(rf, version)
     lab.override(LENOVO, update_multipart=False, update_busy=True)
