@@ -237,6 +237,7 @@ int gf_console_ssh_open(const struct gf_backend *be, const struct gf_bmc_target 
 
 	c->t = *t;
 	c->t.opts = NULL;
+	c->t.cancel = &c->stop; /* close() ends the Redfish read and the login at once */
 	c->be = be;
 	c->accept_new = accept_new;
 	c->interactive = interactive;

@@ -179,7 +179,8 @@ if [ "${GF_TSAN:-1}" != 0 ]; then
 	fresh_reports "$tsan"
 	(
 		unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
-		export TSAN_OPTIONS="exitcode=66:halt_on_error=0:second_deadlock_stack=1:log_path=$top/$tsan/reports/tsan"
+		# tests/tsan.supp: what libipmiconsole (not built with TSan) reports of its own threads.
+		export TSAN_OPTIONS="exitcode=66:halt_on_error=0:second_deadlock_stack=1:log_path=$top/$tsan/reports/tsan:suppressions=$top/tests/tsan.supp"
 		# TSan sleeps 1 s (atexit_sleep_ms) before exit while a thread is left, to
 		# catch races at exit: timing tests allow for it (tests/e2e/test_deadline.py).
 		export GF_TEST_EXIT_SLACK=1
@@ -192,6 +193,7 @@ if [ "${GF_TSAN:-1}" != 0 ]; then
 			tests/e2e/test_power.py tests/e2e/test_ctrl_c_progress_and_exit_codes.py \
 			tests/e2e/test_host.py tests/e2e/test_deadline.py tests/e2e/test_ipmi_fleet_ping.py \
 			tests/e2e/test_events_follow.py \
+			tests/e2e/test_console.py tests/e2e/test_console_ssh.py \
 			"tests/e2e/test_inventory.py::test_sweep_reads_every_source_and_stores_one_sweep" \
 			"tests/e2e/test_inventory.py::test_two_sweeps_at_once" \
 			"tests/e2e/test_hostile.py::test_sweep_does_not_store_a_truncated_walk_as_complete"

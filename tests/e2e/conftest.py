@@ -90,6 +90,7 @@ LOOPBACK = {
     ("bench", "ipmi-read.sh"): "127.35.0-255",
     ("bench", "dead-bmcs.sh"): "127.42.11-14",
     ("bench", "update.sh"): "127.43.0-39",
+    ("bench", "console.sh"): "127.43.110",
     ("bench", "events-ipmi.sh"): "127.50.10",
     ("bench", "events.sh: ipmi_sim .0-3, Redfish .100"): "127.144.0-100",
     ("bench", "rollout.sh"): "127.41.100",

@@ -52,9 +52,10 @@ if os.isatty(0):
     tty.setraw(0)
     size()
     signal.signal(signal.SIGWINCH, size)
-os.write(1, %(boot)r)
+# Where the feed is now, before the boot lines: what a test feeds once it saw them is printed.
 feed = os.path.join(D, 'feed')
 pos = os.path.getsize(feed)
+os.write(1, %(boot)r)
 while True:
     try:
         r = select.select([0], [], [], 0.05)[0]

@@ -1,0 +1,32 @@
+#!/bin/bash
+# bench/console.sh [N] [SECONDS]: N serial consoles (default 200) logged by one
+# process for SECONDS (default 60) each serial port printing as fast as its
+# ipmi_sim BMC takes it: gpufleet console log, then Debian's conmand through
+# its IPMI support (libipmiconsole), the same consoles, the same check: bytes
+# logged = bytes sent (every flood line found in the logs), peak RSS, CPU per
+# console. Runs in a network namespace of its own (127.43.110.0/24); needs
+# root (UDP port 623, unshare), GNU time, ipmi_sim, a built tree. Installs
+# conman with apt-get when it is missing.
+set -euo pipefail
+
+n=${1:-200}
+secs=${2:-60}
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
+[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
+[ "$n" -le 254 ] || { echo "at most 254 consoles (one /24)" >&2; exit 2; }
+[ -x /usr/sbin/conmand ] || apt-get install -y conman >/dev/null
+
+work=$(mktemp -d /tmp/gf-bench-console.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+umask 077
+echo "bench-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/pw"
+
+echo "# $(date -u +%FT%TZ) $(uptime)"
+echo "# bench/console.sh $n $secs: gpufleet $("$gf" --version 2>/dev/null | head -1), $(dpkg-query -W -f='conman ${Version}' conman)"
+unshare -n sh -c 'ip link set lo up && exec /usr/bin/python3 "$0" "$@"' bench/console-lab.py \
+	--prefix 127.43.110 --count "$n" --seconds "$secs" --gpufleet "$gf" --work "$work" \
+	--password-file "$work/pw"
+echo "# $(date -u +%FT%TZ) $(uptime)"
