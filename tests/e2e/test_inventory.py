@@ -381,6 +381,13 @@ def test_drift_and_diff_find_exactly_what_changed(inv, lab, tmp_path):
         assert "ipmi3" in r.stdout and "1.80" in r.stdout
         r = inv.run("drift", "--fail-on-drift", "--component", "cpld*")
         assert r.returncode == 0 and "no drift" in r.stdout, r.stdout
+        # A table of a filter: only the nodes it matched, the others in the summary's count.
+        r = inv.run("drift", "--component", "bmc")
+        bmc = sorted({k[0] for k in want if k[1] == "bmc"})
+        lines = r.stdout.splitlines()
+        assert lines[0].split()[0] == "NODE", lines
+        assert sorted({x.split()[0] for x in lines[1:-1]}) == bmc, r.stdout
+        assert f"{len(bmc)} of 8 nodes differ on 1 component" in lines[-1], r.stdout
 
         r, data = inv.json("diff")
         assert r.returncode == 0, r.stderr

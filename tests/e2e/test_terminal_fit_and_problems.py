@@ -307,3 +307,17 @@ def test_sel_severity_prints_only_what_matched(reg, lab):
     rows, summary, k = attention(lines)
     assert table_nodes(lines[:k - 1]) == sorted(with_crit + FAILED), lines[:k]
     assert summary.endswith(f"; {COUNT + 1 - 3 - len(with_crit)} with nothing that matched")
+
+
+def test_firmware_ends_with_the_failed_nodes(reg, lab):
+    """firmware, another fan-out verb the issue names: its folded table fits, the block
+    names exactly the nodes that failed, -q prints only the block and the summary."""
+    rc, lines, err = on_tty(reg, "-C", "--timeout", TIMEOUT, "firmware", "@all")
+    assert rc == 1, err
+    assert_fits(lines)
+    rows, summary, k = attention(lines)
+    assert k > 1  # after the per-node table
+    assert named(rows) == FAILED, rows
+    assert summary == f"{COUNT + 1} nodes: {COUNT + 1 - 3} ok, 3 failed", summary
+    rc, quiet, err = on_tty(reg, "-q", "-C", "--timeout", TIMEOUT, "firmware", "@all")
+    assert rc == 1 and quiet == lines[k:], quiet

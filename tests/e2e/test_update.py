@@ -228,6 +228,18 @@ def test_canary_batches_and_max_failures(rf, lab):
     assert all(a["result"] != "pending" for a in audit)
 
 
+def test_uploads_of_a_batch_are_spread_over_a_second(rf, lab):
+    """A batch does not push every image in the same second (issue 11), and does
+    not wait on its spacing either (issue 18's figure): a batch of 8 starts its
+    uploads spread over one second, whatever its size."""
+    r, data = upd(rf, "run", "--yes", "--canary", "0", "--batch", "8", "--catalog",
+                  bmc_catalog(rf), "u[1-8]")
+    assert r.returncode == 0, r.stderr
+    assert {o["batch"] for o in data.values()} == {1}
+    t = sorted(pushes(lab, i)[0]["t"] for i in lab.indices())
+    assert t[-1] - t[0] >= 0.8, t
+
+
 def test_ndjson_streams_nodes(rf, lab):
     r = rf.run(*rf.ca, "--format", "ndjson", "update", "run", "--yes", "--catalog",
                bmc_catalog(rf), "u1,u6")
