@@ -140,6 +140,7 @@ OVERRIDE_KEYS = {
     'expand', 'sessions', 'basic', 'max_sessions', 'etag_header', 'require_if_match',
     'reset_conflict', 'transition', 'slow', 'resetting', 'retry_after', 'hang',
     'faults', 'fault_message', 'deep_reset_values', 'keepalive_max', 'cert_change_after',
+    'one_at_a_time',
 } | redfish_update.OVERRIDE_KEYS | redfish_bios.OVERRIDE_KEYS | redfish_health.OVERRIDE_KEYS
 # What a fault planted on a URI does (the `faults` override).
 FAULT_KINDS = ('hang', 'close', 'garbage', 'trickle', 'endless', 'bloat')
@@ -391,6 +392,8 @@ class Node:
         self.reset_conflict = self.d['reset_conflict']
         self.transition = 0.0
         self.slow = 0.0
+        self.one_at_a_time = False  # answer one request at a time, the others wait their turn
+        self.turn = threading.Lock()
         self.resetting_until = 0.0
         self.retry_after = 2
         self.hang = False
@@ -783,6 +786,9 @@ class Node:
 
     def _ov_slow(self, value):
         self.slow = max(0.0, float(value or 0))
+
+    def _ov_one_at_a_time(self, value):
+        self.one_at_a_time = str(value).lower() in ('1', 'true', 'yes', 'on')
 
     def _ov_keepalive_max(self, value):
         self.keepalive_max = max(0, int(value or 0))
@@ -1486,6 +1492,18 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
         pass
 
     def _serve(self, method):
+        # one_at_a_time: one request answered at a time across connections, as
+        # many BMCs do (the slow delay included); an event stream holds no turn.
+        node = self.server.node
+        if not node.one_at_a_time or (method == 'GET' and
+                                      redfish_events.is_stream(node, self.path)):
+            self._serve_now(method)
+            return
+        with node.turn:
+            self._serve_now(method)
+            self.wfile.flush()
+
+    def _serve_now(self, method):
         node = self.server.node
         self.served += 1
         if node.keepalive_max and self.served >= node.keepalive_max:
@@ -2376,6 +2394,13 @@ def selftest(workdir, prefix='127.32.250'):
         t0 = time.monotonic()
         c.req('GET', ROOT)
         _expect(time.monotonic() - t0 >= 0.3, 'slow mode')
+        # one_at_a_time: two requests on two connections wait for each other
+        lab.override(2, one_at_a_time=True)
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(2) as ex:
+            list(ex.map(lambda _: _Client(lab, 2).req('GET', ROOT), range(2)))
+        _expect(time.monotonic() - t0 >= 0.6, 'one_at_a_time answered at once')
+        lab.override(2, one_at_a_time=False)
         lab.set_mode(2, slow=0)
         # certificate rotation, raw resources, redirects
         old = lab.fingerprint(2)
