@@ -97,6 +97,28 @@ static const struct gf_col comp_cols[] = {
 	{"id", "ID"},         {"name", "NAME"},
 };
 
+/* One line of what the BMC says of a GPU (hardware --gpus shows the same as a table). */
+static void show_gpu_health(const struct gf_gpu_hw *g)
+{
+	const struct gf_gpu_health *h = &g->bmc;
+	char *health, *serial;
+
+	if (!h->read)
+		return;
+	health = gf_term_safe(h->health ? h->health : "-");
+	serial = gf_term_safe(g->serial ? g->serial : "-");
+	printf("  gpu%d (serial %s), as the BMC says: health %s", g->index, serial, health);
+	if (h->ecc_uncorrected.set)
+		printf(", %.0f uncorrected ECC", h->ecc_uncorrected.v);
+	if (h->remap_pending == 1)
+		printf(", row remapping pending");
+	if (h->nvlinks_up >= 0)
+		printf(", NVLinks %d up %d down", h->nvlinks_up, h->nvlinks_down);
+	printf("\n");
+	free(health);
+	free(serial);
+}
+
 static void show_header(const struct gf_sweep_node *n)
 {
 	char when[40];
@@ -126,6 +148,18 @@ static void show_header(const struct gf_sweep_node *n)
 		printf("  sensors: %u nominal, %u warning, %u critical, %u unknown\n",
 		       n->sensors.nominal, n->sensors.warning, n->sensors.critical,
 		       n->sensors.unknown);
+	for (size_t k = 0; k < n->sensors.nleaks; k++) {
+		const struct gf_leak *l = &n->sensors.leaks[k];
+		char *name = gf_term_safe(l->name ? l->name : l->id);
+		char *ch = gf_term_safe(l->chassis ? l->chassis : "-");
+
+		printf("  leak detector %s (chassis %s): %s\n", name, ch,
+		       gf_sensor_state_name(l->state));
+		free(name);
+		free(ch);
+	}
+	for (size_t k = 0; n->hardware && k < n->hardware->ngpus; k++)
+		show_gpu_health(&n->hardware->gpus[k]);
 }
 
 static int sub_show(struct inv_ctx *c)

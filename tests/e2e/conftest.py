@@ -96,6 +96,7 @@ LOOPBACK = {
     ("bench", "rollout.sh"): "127.41.100",
     ("bench", "ipmi-sweep.sh"): "127.46.0-15",
     ("bench", "redfish-sweep.sh"): "127.47.8",
+    ("bench", "sensors.sh"): "127.42.160",
 }
 
 

@@ -296,6 +296,13 @@ def test_metrics_export_leak_state_per_detector_from_the_sweep(rf, lab):
             assert swept[node][uri]["chassis"] == chassis
             assert swept[node][uri]["name"] == name
             assert swept[node][uri]["state"] == ["nominal", "warning", "critical"][state]
+    # inventory show lists each detector of the stored sweep.
+    r = rf.run("inventory", "show", "rf10")
+    assert r.returncode == 0, r.stderr
+    chassis, served = leak_detectors_served(lab, 10)
+    for d in served:
+        state = {"OK": "nominal", "Warning": "warning", "Critical": "critical"}[d["DetectorState"]]
+        assert f"  leak detector {d['Name']} (chassis {chassis}): {state}" in r.stdout, r.stdout
 
 
 def gpu_health_served(lab, i, n):
@@ -356,6 +363,15 @@ def test_gpu_health_from_the_bmc_in_hardware_and_inventory(rf, lab):
     stored = {g["index"]: g for g in show[0]["hardware"]["gpus"]}
     for n in (1, 2, 3):
         assert stored[n]["bmc_health"] == gpus[n]["bmc_health"]
+    # The table of inventory show: a line per GPU the BMC describes.
+    r = rf.run("inventory", "show", "rf12")
+    assert r.returncode == 0, r.stderr
+    said = {ln.split()[0]: ln for ln in r.stdout.splitlines() if ", as the BMC says:" in ln}
+    assert sorted(said) == [f"gpu{n}" for n in range(1, 9)], r.stdout
+    assert said["gpu1"].endswith(f"(serial {stored[1]['serial']}), as the BMC says: health "
+                                 "Critical, 3 uncorrected ECC, row remapping pending, "
+                                 "NVLinks 16 up 2 down"), said["gpu1"]
+    assert said["gpu3"].endswith("health OK"), said["gpu3"]
     # Exported by metrics, per GPU, from the stored sweep.
     r = rf.run("metrics", "rf12")
     assert r.returncode == 0, r.stderr

@@ -417,3 +417,20 @@ def test_since_colours_what_changed(swept, lab, tmp_path):
     d, _ = dom_of(page)
     assert d.cells == want
     assert "changes since 1" in d.texts["summary"]
+
+
+def test_reconcile_flags_a_gpu_the_bmc_calls_critical(swept, lab):
+    """After the last sweep above: rf1's BMC calls GPU_SXM_5 Critical (a row
+    remapping pending) while rf1's host sees that GPU and reports no error."""
+    got, _ = reconcile(swept, "rf1")
+    assert got["rf1"] == []
+    lab.rf.override(RF_FIRST, gpu_health={"5": {"health": "Critical", "remap_pending": True}})
+    proc = lab.rf.resource(RF_FIRST, "/redfish/v1/Systems/HGX_Baseboard_0/Processors/GPU_SXM_5")
+    assert (proc["Status"]["Health"], proc["SerialNumber"]) == ("Critical", BMC_SERIALS[4])
+    r = swept.run("sweep", "--timeout", SLOW, "--retries", "0", "rf1")
+    assert r.returncode == 0, r.stderr
+    got, _ = reconcile(swept, "rf1")
+    view = [(it["component"], it["check"], it["expected"], it["actual"]) for it in got["rf1"]]
+    assert view == [("gpu5", "health", "Critical", "ok")], got["rf1"]
+    assert BMC_SERIALS[4] in got["rf1"][0]["detail"]
+    assert "row remapping pending" in got["rf1"][0]["detail"]

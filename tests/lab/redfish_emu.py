@@ -393,6 +393,8 @@ class Node:
         self.reset_conflict = self.d['reset_conflict']
         self.transition = 0.0
         self.slow = 0.0
+        self.one_at_a_time = False  # answer one request at a time, the others wait their turn
+        self.turn = threading.Lock()
         self.resetting_until = 0.0
         self.retry_after = 2
         self.hang = False
@@ -401,8 +403,6 @@ class Node:
         self.fault_message = None  # the Message of a status fault, None: the lab's own
         self.deep_reset_values = 0
         self.keepalive_max = 0      # requests a connection serves before the BMC closes it; 0: no limit
-        self.one_at_a_time = False  # answer one request at a time (the others wait their turn)
-        self.turn = threading.Lock()
         self.cert_after = None      # connections numbered above this get the second certificate
         self.alt_ctx = None
         self.alt_fingerprint = None
@@ -811,7 +811,7 @@ class Node:
         self.touch(ROOT)
 
     def _ov_one_at_a_time(self, value):
-        self.one_at_a_time = bool(value)
+        self.one_at_a_time = str(value).lower() in ('1', 'true', 'yes', 'on')
 
     def _ov_keepalive_max(self, value):
         self.keepalive_max = max(0, int(value or 0))
@@ -2459,6 +2459,13 @@ def selftest(workdir, prefix='127.32.250'):
         t0 = time.monotonic()
         c.req('GET', ROOT)
         _expect(time.monotonic() - t0 >= 0.3, 'slow mode')
+        # one_at_a_time: two requests on two connections wait for each other
+        lab.override(2, one_at_a_time=True)
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(2) as ex:
+            list(ex.map(lambda _: _Client(lab, 2).req('GET', ROOT), range(2)))
+        _expect(time.monotonic() - t0 >= 0.6, 'one_at_a_time answered at once')
+        lab.override(2, one_at_a_time=False)
         lab.set_mode(2, slow=0)
         # certificate rotation, raw resources, redirects
         old = lab.fingerprint(2)
