@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -137,6 +138,14 @@ const struct gf_event_source gf_event_source_sel = {
  */
 #define KEEP_MAX_INTERVAL_S 30.0
 
+/*
+ * Events handed over and not yet stored, at most, while the loop runs: a
+ * pushed source that would go past waits for the loop's next turn (its
+ * streams are not read meanwhile: the BMC's writes wait), so that a flood
+ * costs bounded memory.
+ */
+#define PUSHED_MAX 20000u
+
 /* How long a pushed batch waits for the loop, at most, between two rounds. */
 #define PUSHED_WAIT_S 0.1
 
@@ -250,9 +259,23 @@ static void round_done(void *ud, size_t k, const struct gf_result *slot)
 	gf_event_poll_release(p);
 }
 
+static bool stopping(const struct gf_events_follow *f);
+
 static void push(struct gf_events_follow *f, struct gf_events_pushed *b)
 {
 	pthread_mutex_lock(&f->lock);
+	while (f->draining && f->pending >= PUSHED_MAX && !stopping(f)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&f->drained, &f->lock, &ts);
+	}
+	f->pending += b->events.n;
 	*f->pushed_tail = b;
 	f->pushed_tail = &b->next;
 	pthread_mutex_unlock(&f->lock);
@@ -315,6 +338,8 @@ static int drain_pushed(struct gf_events_follow *f, struct node_state *st, bool 
 	list = f->pushed;
 	f->pushed = NULL;
 	f->pushed_tail = &f->pushed;
+	f->pending = 0;
+	pthread_cond_broadcast(&f->drained);
 	pthread_mutex_unlock(&f->lock);
 	for (b = list; b && !discard; b = b->next)
 		if (!b->state && b->i < f->n && (b->events.n || b->cursor)) {
@@ -367,6 +392,14 @@ static bool stopping(const struct gf_events_follow *f)
 	return (f->stop && *f->stop) || gf_exec_cancelled();
 }
 
+static void set_draining(struct gf_events_follow *f, bool on)
+{
+	pthread_mutex_lock(&f->lock);
+	f->draining = on;
+	pthread_cond_broadcast(&f->drained);
+	pthread_mutex_unlock(&f->lock);
+}
+
 int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 {
 	struct node_state *st = gf_xcalloc(f->n ? f->n : 1, sizeof(*st));
@@ -379,6 +412,9 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 	int rc = 0, src;
 
 	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->drained, NULL);
+	f->draining = false;
+	f->pending = 0;
 	f->pushed = NULL;
 	f->pushed_tail = &f->pushed;
 	f->code = 0;
@@ -395,6 +431,7 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 		rc = f->pusher.start(f->pusher.ud, f, pushed_only, err);
 		pusher = rc == 0;
 	}
+	set_draining(f, true); /* from now on the loop takes what is pushed */
 	/* The polled rounds go over the nodes no pushed source delivers alone. */
 	pn = gf_xcalloc(f->n ? f->n : 1, sizeof(*pn));
 	map = gf_xcalloc(f->n ? f->n : 1, sizeof(*map));
@@ -454,6 +491,7 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 		}
 	}
 	gf_fanout_keep_release(&keep);
+	set_draining(f, false); /* a source waiting for room goes on: it is being stopped */
 	if (pusher) {
 		struct gf_err perr = {0};
 
@@ -481,6 +519,7 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 	free(pn);
 	free(map);
 	free(pushed_only);
+	pthread_cond_destroy(&f->drained);
 	pthread_mutex_destroy(&f->lock);
 	return rc;
 }

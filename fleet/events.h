@@ -14,7 +14,9 @@
  * on it failed. A pushed source (the Redfish SSE
  * multiplexer, one thread for all streams) hands its batches to the loop
  * through gf_events_push(): the loop stores and reports them between
- * rounds, on the calling thread, like the polled ones.
+ * rounds, on the calling thread, like the polled ones; past 20,000
+ * events waiting, a source's push waits for the loop (bounded memory
+ * under a flood).
  *
  * The first round of a node without a cursor is its baseline: what its log
  * holds then is stored (events list shows it) but not reported as new.
@@ -106,6 +108,9 @@ struct gf_events_follow {
 	pthread_mutex_t lock;
 	struct gf_events_pushed *pushed;       /* batches handed in by pushed sources */
 	struct gf_events_pushed **pushed_tail; /* where the next one goes */
+	size_t pending;                        /* events in @pushed */
+	bool draining;          /* the loop takes them: a source past the bound waits */
+	pthread_cond_t drained; /* @pushed was taken, or @draining changed */
 };
 
 /*
@@ -118,7 +123,9 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err);
 /*
  * For a pushed source, from any thread while gf_events_follow_run() runs:
  * hand over node @i's events (taken: @events is emptied) and its cursor
- * (copied, NULL: unchanged); stored and reported by the loop.
+ * (copied, NULL: unchanged); stored and reported by the loop. Waits (in
+ * steps of 0.1 s, until the loop's next turn or a stop) while 20,000
+ * events wait to be stored.
  */
 void gf_events_push(struct gf_events_follow *f, size_t i, const char *source,
 		    struct gf_event_list *events, const char *cursor);

@@ -192,7 +192,7 @@ if [ "${GF_TSAN:-1}" != 0 ]; then
 		e2e "$tsan/e2e.xml" tests/e2e/test_update.py \
 			tests/e2e/test_power.py tests/e2e/test_ctrl_c_progress_and_exit_codes.py \
 			tests/e2e/test_host.py tests/e2e/test_deadline.py tests/e2e/test_ipmi_fleet_ping.py \
-			tests/e2e/test_events_follow.py \
+			tests/e2e/test_events_follow.py tests/e2e/test_events_redfish.py \
 			tests/e2e/test_console.py tests/e2e/test_console_ssh.py \
 			"tests/e2e/test_inventory.py::test_sweep_reads_every_source_and_stores_one_sweep" \
 			"tests/e2e/test_inventory.py::test_two_sweeps_at_once" \

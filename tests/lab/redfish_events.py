@@ -16,8 +16,9 @@ Control (POST on the node's control port, JSON bodies):
                    or true}], "count": N, "push": true}   -> {"ids": [...]}
                    push false: stored (replay buffer and log) but not sent to
                    the streams open now, as if they had been disconnected
-  /events/flood   {"count": N}  N distinct events written at once to the open
-                   streams (not logged, not replayed) -> {"ids": [first, last]}
+  /events/flood   {"count": N, "rate": R}  N distinct events written to the open
+                   streams, at once or R a second (not logged, not replayed)
+                   -> {"ids": [first, last]}
   /events/drop    {}       every stream closed by the BMC
   /events/hostile {"kind": "endless"|"huge"|"badjson"|"backwards"|"escape"|"flood"|null}
   /events/config  {"max_streams": 10, "drop_after": 30, "replay": 200, "sse": true,
@@ -245,10 +246,11 @@ def inject(node, body):
     return ids
 
 
-def flood(node, count):
-    """@count distinct events sent at once to the streams open now, as one
-    write: neither mirrored into the log nor replayable (for benchmarks:
-    the client's ingest is measured, not the emulator's)."""
+def flood(node, count, rate=0):
+    """@count distinct events sent to the streams open now: at once as one
+    write, or @rate a second (a write each tenth of a second, from a thread
+    of its own); neither mirrored into the log nor replayable (for
+    benchmarks: the client's ingest is measured, not the emulator's)."""
     now = time.time()
     with node.lock:
         first = node.ev.next_id
@@ -258,13 +260,26 @@ def flood(node, count):
             payload = {'@odata.type': '#Event.v1_7_0.Event', 'Id': str(eid), 'Name': 'Event Log',
                        'Events': [_record(node, eid, {'message': 'Flood %d' % eid}, now)]}
             recs.append(_frame(eid, payload))
-        blob = b''.join(recs)
-        for st in node.ev.streams:
-            st['queue'].append(blob)
-        cond = [st['cond'] for st in node.ev.streams]
-    for c in cond:
-        with c:
-            c.notify_all()
+        streams = list(node.ev.streams)
+    step = max(1, int(rate / 10)) if rate else count
+
+    def send():
+        t0 = time.monotonic()
+        for k in range(0, count, step):
+            if rate:
+                time.sleep(max(0.0, t0 + k / rate - time.monotonic()))
+            blob = b''.join(recs[k:k + step])
+            with node.lock:
+                for st in streams:
+                    st['queue'].append(blob)
+            for st in streams:
+                with st['cond']:
+                    st['cond'].notify_all()
+
+    if rate:
+        threading.Thread(target=send, daemon=True).start()
+    else:
+        send()
     return [first, first + count - 1]
 
 
@@ -287,7 +302,8 @@ def control(node, method, path, handler):
     if path == '/events/inject':
         return 200, {'ok': True, 'ids': inject(node, body)}
     if path == '/events/flood':
-        return 200, {'ok': True, 'ids': flood(node, int(body.get('count', 10000)))}
+        return 200, {'ok': True, 'ids': flood(node, int(body.get('count', 10000)),
+                                              float(body.get('rate', 0)))}
     if path == '/events/drop':
         with node.lock:
             conds = []

@@ -4,6 +4,7 @@
  * detected) and the follow loop's rounds, stores and hooks, on a stub
  * backend whose event logs live in memory, with a real inventory.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -422,6 +423,82 @@ static void test_pushed_only_nodes_are_not_polled(void **state)
 	assert_int_equal(s.failed[0], 1); /* the pushed state, not a poll */
 }
 
+/* A flood from a pushed source's thread: it waits for the loop past the bound, nothing lost. */
+struct flooder {
+	struct gf_events_follow *f;
+	pthread_t t;
+	size_t most; /* the most events seen waiting, after a push */
+};
+
+#define FLOOD_BATCHES 5
+#define FLOOD_BATCH 10000
+
+static void *flood_thread(void *ud)
+{
+	struct flooder *fl = ud;
+
+	for (int b = 0; b < FLOOD_BATCHES; b++) {
+		struct gf_event_list l = {0};
+		char id[16];
+
+		for (int k = 0; k < FLOOD_BATCH; k++) {
+			snprintf(id, sizeof(id), "%d", b * FLOOD_BATCH + k + 1);
+			ev_add(&l, "n1", "redfish-sse", id, NULL, 0, GF_SEV_INFO, NULL);
+		}
+		gf_events_push(fl->f, 0, "redfish-sse", &l, id);
+		pthread_mutex_lock(&fl->f->lock);
+		if (fl->f->pending > fl->most)
+			fl->most = fl->f->pending;
+		pthread_mutex_unlock(&fl->f->lock);
+	}
+	return NULL;
+}
+
+static int flood_start(void *ud, struct gf_events_follow *f, bool *pushed_only, struct gf_err *err)
+{
+	struct flooder *fl = ud;
+
+	(void)err;
+	fl->f = f;
+	pushed_only[0] = true;
+	return pthread_create(&fl->t, NULL, flood_thread, fl) == 0 ? 0 : GF_E_IO;
+}
+
+static int flood_stop(void *ud, struct gf_err *err)
+{
+	(void)err;
+	pthread_join(((struct flooder *)ud)->t, NULL);
+	return 0;
+}
+
+static void test_a_flood_waits_for_the_loop_and_loses_nothing(void **state)
+{
+	static const struct gf_event_source *const src[] = {&gf_event_source_sel};
+	struct fixture *fx = *state;
+	struct flooder fl = {0};
+	struct seen s = {0};
+	gf_cancel_flag stop = 0;
+	struct gf_events_follow f = {
+		.nodes = fx->nodes,
+		.n = NODES,
+		.sources = src,
+		.nsources = 1,
+		.interval = 0.2,
+		.duration = 1.5,
+		.stop = &stop,
+		.db = fx->db,
+		.fan = {stub_fan, NULL},
+		.hooks = {on_events, on_cleared, on_state, &s},
+		.pusher = {flood_start, flood_stop, &fl},
+	};
+	struct gf_err err = {0};
+
+	assert_int_equal(gf_events_follow_run(&f, &err), 0);
+	assert_int_equal(s.pushed, FLOOD_BATCHES * FLOOD_BATCH); /* every event, once */
+	/* Never more than the bound and the batch that reached it were waiting. */
+	assert_true(fl.most <= 20000 + FLOOD_BATCH);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +511,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pushed_only_nodes_are_not_polled, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_a_flood_waits_for_the_loop_and_loses_nothing,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
