@@ -385,15 +385,159 @@ static bool fru_fatal(struct ipmi_session *s, ipmi_fru_ctx_t fc)
 }
 
 /*
+ * Read FRU Data asks for this many bytes (FreeIPMI's reader asks 16); a BMC
+ * that refuses it for its size gets FRU_CHUNK_MIN.
+ */
+#define FRU_CHUNK 32
+#define FRU_CHUNK_MIN 16
+/* The farthest an info area can end: offset and length are both 8 * 255 at most. */
+#define FRU_IMAGE_MAX 4096
+/* The header's offsets of the chassis, board and product areas, and their types. */
+static const unsigned fru_info_areas[][2] = {
+	{2, IPMI_FRU_AREA_TYPE_CHASSIS_INFO_AREA},
+	{3, IPMI_FRU_AREA_TYPE_BOARD_INFO_AREA},
+	{4, IPMI_FRU_AREA_TYPE_PRODUCT_INFO_AREA},
+};
+
+static bool fru_sum_ok(const uint8_t *p, unsigned len)
+{
+	uint8_t sum = 0;
+
+	while (len--)
+		sum = (uint8_t)(sum + *p++);
+	return sum == 0;
+}
+
+/*
+ * Up to @want bytes of FRU device 0 from @off into @dst, *@got of them: 0;
+ * 1 when only FreeIPMI's reader can go on (a refusal, an odd answer); or
+ * an error when the session failed.
+ */
+static int fru_chunk(struct ipmi_session *s, fiid_obj_t rs, unsigned off, unsigned want,
+		     unsigned *chunk, uint8_t *dst, unsigned *got, struct gf_err *err)
+{
+	for (;;) {
+		unsigned n = want < *chunk ? want : *chunk;
+		uint64_t cc = 0, cnt = 0;
+
+		fiid_obj_clear(rs);
+		if (ipmi_cmd_read_fru_data(s->ctx, 0, (uint16_t)off, (uint8_t)n, rs) < 0) {
+			if (!optional_failure(s, rs))
+				return gf_ipmi_cmd_error(s, "read fru data", rs,
+							 IPMI_NET_FN_STORAGE_RQ, err);
+			/* "Request data length invalid", "... limit exceeded", "cannot return". */
+			if (FIID_OBJ_GET(rs, "comp_code", &cc) == 1 &&
+			    (cc == 0xC7 || cc == 0xC8 || cc == 0xCA) && *chunk > FRU_CHUNK_MIN) {
+				*chunk = FRU_CHUNK_MIN;
+				continue;
+			}
+			return 1;
+		}
+		if (FIID_OBJ_GET(rs, "count_returned", &cnt) != 1 || cnt == 0 || cnt > n ||
+		    fiid_obj_get_data(rs, "requested_data", dst, n) < (int)cnt)
+			return 1;
+		*got = (unsigned)cnt;
+		return 0;
+	}
+}
+
+/*
+ * FRU device 0 read whole in FRU_CHUNK pieces, as far as its chassis, board
+ * and product areas go, then parsed as FreeIPMI's reader hands areas out
+ * (without their version and length bytes): a third of the round trips of
+ * 16-byte reads. 1 when FreeIPMI's reader must do it (word access, no FRU,
+ * a header it does not take, a refusal).
+ */
+static int read_fru_whole(struct ipmi_session *s, struct gf_hardware *h, struct gf_err *err)
+{
+	fiid_obj_t info = fiid_obj_create(tmpl_cmd_get_fru_inventory_area_info_rs);
+	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_read_fru_data_rs);
+	uint64_t size = 0, words = 1;
+	unsigned chunk = FRU_CHUNK, have = 0, need = 8;
+	uint8_t *img = NULL;
+	ipmi_fru_ctx_t fc = NULL;
+	int rc = 1;
+
+	if (!info || !rs) {
+		rc = nomem(err);
+		goto out;
+	}
+	if (ipmi_cmd_get_fru_inventory_area_info(s->ctx, 0, info) < 0) {
+		if (!optional_failure(s, info))
+			rc = gf_ipmi_cmd_error(s, "get fru inventory area info", info,
+					       IPMI_NET_FN_STORAGE_RQ, err);
+		goto out;
+	}
+	if (FIID_OBJ_GET(info, "fru_inventory_area_size", &size) != 1 ||
+	    FIID_OBJ_GET(info, "device_is_accessed", &words) != 1 || words != 0 || size < 8)
+		goto out;
+	if (size > FRU_IMAGE_MAX)
+		size = FRU_IMAGE_MAX;
+	img = gf_xcalloc(1, (size_t)size);
+	while (have < need) {
+		unsigned got = 0, want = (unsigned)size - have;
+
+		rc = fru_chunk(s, rs, have, want, &chunk, img + have, &got, err);
+		if (rc)
+			goto out;
+		have += got;
+		if (have < 8)
+			continue;
+		rc = 1;
+		if (img[0] != 1 || !fru_sum_ok(img, 8))
+			goto out;
+		/* As far as the areas go: each one's length is in its second byte. */
+		for (size_t k = 0; k < sizeof(fru_info_areas) / sizeof(fru_info_areas[0]); k++) {
+			unsigned off = img[fru_info_areas[k][0]] * 8u, end;
+
+			if (!off || off + 2 > size)
+				continue;
+			end = have >= off + 2 ? off + img[off + 1] * 8u : off + 2;
+			if (end <= size && end > need)
+				need = end;
+		}
+		rc = 0;
+	}
+	fc = ipmi_fru_ctx_create(s->ctx);
+	if (!fc) {
+		rc = nomem(err);
+		goto out;
+	}
+	/* A bad area is left out, as FreeIPMI's reader leaves it out. */
+	for (size_t k = 0; k < sizeof(fru_info_areas) / sizeof(fru_info_areas[0]); k++) {
+		unsigned off = img[fru_info_areas[k][0]] * 8u, len;
+
+		if (!off || off + 2 > size)
+			continue;
+		len = img[off + 1] * 8u;
+		if (img[off] != 1 || len < 2 || off + len > size || !fru_sum_ok(img + off, len))
+			continue;
+		fru_area(fc, fru_info_areas[k][1], img + off + 2, len - 2, h);
+	}
+	rc = 0;
+out:
+	if (fc)
+		ipmi_fru_ctx_destroy(fc);
+	free(img);
+	fiid_obj_destroy(info);
+	fiid_obj_destroy(rs);
+	return rc;
+}
+
+/*
  * FRU device 0, the one the BMC keeps for the system. No FRU is not an
  * error; an area with a bad checksum or format is skipped.
  */
 static int read_fru(struct ipmi_session *s, struct gf_hardware *h, struct gf_err *err)
 {
-	ipmi_fru_ctx_t fc = ipmi_fru_ctx_create(s->ctx);
+	ipmi_fru_ctx_t fc;
 	uint8_t *buf = NULL;
-	int rc = 0, more;
+	int rc = read_fru_whole(s, h, err), more;
 
+	if (rc <= 0)
+		return rc;
+	rc = 0;
+	fc = ipmi_fru_ctx_create(s->ctx);
 	if (!fc)
 		return nomem(err);
 	if (ipmi_fru_open_device_id(fc, 0) < 0) {

@@ -15,7 +15,7 @@ from conftest import DEFAULT_CREDS, PASSWORD, TOP, loopback, register
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 import ipmisensors as S  # noqa: E402
-from ipmilab import IpmiLab  # noqa: E402
+from ipmilab import IpmiLab, fru_image  # noqa: E402
 from udprelay import UdpRelay  # noqa: E402
 
 COUNT = 13
@@ -458,3 +458,8 @@ def test_a_sweep_asks_each_bmc_once(gf, lab):
         sweep = sent("sweep", "--no-ssh")
     assert session >= 6 and verbs["sensors"] > 16, (session, verbs)
     assert sweep <= sum(verbs.values()) - 3 * session - 2, (sweep, session, verbs)
+    # The FRU in 32-byte reads (FreeIPMI's reader asks 16): Get FRU Inventory
+    # Area Info, the reads, Get System GUID, at most two for the BIOS version.
+    node = lab.node(8)
+    size = len(node.fru_raw if node.fru_raw is not None else fru_image(**node.fru))
+    assert verbs["hardware"] - session <= 1 + -(-size // 32) + 1 + 2, (size, session, verbs)
