@@ -55,8 +55,40 @@ setup_build "$build" -Dwerror=true -Db_sanitize=address,undefined -Dbuildtype=de
 ninja -C "$build" >/dev/null || { ninja -C "$build"; echo "0 passed, 1 failed"; exit 1; }
 step_done "build ASan"
 
+# fresh_reports DIR: an empty DIR/reports/ for what its checker reports.
+fresh_reports() {
+	rm -rf "$1/reports"
+	mkdir -p "$1/reports"
+}
+# What ThreadSanitizer and Valgrind (memcheck) run with: a report fails the
+# command it came from (exit 66, 97) and is kept in DIR/reports/.
+# tests/tsan.supp: what libipmiconsole (not built with TSan) reports of its own threads.
+tsan_options="exitcode=66:halt_on_error=0:second_deadlock_stack=1:log_path=$top/$tsan/reports/tsan:suppressions=$top/tests/tsan.supp"
+memcheck="valgrind -q --error-exitcode=97 --leak-check=full"
+memcheck+=" --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect"
+memcheck+=" --log-file=$top/$vg/reports/vg.%p"
+
+# unit_tests DIR: the unit tests of build DIR (ASan, TSan or Valgrind), with
+# meson's per-test timeout (30 s unless the test says) times a factor for
+# what slows the binary down and for the priority they run at, so that a
+# busy machine does not lose a test to a race with it. Log in DIR/unit.log.
+unit_tests() {
+	case $1 in
+	"$tsan")
+		TSAN_OPTIONS=$tsan_options meson test -C "$1" --suite unit --print-errorlogs \
+			--timeout-multiplier 10 ;;
+	"$vg")
+		meson test -C "$1" --suite unit --print-errorlogs --timeout-multiplier 20 \
+			--wrap "$memcheck" ;;
+	*)
+		meson test -C "$1" --suite unit --print-errorlogs --timeout-multiplier 2 ;;
+	esac >"$1/unit.log" 2>&1
+}
+
 # The other builds, one after another in the background at nice 19, each
-# logged to DIR/build.log; $bgrc holds one line "DIR RC" per build.
+# logged to DIR/build.log; $bgrc holds one line "DIR RC" per build. Then, at
+# the same priority, the unit tests of the TSan and Valgrind builds (the idle
+# time of the end-to-end step): their exit status in DIR/unit.rc.
 bgrc=$(mktemp)
 trap 'rm -f "$bgrc" "$bgrc.list"' EXIT
 other_builds() {
@@ -74,6 +106,15 @@ other_builds() {
 		) >"$dir/build.log" 2>&1
 		echo "$dir $?" >>"$bgrc"
 	done
+	(
+		unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+		for dir in "$tsan" "$vg"; do
+			grep -qx "$dir 0" "$bgrc" || continue
+			fresh_reports "$dir"
+			unit_tests "$dir"
+			echo $? >"$dir/unit.rc"
+		done
+	)
 }
 {
 	[ "${GF_TSAN:-1}" = 0 ] || echo "$tsan -Dwerror=true -Dbuildtype=debug -Db_sanitize=thread"
@@ -110,11 +151,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=98
 export LSAN_OPTIONS=suppressions=$top/tests/lsan.supp
 
-# Unit tests: meson's per-test timeout (30 s unless the test says) times a
-# factor for what slows the binary down (ASan 2, ThreadSanitizer 4, Valgrind
-# 10), so that a busy machine does not lose a test to a race with it.
-meson test -C "$build" --suite unit --print-errorlogs --timeout-multiplier 2 \
-	>"$build/unit.log" 2>&1
+unit_tests "$build"
 unit_rc=$?
 tail -n 15 "$build/unit.log"
 step_done "unit ASan"
@@ -139,8 +176,9 @@ e2e() {
 # here runs as well, after them. Suites below name their longest first too.
 e2e_modules() {
 	local m
-	for m in update inventory hostile redfish report metrics nodeset_clustershell \
-		lab_redfish_update bios deadline host resource_bounds; do
+	for m in terminal_fit_and_problems update inventory report update_quirks rollout_safety \
+		redfish metrics hostile resource_bounds host bmc_health console nodeset_clustershell \
+		bios deadline lab_redfish_update; do
 		[ ! -f "tests/e2e/test_$m.py" ] || echo "tests/e2e/test_$m.py"
 	done
 	printf '%s\n' tests/e2e/test_*.py
@@ -162,12 +200,6 @@ reported() {
 	results+=("$1/reports")
 	return 1
 }
-# fresh_reports DIR: an empty DIR/reports/ for what its checker reports.
-fresh_reports() {
-	rm -rf "$1/reports"
-	mkdir -p "$1/reports"
-}
-
 # ThreadSanitizer: the executor (unit tests) and every fan-out path (BMC over
 # IPMI and Redfish, SSH hosts, a sweep's BMC and SSH parts at once, update
 # batches, Ctrl-C) through the real binary built with -fsanitize=thread. A
@@ -176,17 +208,14 @@ results=("$build/format.xml" "$build/meson-logs/testlog.junit.xml" "$build/e2e.x
 tsan_rc=0
 if [ "${GF_TSAN:-1}" != 0 ]; then
 	built "$tsan" || { echo "0 passed, 1 failed"; exit 1; }
-	fresh_reports "$tsan"
 	(
 		unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
-		# tests/tsan.supp: what libipmiconsole (not built with TSan) reports of its own threads.
-		export TSAN_OPTIONS="exitcode=66:halt_on_error=0:second_deadlock_stack=1:log_path=$top/$tsan/reports/tsan:suppressions=$top/tests/tsan.supp"
+		export TSAN_OPTIONS=$tsan_options
 		# TSan sleeps 1 s (atexit_sleep_ms) before exit while a thread is left, to
 		# catch races at exit: timing tests allow for it (tests/e2e/test_deadline.py).
 		export GF_TEST_EXIT_SLACK=1
-		meson test -C "$tsan" --suite unit --print-errorlogs --timeout-multiplier 4 \
-			>"$tsan/unit.log" 2>&1
-		u=$?
+		# the unit tests ran in the background after the build (unit_tests)
+		u=$(cat "$tsan/unit.rc")
 		tail -n 8 "$tsan/unit.log"
 		export GPUFLEET_BIN=$top/$tsan/cli/gpufleet
 		e2e "$tsan/e2e.xml" tests/e2e/test_update.py \
@@ -213,17 +242,11 @@ fi
 vg_rc=0
 if [ "${GF_VALGRIND:-1}" != 0 ]; then
 	built "$vg" || { echo "0 passed, 1 failed"; exit 1; }
-	fresh_reports "$vg"
-	memcheck="valgrind -q --error-exitcode=97 --leak-check=full"
-	memcheck+=" --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect"
-	memcheck+=" --log-file=$top/$vg/reports/vg.%p"
 	printf '#!/bin/sh\nexec %s %s "$@"\n' "$memcheck" "$top/$vg/cli/gpufleet" >"$vg/gpufleet-memcheck"
 	chmod +x "$vg/gpufleet-memcheck"
 	(
 		unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
-		meson test -C "$vg" --suite unit --print-errorlogs --timeout-multiplier 10 \
-			--wrap "$memcheck" >"$vg/unit.log" 2>&1
-		u=$?
+		u=$(cat "$vg/unit.rc")
 		tail -n 8 "$vg/unit.log"
 		export GPUFLEET_BIN=$top/$vg/gpufleet-memcheck
 		# the deadlines that live peers must meet, x4 (tests/e2e/conftest.py)

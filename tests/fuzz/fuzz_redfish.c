@@ -38,7 +38,7 @@ static int fz_send(void *ud, const char *method, const char *path, const json_t 
 	return 0;
 }
 
-static const struct rf_io fz_io = {fz_get, fz_send};
+static const struct rf_io fz_io = {.get = fz_get, .send = fz_send};
 
 static void check_keys(const struct gf_component_list *l)
 {
