@@ -256,6 +256,18 @@ static int count_sessions(struct gf_result *slot)
 static int stream_op(const struct gf_fanout_session *s, const void *ctx, struct gf_result *slot,
 		     struct gf_err *err);
 
+/* Sessions that entered their hold (the script's hold[]), and how many nodes hold. */
+static atomic_int holding;
+
+static int held_nodes(const struct script *sc)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < NNODES; i++)
+		n += sc->hold[i];
+	return n;
+}
+
 static void stream_frame(struct gf_fanout *f, struct hooks_seen *h, const struct script *sc,
 			 double timeout)
 {
@@ -276,8 +288,14 @@ static int stream_op(const struct gf_fanout_session *s, const void *ctx, struct 
 	assert_ptr_equal(s->be, &stub_backend);
 	assert_non_null(s->sess);
 	assert_int_equal(((struct stub_sess *)s->sess)->i, s->i);
-	if (sc->cancel_node == (int)s->i && k == 2)
+	if (sc->cancel_node == (int)s->i && k == 2) {
+		/* Ctrl-C once every held node is in its session, however slow the run */
+		while (atomic_load(&holding) < held_nodes(sc) && gf_monotime() < s->deadline)
+			gf_sleep_until(gf_monotime() + 0.005);
 		raise(SIGINT);
+	}
+	if (sc->hold[s->i])
+		atomic_fetch_add(&holding, 1);
 	while (sc->hold[s->i] && !gf_exec_cancelled() && gf_monotime() < s->deadline)
 		gf_sleep_until(gf_monotime() + 0.005);
 	if (rc < 0)
@@ -388,6 +406,7 @@ static void stream_stops_on_ctrl_c(void **state)
 	struct gf_err err = {0};
 	double t0;
 
+	atomic_store(&holding, 0);
 	stream_frame(&f, &h, &sc, 30);
 	t0 = gf_monotime();
 	assert_int_equal(gf_fanout_run(&f, &err), 0);
