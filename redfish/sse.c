@@ -253,7 +253,7 @@ struct gf_rf_sse {
 	CURLM *multi;
 	struct stream **s;
 	size_t n, cap;
-	double last_turn; /* monotonic, the last curl_multi_perform() */
+	double last_turn; /* monotonic, the end of the last step */
 	/* The openers: streams to open and opened, under mu; stop ends their logins. */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -361,6 +361,25 @@ static bool numeric_id(const char *s, unsigned long long *v)
 
 static int on_msg_checked(struct stream *s, const struct gf_sse_msg *msg, struct gf_err *err);
 
+/*
+ * The loop did not read for @took seconds (a hook waited: the caller's
+ * backpressure, a LogService read): no stream was silent meanwhile, and
+ * what piled up in the sockets comes at once, not as a flood.
+ */
+static void loop_away(struct gf_rf_sse *m, double took)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		struct stream *s = m->s[i];
+
+		if (s->st == ST_STREAMING)
+			s->last_byte += took;
+		s->rate_t0 += took;
+	}
+}
+
+/* Hooks that may wait are timed: their time is the loop's absence. */
+#define HOOK_AWAY_S 0.01
+
 static int on_msg(void *ud, const struct gf_sse_msg *msg, struct gf_err *err)
 {
 	struct stream *s = ud;
@@ -421,8 +440,13 @@ static int on_msg_checked(struct stream *s, const struct gf_sse_msg *msg, struct
 			err->code = GF_E_NODE;
 		return GF_E_NODE;
 	}
-	if (m->h.events)
+	if (m->h.events) {
+		double t0 = gf_monotime(), took;
+
 		m->h.events(m->h.ud, s->i, &evs, msg->id_set ? msg->id : NULL);
+		if ((took = gf_monotime() - t0) > HOOK_AWAY_S)
+			loop_away(m, took);
+	}
 	gf_event_list_release(&evs);
 cursor:
 	if (msg->id_set) {
@@ -444,8 +468,13 @@ static void mark_up(struct stream *s)
 	s->last_byte = gf_monotime(); /* the stall clock starts when the stream is open */
 	if (m->h.connected)
 		m->h.connected(m->h.ud, s->i, s->was_up);
-	if (s->was_up && m->h.resumed)
+	if (s->was_up && m->h.resumed) {
+		double t0 = gf_monotime(), took;
+
 		m->h.resumed(m->h.ud, s->i, s->has_last ? s->last : NULL);
+		if ((took = gf_monotime() - t0) > HOOK_AWAY_S)
+			loop_away(m, took);
+	}
 	s->was_up = true;
 }
 
@@ -808,11 +837,8 @@ int gf_rf_sse_step(struct gf_rf_sse *m, double max_wait, struct gf_err *err)
 		m->stop = 1; /* the openers' logins end too */
 	/* The loop was away (a hook blocked): the streams' bytes waited in their sockets. */
 	if (m->last_turn > 0 && now - m->last_turn > AWAY_S)
-		for (size_t i = 0; i < m->n; i++)
-			if (m->s[i]->st == ST_STREAMING)
-				m->s[i]->last_byte += now - m->last_turn;
+		loop_away(m, now - m->last_turn);
 	connect_due(m);
-	m->last_turn = gf_monotime();
 	mc = curl_multi_perform(m->multi, &running);
 	if (mc != CURLM_OK)
 		return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "the event loop failed (%s)",
@@ -859,6 +885,7 @@ int gf_rf_sse_step(struct gf_rf_sse *m, double max_wait, struct gf_err *err)
 			return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL,
 					  "the event loop failed (%s)", curl_multi_strerror(mc));
 	}
+	m->last_turn = gf_monotime(); /* from here to the next step: the caller's time */
 	return (int)active(m);
 }
 
