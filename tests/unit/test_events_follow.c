@@ -447,7 +447,8 @@ static void *flood_thread(void *ud)
 		}
 		gf_events_push(fl->f, 0, "redfish-sse", &l, id);
 		pthread_mutex_lock(&fl->f->lock);
-		if (fl->f->pending > fl->most)
+		/* The bound holds while the loop takes them (before and after, a push never waits). */
+		if (fl->f->draining && fl->f->pending > fl->most)
 			fl->most = fl->f->pending;
 		pthread_mutex_unlock(&fl->f->lock);
 	}
