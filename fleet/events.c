@@ -139,12 +139,14 @@ const struct gf_event_source gf_event_source_sel = {
 #define KEEP_MAX_INTERVAL_S 30.0
 
 /*
- * Events handed over and not yet stored, at most, while the loop runs: a
- * pushed source that would go past waits for the loop's next turn (its
- * streams are not read meanwhile: the BMC's writes wait), so that a flood
- * costs bounded memory.
+ * Events handed over and not yet stored, at most, while the loop runs
+ * (GF_EVENTS_PUSHED_MAX): a pushed source that would go past waits for the
+ * loop's next turn (its streams are not read meanwhile: the BMC's writes
+ * wait), so that a flood costs bounded memory. The loop does not wait for
+ * its next tick once half of it is waiting: the bound slows no flood down.
  */
-#define PUSHED_MAX 20000u
+#define PUSHED_MAX GF_EVENTS_PUSHED_MAX
+#define PUSHED_WAKE (PUSHED_MAX / 2)
 
 /* How long a pushed batch waits for the loop, at most, between two rounds. */
 #define PUSHED_WAIT_S 0.1
@@ -158,8 +160,8 @@ struct gf_events_pushed {
 	struct gf_event_list events;
 	char *cursor;
 	bool baseline;      /* a first read: stored, not reported as new */
-	bool state, failed; /* a node_state report (failed: with err), no events */
-	struct gf_err err;
+	bool state;         /* a node_state report, no events */
+	struct gf_err *err; /* a state: why it failed (NULL: it answers again) */
 };
 
 /* Per node: each source's cursor as stored, what it last read, and its health. */
@@ -267,6 +269,7 @@ static void push(struct gf_events_follow *f, struct gf_events_pushed *b)
 	while (f->draining && f->pending >= PUSHED_MAX && !stopping(f)) {
 		struct timespec ts;
 
+		pthread_cond_signal(&f->more);
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 100 * 1000 * 1000;
 		if (ts.tv_nsec >= 1000000000L) {
@@ -278,6 +281,8 @@ static void push(struct gf_events_follow *f, struct gf_events_pushed *b)
 	f->pending += b->events.n;
 	*f->pushed_tail = b;
 	f->pushed_tail = &b->next;
+	if (f->pending >= PUSHED_WAKE)
+		pthread_cond_signal(&f->more);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -290,6 +295,11 @@ static void push_events(struct gf_events_follow *f, size_t i, const char *source
 	b->source = gf_xstrdup(source);
 	b->events = *events;
 	memset(events, 0, sizeof(*events));
+	/* A message's list holds one event in room for 16: what waits is no bigger than it. */
+	if (b->events.n && b->events.cap > b->events.n) {
+		b->events.v = gf_xrealloc(b->events.v, b->events.n * sizeof(*b->events.v));
+		b->events.cap = b->events.n;
+	}
 	b->cursor = cursor ? gf_xstrdup(cursor) : NULL;
 	b->baseline = baseline;
 	push(f, b);
@@ -313,9 +323,10 @@ void gf_events_push_state(struct gf_events_follow *f, size_t i, const struct gf_
 
 	b->i = i;
 	b->state = true;
-	b->failed = err != NULL;
-	if (err)
-		b->err = *err;
+	if (err) {
+		b->err = gf_xcalloc(1, sizeof(*b->err));
+		*b->err = *err;
+	}
 	push(f, b);
 }
 
@@ -371,7 +382,7 @@ static int drain_pushed(struct gf_events_follow *f, struct node_state *st, bool 
 		if (discard || b->i >= f->n)
 			;
 		else if (b->state)
-			node_health(f, &st[b->i], b->i, b->failed ? &b->err : NULL);
+			node_health(f, &st[b->i], b->i, b->err);
 		else if (b->events.n || b->cursor) {
 			if (rc == 0 && b->events.n && f->hooks.events)
 				f->hooks.events(f->hooks.ud, b->i, b->source, bv[k].v, bv[k].fresh,
@@ -380,6 +391,7 @@ static int drain_pushed(struct gf_events_follow *f, struct node_state *st, bool 
 		}
 		gf_event_poll_release(&p);
 		free(b->source);
+		free(b->err);
 		free(b);
 	}
 	free(bv);
@@ -390,6 +402,23 @@ static int drain_pushed(struct gf_events_follow *f, struct node_state *st, bool 
 static bool stopping(const struct gf_events_follow *f)
 {
 	return (f->stop && *f->stop) || gf_exec_cancelled();
+}
+
+/* Until @until (monotonic), or sooner once half the bound waits to be stored. */
+static void wait_pushed(struct gf_events_follow *f, double until)
+{
+	double wall = gf_walltime() + (until - gf_monotime());
+	struct timespec ts = {.tv_sec = (time_t)wall,
+			      .tv_nsec = (long)((wall - (double)(time_t)wall) * 1e9)};
+
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&f->lock);
+	if (f->pending < PUSHED_WAKE && !stopping(f))
+		pthread_cond_timedwait(&f->more, &f->lock, &ts);
+	pthread_mutex_unlock(&f->lock);
 }
 
 static void set_draining(struct gf_events_follow *f, bool on)
@@ -413,6 +442,7 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->drained, NULL);
+	pthread_cond_init(&f->more, NULL);
 	f->draining = false;
 	f->pending = 0;
 	f->pushed = NULL;
@@ -485,8 +515,7 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 		while (rc == 0 && !stopping(f) && gf_monotime() < next) {
 			double t = gf_monotime() + PUSHED_WAIT_S;
 
-			gf_cancel_sleep_until(f->stop ? f->stop : gf_exec_cancel_flag(),
-					      t < next ? t : next);
+			wait_pushed(f, t < next ? t : next);
 			rc = drain_pushed(f, st, false, err);
 		}
 	}
@@ -520,6 +549,7 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 	free(map);
 	free(pushed_only);
 	pthread_cond_destroy(&f->drained);
+	pthread_cond_destroy(&f->more);
 	pthread_mutex_destroy(&f->lock);
 	return rc;
 }

@@ -14,9 +14,10 @@
  * on it failed. A pushed source (the Redfish SSE
  * multiplexer, one thread for all streams) hands its batches to the loop
  * through gf_events_push(): the loop stores and reports them between
- * rounds, on the calling thread, like the polled ones; past 20,000
- * events waiting, a source's push waits for the loop (bounded memory
- * under a flood).
+ * rounds, on the calling thread, like the polled ones; past
+ * GF_EVENTS_PUSHED_MAX events waiting, a source's push waits for the loop
+ * (bounded memory under a flood), and the loop takes them as soon as half
+ * of that waits.
  *
  * The first round of a node without a cursor is its baseline: what its log
  * holds then is stored (events list shows it) but not reported as new.
@@ -35,6 +36,9 @@
 #include "inventory/events.h"
 #include "lib/cancel.h"
 #include "lib/model.h"
+
+/* Pushed events waiting to be stored, at most (a source past it waits). */
+#define GF_EVENTS_PUSHED_MAX 4000u
 
 /* What one poll of a node read. */
 struct gf_event_poll {
@@ -111,6 +115,7 @@ struct gf_events_follow {
 	size_t pending;                        /* events in @pushed */
 	bool draining;          /* the loop takes them: a source past the bound waits */
 	pthread_cond_t drained; /* @pushed was taken, or @draining changed */
+	pthread_cond_t more;    /* half the bound waits: the loop takes it now */
 };
 
 /*
@@ -124,8 +129,8 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err);
  * For a pushed source, from any thread while gf_events_follow_run() runs:
  * hand over node @i's events (taken: @events is emptied) and its cursor
  * (copied, NULL: unchanged); stored and reported by the loop. Waits (in
- * steps of 0.1 s, until the loop's next turn or a stop) while 20,000
- * events wait to be stored.
+ * steps of 0.1 s, until the loop's next turn or a stop) while
+ * GF_EVENTS_PUSHED_MAX events wait to be stored.
  */
 void gf_events_push(struct gf_events_follow *f, size_t i, const char *source,
 		    struct gf_event_list *events, const char *cursor);

@@ -357,6 +357,11 @@ json_t *gf_boot_to_json(const struct gf_boot *b)
 
 struct gf_event *gf_event_list_add(struct gf_event_list *l)
 {
+	/* Room for one first: an SSE message is one event, and thousands wait under a flood. */
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 1;
+		l->v = gf_xrealloc(l->v, l->cap * sizeof(*l->v));
+	}
 	return list_add((void **)&l->v, &l->n, &l->cap, sizeof(*l->v));
 }
 

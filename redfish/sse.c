@@ -10,11 +10,17 @@
  * Each stream is a session of the backend (redfish/redfish.c: login,
  * token or Basic, pins) whose easy handle, set up by rf_http_stream_begin(),
  * is driven by the multi handle. Opening a session (login, EventService)
- * is done by the loop's thread, one at a time, bounded by open_s: the other
- * streams' bytes wait in their sockets meanwhile, nothing is lost.
+ * blocks, bounded by open_s: it is done by a small pool of opener threads
+ * (opts.openers), so that a fleet's streams open at once rather than one
+ * login after another, while the loop's thread keeps reading the streams
+ * already open. A stream being opened belongs to its opener until it is
+ * handed back (the `opened` list, under the mutex); only the loop's thread
+ * starts its GET and runs the hooks. Time the loop spent away from its
+ * sockets (a hook that blocked) is not counted against a stream's stall.
  */
 #include "redfish/sse.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,9 +205,12 @@ int gf_sse_parser_feed(struct gf_sse_parser *p, const char *buf, size_t n,
 #define REFUSALS 3u
 #define ERRBODY_MAX 1024u
 #define TICK_S 0.2 /* the longest wait between two looks at the cancel flag */
+#define OPENERS 16u
+#define AWAY_S 1.0 /* a turn later than this: the loop was away, not the streams silent */
 
 enum st {
 	ST_WAIT,      /* not connected; next try at next_try */
+	ST_OPENING,   /* an opener thread logs in (the stream is its own until handed back) */
 	ST_STREAMING, /* the GET is on the multi handle */
 	ST_DONE,      /* handed to poll, failed, or ended */
 };
@@ -231,6 +240,11 @@ struct stream {
 	char last[GF_SSE_MAX_ID + 1];
 	bool has_last;
 	struct gf_buf errbody;
+	/* What an opener did (read by the loop once handed back). */
+	struct stream *qnext; /* in the to-open or the opened list */
+	int open_rc;
+	bool open_no_sse; /* logged in, but nothing to stream: poll */
+	struct gf_err open_err;
 };
 
 struct gf_rf_sse {
@@ -239,6 +253,15 @@ struct gf_rf_sse {
 	CURLM *multi;
 	struct stream **s;
 	size_t n, cap;
+	double last_turn; /* monotonic, the end of the last step */
+	/* The openers: streams to open and opened, under mu; stop ends their logins. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct stream *todo, *todo_tail, *opened;
+	pthread_t *th;
+	size_t nth;
+	bool halt;
+	gf_cancel_flag stop;
 };
 
 static double jittered(struct stream *s, double w)
@@ -266,9 +289,15 @@ int gf_rf_sse_new(const struct gf_rf_sse_opts *o, const struct gf_rf_sse_hooks *
 		m->o.max_rate = MAX_RATE;
 	if (!m->o.refusals)
 		m->o.refusals = REFUSALS;
+	if (!m->o.openers)
+		m->o.openers = OPENERS;
+	pthread_mutex_init(&m->mu, NULL);
+	pthread_cond_init(&m->cv, NULL);
 	/* The backend's session sets libcurl up once for the process; the multi handle needs it. */
 	m->multi = curl_multi_init();
 	if (!m->multi) {
+		pthread_mutex_destroy(&m->mu);
+		pthread_cond_destroy(&m->cv);
 		free(m);
 		return gf_err_set(err, GF_E_NOMEM, GF_EK_INTERNAL, "libcurl could not start");
 	}
@@ -332,6 +361,25 @@ static bool numeric_id(const char *s, unsigned long long *v)
 
 static int on_msg_checked(struct stream *s, const struct gf_sse_msg *msg, struct gf_err *err);
 
+/*
+ * The loop did not read for @took seconds (a hook waited: the caller's
+ * backpressure, a LogService read): no stream was silent meanwhile, and
+ * what piled up in the sockets comes at once, not as a flood.
+ */
+static void loop_away(struct gf_rf_sse *m, double took)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		struct stream *s = m->s[i];
+
+		if (s->st == ST_STREAMING)
+			s->last_byte += took;
+		s->rate_t0 += took;
+	}
+}
+
+/* Hooks that may wait are timed: their time is the loop's absence. */
+#define HOOK_AWAY_S 0.01
+
 static int on_msg(void *ud, const struct gf_sse_msg *msg, struct gf_err *err)
 {
 	struct stream *s = ud;
@@ -392,8 +440,13 @@ static int on_msg_checked(struct stream *s, const struct gf_sse_msg *msg, struct
 			err->code = GF_E_NODE;
 		return GF_E_NODE;
 	}
-	if (m->h.events)
+	if (m->h.events) {
+		double t0 = gf_monotime(), took;
+
 		m->h.events(m->h.ud, s->i, &evs, msg->id_set ? msg->id : NULL);
+		if ((took = gf_monotime() - t0) > HOOK_AWAY_S)
+			loop_away(m, took);
+	}
 	gf_event_list_release(&evs);
 cursor:
 	if (msg->id_set) {
@@ -412,10 +465,16 @@ static void mark_up(struct stream *s)
 		return;
 	s->up = true;
 	s->refused = 0;
+	s->last_byte = gf_monotime(); /* the stall clock starts when the stream is open */
 	if (m->h.connected)
 		m->h.connected(m->h.ud, s->i, s->was_up);
-	if (s->was_up && m->h.resumed)
+	if (s->was_up && m->h.resumed) {
+		double t0 = gf_monotime(), took;
+
 		m->h.resumed(m->h.ud, s->i, s->has_last ? s->last : NULL);
+		if ((took = gf_monotime() - t0) > HOOK_AWAY_S)
+			loop_away(m, took);
+	}
 	s->was_up = true;
 }
 
@@ -538,34 +597,92 @@ static int sse_uri(struct stream *s, char **ret, struct gf_err *err)
 	return 0;
 }
 
-static void connect_one(struct stream *s)
+/*
+ * Log in and find the stream's URI: blocking, bounded by open_s; on an
+ * opener thread (or the loop's, when no thread could be started). Touches
+ * only @s, which the loop leaves alone while it is ST_OPENING.
+ */
+static void open_session(struct stream *s)
 {
 	struct gf_rf_sse *m = s->m;
 	struct gf_bmc_target t = s->t;
-	struct gf_err e = {0};
-	double now = gf_monotime();
-	int rc;
 
-	t.deadline = now + m->o.open_s;
+	memset(&s->open_err, 0, sizeof(s->open_err));
+	s->open_no_sse = false;
+	t.deadline = gf_monotime() + m->o.open_s;
 	if (m->o.deadline > 0 && m->o.deadline < t.deadline)
 		t.deadline = m->o.deadline;
-	t.cancel = m->o.cancel;
+	t.cancel = &m->stop;
 	/* Pinning on first use: a reconnection must show the certificate seen first. */
 	if (t.tls_pin_new && !t.tls_pin && s->fp)
 		t.tls_pin = s->fp;
-	rc = gf_redfish_backend.open(&t, &s->sess, &e);
-	if (rc == 0 && !s->fp) { /* known at once: the caller may pin it on first use */
+	s->open_rc = gf_redfish_backend.open(&t, &s->sess, &s->open_err);
+	if (s->open_rc == 0 && !s->uri) {
+		s->open_rc = sse_uri(s, &s->uri, &s->open_err);
+		s->open_no_sse = s->open_rc == 0 && !s->uri;
+	}
+}
+
+static void *opener(void *ud)
+{
+	struct gf_rf_sse *m = ud;
+
+	pthread_mutex_lock(&m->mu);
+	for (;;) {
+		struct stream *s;
+
+		while (!m->halt && !m->todo)
+			pthread_cond_wait(&m->cv, &m->mu);
+		if (m->halt)
+			break;
+		s = m->todo;
+		m->todo = s->qnext;
+		if (!m->todo)
+			m->todo_tail = NULL;
+		pthread_mutex_unlock(&m->mu);
+		open_session(s);
+		pthread_mutex_lock(&m->mu);
+		s->qnext = m->opened;
+		m->opened = s;
+		curl_multi_wakeup(m->multi); /* the loop's poll returns: it starts the GET */
+	}
+	pthread_mutex_unlock(&m->mu);
+	return NULL;
+}
+
+/* One more opener, up to the bound and to one per stream; false: none could be started. */
+static bool grow_openers(struct gf_rf_sse *m)
+{
+	pthread_attr_t attr;
+	bool ok;
+
+	if (m->nth >= m->o.openers || m->nth >= m->n)
+		return m->nth > 0;
+	m->th = gf_xrealloc(m->th, (m->nth + 1) * sizeof(*m->th));
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, GF_THREAD_STACK);
+	ok = pthread_create(&m->th[m->nth], &attr, opener, m) == 0;
+	pthread_attr_destroy(&attr);
+	m->nth += ok;
+	return m->nth > 0;
+}
+
+/* What the opener did with @s: its GET on the multi handle, or why not (on the loop's thread). */
+static void opened(struct stream *s)
+{
+	struct gf_rf_sse *m = s->m;
+	struct gf_err e = s->open_err;
+	int rc = s->open_rc;
+
+	if (s->sess && !s->fp) { /* known at once: the caller may pin it on first use */
 		const char *fp = rf_http_fingerprint(rf_session_http(s->sess));
 
 		s->fp = fp ? gf_xstrdup(fp) : NULL;
 	}
-	if (rc == 0 && !s->uri) {
-		rc = sse_uri(s, &s->uri, &e);
-		if (rc == 0 && !s->uri) {
-			close_session(s);
-			to_poll(s, &e);
-			return;
-		}
+	if (rc == 0 && s->open_no_sse) {
+		close_session(s);
+		to_poll(s, &e);
+		return;
 	}
 	if (rc == 0) {
 		gf_sse_parser_reset(&s->p);
@@ -592,6 +709,47 @@ static void connect_one(struct stream *s)
 		return;
 	}
 	s->st = ST_STREAMING;
+}
+
+/* The streams due to connect go to the openers; those they are done with start streaming. */
+static void connect_due(struct gf_rf_sse *m)
+{
+	double now = gf_monotime();
+	struct stream *done_list;
+
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < m->n && !cancelled(m); i++) {
+		struct stream *s = m->s[i];
+
+		if (s->st != ST_WAIT || s->next_try > now ||
+		    (m->o.deadline > 0 && now >= m->o.deadline))
+			continue;
+		if (!grow_openers(m)) { /* no thread: here, one at a time */
+			pthread_mutex_unlock(&m->mu);
+			open_session(s);
+			opened(s);
+			pthread_mutex_lock(&m->mu);
+			continue;
+		}
+		s->st = ST_OPENING;
+		s->qnext = NULL;
+		if (m->todo_tail)
+			m->todo_tail->qnext = s;
+		else
+			m->todo = s;
+		m->todo_tail = s;
+		pthread_cond_signal(&m->cv);
+	}
+	done_list = m->opened;
+	m->opened = NULL;
+	pthread_mutex_unlock(&m->mu);
+	while (done_list) {
+		struct stream *s = done_list;
+
+		done_list = s->qnext;
+		s->qnext = NULL;
+		opened(s);
+	}
 }
 
 /* The transfer of @s ended with @cc (or was stopped by us: stall, deadline). */
@@ -675,14 +833,12 @@ int gf_rf_sse_step(struct gf_rf_sse *m, double max_wait, struct gf_err *err)
 	CURLMsg *msg;
 	CURLMcode mc;
 
-	for (size_t i = 0; i < m->n && !cancelled(m); i++) {
-		struct stream *s = m->s[i];
-
-		if (s->st == ST_WAIT && s->next_try <= now &&
-		    (m->o.deadline <= 0 || now < m->o.deadline))
-			connect_one(s);
-		now = gf_monotime();
-	}
+	if (cancelled(m))
+		m->stop = 1; /* the openers' logins end too */
+	/* The loop was away (a hook blocked): the streams' bytes waited in their sockets. */
+	if (m->last_turn > 0 && now - m->last_turn > AWAY_S)
+		loop_away(m, now - m->last_turn);
+	connect_due(m);
 	mc = curl_multi_perform(m->multi, &running);
 	if (mc != CURLM_OK)
 		return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "the event loop failed (%s)",
@@ -729,6 +885,7 @@ int gf_rf_sse_step(struct gf_rf_sse *m, double max_wait, struct gf_err *err)
 			return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL,
 					  "the event loop failed (%s)", curl_multi_strerror(mc));
 	}
+	m->last_turn = gf_monotime(); /* from here to the next step: the caller's time */
 	return (int)active(m);
 }
 
@@ -753,6 +910,14 @@ void gf_rf_sse_free(struct gf_rf_sse *m)
 {
 	if (!m)
 		return;
+	m->stop = 1;
+	pthread_mutex_lock(&m->mu);
+	m->halt = true;
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+	for (size_t k = 0; k < m->nth; k++)
+		pthread_join(m->th[k], NULL);
+	free(m->th);
 	for (size_t i = 0; i < m->n; i++) {
 		struct stream *s = m->s[i];
 
@@ -767,5 +932,7 @@ void gf_rf_sse_free(struct gf_rf_sse *m)
 	}
 	free(m->s);
 	curl_multi_cleanup(m->multi);
+	pthread_mutex_destroy(&m->mu);
+	pthread_cond_destroy(&m->cv);
 	free(m);
 }

@@ -8,7 +8,9 @@
  *
  * What a stream costs is bounded (a line, an event, an id, a rate), and a
  * hostile or broken stream fails alone, with one message for its node.
- * A stream that drops or stalls (no byte for stall_s: no BMC promises
+ * Streams are opened (login, EventService) by up to opts.openers threads
+ * at once, not one after another on the loop's thread.
+ * A stream that drops or stalls (no byte for stall_s once open: no BMC promises
  * keep-alives) is reconnected with jittered backoff and resumed with
  * Last-Event-ID; then the `resumed` hook tells the caller to read the
  * node's LogService (gf_redfish_log_since(), redfish/events.h) for what
@@ -93,6 +95,7 @@ struct gf_rf_sse_opts {
 	size_t max_event;
 	unsigned max_rate; /* events per second per stream, more is a flood (0: 2000) */
 	unsigned refusals; /* refused reconnects before it is handed over to poll (0: 3) */
+	unsigned openers;  /* logins at once, each on an opener thread (0: 16) */
 	double deadline;   /* monotonic; 0: none */
 	const gf_cancel_flag *cancel; /* Ctrl-C; NULL: none */
 };

@@ -63,6 +63,7 @@ LOOPBACK = {
     ("test_update_quirks", "lab443"): "127.54.2",           # one on the default port 443
     ("test_bmc_health", "redfish"): "127.55.0",
     ("test_events_redfish", "redfish"): "127.58.1",            # events follow over SSE (issue 19)
+    ("test_events_redfish_open", "redfish"): "127.44.190",     # 30 slow BMCs' streams open at once
     ("test_ctrl_c_redfish_in_flight", "redfish"): "127.41.60",  # rf1 answers, rf2 hangs
     ("test_redfish_round_trips", "redfish"): "127.47.1",      # round trips per BMC (issue 23)
     # sshd hosts
