@@ -14,12 +14,12 @@
  * streams' bytes wait in their sockets meanwhile, nothing is lost.
  */
 #include "redfish/sse.h"
+#include "redfish/curl_dl.h" /* first: <curl/curl.h>, its calls through a table */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 
 #include "lib/util.h"
@@ -266,7 +266,11 @@ int gf_rf_sse_new(const struct gf_rf_sse_opts *o, const struct gf_rf_sse_hooks *
 		m->o.max_rate = MAX_RATE;
 	if (!m->o.refusals)
 		m->o.refusals = REFUSALS;
-	/* The backend's session sets libcurl up once for the process; the multi handle needs it. */
+	/* libcurl loaded and set up once for the process; the multi handle needs it. */
+	if (rf_curl_load(err) < 0) {
+		free(m);
+		return GF_E_NODE;
+	}
 	m->multi = curl_multi_init();
 	if (!m->multi) {
 		free(m);
