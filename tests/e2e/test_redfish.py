@@ -166,7 +166,8 @@ def test_libcurl_is_loaded_on_the_first_redfish_session(rf, lab):
         how = [ln for ln in lines if f"file={so} " in ln and " by " in ln]
         assert how, r.stderr[-2000:]
         assert not any("gpufleet" in ln and "needed by" in ln for ln in how), how
-    assert any("file=libcurl.so.4 " in ln and "dynamically loaded by" in ln and "gpufleet" in ln
+    # dlopen()ed (by gpufleet, or by ASan's interceptor in a sanitizer build)
+    assert any("file=libcurl.so.4 " in ln and "dynamically loaded by" in ln
                for ln in lines), r.stderr[-2000:]
     assert_no_sessions_left(lab, 2)
 
