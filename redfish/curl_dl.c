@@ -1,5 +1,7 @@
 #include "redfish/curl_dl.h"
 
+#include "lib/crypto_dl.h"
+
 #include <stddef.h>
 
 GF_DL_DEFINE(RF_CURL_FNS, struct rf_curl_api, rf_curl, rf_curl_lib, "libcurl.so.4");
@@ -17,7 +19,8 @@ static void global_init(void)
 
 int rf_curl_load(struct gf_err *err)
 {
-	if (gf_dl_load(&rf_curl_lib, err) < 0 || gf_dl_load(&rf_ssl_lib, err) < 0) {
+	if (gf_dl_load(&rf_curl_lib, err) < 0 || gf_dl_load(&rf_ssl_lib, err) < 0 ||
+	    gf_crypto_load(err) < 0) {
 		if (err)
 			err->code = GF_E_NODE; /* a node's failure, as libcurl's own below */
 		return GF_E_NODE;

@@ -20,6 +20,7 @@
  */
 #include "redfish/http.h"
 #include "redfish/curl_dl.h" /* first: <curl/curl.h>, its calls through a table */
+#include "lib/crypto_dl.h"   /* <openssl/evp.h>, <openssl/x509.h>, likewise */
 
 #include <ctype.h>
 #include <math.h>
@@ -28,9 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#include <openssl/evp.h>
-#include <openssl/x509.h>
 
 #include "lib/util.h"
 #include "redfish/rf.h"
