@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libssh2.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -17,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host/ssh2_dl.h" /* <libssh2.h>, its calls through a table */
 #include "lib/bounded.h"
 #include "lib/node.h"
 #include "lib/util.h"
@@ -72,8 +72,11 @@ void gf_remote_cmd_release(struct gf_remote_cmd *c)
 
 int gf_ssh_global_init(struct gf_err *err)
 {
-	int rc = libssh2_init(0);
+	int rc = gf_dl_load(&gf_ssh2_lib, err);
 
+	if (rc < 0)
+		return rc;
+	rc = libssh2_init(0);
 	if (rc)
 		return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "libssh2 failed to initialise (%d)",
 				  rc);
@@ -82,6 +85,8 @@ int gf_ssh_global_init(struct gf_err *err)
 
 void gf_ssh_global_cleanup(void)
 {
+	if (!gf_ssh2.p_libssh2_exit)
+		return; /* never loaded: nothing to undo */
 	libssh2_exit();
 }
 
@@ -898,13 +903,16 @@ static int auth_password(struct gf_ssh *s, const char *password, double deadline
 
 int gf_ssh_open(const struct gf_ssh_target *t, struct gf_ssh **ret, struct gf_err *err)
 {
-	struct gf_ssh *s = gf_xcalloc(1, sizeof(*s));
+	struct gf_ssh *s;
 	LIBSSH2_KNOWNHOSTS *kh = NULL;
 	struct kh_extra x = {0};
 	char *khpath = NULL, *name = NULL;
 	bool known = false;
-	int rc;
+	int rc = gf_dl_load(&gf_ssh2_lib, err); /* gf_ssh_global_init() did, normally */
 
+	if (rc < 0)
+		return rc;
+	s = gf_xcalloc(1, sizeof(*s));
 	s->node = t->node;
 	s->sock = -1;
 	s->cancel = t->cancel;

@@ -4,7 +4,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
+#include "lib/crypto_dl.h" /* <openssl/evp.h>, its calls through a table */
 
 struct gf_sha256 {
 	EVP_MD_CTX *ctx;
@@ -19,8 +19,12 @@ struct gf_sha256 {
 
 struct gf_sha256 *gf_sha256_new(void)
 {
-	struct gf_sha256 *h = gf_xcalloc(1, sizeof(*h));
+	struct gf_sha256 *h;
 
+	/* libcrypto missing is a broken installation, as memory exhaustion is an end. */
+	if (gf_crypto_load(NULL) < 0)
+		abort();
+	h = gf_xcalloc(1, sizeof(*h));
 	h->ctx = EVP_MD_CTX_new();
 	if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1)
 		abort();

@@ -19,6 +19,8 @@
  * CURLOPT_CERTINFO (only readable after the request went out).
  */
 #include "redfish/http.h"
+#include "redfish/curl_dl.h" /* first: <curl/curl.h>, its calls through a table */
+#include "lib/crypto_dl.h"   /* <openssl/evp.h>, <openssl/x509.h>, likewise */
 
 #include <ctype.h>
 #include <math.h>
@@ -27,11 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#include <curl/curl.h>
-#include <openssl/evp.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
 
 #include "lib/util.h"
 #include "redfish/rf.h"
@@ -250,25 +247,14 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 	return h->cancel && *h->cancel ? 1 : 0;
 }
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static CURLcode global_rc;
-
-/* libcurl's global set-up is not safe to race: once, from whichever worker comes first. */
-static void global_init(void)
-{
-	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 int rf_http_new(const struct rf_http_opts *o, struct rf_http **ret, struct gf_err *err)
 {
 	struct rf_http *h;
 	struct gf_buf b = GF_BUF_INIT;
 	CURLcode cc;
 
-	pthread_once(&global_once, global_init);
-	if (global_rc != CURLE_OK)
-		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL, "libcurl could not start (%s)",
-				  curl_easy_strerror(global_rc));
+	if (rf_curl_load(err) < 0)
+		return GF_E_NODE;
 	if (!o->host || !*o->host)
 		return gf_err_set(err, GF_E_NODE, GF_EK_UNSUPPORTED, "node '%s' has no BMC address",
 				  o->node ? o->node : "?");

@@ -19,13 +19,13 @@
  * sockets (a hook that blocked) is not counted against a stream's stall.
  */
 #include "redfish/sse.h"
+#include "redfish/curl_dl.h" /* first: <curl/curl.h>, its calls through a table */
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 
 #include "lib/util.h"
@@ -291,9 +291,13 @@ int gf_rf_sse_new(const struct gf_rf_sse_opts *o, const struct gf_rf_sse_hooks *
 		m->o.refusals = REFUSALS;
 	if (!m->o.openers)
 		m->o.openers = OPENERS;
+	/* libcurl loaded and set up once for the process; the multi handle needs it. */
+	if (rf_curl_load(err) < 0) {
+		free(m);
+		return GF_E_NODE;
+	}
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_cond_init(&m->cv, NULL);
-	/* The backend's session sets libcurl up once for the process; the multi handle needs it. */
 	m->multi = curl_multi_init();
 	if (!m->multi) {
 		pthread_mutex_destroy(&m->mu);

@@ -34,6 +34,24 @@ def test_status_matches_simulators(reg, fleet):
         assert obj["power"] == fleet.power(i), obj
 
 
+def loaded(stderr):
+    """The shared libraries ld.so mapped (LD_DEBUG=files), by soname."""
+    return {line.split("file=", 1)[1].split()[0] for line in stderr.splitlines()
+            if "file=" in line and ("needed by" in line or "dynamically loaded by" in line)}
+
+
+def test_an_ipmi_run_maps_neither_curl_nor_ssh(reg, fleet):
+    """libcurl, libssl and libssh2 (and the thirty libraries they bring) are
+    loaded on first use: an IPMI run never maps them (lib/dl.h)."""
+    r, data = reg.json("power", "status", "@all", env={"LD_DEBUG": "files"})
+    assert r.returncode == 0, r.stderr
+    assert [o["power"] for o in data] == [fleet.power(i) for i in range(1, fleet.count + 1)]
+    libs = loaded(r.stderr)
+    assert "libfreeipmi.so.17" in libs, r.stderr[:2000]  # LD_DEBUG did list the libraries
+    assert not {n for n in libs if n.startswith(("libcurl", "libssh2", "libssl", "libgnutls",
+                                                 "libkrb5", "libldap"))}, sorted(libs)
+
+
 def test_on_off_change_the_simulator(reg, fleet):
     t0 = time.time()
     r, data = reg.json("power", "on", "gpu[03,06]")

@@ -156,6 +156,22 @@ def test_power_wait_reads_power_state(rf, lab):
     assert_no_sessions_left(lab, 3)
 
 
+def test_libcurl_is_loaded_on_the_first_redfish_session(rf, lab):
+    """libcurl and libssl are not linked: the first Redfish session loads them."""
+    lab.set_power(2, "On")
+    r, data = rf.json("power", "status", "rf2", *rf.ca, env={"LD_DEBUG": "files"})
+    assert r.returncode == 0 and data[0]["power"] == "on", r.stderr[-2000:]
+    lines = r.stderr.splitlines()
+    for so in ("libcurl.so.4", "libssl.so.3"):
+        how = [ln for ln in lines if f"file={so} " in ln and " by " in ln]
+        assert how, r.stderr[-2000:]
+        assert not any("gpufleet" in ln and "needed by" in ln for ln in how), how
+    # dlopen()ed (by gpufleet, or by ASan's interceptor in a sanitizer build)
+    assert any("file=libcurl.so.4 " in ln and "dynamically loaded by" in ln
+               for ln in lines), r.stderr[-2000:]
+    assert_no_sessions_left(lab, 2)
+
+
 def test_power_on_when_on_is_fine_on_dell(rf, lab):
     """iDRAC answers 409 to a Reset that changes nothing; that is no failure."""
     lab.set_power(4, "On")
