@@ -33,6 +33,7 @@
 	X(T, curl_multi_poll)          \
 	X(T, curl_multi_remove_handle) \
 	X(T, curl_multi_strerror)      \
+	X(T, curl_multi_wakeup)        \
 	X(T, curl_slist_append)        \
 	X(T, curl_slist_free_all)
 
@@ -79,6 +80,7 @@ int rf_curl_load(struct gf_err *err);
 #define curl_multi_poll (rf_curl.p_curl_multi_poll)
 #define curl_multi_remove_handle (rf_curl.p_curl_multi_remove_handle)
 #define curl_multi_strerror (rf_curl.p_curl_multi_strerror)
+#define curl_multi_wakeup (rf_curl.p_curl_multi_wakeup)
 #define curl_slist_append (rf_curl.p_curl_slist_append)
 #define curl_slist_free_all (rf_curl.p_curl_slist_free_all)
 #define SSL_CTX_set_cert_verify_callback (rf_ssl.p_SSL_CTX_set_cert_verify_callback)
