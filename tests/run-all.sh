@@ -66,7 +66,7 @@ fresh_reports() {
 tsan_options="exitcode=66:halt_on_error=0:second_deadlock_stack=1:log_path=$top/$tsan/reports/tsan:suppressions=$top/tests/tsan.supp"
 memcheck="valgrind -q --error-exitcode=97 --leak-check=full"
 memcheck+=" --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect"
-memcheck+=" --log-file=$top/$vg/reports/vg.%p"
+memcheck+=" --log-file=$top/$vg/reports/vg.%p --suppressions=$top/tests/valgrind.supp"
 
 # unit_tests DIR: the unit tests of build DIR (ASan, TSan or Valgrind), with
 # meson's per-test timeout (30 s unless the test says) times a factor for
