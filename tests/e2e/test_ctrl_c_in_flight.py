@@ -20,6 +20,7 @@ from udprelay import UdpRelay  # noqa: E402
 
 LAB_COUNT = 2
 RELAY = loopback(__name__, "relay") + ".1"
+FAST = loopback(__name__, "relay") + ".2"  # fast1's relay: passes all, counts its answers
 TIMEOUT = "30"
 
 
@@ -27,7 +28,7 @@ TIMEOUT = "30"
 def reg(gf, fleet):
     # Suite 3 named: no probing of 17, so the session's steps are the same every run.
     gf.write_creds(DEFAULT_CREDS + "ipmi_cipher_suite = 3\n")
-    lines = ["name,bmc,protocol,groups", f"fast1,{fleet.addr(1)},ipmi,all",
+    lines = ["name,bmc,protocol,groups", f"fast1,{FAST},ipmi,all",
              f"slow1,{RELAY},ipmi,all"]
     r = gf.run("nodes", "import", "-", input="\n".join(lines) + "\n")
     assert r.returncode == 0, r.stderr
@@ -69,9 +70,14 @@ def interrupt_when_stuck(gf, relay, *args, ready=None):
 
 @pytest.mark.parametrize("stuck", ["opening", "command"])
 def test_ctrl_c_while_a_call_waits(reg, fleet, stuck):
-    keep = 0 if stuck == "opening" else session_answers(reg, fleet) - 2
-    with UdpRelay(RELAY, 623, fleet.addr(2), 623, session_answers=keep) as relay:
-        rc, out, err, took = interrupt_when_stuck(reg, relay, "power", "status", "@all")
+    full = session_answers(reg, fleet)
+    keep = 0 if stuck == "opening" else full - 2
+    with UdpRelay(FAST, 623, fleet.addr(1), 623) as fast, \
+            UdpRelay(RELAY, 623, fleet.addr(2), 623, session_answers=keep) as relay:
+        # Ctrl-C once fast1's session has had all its answers (on a loaded
+        # machine it may still be under way when slow1 gets stuck).
+        rc, out, err, took = interrupt_when_stuck(reg, relay, "power", "status", "@all",
+                                                  ready=lambda: fast.counts["session"] >= full)
     assert rc == 130, err
     assert took < 1.0, took
     data = {o["node"]: o for o in json.loads(out)}
@@ -82,7 +88,8 @@ def test_ctrl_c_while_a_call_waits(reg, fleet, stuck):
 
 def test_ctrl_c_keeps_the_audit_of_what_was_sent(reg, fleet):
     keep = session_answers(reg, fleet) - 2
-    with UdpRelay(RELAY, 623, fleet.addr(2), 623, session_answers=keep) as relay:
+    with UdpRelay(FAST, 623, fleet.addr(1), 623), \
+            UdpRelay(RELAY, 623, fleet.addr(2), 623, session_answers=keep) as relay:
         # Ctrl-C once fast1's action is done and audited (on a loaded machine it
         # may still be under way when slow1 gets stuck).
         rc, out, err, took = interrupt_when_stuck(
