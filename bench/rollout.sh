@@ -115,17 +115,21 @@ t0, t1, version = open(f"{work}/last.run").read().split()
 t0, t1 = float(t0), float(t1)
 lab = RedfishLab.attach(f"{work}/lab")
 batch = {o["node"]: o["batch"] for o in json.load(open(f"{work}/rollout.out"))}
-nodes = {}
+nodes, asked, before = {}, [], []
 for i in lab.indices():
     push = [p["t"] for p in lab.updates(i)["pushes"] if p["version"] == version]
     last = [e["t"] for e in lab.access_log(i) if t0 <= e["t"] <= t1]
     if push and last:
         nodes[f"r{i:04d}"] = (push[0], max(last))
+        asked.append(len(last))
+        before.append(sum(1 for t in last if t < push[0]))
 by = {}
 for name, (push, end) in nodes.items():
     by.setdefault(batch[name], []).append((push, end))
 print(f"  last rollout: start to first push {min(p for p, _ in nodes.values()) - t0:.2f} s,"
-      f" last request to exit {t1 - max(e for _, e in nodes.values()):.2f} s")
+      f" last request to exit {t1 - max(e for _, e in nodes.values()):.2f} s;"
+      f" requests per BMC (median) {statistics.median(asked):g},"
+      f" {statistics.median(before):g} of them before its push (the plan's included)")
 prev_end = None
 for b in sorted(by):
     pushes, ends = [p for p, _ in by[b]], [e for _, e in by[b]]

@@ -45,6 +45,7 @@ void rf_upd_memo_release(struct rf_upd_memo *m)
 	free(m->reset_target);
 	free(m->reset_type);
 	free(m->component);
+	json_decref(m->svc);
 	*m = (struct rf_upd_memo){0};
 }
 
@@ -241,6 +242,10 @@ int rf_update_caps(struct rf_upd *u, struct gf_fw_caps *ret, struct gf_err *err)
 					  "MultipartHttpPushUri@Redfish.OperationApplyTimeSupport")) ||
 		supports_immediate(rf_obj(svc, "@Redfish.OperationApplyTimeSupport")) ||
 		supports_immediate(rf_obj(su, "@Redfish.OperationApplyTimeSupport"));
+	if (u->memo) {
+		json_decref(u->memo->svc);
+		u->memo->svc = json_incref(svc);
+	}
 	json_decref(svc);
 	json_decref(sys);
 	*ret = c;
@@ -899,8 +904,21 @@ int rf_update_push(struct rf_upd *u, const struct gf_fw_push *p, struct gf_fw_ta
 	char *mon = NULL;
 	int rc;
 
+	/*
+	 * The UpdateService as the plan's read of this session found it, a
+	 * moment ago: its push URIs and inventory link. A raw push reads it
+	 * fresh: HttpPushUriTargetsBusy says whether another client holds it.
+	 */
+	if (u->memo) {
+		svc = u->memo->svc;
+		u->memo->svc = NULL;
+		if (svc && p->method == GF_FW_PUSH) {
+			json_decref(svc);
+			svc = NULL;
+		}
+	}
 	rc = img_unchanged(u, p, err);
-	if (rc == 0)
+	if (rc == 0 && !svc)
 		rc = update_service(u, &svc, err);
 	if (rc == 0)
 		rc = push_targets_take(u, &svc, p, &was, err);

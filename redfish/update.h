@@ -22,6 +22,11 @@ struct rf_upd_memo {
 	char *reset_target;
 	char *reset_type;
 	char *component;
+	/*
+	 * The UpdateService as rf_update_caps() read it, for the push that
+	 * follows in the same session (taken once: a later push reads it again).
+	 */
+	json_t *svc;
 };
 
 void rf_upd_memo_release(struct rf_upd_memo *m);

@@ -24,6 +24,7 @@ from updatelab import FAST, lab_fixture, manager_resets, pushes, rf_fixture, upd
 PREFIX = loopback(__name__, "lab")
 IMAGES = PREFIX + ".250"     # the HTTPS server BMCs pull images from
 SUPERMICRO, DGX, LENOVO, DELL, HPE = 1, 2, 3, 4, 5
+SESSIONS = "/redfish/v1/SessionService/Sessions"
 # 1-5 one per dialect, 6-8 Supermicro for batches and crashes
 VENDORS = ["supermicro", "dgx", "lenovo", "dell", "hpe", "supermicro", "supermicro",
            "supermicro"]
@@ -163,6 +164,40 @@ def test_run_every_dialect_done_only_when_read_back(rf, lab):
     r4, drift = rf.json("drift", "--baseline-node", "u1", "--component", "bmc", "u[1-5]")
     drifted = {o["node"] for o in drift if o.get("drift")}
     assert drifted == {"u4"}, drift
+
+
+def test_run_round_trips_per_bmc(rf, lab):
+    """What a rollout asks each BMC, counted in its access log (bench/rollout.sh,
+    issue 18): the plan's session reads the root, the main System, the
+    UpdateService and its inventory (expanded, in one request); the node's own
+    session reads them again (a batch may start long after the plan), then
+    lists the tasks (to tell its own should the BMC name none) and pushes
+    without reading the UpdateService a third time. After the push: the task,
+    the reset, the wait, and the inventory read back, which stays."""
+    version = fresh_version()
+    r, data = upd(rf, "run", "--yes", "--catalog", bmc_catalog(rf, version), "u2")
+    assert r.returncode == 0 and data["u2"]["state"] == "done", (r.stderr, data)
+    log = [(a["method"], a["path"].split("?")[0], a["path"]) for a in lab.access_log(DGX)]
+    (p,) = pushes(lab, DGX)
+    push = next(k for k, (m, path, _) in enumerate(log) if m == "POST" and "Actions" not in path
+                and not path.startswith(SESSIONS))
+    sessions = [k for k, (m, path, _) in enumerate(log) if m == "POST" and path == SESSIONS]
+    plan, pre = log[:sessions[1] - 1], log[sessions[1] - 1:push]
+    reads = [("GET", "/redfish/v1"), ("POST", SESSIONS), ("GET", "/redfish/v1/Systems"),
+             ("GET", "/redfish/v1/UpdateService"), ("GET", "/redfish/v1/UpdateService")]
+    assert [(m, path) for m, path, _ in plan[:5]] == reads, plan
+    assert plan[5][0] == "DELETE" and len(plan) == 6, plan
+    assert [(m, path) for m, path, _ in pre[:5]] == reads, pre
+    # The inventory in one request, $select and $expand as `firmware` asks.
+    assert "$expand=" in plan[4][2] and "$expand=" in pre[4][2], (plan, pre)
+    # Then the tasks before the push, and the push: the UpdateService not read again.
+    assert [(m, path) for m, path, _ in pre[5:]] == [
+        ("GET", "/redfish/v1/TaskService"), ("GET", "/redfish/v1/TaskService/Tasks")], pre
+    assert len(plan) + len(pre) == 13, log[:push]
+    # After it: the inventory read back once the BMC is back, then the logout.
+    assert log[-2][1] == "/redfish/v1/UpdateService" and "$expand=" in log[-2][2], log
+    assert log[-1][0] == "DELETE", log
+    assert p["version"] == version
 
 
 def test_task_exception_is_failed_with_bmc_message(rf, lab):
