@@ -132,7 +132,7 @@ static json_t *rows_of(const json_t *attrs, const json_t *pending, const json_t 
 	names = gf_xcalloc(json_object_size(attrs) + 1, sizeof(*names));
 	json_object_foreach((json_t *)attrs, k, v)
 		names[n++] = k;
-	qsort(names, n, sizeof(*names), cmp_name);
+	gf_sort(names, n, sizeof(*names), cmp_name);
 	for (i = 0; i < n; i++) {
 		json_t *row = json_pack("{s:s, s:O}", "attribute", names[i], "value",
 					json_object_get(attrs, names[i]));

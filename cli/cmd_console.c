@@ -941,7 +941,7 @@ static int read_logs(struct gf_cli *cli, const struct console_args *a, const cha
 		}
 	}
 	if (c.n)
-		qsort(c.v, c.n, sizeof(*c.v), by_time);
+		gf_sort(c.v, c.n, sizeof(*c.v), by_time);
 	if (cli->collapse && cli->format == GF_FMT_TABLE)
 		print_folded(nodes, c.v, c.n);
 	else

@@ -596,7 +596,7 @@ static int host_health(const struct doc_at *at, json_t *o, struct gf_hostfacts *
 		f->xids[f->nxids].code = (unsigned)c;
 		f->xids[f->nxids++].count = (unsigned)json_integer_value(v);
 	}
-	qsort(f->xids, f->nxids, sizeof(*f->xids), xid_cmp);
+	gf_sort(f->xids, f->nxids, sizeof(*f->xids), xid_cmp);
 	return 0;
 }
 

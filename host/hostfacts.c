@@ -766,7 +766,7 @@ void gf_hostfacts_count_xids(const char *text, struct gf_xid_count **ret, size_t
 			v[i].count++;
 	}
 	if (n)
-		qsort(v, n, sizeof(*v), xid_cmp);
+		gf_sort(v, n, sizeof(*v), xid_cmp);
 	*ret = v;
 	*ret_n = n;
 }

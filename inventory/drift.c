@@ -334,7 +334,7 @@ static void class_layout(struct class_ctx *c)
 	c->sets = gf_xcalloc(c->nmembers ? c->nmembers : 1, sizeof(*c->sets));
 	for (size_t i = 0; i < c->nmembers; i++)
 		c->sets[i] = c->cur->nodes[c->members[i]].set;
-	qsort(c->sets, c->nmembers, sizeof(*c->sets), ptr_cmp);
+	gf_sort(c->sets, c->nmembers, sizeof(*c->sets), ptr_cmp);
 	c->nsets = 0;
 	for (size_t i = 0; i < c->nmembers; i++)
 		if (c->nsets == 0 || c->sets[c->nsets - 1] != c->sets[i])
@@ -371,7 +371,7 @@ static void class_layout(struct class_ctx *c)
 				c->keys[nk++] = key;
 		}
 	if (nk)
-		qsort(c->keys, nk, sizeof(*c->keys), cstr_cmp);
+		gf_sort(c->keys, nk, sizeof(*c->keys), cstr_cmp);
 	for (size_t k = 0; k < nk; k++) {
 		bool found;
 
@@ -449,7 +449,7 @@ static void majority_key(struct class_ctx *c, size_t col)
 	}
 	if (ntally > 16) {
 		ntally = 0;
-		qsort(c->vals, nvals, sizeof(*c->vals), ptr_cmp);
+		gf_sort(c->vals, nvals, sizeof(*c->vals), ptr_cmp);
 		for (size_t i = 0; i < nvals; i++) {
 			if (ntally && c->tally[ntally - 1].value == c->vals[i]) {
 				c->tally[ntally - 1].count++;
@@ -462,7 +462,7 @@ static void majority_key(struct class_ctx *c, size_t col)
 	}
 	if (ntally == 1)
 		return; /* everyone agrees */
-	qsort(c->tally, ntally, sizeof(*c->tally), tally_cmp);
+	gf_sort(c->tally, ntally, sizeof(*c->tally), tally_cmp);
 	tie = c->tally[0].count == c->tally[1].count;
 	expected = tie ? NULL : c->tally[0].value;
 	if (tie)
@@ -536,7 +536,7 @@ static void drift_majority(const struct gf_sweep *cur, const struct gf_drift_opt
 		bc[nbc].index = i;
 		nbc++;
 	}
-	qsort(bc, nbc, sizeof(*bc), by_class_cmp);
+	gf_sort(bc, nbc, sizeof(*bc), by_class_cmp);
 	c.members = gf_xcalloc(nbc ? nbc : 1, sizeof(*c.members));
 	c.vals = gf_xcalloc(nbc ? nbc : 1, sizeof(*c.vals));
 	c.tally = gf_xcalloc(nbc ? nbc : 1, sizeof(*c.tally));
@@ -640,7 +640,7 @@ static void drift_baseline(const struct gf_sweep *cur, const struct gf_drift_opt
 				baseline_missing(n, &b->scopes[s], b, &o->filter, dn, true);
 		baseline_missing(n, &b->scopes[0], b, &o->filter, dn, false);
 		if (dn->n > 1)
-			qsort(dn->items, dn->n, sizeof(*dn->items), item_cmp);
+			gf_sort(dn->items, dn->n, sizeof(*dn->items), item_cmp);
 	}
 }
 
@@ -782,7 +782,7 @@ int gf_drift_compute(const struct gf_sweep *cur, const struct gf_drift_opts *o,
 			for (size_t k = 0; k < d->nodes[i].n; k++)
 				names[nn++] = d->nodes[i].items[k].component;
 		if (nn)
-			qsort(names, nn, sizeof(*names), cstr_cmp);
+			gf_sort(names, nn, sizeof(*names), cstr_cmp);
 		for (size_t k = 0; k < nn; k++)
 			if (k == 0 || strcmp(names[k], names[k - 1]) != 0)
 				d->components++;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "inventory/normalize.h"
+#include "lib/buf.h"
 #include "lib/nodeset.h"
 
 /* ---- folding: equal signatures, in the order of their first node ------------ */
@@ -76,7 +77,7 @@ static void heat_columns(struct gf_report *r)
 	for (size_t i = 0; i < d->n; i++)
 		for (size_t k = 0; k < d->nodes[i].n; k++)
 			r->cols[r->ncols++] = d->nodes[i].items[k].component;
-	qsort(r->cols, r->ncols, sizeof(*r->cols), str_cmp);
+	gf_sort(r->cols, r->ncols, sizeof(*r->cols), str_cmp);
 	n = 0;
 	for (size_t k = 0; k < r->ncols; k++)
 		if (n == 0 || strcmp(r->cols[n - 1], r->cols[k]) != 0)
@@ -119,7 +120,7 @@ static void heat_rows(struct gf_report *r)
 		v[i].sig = sigs[i];
 		v[i].idx = i;
 	}
-	qsort(v, d->n, sizeof(*v), keyed_cmp);
+	gf_sort(v, d->n, sizeof(*v), keyed_cmp);
 	r->rows = gf_xcalloc(d->n ? d->n : 1, sizeof(*r->rows));
 	for (size_t a = 0, b; a < d->n; a = b) {
 		const struct gf_drift_node *dn = &d->nodes[v[a].idx];
@@ -147,7 +148,7 @@ static void heat_rows(struct gf_report *r)
 		}
 	}
 	/* Rows by model, agreeing nodes first, then the biggest groups. */
-	qsort(r->rows, r->nrows, sizeof(*r->rows), row_cmp);
+	gf_sort(r->rows, r->nrows, sizeof(*r->rows), row_cmp);
 	for (size_t i = 0; i < d->n; i++)
 		free(sigs[i]);
 	free(sigs);
@@ -209,7 +210,7 @@ static void versions(struct gf_report *r)
 			v[n++] = (struct held){s->v[k].key, s->v[k].version, s->v[k].source,
 					       gf_norm_comp_shown(&s->v[k]), i};
 	}
-	qsort(v, n, sizeof(*v), held_cmp);
+	gf_sort(v, n, sizeof(*v), held_cmp);
 	r->comps = gf_xcalloc(n ? n : 1, sizeof(*r->comps));
 	for (size_t a = 0, b; a < n; a = b) {
 		struct gf_report_comp *c = &r->comps[r->ncomps++];
@@ -237,7 +238,7 @@ static void versions(struct gf_report *r)
 			ver->nodes = fold_names(sw, names, 0, e - k);
 			free(names);
 		}
-		qsort(c->v, c->n, sizeof(*c->v), version_cmp);
+		gf_sort(c->v, c->n, sizeof(*c->v), version_cmp);
 		free(c->v[0].nodes); /* everyone else: the list says nothing */
 		c->v[0].nodes = NULL;
 	}
@@ -276,7 +277,7 @@ static struct gf_report_issue *issues_fold(const struct gf_sweep *sw, struct iss
 	size_t n = 0;
 
 	if (is->n)
-		qsort(is->v, is->n, sizeof(*is->v), keyed_cmp);
+		gf_sort(is->v, is->n, sizeof(*is->v), keyed_cmp);
 	for (size_t a = 0, b; a < is->n; a = b) {
 		struct gf_report_issue *o = &out[n++];
 		size_t total = 0;

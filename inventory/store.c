@@ -788,7 +788,7 @@ static void join_sets(struct loader *ld, const long long *ids, size_t nids,
 	memcpy(by, ld->pend, ld->npend * sizeof(*by));
 	for (size_t i = 0; i < ld->npend; i++)
 		by[i].at = i; /* pend[i] is the row of node i (both may have been reordered) */
-	qsort(by, ld->npend, sizeof(*by), pair_cmp);
+	gf_sort(by, ld->npend, sizeof(*by), pair_cmp);
 	for (size_t i = 0; i < ld->npend; i++) {
 		struct gf_inv_set *a = set_of(by[i].cset, ids, nids, sets);
 		struct gf_inv_set *b = set_of(by[i].bios, ids, nids, sets);
@@ -825,7 +825,7 @@ static int load_sets(struct loader *ld, struct gf_err *err)
 		ids[2 * i] = ld->pend[i].cset;
 		ids[2 * i + 1] = ld->pend[i].bios;
 	}
-	qsort(ids, 2 * ld->npend, sizeof(*ids), ll_cmp);
+	gf_sort(ids, 2 * ld->npend, sizeof(*ids), ll_cmp);
 	for (size_t i = 0; i < 2 * ld->npend; i++)
 		if (ids[i] && (nids == 0 || ids[nids - 1] != ids[i]))
 			ids[nids++] = ids[i];

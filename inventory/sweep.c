@@ -530,7 +530,7 @@ void gf_inv_set_finish(struct gf_sweep *sw, struct gf_inv_set *s)
 		k[i].c = s->v[i];
 		k[i].at = i;
 	}
-	qsort(k, s->n, sizeof(*k), keyed_cmp);
+	gf_sort(k, s->n, sizeof(*k), keyed_cmp);
 	for (size_t i = 0; i < s->n; i++)
 		s->v[i] = k[i].c;
 	free(k);

@@ -367,7 +367,7 @@ static int ping_start(const struct gf_bmc_target *t, size_t n, double timeout, s
 		ping_free(p);
 		return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "no BMC address to ping");
 	}
-	qsort(p->order, p->norder, sizeof(*p->order), entry_cmp);
+	gf_sort(p->order, p->norder, sizeof(*p->order), entry_cmp);
 	p->start = gf_monotime();
 	p->end = p->start + timeout;
 	/* A sixth of the deadline between rounds, within 0.2-1 s: lossy links get several. */

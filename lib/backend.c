@@ -99,7 +99,7 @@ char *gf_backend_names(const char *more, const char *last)
 
 	for (size_t i = 0; i < table.n; i++)
 		names[n++] = table.v[i]->name;
-	qsort(names, n, sizeof(*names), name_cmp);
+	gf_sort(names, n, sizeof(*names), name_cmp);
 	if (more)
 		names[n++] = more;
 	for (size_t i = 0; i < n; i++)

@@ -30,6 +30,12 @@ void *gf_xcalloc(size_t n, size_t size)
 	return p;
 }
 
+void gf_sort(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(v, n, size, cmp);
+}
+
 void *gf_xrealloc(void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);

@@ -42,5 +42,7 @@ char *gf_xstrdup(const char *s);
 char *gf_xstrndup(const char *s, size_t n);
 /* Zero then free a NUL-terminated secret; accepts NULL. */
 void gf_free_secret(char *s);
+/* qsort() for every array, an empty one too (NULL with 0: qsort's may not be NULL). */
+void gf_sort(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
 #endif

@@ -847,7 +847,7 @@ static size_t sort_unique(u64 *v, size_t n)
 {
 	size_t i, k = 0;
 
-	qsort(v, n, sizeof(*v), cmp_u64);
+	gf_sort(v, n, sizeof(*v), cmp_u64);
 	for (i = 0; i < n; i++)
 		if (k == 0 || v[k - 1] != v[i])
 			v[k++] = v[i];
@@ -1015,7 +1015,7 @@ static size_t blocks_fold(struct block *b, size_t nb)
 			k++;
 		}
 		nb = k;
-		qsort(b, nb, sizeof(*b), cmp_block);
+		gf_sort(b, nb, sizeof(*b), cmp_block);
 		for (i = 0; i + 1 < nb; i++) {
 			if (b[i].dead)
 				continue;

@@ -242,7 +242,7 @@ int gf_redfish_log_since(void *session, const char *cursor, double received,
 		*gf_event_list_add(&got) = ev;
 	}
 	json_decref(entries);
-	qsort(got.v, got.n, sizeof(*got.v), by_id);
+	gf_sort(got.v, got.n, sizeof(*got.v), by_id);
 	for (i = 0; i < got.n; i++) {
 		if (gf_redfish_log_newer(got.v[i].bmc_id, newest))
 			newest = got.v[i].bmc_id;

@@ -212,7 +212,7 @@ static void unique_keys(struct fw_item *items, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		order[i] = &items[i];
-	qsort(order, n, sizeof(*order), by_prio);
+	gf_sort(order, n, sizeof(*order), by_prio);
 	for (size_t i = 0; i < n; i++) {
 		struct fw_item *it = order[i];
 		struct gf_buf b = GF_BUF_INIT;

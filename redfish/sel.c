@@ -270,7 +270,7 @@ int rf_sel_list(struct rf_client *c, struct gf_sel_list *ret, struct gf_err *err
 	order = gf_xcalloc(got.n ? got.n : 1, sizeof(*order));
 	for (size_t k = 0; k < got.n; k++)
 		order[k] = (struct keyed){&got.v[k], k};
-	qsort(order, got.n, sizeof(*order), by_time);
+	gf_sort(order, got.n, sizeof(*order), by_time);
 	for (size_t k = 0; k < got.n; k++)
 		*gf_sel_list_add(ret) = *order[k].e;
 	free(order);

@@ -259,6 +259,35 @@ def test_a_refused_stream_is_polled_through_the_log_service(reg, lab):
     assert lab.sessions_open(3) == 0
 
 
+def log_reads(lab, i):
+    return sum(1 for r in lab.access_log(i)
+               if r["method"] == "GET" and "/LogServices/SEL/Entries" in r["path"])
+
+
+def test_polled_rounds_with_nothing_new_go_on(reg, lab):
+    # A refused stream's node is polled: most rounds find nothing new (under
+    # UBSan an empty round once stopped the whole follow, its streams too).
+    lab.ctl(3, "POST", "/events/config", {"max_streams": 0})
+    before = log_reads(lab, 3)
+    p = Follow(reg, "rf1", "rf3")
+    try:
+        ready(reg, lab, 1)
+        wait_until(lambda: ev_state(lab, 3)["refused"] >= 1, "the refusal")
+        # The baseline read, then three rounds that found nothing.
+        wait_until(lambda: p.p.poll() is not None or log_reads(lab, 3) >= before + 4,
+                   "three polled rounds")
+        assert p.p.poll() is None, p.p.stderr.read()
+        three = inject(lab, 3, count=1)
+        one = inject(lab, 1, count=1)
+        got = p.events(2)
+    finally:
+        rc, rest, err = p.stop()
+    assert rc == 0 and err == "", err
+    assert rest == [], rest
+    assert ids_of(got, "rf3") == three and ids_of(got, "rf1") == one
+    assert ev_state(lab, 1)["streams"] == 0 and ev_state(lab, 3)["served"] == 0
+
+
 def test_a_hostile_stream_costs_its_node_only(reg, lab):
     lab.ctl(3, "POST", "/events/hostile", {"kind": "badjson"})
     p = Follow(reg, "--duration", "8", "rf1", "rf3")
