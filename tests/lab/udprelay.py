@@ -11,10 +11,11 @@ Each client address gets its own upstream socket, so the BMC sees one peer
 per client as it would without the relay. @delay (seconds) is added to every
 datagram each way; @drop is the share of client datagrams thrown away (a
 seeded generator, so a run is repeatable); @drop_answers the share of the
-BMC's answers. @session_answers, when not None, is how many in-session IPMI
-answers (RMCP+ payload type IPMI with a session ID: the commands after a
-session is open) get through; every later one is dropped (counted in
-'session_dropped'): a BMC that opens sessions, then stops answering in them.
+BMC's answers. counts['session'] is how many in-session IPMI answers
+(RMCP+ payload type IPMI with a session ID: the commands after a session is
+open) came from the BMC; @session_answers, when not None, is how many of them
+get through; every later one is dropped (counted in 'session_dropped'): a BMC
+that opens sessions, then stops answering in them.
 Only the Python standard library; one thread.
 """
 
@@ -115,9 +116,10 @@ class UdpRelay:
                     if self.drop_answers and self._rng.random() < self.drop_answers:
                         self.counts['dropped'] += 1
                         continue
-                    if self.session_answers is not None and _in_session(data):
+                    if _in_session(data):
                         self.counts['session'] += 1
-                        if self.counts['session'] > self.session_answers:
+                        if (self.session_answers is not None
+                                and self.counts['session'] > self.session_answers):
                             self.counts['session_dropped'] += 1
                             continue
                     self._later(self._sock, data, self._down[s.fileno()])
