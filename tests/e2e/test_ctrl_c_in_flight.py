@@ -46,14 +46,21 @@ def session_answers(gf, fleet):
         return relay.counts["session"]
 
 
-def interrupt_when_stuck(gf, relay, *args, ready=None):
-    """Run gpufleet, Ctrl-C it once the relay dropped an answer (a call waits
-    on it) and @ready() (when given) holds: (rc, stdout, stderr, seconds from
-    Ctrl-C to exit)."""
-    p = subprocess.Popen([GPUFLEET, "--format", "json", "--no-progress", "--timeout", TIMEOUT,
+def interrupt_when_stuck(gf, relay, *args, first=None, ready=None):
+    """Run gpufleet (ndjson: each node's line as it ends), Ctrl-C it once
+    node @first's line is out, the relay dropped an answer (a call waits on
+    it) and @ready() (when given) holds: (rc, {node: result}, stderr, seconds
+    from Ctrl-C to exit)."""
+    p = subprocess.Popen([GPUFLEET, "--format", "ndjson", "--no-progress", "--timeout", TIMEOUT,
                           *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=gf.env())
     try:
+        lines = []
+        if first:
+            # The other node is stuck: @first's line is the first (at most
+            # TIMEOUT seconds away, when it fails instead).
+            lines.append(p.stdout.readline())
+            assert json.loads(lines[0])["node"] == first, (lines, p.communicate())
         limit = time.monotonic() + 20
         while relay.counts["session_dropped"] == 0 or (ready and not ready()):
             assert p.poll() is None, p.communicate()
@@ -62,7 +69,9 @@ def interrupt_when_stuck(gf, relay, *args, ready=None):
         t0 = time.monotonic()
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=15)
-        return p.returncode, out, err, time.monotonic() - t0
+        took = time.monotonic() - t0
+        lines += out.splitlines()
+        return p.returncode, {o["node"]: o for o in map(json.loads, lines)}, err, took
     finally:
         if p.poll() is None:
             p.kill()
@@ -73,16 +82,14 @@ def interrupt_when_stuck(gf, relay, *args, ready=None):
 def test_ctrl_c_while_a_call_waits(reg, fleet, stuck):
     full = session_answers(reg, fleet)
     keep = 0 if stuck == "opening" else full - 2
-    with UdpRelay(FAST, 623, fleet.addr(1), 623) as fast, \
+    with UdpRelay(FAST, 623, fleet.addr(1), 623), \
             UdpRelay(RELAY, 623, fleet.addr(2), 623, session_answers=keep) as relay:
-        # One node at a time: fast1 is done when slow1 gets stuck (on a loaded
-        # machine two at once let fast1 still be under way at the Ctrl-C).
-        rc, out, err, took = interrupt_when_stuck(reg, relay, "--fanout", "1", "power",
-                                                  "status", "@all",
-                                                  ready=lambda: fast.counts["session"] >= full)
+        # Ctrl-C once fast1 is out (on a loaded machine it may still be
+        # under way when slow1 gets stuck).
+        rc, data, err, took = interrupt_when_stuck(reg, relay, "power", "status", "@all",
+                                                   first="fast1")
     assert rc == 130, err
     assert took < 1.0, took
-    data = {o["node"]: o for o in json.loads(out)}
     assert data["fast1"]["ok"] is True and data["fast1"]["power"] == "off"
     assert data["slow1"]["ok"] is False
     assert "interrupted" in data["slow1"]["error"]["message"], data["slow1"]
@@ -92,15 +99,14 @@ def test_ctrl_c_keeps_the_audit_of_what_was_sent(reg, fleet):
     keep = session_answers(reg, fleet) - 2
     with UdpRelay(FAST, 623, fleet.addr(1), 623), \
             UdpRelay(RELAY, 623, fleet.addr(2), 623, session_answers=keep) as relay:
-        # Ctrl-C once fast1's action is done and audited (on a loaded machine it
-        # may still be under way when slow1 gets stuck).
-        rc, out, err, took = interrupt_when_stuck(
-            reg, relay, "power", "on", "--yes", "@all",
+        # Ctrl-C once fast1's action is done and audited (on a loaded machine
+        # it may still be under way when slow1 gets stuck).
+        rc, data, err, took = interrupt_when_stuck(
+            reg, relay, "power", "on", "--yes", "@all", first="fast1",
             ready=lambda: reg.sql("select result from audit where node = 'fast1'")
             == [{"result": "ok"}])
     assert rc == 130, err
     assert took < 1.0, took
-    data = {o["node"]: o for o in json.loads(out)}
     assert data["fast1"]["ok"] is True and fleet.power(1) == "on"
     assert "interrupted" in data["slow1"]["error"]["message"], data["slow1"]
     audit = {a["node"]: a["result"] for a in reg.sql("select node, result from audit")}
