@@ -42,6 +42,17 @@ def numbers(path, tag):
         return set()
 
 
+def says(marker):
+    """A check that a log holds @marker (its logger wrote that it connected)."""
+    def check(path):
+        try:
+            with open(path, 'rb') as f:
+                return marker in f.read()
+        except FileNotFoundError:
+            return False
+    return check
+
+
 class Flood:
     """Every port prints numbered lines at @rate bytes per second (a UART's
     pace: 115200 baud 8N1 is 11520 B/s), from one thread, in ticks of 50 ms."""
@@ -175,16 +186,9 @@ def main():
                        text=True, env=env, check=True, stdout=subprocess.DEVNULL)
         gdir = os.path.join(w, 'gpufleet-logs')
         glogs = [os.path.join(gdir, f'c{i:03d}.log') for i in range(1, a.count + 1)]
-
-        def g_connected(p):
-            try:
-                with open(p, 'rb') as f:
-                    return b'console connected' in f.read()
-            except FileNotFoundError:
-                return False
         out = [run('gpufleet', [a.gpufleet, '--no-progress', 'console', 'log', '--dir', gdir,
                                 '--max-size', '1G', '--total-size', '100G', '@bench'],
-                   env, glogs, g_connected, ports, a.seconds, w, a.rate)]
+                   env, glogs, says(b'console connected'), ports, a.seconds, w, a.rate)]
         # conmand: the same consoles through its IPMI support (libipmiconsole too).
         cdir = os.path.join(w, 'conman-logs')
         os.makedirs(cdir)
@@ -199,15 +203,8 @@ def main():
             for i in range(1, a.count + 1):
                 f.write(f'CONSOLE name="c{i:03d}" dev="ipmi:{lab.addr(i)}"\n')
         clogs = [os.path.join(cdir, f'c{i:03d}.log') for i in range(1, a.count + 1)]
-
-        def c_connected(p):
-            try:
-                with open(p, 'rb') as f:
-                    return b'connected' in f.read()
-            except FileNotFoundError:
-                return False
         out.append(run('conman', ['/usr/sbin/conmand', '-F', '-c', conf], os.environ, clogs,
-                       c_connected, ports, a.seconds, w, a.rate))
+                       says(b'connected'), ports, a.seconds, w, a.rate))
         for o in out:
             print(json.dumps(o))
     finally:

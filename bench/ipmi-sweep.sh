@@ -14,54 +14,19 @@ set -euo pipefail
 n=${1:-200}
 runs=${RUNS:-5}
 fan=${FANOUT:-64}
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-gf=${GPUFLEET_BIN:-$top/build/cli/gpufleet}
-[ -x "$gf" ] || { echo "build first: ninja -C build" >&2; exit 2; }
-
-work=$(mktemp -d /tmp/gf-bench-sweep.XXXXXX)
-cleanup() {
-	/usr/bin/python3 tests/lab/ipmilab.py stop --dir "$work/lab" || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-umask 077
-echo "bench-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/pw"
+. "$(dirname "$0")/lab.sh"
+lab_init sweep
 free -m | awk '/^Mem:/ {print "lab: memory used before start", $3, "MiB"}'
-/usr/bin/python3 tests/lab/ipmilab.py start --dir "$work/lab" --prefix 127.46.0 --count "$n" \
-	--user admin --password-file "$work/pw" --power on --sensors
+lab_start 127.46.0 "$n" --power on --sensors
 # The lab's own footprint: the sims' resident memory.
-ps -o rss= -p "$(awk '{print $1}' "$work/lab/pids" | paste -sd,)" |
+ps -o rss= -p "$(lab_sim_pids | paste -sd,)" |
 	awk '{s += $1; k++} END {printf "lab: %d ipmi_sim, RSS %.1f MiB in all, %.0f KiB each\n", k, s / 1024, s / k}'
 free -m | awk '/^Mem:/ {print "lab: memory used after start", $3, "MiB"}'
-
-pw=$(cat "$work/pw")
-printf '[default]\nbmc_user = admin\nbmc_password = %s\nipmi_workarounds = opensesspriv\nipmi_cipher_suite = 3\n' \
-	"$pw" > "$work/cred"
-printf 'driver-type LAN_2_0\nusername admin\npassword %s\nworkaround-flags opensesspriv\ncipher-suite-id 3\n' \
-	"$pw" > "$work/freeipmi.conf"
-unset pw
+lab_creds
 mkdir -p "$work/fcache" "$work/cache"
-
-labinfo() {
-	/usr/bin/python3 -c "
-import sys; sys.path.insert(0, 'tests/lab')
-from ipmilab import IpmiLab
-lab = IpmiLab.attach('$work/lab')
-print(lab.hostrange() if sys.argv[1] == 'range' else ' '.join(lab.addr(i) for i in lab.indices()))" "$1"
-}
-hosts=$(labinfo range)
+hosts=$(lab_hostrange)
 export GPUFLEET_DB=$work/db GPUFLEET_CREDENTIALS=$work/cred XDG_CACHE_HOME=$work/cache TZ=UTC
-{
-	echo "name,bmc,protocol,groups"
-	i=0
-	for a in $(labinfo addrs); do
-		i=$((i + 1))
-		printf 'b%04d,%s,ipmi,bench\n' "$i" "$a"
-	done
-} | "$gf" nodes import - 2>/dev/null
+lab_import
 
 fbase="--config-file $work/freeipmi.conf --privilege-level ADMIN -F $fan"
 fipmi="$fbase --sdr-cache-directory $work/fcache --quiet-cache"

@@ -13,23 +13,8 @@
 
 #include "lib/conlog.h"
 
-static char dir[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/gf-conlog-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#define TMPDIR_PREFIX "/tmp/gf-conlog-"
+#include "tmpdir.h"
 
 static char *slurp(const char *name)
 {
@@ -209,5 +194,5 @@ int main(void)
 		cmocka_unit_test(read_back_oldest_first),
 		cmocka_unit_test(sizes),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

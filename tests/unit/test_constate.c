@@ -11,23 +11,8 @@
 
 #include "lib/constate.h"
 
-static char dir[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/gf-constate-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#define TMPDIR_PREFIX "/tmp/gf-constate-"
+#include "tmpdir.h"
 
 static struct gf_constate_node nodes[] = {
 	{.node = (char *)"gpu01", .state = (char *)"connected", .bytes = 1234, .since = 1e9},
@@ -108,8 +93,9 @@ static void test_prometheus(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_not_a_state_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_round_trip, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_not_a_state_file, tmpdir_setup,
+						tmpdir_teardown),
 		cmocka_unit_test(test_prometheus),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
