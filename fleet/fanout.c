@@ -225,6 +225,15 @@ static enum gf_gate gate_state(void *ud, size_t k)
 	return !f->side.wanted || f->side.wanted(f->side.ctx, i) ? GF_GATE_OPEN : GF_GATE_FOLLOW;
 }
 
+/* The fleet ping, sent once the run catches Ctrl-C (gf_exec_run()). */
+static bool gate_begin(void *ud)
+{
+	struct gf_fanout *f = ud;
+
+	f->gate = gf_bmc_gate_start(&f->bmc, f->n, f->exec.timeout, no_ping, f);
+	return f->gate != NULL;
+}
+
 static void gate_wait(void *ud, double until)
 {
 	gf_bmc_gate_wait(((const struct gf_fanout *)ud)->gate, until);
@@ -344,6 +353,7 @@ int gf_fanout_run(struct gf_fanout *f, struct gf_err *err)
 		.state = gate_state,
 		.wait = gate_wait,
 		.expire = gate_expire,
+		.start = gate_begin,
 		.ud = f,
 	};
 	struct gf_exec_opts eo = f->exec;
@@ -373,9 +383,7 @@ int gf_fanout_run(struct gf_fanout *f, struct gf_err *err)
 	if (f->mode == GF_FANOUT_STREAM && eo.fanout < f->n)
 		eo.fanout = (unsigned)f->n;
 	/* Staggered runs (power on --batch) start nodes late on purpose: no ping. */
-	if (!eo.batch && f->mode != GF_FANOUT_STREAM)
-		f->gate = gf_bmc_gate_start(&f->bmc, f->n, eo.timeout, no_ping, f);
-	eo.gate = f->gate ? &gate : NULL;
+	eo.gate = !eo.batch && f->mode != GF_FANOUT_STREAM ? &gate : NULL;
 	rc = gf_exec_run(&eo, f->n, task, f, f->slots, done, f, err);
 	gf_bmc_gate_stop(f->gate);
 	f->gate = NULL;

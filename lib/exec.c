@@ -287,6 +287,9 @@ int gf_exec_run(const struct gf_exec_opts *opts, size_t n, gf_exec_task task, vo
 	st.start = gf_monotime();
 	st.wall_start = gf_walltime();
 	st.gate = opts->batch ? NULL : opts->gate;
+	/* Its peers contacted only now: a Ctrl-C from here on is this run's. */
+	if (st.gate && st.gate->start && !st.gate->start(st.gate->ud))
+		st.gate = NULL;
 	st.expiry = st.start + opts->timeout;
 	pthread_mutex_init(&st.take_lock, NULL);
 	st.taken = gf_xcalloc(n, sizeof(*st.taken));

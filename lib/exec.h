@@ -31,6 +31,12 @@ struct gf_exec_gate {
 	void (*wait)(void *ud, double until);      /* until a state may have changed or
 							      * @until (monotonic), 50 ms at most */
 	void (*expire)(void *ud, size_t k, struct gf_result *slot); /* fill slot->err (a timeout) */
+	/*
+	 * NULL, or what the gate waits on starts here (a fleet ping): called by
+	 * gf_exec_run() once Ctrl-C is caught, before any task; false: no gate
+	 * after all, every task is taken in order.
+	 */
+	bool (*start)(void *ud);
 	void *ud;
 };
 

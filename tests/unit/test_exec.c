@@ -290,6 +290,9 @@ struct gate_ctx {
 	atomic_int order[8];
 	atomic_int norder;
 	atomic_int expired[8];
+	bool keep;      /* what start() answers */
+	bool caught;    /* start() found SIGINT caught */
+	int started_at; /* tasks run when start() came, -1: not called */
 };
 
 static enum gf_gate gate_state(void *ud, size_t k)
@@ -396,6 +399,47 @@ static void gate_with_parts(void **state)
 	}
 }
 
+static bool gate_start(void *ud)
+{
+	struct gate_ctx *c = ud;
+	struct sigaction cur;
+
+	sigaction(SIGINT, NULL, &cur);
+	c->caught = cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN;
+	c->started_at = atomic_load(&c->norder);
+	return c->keep;
+}
+
+/* The gate's peers are contacted once Ctrl-C is the run's, before any task; false: no gate. */
+static void gate_starts_once_ctrl_c_is_caught(void **state)
+{
+	(void)state;
+	for (int keep = 0; keep <= 1; keep++) {
+		struct gate_ctx c = {.keep = keep, .started_at = -1};
+		struct gf_exec_gate g = {.state = gate_state,
+					 .wait = gate_wait,
+					 .expire = gate_expire,
+					 .start = gate_start,
+					 .ud = &c};
+		struct gf_exec_opts o = {.fanout = 1, .timeout = 5, .gate = &g};
+		struct gf_result slots[3];
+		struct sigaction after;
+
+		c.t0 = gf_monotime();
+		assert_int_equal(gf_exec_run(&o, 3, gate_task, &c, slots, NULL, NULL, NULL), 0);
+		assert_true(c.caught);
+		assert_int_equal(c.started_at, 0);
+		assert_int_equal(atomic_load(&c.norder), 3);
+		for (int k = 0; k < 3; k++) {
+			assert_int_equal(c.order[k], k);
+			assert_true(slots[k].ok);
+			gf_result_release(&slots[k]);
+		}
+		sigaction(SIGINT, NULL, &after);
+		assert_true(after.sa_handler == SIG_DFL); /* given back */
+	}
+}
+
 static void empty(void **state)
 {
 	struct gf_exec_opts o = {.fanout = 4, .timeout = 1};
@@ -414,6 +458,7 @@ int main(void)
 		cmocka_unit_test(one_deadline_for_attempts_and_parts),
 		cmocka_unit_test(gate_holds_and_expires),
 		cmocka_unit_test(gate_with_parts),
+		cmocka_unit_test(gate_starts_once_ctrl_c_is_caught),
 		cmocka_unit_test(empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
