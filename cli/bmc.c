@@ -1,5 +1,6 @@
 #include "cli/bmc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,11 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	f.action = run->action;
 	f.may_be_restarting = run->may_be_restarting;
 	f.keep = run->keep;
+	if (!run->keep && !run->close_at_once) {
+		gf_fanout_keep_init(&run->later, run->n);
+		run->later.cap = f.exec.fanout;
+		f.later = &run->later;
+	}
 	f.exec.batch = run->batch;
 	f.exec.interval = run->interval;
 	if (run->timeout > 0)
@@ -181,6 +187,9 @@ out:
 
 void cli_bmc_release(struct cli_bmc_run *run)
 {
+	/* What was printed is out before the logouts (stderr is not buffered). */
+	fflush(stdout);
+	gf_fanout_keep_release(&run->later);
 	if (!run->slots)
 		return;
 	for (size_t i = 0; i < run->n; i++)
@@ -238,6 +247,7 @@ int cli_bmc_rollout_fan(void *ud, const struct gf_rollout_fanout *f)
 		.done_ud = f->done_ud,
 		.may_be_restarting = f->may_be_restarting,
 		.keep = f->keep,
+		.close_at_once = true,
 	};
 	int rc = cli_bmc_fanout(&run);
 

@@ -31,6 +31,13 @@ struct cli_bmc_run {
 	struct gf_result *slots;     /* filled by cli_bmc_fanout(); cli_bmc_release() */
 	bool filtered;               /* a filter chose the rows (struct cli_render's) */
 	struct gf_fanout_keep *keep; /* NULL, or sessions kept across runs (fleet/fanout.h) */
+	bool close_at_once;          /* each session closed as its node is done (rollouts) */
+	/*
+	 * The sessions whose logout waits until the results are out (struct
+	 * gf_fanout's later): closed by cli_bmc_release(), which the caller
+	 * calls once it has printed.
+	 */
+	struct gf_fanout_keep later;
 };
 
 /*

@@ -180,6 +180,7 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 	const struct gf_profile **ssh_profs = NULL, **bmc_profs = NULL;
 	struct gf_sel_prev *prev = NULL;
 	struct gf_collect c = {0};
+	struct gf_fanout_keep later = {0}; /* the logouts, once the results are out */
 	struct cli_render pr = {.cli = cli};
 	size_t n = 0;
 	const char **names = NULL;
@@ -246,6 +247,9 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 		.done = cli_progress_done,
 		.ud = &pr,
 	};
+	gf_fanout_keep_init(&later, n);
+	later.cap = c.bmc.exec.fanout;
+	c.bmc.later = &later;
 	c.ssh_profs = ssh_profs;
 	c.prev = prev;
 	c.accept_new = a.accept_new;
@@ -306,6 +310,8 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 	if (a.metrics && inv_metrics_write(cli, NULL, 0, a.metrics, NULL))
 		rc = GF_EXIT_FAILED;
 out:
+	fflush(stdout);
+	gf_fanout_keep_release(&later);
 	gf_sweep_free(sw);
 	gf_fanout_release(&c.bmc);
 	free(bmc_profs);

@@ -1,6 +1,7 @@
 /* The one BMC fan-out frame: pins, the fleet ping, the per-node task, the executor, hooks. */
 #include "fleet/fanout.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,26 @@ fail:
 	gf_result_fail(slot, &err);
 }
 
+/*
+ * Node @i's session @sess, its op over: into f->later when its backend's
+ * close can wait until the results are out and there is room, else closed.
+ */
+static void bmc_done_with(const struct gf_fanout *f, const struct gf_backend *be, size_t i,
+			  void *sess)
+{
+	struct gf_fanout_keep *l = f->later;
+
+	if (l && be->close_later && i < l->n) {
+		if (atomic_fetch_add(&l->held, 1) < l->cap) {
+			l->be[i] = be;
+			l->sess[i] = sess;
+			return;
+		}
+		atomic_fetch_sub(&l->held, 1);
+	}
+	be->close(sess);
+}
+
 /* Node @i's BMC part, on a worker thread. */
 static void bmc_task(const struct gf_fanout *f, size_t i, double deadline, struct gf_result *slot)
 {
@@ -182,13 +203,13 @@ ok:
 		f->keep->sess[i] = sess;
 		f->keep->be[i] = be;
 	} else {
-		be->close(sess);
+		bmc_done_with(f, be, i, sess);
 	}
 	slot->ok = true;
 	return;
 fail:
 	if (sess)
-		be->close(sess);
+		bmc_done_with(f, be, i, sess);
 	gf_result_fail(slot, &err);
 }
 
@@ -397,16 +418,61 @@ int gf_fanout_run(struct gf_fanout *f, struct gf_err *err)
 
 void gf_fanout_keep_init(struct gf_fanout_keep *k, size_t n)
 {
+	memset(k, 0, sizeof(*k));
+	atomic_init(&k->held, 0);
 	k->n = n;
 	k->be = gf_xcalloc(n ? n : 1, sizeof(*k->be));
 	k->sess = gf_xcalloc(n ? n : 1, sizeof(*k->sess));
 }
 
+/* The most sessions closed at once (each close is bounded by its backend). */
+#define CLOSERS_MAX 64
+
+struct closers {
+	struct gf_fanout_keep *k;
+	atomic_size_t next;
+};
+
+static void *closer_main(void *vc)
+{
+	struct closers *c = vc;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&c->next, 1)) < c->k->n)
+		if (c->k->sess[i]) {
+			c->k->be[i]->close(c->k->sess[i]);
+			c->k->sess[i] = NULL;
+		}
+	return NULL;
+}
+
+/* Close what @k holds: on threads when there is more than one (a logout is a round trip). */
+static void keep_close_all(struct gf_fanout_keep *k)
+{
+	struct closers c = {.k = k};
+	pthread_t tids[CLOSERS_MAX];
+	pthread_attr_t attr;
+	size_t open = 0, nt = 0;
+
+	for (size_t i = 0; k->sess && i < k->n; i++)
+		open += k->sess[i] != NULL;
+	if (open > 1) {
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, GF_THREAD_STACK);
+		while (nt + 1 < open && nt < CLOSERS_MAX &&
+		       pthread_create(&tids[nt], &attr, closer_main, &c) == 0)
+			nt++;
+		pthread_attr_destroy(&attr);
+	}
+	if (k->sess)
+		closer_main(&c); /* this thread closes too, and all of them when none started */
+	while (nt)
+		pthread_join(tids[--nt], NULL);
+}
+
 void gf_fanout_keep_release(struct gf_fanout_keep *k)
 {
-	for (size_t i = 0; k->sess && i < k->n; i++)
-		if (k->sess[i])
-			k->be[i]->close(k->sess[i]);
+	keep_close_all(k);
 	free(k->be);
 	free(k->sess);
 	memset(k, 0, sizeof(*k));

@@ -57,6 +57,7 @@
 #ifndef GF_FLEET_FANOUT_H
 #define GF_FLEET_FANOUT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -154,6 +155,14 @@ struct gf_fanout {
 	 */
 	struct gf_fanout_keep *keep;
 	/*
+	 * NULL, or where the sessions of backends that close_later are left
+	 * open when their node is done (up to its cap), for the caller to
+	 * close with gf_fanout_keep_release() once the results are out: the
+	 * logout no longer holds back what is printed. Sessions past the cap
+	 * are closed at once, as without it.
+	 */
+	struct gf_fanout_keep *later;
+	/*
 	 * The caller's hooks, each NULL for none, all called on the calling
 	 * thread with @ud. A hook's non-zero return is a code of the caller's
 	 * own (cli: an exit code, already printed), > 0.
@@ -207,10 +216,12 @@ struct gf_fanout_keep {
 	size_t n;
 	const struct gf_backend **be; /* per node, NULL: no session kept */
 	void **sess;                  /* per node, open, closed by release */
+	size_t cap;                   /* as struct gf_fanout's later: the most held (0: none) */
+	atomic_size_t held;           /* as later: how many are */
 };
 
 void gf_fanout_keep_init(struct gf_fanout_keep *k, size_t n);
-/* Close every kept session; @k may be initialised again. */
+/* Close every kept session, many at once; @k may be initialised again. */
 void gf_fanout_keep_release(struct gf_fanout_keep *k);
 
 /*

@@ -235,6 +235,12 @@ struct gf_backend {
 	 * gf_fanout_keep); NULL: its sessions are never kept.
 	 */
 	void (*rearm)(void *session, double deadline);
+	/*
+	 * Closing a session is a round trip worth leaving until the results
+	 * are out (a Redfish logout): a run may hold its sessions and close
+	 * them after printing (struct gf_fanout's later).
+	 */
+	bool close_later;
 	int (*power_get)(void *session, enum gf_power *ret, struct gf_err *err);
 	int (*power_set)(void *session, enum gf_power_op op, struct gf_err *err);
 	/* Boot override: what the BMC holds now; set, then the caller reads it back. */

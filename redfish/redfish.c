@@ -599,6 +599,7 @@ const struct gf_backend gf_redfish_backend = {
 	.peek_fingerprint = rf_peek_fingerprint_op,
 	.open = rf_open,
 	.close = rf_close,
+	.close_later = true,
 	.power_get = rf_power_get_op,
 	.power_set = rf_power_set_op,
 	.boot_get = rf_boot_get_op,

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -49,31 +50,38 @@ def rf(gf, lab):
 
 
 def interrupt_when_held(gf, lab, *args, ready):
-    """Run gpufleet ARGS; Ctrl-C it once rf2's BMC holds a request of it (a
-    transfer waits) and @ready() holds: (rc, stdout, stderr, seconds from Ctrl-C to
-    exit)."""
-    p = subprocess.Popen([GPUFLEET, "--format", "json", "--no-progress", "--timeout", TIMEOUT,
-                          "--retries", "0", *args], stdout=subprocess.PIPE,
+    """Run gpufleet ARGS (one JSON object a line, each printed once its node's
+    result is final); Ctrl-C it once rf2's BMC holds a request of it (a transfer
+    waits) and @ready(lines so far) holds: (rc, {node: result}, stderr, seconds
+    from Ctrl-C to exit)."""
+    p = subprocess.Popen([GPUFLEET, "--format", "ndjson", "--no-progress", "--timeout",
+                          TIMEOUT, "--retries", "0", *args], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=gf.env())
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(p.stdout), daemon=True)
+    reader.start()
     try:
         limit = time.monotonic() + 30
-        while lab.state(2)["held"] == 0 or not ready():
-            assert p.poll() is None, p.communicate()
-            assert time.monotonic() < limit, (lab.state(1)["sessions"], lab.state(2)["held"])
+        while lab.state(2)["held"] == 0 or not ready(list(lines)):
+            assert p.poll() is None, (lines, p.stderr.read())
+            assert time.monotonic() < limit, (lines, lab.state(2)["held"])
             time.sleep(0.02)  # polling the peers' state, not synchronising by time
         t0 = time.monotonic()
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=30)
-        return p.returncode, out, err, time.monotonic() - t0
+        p.wait(timeout=30)
+        took = time.monotonic() - t0
+        reader.join(timeout=30)
+        err = p.stderr.read()
+        return p.returncode, {o["node"]: o for o in map(json.loads, lines)}, err, took
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
 
 
-def fast_done(lab):
-    """rf1's session was deleted: its node is finished."""
-    return lambda: lab.state(1)["sessions"]["deleted"] >= 1
+def fast_done(lines):
+    """rf1's line is out: its node is finished."""
+    return any(json.loads(x)["node"] == "rf1" for x in lines)
 
 
 @pytest.mark.parametrize("verb", [["power", "status"], ["sensors"], ["firmware"]])
@@ -81,14 +89,16 @@ def test_ctrl_c_while_a_whole_bmc_hangs(rf, lab, verb):
     """rf2 answers nothing at all (its login waits): the run still ends within a
     second of Ctrl-C; rf1's answer is kept."""
     lab.set_mode(2, hang=True)
-    rc, out, err, took = interrupt_when_held(rf, lab, *verb, "@all", ready=fast_done(lab))
+    rc, data, err, took = interrupt_when_held(rf, lab, *verb, "@all", ready=fast_done)
     assert rc == 130, err
     assert took < PROMPT_S, took
     assert "interrupted" in err, err
-    data = {o["node"]: o for o in json.loads(out)}
     assert data["rf1"]["ok"] is True, data["rf1"]
     assert data["rf2"]["ok"] is False
     assert "interrupted" in data["rf2"]["error"]["message"], data["rf2"]
+    # rf1's session, left for after the results, is deleted after Ctrl-C too.
+    st = lab.state(1)["sessions"]
+    assert st["created"] == 1 and st["deleted"] == 1 and st["open"] == 0, st
 
 
 def test_ctrl_c_keeps_the_audit_of_what_was_sent(rf, lab):
@@ -97,13 +107,12 @@ def test_ctrl_c_keeps_the_audit_of_what_was_sent(rf, lab):
     outcome unknown), and rf2's session still deleted (only the action hangs)."""
     reset = lab.state(2)["main_system"] + "/Actions/ComputerSystem.Reset"
     lab.override(2, faults={reset: "hang"})
-    rc, out, err, took = interrupt_when_held(
+    rc, data, err, took = interrupt_when_held(
         rf, lab, "power", "on", "--yes", "@all",
-        ready=lambda: rf.sql("select result from audit where node = 'rf1'")
+        ready=lambda lines: rf.sql("select result from audit where node = 'rf1'")
         == [{"result": "ok"}])
     assert rc == 130, err
     assert took < PROMPT_S, took
-    data = {o["node"]: o for o in json.loads(out)}
     assert data["rf1"]["ok"] is True and lab.power(1) == "On"
     assert data["rf2"]["ok"] is False
     assert "interrupted" in data["rf2"]["error"]["message"], data["rf2"]

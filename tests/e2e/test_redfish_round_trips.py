@@ -5,14 +5,16 @@ the root allows it), each collection once per session, and the logout. Also
 the emulator's one-request-at-a-time mode the benchmarks use."""
 import collections
 import os
+import subprocess
 import sys
 import threading
+import time
 import http.client
 import ssl
 
 import pytest
 
-from conftest import PASSWORD, TOP, loopback, register_redfish, started
+from conftest import GPUFLEET, PASSWORD, TOP, loopback, register_redfish, started
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 from redfish_emu import FW_INV, RedfishLab  # noqa: E402
@@ -20,19 +22,21 @@ from redfish_emu import FW_INV, RedfishLab  # noqa: E402
 PREFIX = loopback(__name__, "redfish")
 DGX = "nvidia-dgx-h100"
 # 1: DGX as captured; 2: DGX whose root does not offer $select; 3: HPE ($expand
-# one level only); 4: DGX paging every 10 members; 5: DGX one request at a time.
+# one level only); 4: DGX paging every 10 members; 5: DGX one request at a time;
+# 6: DGX whose logout (the session's DELETE) takes 0.5 s.
 OVERRIDES = {
     2: {"select": False},
     3: {"vendor": "hpe-dl385-gen10plus-v2"},
     4: {"page_size": 10},
     5: {"one_at_a_time": True, "slow": 0.2},
+    6: {"logout_delay": 0.5},
 }
 SESSIONS = "/redfish/v1/SessionService/Sessions"
 
 
 @pytest.fixture(scope="module")
 def lab():
-    with started(lambda d: RedfishLab(d, prefix=PREFIX, count=5, vendors=[DGX], user="admin",
+    with started(lambda d: RedfishLab(d, prefix=PREFIX, count=6, vendors=[DGX], user="admin",
                                       password=PASSWORD, overrides=OVERRIDES),
                  "gf-rflab-rt-") as lab:
         yield lab
@@ -116,6 +120,48 @@ def test_sweep_reads_each_resource_once(rf, lab):
     # The main System (BIOS) and the main Chassis (hardware), no other member alone.
     assert sorted(member) == ["/redfish/v1/Chassis/DGX", "/redfish/v1/Systems/DGX"], member
     assert lab.state(1)["sessions"]["open"] == 0
+
+
+@pytest.mark.parametrize("args", [["--format", "table", "firmware"],
+                                  ["--format", "ndjson", "firmware"],
+                                  ["--format", "table", "sweep", "--no-ssh"]])
+def test_results_are_out_before_the_logout(rf, lab, args):
+    """The logout is the last round trip and nothing printed waits for it:
+    the output is read before the BMC has finished deleting the session
+    (rf6 takes 0.5 s over it), and the session is deleted all the same."""
+    p = subprocess.Popen([GPUFLEET, "--no-progress", *args, "rf6"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=rf.env())
+    try:
+        first = p.stdout.readline()
+        seen = time.time()
+        rest = p.stdout.read()  # the rest of what readline() buffered too
+        p.wait(timeout=60)
+        err = p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    assert "rf6" in first + rest, (first, rest)
+    st = lab.state(6)["sessions"]
+    assert st["created"] == 1 and st["open"] == 0, st
+    deleted = lab.events(6, "session-delete")
+    assert len(deleted) == 1, deleted
+    assert seen < deleted[0]["t"], (seen, deleted[0]["t"])
+    assert requests(lab, 6)[-1][0] == "DELETE"
+
+
+@pytest.mark.parametrize("fanout", ["1", "64"])
+def test_every_session_held_for_later_is_deleted(rf, lab, fanout):
+    """Sessions left open until the results are out are all deleted, also
+    past the number held (one per node at --fanout 1: the rest close at once)."""
+    nodes = [1, 2, 3, 4, 6]
+    r = rf.run("--format", "json", "--fanout", fanout, "firmware", *[f"rf{i}" for i in nodes])
+    assert r.returncode == 0, r.stderr
+    for i in nodes:
+        st = lab.state(i)["sessions"]
+        assert st["created"] == 1 and st["open"] == 0, (i, st)
 
 
 def test_emulator_answers_one_request_at_a_time(lab):

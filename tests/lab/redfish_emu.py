@@ -141,7 +141,7 @@ OVERRIDE_KEYS = {
     'expand', 'sessions', 'basic', 'max_sessions', 'etag_header', 'require_if_match',
     'reset_conflict', 'transition', 'slow', 'resetting', 'retry_after', 'hang',
     'faults', 'fault_message', 'deep_reset_values', 'keepalive_max', 'cert_change_after',
-    'one_at_a_time', 'select',
+    'one_at_a_time', 'select', 'logout_delay',
 } | {'serial_console_ssh'} | redfish_update.OVERRIDE_KEYS | redfish_bios.OVERRIDE_KEYS | redfish_health.OVERRIDE_KEYS
 # What a fault planted on a URI does (the `faults` override).
 FAULT_KINDS = ('hang', 'close', 'garbage', 'trickle', 'endless', 'bloat')
@@ -393,6 +393,7 @@ class Node:
         self.reset_conflict = self.d['reset_conflict']
         self.transition = 0.0
         self.slow = 0.0
+        self.logout_delay = 0.0     # seconds a session's DELETE waits before it is done
         self.one_at_a_time = False  # answer one request at a time, the others wait their turn
         self.turn = threading.Lock()
         self.resetting_until = 0.0
@@ -802,6 +803,9 @@ class Node:
 
     def _ov_slow(self, value):
         self.slow = max(0.0, float(value or 0))
+
+    def _ov_logout_delay(self, value):
+        self.logout_delay = max(0.0, float(value or 0))
 
     def _ov_select(self, value):
         root = self.own(ROOT)
@@ -1560,6 +1564,9 @@ class RedfishHandler(http.server.BaseHTTPRequestHandler):
             self._send(node, method, e.reply, 'none', None)
             return
         delay = node.slow
+        if method == 'DELETE' and node.logout_delay and \
+                _norm_path(self.path).startswith(SESSIONS + '/'):
+            delay += node.logout_delay  # the session-delete event is stamped after it
         if delay > 0:
             time.sleep(delay)
         if node.hang and not node.stopping:
