@@ -5,7 +5,8 @@ sshd listens there whose ForceCommand plays the host's serial port
 prints reaches the terminal, what is typed reaches the port, `~.` ends and
 the session ends on the server too, the window size goes through, the host
 key rules are those of `gpufleet host`, and `console log` logs it read-only,
-its bytes in `gpufleet metrics` as the port sent them."""
+its bytes in `gpufleet metrics` as the port sent them, and opens it again by
+itself when the BMC ends the session."""
 import os
 import re
 import signal
@@ -176,3 +177,32 @@ def test_console_log_of_an_ssh_console(sgf, lab, tmp_path):
     assert con.session()[sessions] == "tty 0", con.session()
     assert len(con.received()) == received
     wait_for(lambda: con.session()[-1] == "end", con.session())
+
+
+def test_console_log_reconnects_when_the_bmc_ends_the_session(sgf, lab, tmp_path):
+    """The BMC ends the SSH console session under `console log`: the node goes
+    reconnecting, then connected again by itself; the log says so between what
+    came before and what the host prints after."""
+    con = lab.con
+    log = os.path.join(str(tmp_path / "logs"), "rf1.log")
+    lg = Logger(sgf, "rf1", "--dir", str(tmp_path / "logs"), "--duration", "120")
+    try:
+        lg.wait_state("rf1", "connected")
+        con.feed(b"before the drop\r\n")
+        wait_logged(log, "before the drop")
+        at = len(lg.states)
+        con.drop()
+        k = lg.wait_state("rf1", "reconnecting", timeout=60, after=at)
+        lg.wait_state("rf1", "connected", timeout=60, after=k)
+        # The new session's boot lines are out: what is fed now is printed on it.
+        wait_for(lambda: "\n".join(log_lines(log)).count("Starting kernel") == 2,
+                 log_lines(log), timeout=30)
+        con.feed(b"after the drop\r\n")
+        wait_logged(log, "after the drop")
+    finally:
+        rc = lg.stop()
+    assert rc == 128 + signal.SIGTERM, lg.stderr
+    assert "dropped" in con.session(), con.session()
+    text = "\n".join(log_lines(log))
+    assert text.index("before the drop") < text.index("-- gpufleet: console reconnecting") < \
+        text.index("after the drop"), text

@@ -5,7 +5,8 @@ test appends to `feed` (as a UART would print it), and records what the
 client typed (`received`) and what it saw of its session (`session`: one
 line per event, `tty 1` or `tty 0` for whether the client asked for a
 terminal, `size COLSxROWS` at the start and at each window change, `end`
-when the client went away).
+when the client went away, `dropped` when the test made the BMC end it:
+`drop()`).
 
 The login is a BMC's: user and password (sshd checks passwords against the
 system's accounts, so the lab runs as root and gives BMC_USER, a system user
@@ -14,7 +15,7 @@ again). Only the Python standard library, ssh-keygen and sshd; processes are
 stopped by the PIDs the lab started.
 
     con = SshConsole(workdir, "127.43.101.1", 2200, password).start()
-    con.feed(b"line\\r\\n"); con.received(); con.session(); con.known_hosts_line()
+    con.feed(b"line\\r\\n"); con.received(); con.session(); con.known_hosts_line(); con.drop()
     con.stop()
 """
 import fcntl
@@ -67,6 +68,12 @@ while True:
             break
         with open(os.path.join(D, 'received'), 'ab') as f:
             f.write(data)
+    try:  # the BMC ends the session (once a drop() asks)
+        os.unlink(os.path.join(D, 'drop'))
+        note('dropped')
+        os._exit(0)
+    except FileNotFoundError:
+        pass
     with open(feed, 'rb') as f:
         f.seek(pos)
         data = f.read()
@@ -166,6 +173,12 @@ class SshConsole:
         """What the host prints next on its serial port."""
         with open(os.path.join(self.data, 'feed'), 'ab') as f:
             f.write(data)
+
+    def drop(self):
+        """The BMC ends the console session that is open (the next one stays)."""
+        path = os.path.join(self.data, 'drop')
+        open(path, 'wb').close()
+        os.chmod(path, 0o666)
 
     def fed(self):
         return os.path.getsize(os.path.join(self.data, 'feed'))
