@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import PASSWORD, TOP, loopback
+from conftest import PASSWORD, TOP, loopback, started
 
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 import ipmisensors as S  # noqa: E402
@@ -53,15 +53,12 @@ RELAY_PING = 2 * 0.1
 
 @pytest.fixture(scope="module")
 def ipmi():
-    workdir = tempfile.mkdtemp(prefix="gf-deadline-")
     profiles = {i: {} for i in range(1, COUNT + 1)}
-    lab = IpmiLab(workdir, prefix=PREFIX, count=COUNT, user="admin", password=PASSWORD,
-                  power="on", emu_extra=S.emu_extra(profiles))
-    try:
-        lab.start()
+    with started(lambda d: IpmiLab(d, prefix=PREFIX, count=COUNT, user="admin",
+                                   password=PASSWORD, power="on",
+                                   emu_extra=S.emu_extra(profiles)),
+                 "gf-deadline-") as lab:
         yield lab
-    finally:
-        lab.stop()
 
 
 @pytest.fixture

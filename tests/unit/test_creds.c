@@ -22,14 +22,15 @@
 #include "lib/bios.h"
 #include "tests/unit/creds_cases.h"
 
-/* A private directory per run; every test writes its files there. */
-static char tmpdir[] = "/tmp/gf-test-creds-XXXXXX";
+/* A private directory per run (`dir`, dir.h); every test writes its files there. */
+#define TMPDIR_PREFIX "/tmp/gf-test-creds-"
+#include "tests/unit/tmpdir.h"
 
 static char *path_in_tmp(const char *name)
 {
 	struct gf_buf b = GF_BUF_INIT;
 
-	gf_buf_addf(&b, "%s/%s", tmpdir, name);
+	gf_buf_addf(&b, "%s/%s", dir, name);
 	return gf_buf_detach(&b);
 }
 
@@ -155,7 +156,7 @@ static void test_missing_file(void **state)
 	free(path);
 
 	/* A directory is not a credentials file. */
-	assert_int_equal(gf_creds_load(tmpdir, false, NULL, &c, &err), GF_E_CONFIG);
+	assert_int_equal(gf_creds_load(dir, false, NULL, &c, &err), GF_E_CONFIG);
 	assert_non_null(strstr(err.msg, "is not a regular file"));
 }
 
@@ -410,7 +411,7 @@ static void test_env_override(void **state)
 	assert_string_equal(p->bmc_password, "envpass");
 
 	/* The environment wins over a password command, which then never runs. */
-	assert_int_equal(chdir(tmpdir), 0);
+	assert_int_equal(chdir(dir), 0);
 	unlink("ran.txt");
 	p = resolve_ok(&c, "cmd");
 	assert_string_equal(p->bmc_password, "envpass");
@@ -427,7 +428,7 @@ static void test_password_command(void **state)
 	int runs = 0;
 
 	(void)state;
-	assert_int_equal(chdir(tmpdir), 0);
+	assert_int_equal(chdir(dir), 0);
 	unlink("count.txt");
 	load_ok("[a]\nbmc_user = root\n"
 		"bmc_password_command = echo run >> count.txt; printf 's3cret\\nsecond line\\n'\n"
@@ -462,7 +463,7 @@ static void test_ssh_passphrase_command(void **state)
 	struct gf_err err = {0};
 
 	(void)state;
-	assert_int_equal(chdir(tmpdir), 0);
+	assert_int_equal(chdir(dir), 0);
 	unlink("bmc-ran.txt");
 	load_ok("[a]\nbmc_password_command = echo x > bmc-ran.txt; echo pw\n"
 		"ssh_key_passphrase_command = printf 'key phrase\\n'\n"
@@ -681,25 +682,6 @@ int main(void)
 	};
 	int rc;
 
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	/* Leave nothing behind: remove what the tests wrote, then the directory. */
-	{
-		static const char *const files[] = {"loose.ini", "tight.ini", "creds.ini",
-						    "cs.ini",    "bad.ini",   "long.ini",
-						    "ran.txt",   "count.txt"};
-
-		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-			char *p = path_in_tmp(files[i]);
-
-			unlink(p);
-			free(p);
-		}
-		if (chdir("/") == 0)
-			rmdir(tmpdir);
-	}
+	rc = cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 	return rc;
 }
