@@ -6,7 +6,8 @@
 # logged = bytes sent (every flood line found in the logs), peak RSS, CPU per
 # console. Runs in a network namespace of its own (127.43.110.0/24); needs
 # root (UDP port 623, unshare), GNU time, ipmi_sim, a built tree. Installs
-# conman with apt-get when it is missing.
+# conman with apt-get when it is missing. RATE: bytes a second each port
+# prints (default 11520, 115200 baud).
 set -euo pipefail
 
 n=${1:-200}
@@ -28,5 +29,5 @@ echo "# $(date -u +%FT%TZ) $(uptime)"
 echo "# bench/console.sh $n $secs: gpufleet $("$gf" --version 2>/dev/null | head -1), $(dpkg-query -W -f='conman ${Version}' conman)"
 unshare -n sh -c 'ip link set lo up && exec /usr/bin/python3 "$0" "$@"' bench/console-lab.py \
 	--prefix 127.43.110 --count "$n" --seconds "$secs" --gpufleet "$gf" --work "$work" \
-	--password-file "$work/pw"
+	--password-file "$work/pw" ${RATE:+--rate "$RATE"}
 echo "# $(date -u +%FT%TZ) $(uptime)"

@@ -130,12 +130,13 @@ def bloat_pages(lab):
 
 def test_endless_big_pages_meet_the_node_budget(rf, lab):
     lab.override(BLOAT, faults={FW_INV: "bloat"})
+    # The deadline far off: what stops the node is the budget (its message below),
+    # however long a loaded machine takes to serve 256 MiB of pages.
     m = measured(rf, "--format", "json", "firmware", "rf201", "rf202", f"rf{BLOAT}",
-                 "--timeout", "60", "--retries", "0", rss_limit_mib=RSS_LIMIT_MIB)
+                 "--timeout", "300", "--retries", "0", rss_limit_mib=RSS_LIMIT_MIB, timeout=400)
     assert not m.killed, (f"peak RSS passed {RSS_LIMIT_MIB} MiB after {len(bloat_pages(lab))} "
                           f"pages of 8 MiB", m.stderr[-400:])
     assert m.maxrss_mib < RSS_LIMIT_MIB, m.maxrss_mib
-    assert m.wall < 60, m.wall
     data = {o["node"]: o for o in json_of(m)}
     assert m.rc == 1, (m.rc, m.stderr[-400:])
     assert data["rf201"]["ok"] is True and data["rf202"]["ok"] is True, (data["rf201"], data["rf202"])
@@ -149,8 +150,8 @@ def test_endless_big_pages_meet_the_node_budget(rf, lab):
 
 def test_sweep_stores_the_budget_error_and_goes_on(rf, lab):
     lab.override(BLOAT, faults={FW_INV: "bloat"})
-    m = measured(rf, "--format", "json", "sweep", "rf201", f"rf{BLOAT}", "--timeout", "60",
-                 "--retries", "0", rss_limit_mib=RSS_LIMIT_MIB)
+    m = measured(rf, "--format", "json", "sweep", "rf201", f"rf{BLOAT}", "--timeout", "300",
+                 "--retries", "0", rss_limit_mib=RSS_LIMIT_MIB, timeout=400)
     assert not m.killed and m.maxrss_mib < RSS_LIMIT_MIB, (m.maxrss_mib, m.stderr[-400:])
     assert m.rc == 1, (m.rc, m.stderr[-400:])
     nodes = {o["node"]: o for o in json_of(m)}
