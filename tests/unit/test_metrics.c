@@ -84,6 +84,7 @@ static void has_line(const char *text, const char *line)
 
 static void lacks(const char *text, const char *what)
 {
+	assert_non_null(text);
 	if (strstr(text, what))
 		fail_msg("unexpected '%s' in:\n%s", what, text);
 }
