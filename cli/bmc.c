@@ -142,11 +142,8 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	f.action = run->action;
 	f.may_be_restarting = run->may_be_restarting;
 	f.keep = run->keep;
-	if (!run->keep && !run->close_at_once) {
-		gf_fanout_keep_init(&run->later, run->n);
-		run->later.cap = f.exec.fanout;
-		f.later = &run->later;
-	}
+	if (!run->keep && !run->close_at_once)
+		gf_fanout_later(&f, &run->later);
 	f.exec.batch = run->batch;
 	f.exec.interval = run->interval;
 	if (run->timeout > 0)

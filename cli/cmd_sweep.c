@@ -247,9 +247,7 @@ int cmd_sweep(struct gf_cli *cli, int argc, char **argv)
 		.done = cli_progress_done,
 		.ud = &pr,
 	};
-	gf_fanout_keep_init(&later, n);
-	later.cap = c.bmc.exec.fanout;
-	c.bmc.later = &later;
+	gf_fanout_later(&c.bmc, &later);
 	c.ssh_profs = ssh_profs;
 	c.prev = prev;
 	c.accept_new = a.accept_new;

@@ -425,6 +425,13 @@ void gf_fanout_keep_init(struct gf_fanout_keep *k, size_t n)
 	k->sess = gf_xcalloc(n ? n : 1, sizeof(*k->sess));
 }
 
+void gf_fanout_later(struct gf_fanout *f, struct gf_fanout_keep *k)
+{
+	gf_fanout_keep_init(k, f->n);
+	k->cap = f->exec.fanout;
+	f->later = k;
+}
+
 /* The most sessions closed at once (each close is bounded by its backend). */
 #define CLOSERS_MAX 64
 

@@ -221,6 +221,12 @@ struct gf_fanout_keep {
 };
 
 void gf_fanout_keep_init(struct gf_fanout_keep *k, size_t n);
+/*
+ * @f's sessions held in @k until the results are out (struct gf_fanout's
+ * later): @k made for f->n nodes, at most f->exec.fanout held. Call once
+ * f->exec is set; gf_fanout_keep_release(@k) after printing.
+ */
+void gf_fanout_later(struct gf_fanout *f, struct gf_fanout_keep *k);
 /* Close every kept session, many at once; @k may be initialised again. */
 void gf_fanout_keep_release(struct gf_fanout_keep *k);
 
