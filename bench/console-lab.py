@@ -2,7 +2,8 @@
 """bench/console.sh's driver: N ipmi_sim BMCs (tests/lab/ipmilab.py), each
 with a serial port (tests/lab/serialport.py) that floods numbered 16-byte
 lines ("TAG NNNNNNNNNN\\r\\n") at a UART's pace (--rate, default 11520 B/s:
-115200 baud, what the sims' sol lines say); one console
+115200 baud, what the sims' sol lines say), in bursts of --burst seconds
+with --pause seconds between (bench/console.sh says why); one console
 logger at a time (gpufleet console log, then conmand) logs them all for
 SECONDS under /usr/bin/time. Each run: start the logger, wait until every
 console is connected (its log says so), flood for SECONDS, stop the flood,
@@ -11,7 +12,7 @@ the ports; bytes logged are the flood lines found in the logs (each number
 once, 16 bytes each). Prints one JSON object per logger.
 
     console-lab.py --prefix 127.43.110 --count N --seconds S --gpufleet BIN --work DIR \
-        --password-file F
+        --password-file F [--rate B/s] [--burst S --pause S] [--gpufleet-only]
 """
 import argparse
 import json
@@ -57,9 +58,11 @@ class Flood:
     """Every port prints numbered lines at @rate bytes per second (a UART's
     pace: 115200 baud 8N1 is 11520 B/s), from one thread, in ticks of 50 ms."""
 
-    def __init__(self, ports, tag, rate):
+    def __init__(self, ports, tag, rate, burst=0.0, pause=0.0):
         import threading
         self.ports, self.tag, self.rate = ports, tag, rate
+        self.burst, self.pause = burst, pause
+        self.printing = 0.0  # seconds in which the ports printed
         self.next = [0] * len(ports)
         self.sent = [0] * len(ports)
         self.stop_ev = threading.Event()
@@ -67,8 +70,13 @@ class Flood:
 
     def _run(self):
         per_tick = max(1, round(self.rate * TICK / LINE))
-        t = time.monotonic()
+        t = t0 = time.monotonic()
         while not self.stop_ev.is_set():
+            if self.burst and (t - t0) % (self.burst + self.pause) >= self.burst:
+                t += TICK  # a pause: the ports print nothing this tick
+                self.stop_ev.wait(max(0, t - time.monotonic()))
+                continue
+            self.printing += TICK
             for k, sp in enumerate(self.ports):
                 data = b''.join(b'%s %010d\r\n' % (self.tag, self.next[k] + j)
                                 for j in range(per_tick))
@@ -97,20 +105,21 @@ def wait(pred, timeout, what):
         time.sleep(0.5)
 
 
-def run(name, argv, env, logs, connected, ports, seconds, work, rate):
+def run(name, argv, env, logs, connected, ports, seconds, work, flood):
     timef = os.path.join(work, name + '.time')
     proc = subprocess.Popen(['/usr/bin/time', '-f', '%M %U %S %e', '-o', timef] + argv, env=env,
                             stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, name + '.err'), 'w'))
     try:
         wait(lambda: all(connected(p) for p in logs), 600, name + ': every console connected')
         tag = name[:3].encode()
-        fl = Flood(ports, tag, rate)
+        fl = Flood(ports, tag, *flood)
         t0 = time.monotonic()
         fl.start()
         time.sleep(seconds)  # the measured run: the bench's own duration, not a synchronisation
         fl.stop()
         flood_s = time.monotonic() - t0
         sent = fl.sent
+        printing_s = fl.printing
         last, same = None, 0
         while same < 3:  # until the logs stop growing (3 looks 1 s apart)
             size = sum(os.path.getsize(p) for p in logs if os.path.exists(p))
@@ -147,7 +156,8 @@ def run(name, argv, env, logs, connected, ports, seconds, work, rate):
         'peak_rss_mb': round(int(rss) / 1024, 1),
         'cpu_s': round(cpu, 2), 'wall_s': float(wall),
         'cpu_per_console_pct': round(100 * cpu / float(wall) / len(logs), 3),
-        'rate_per_console_Bps': round(sum(sent) / flood_s / len(logs)),
+        'printing_s': round(printing_s, 1),
+        'rate_per_console_Bps': round(sum(sent) / printing_s / len(logs)),
     }
 
 
@@ -160,9 +170,14 @@ def main():
     ap.add_argument('--work', required=True)
     ap.add_argument('--password-file', required=True)
     ap.add_argument('--rate', type=float, default=11520, help='bytes/s per port (115200 baud)')
+    ap.add_argument('--burst', type=float, default=0,
+                    help='print in bursts of this many seconds (0: without a pause)')
+    ap.add_argument('--pause', type=float, default=8, help='seconds between two bursts')
+    ap.add_argument('--gpufleet-only', action='store_true', help='no conmand run')
     a = ap.parse_args()
     with open(a.password_file) as f:
         a.password = f.readline().strip()
+    flood = (a.rate, a.burst, a.pause)
     w = a.work
     workarounds = ['opensesspriv', 'solchannelsupport', 'solpayloadsize']
     ports = [SerialPort(f'{a.prefix}.{i}', PORT).start() for i in range(1, a.count + 1)]
@@ -188,8 +203,11 @@ def main():
         glogs = [os.path.join(gdir, f'c{i:03d}.log') for i in range(1, a.count + 1)]
         out = [run('gpufleet', [a.gpufleet, '--no-progress', 'console', 'log', '--dir', gdir,
                                 '--max-size', '1G', '--total-size', '100G', '@bench'],
-                   env, glogs, says(b'console connected'), ports, a.seconds, w, a.rate)]
+                   env, glogs, says(b'console connected'), ports, a.seconds, w, flood)]
         # conmand: the same consoles through its IPMI support (libipmiconsole too).
+        if a.gpufleet_only:
+            print(json.dumps(out[0]))
+            return
         cdir = os.path.join(w, 'conman-logs')
         os.makedirs(cdir)
         conf = os.path.join(w, 'conman.conf')
@@ -204,7 +222,7 @@ def main():
                 f.write(f'CONSOLE name="c{i:03d}" dev="ipmi:{lab.addr(i)}"\n')
         clogs = [os.path.join(cdir, f'c{i:03d}.log') for i in range(1, a.count + 1)]
         out.append(run('conman', ['/usr/sbin/conmand', '-F', '-c', conf], os.environ, clogs,
-                       says(b'connected'), ports, a.seconds, w, a.rate))
+                       says(b'connected'), ports, a.seconds, w, flood))
         for o in out:
             print(json.dumps(o))
     finally:

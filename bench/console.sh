@@ -8,6 +8,13 @@
 # root (UDP port 623, unshare), GNU time, ipmi_sim, a built tree. Installs
 # conman with apt-get when it is missing. RATE: bytes a second each port
 # prints (default 11520, 115200 baud).
+# BURST, PAUSE: the ports print BURST seconds (default 15), then nothing for
+# PAUSE seconds (default 8), and again. OpenIPMI's ipmi_sim ends a session
+# 30 s after the last IPMI request it received and does not count SOL packets;
+# libipmiconsole sends its keep-alive (an IPMI request) only after its
+# keep-alive time without a packet from the BMC (gpufleet: 5 s; conman: the
+# library's 20 s). So on this lab no SOL session outlives 30 s of unbroken
+# output; the pause lets the keep-alive through. BURST=0: print without pause.
 set -euo pipefail
 
 n=${1:-200}
@@ -29,5 +36,5 @@ echo "# $(date -u +%FT%TZ) $(uptime)"
 echo "# bench/console.sh $n $secs: gpufleet $("$gf" --version 2>/dev/null | head -1), $(dpkg-query -W -f='conman ${Version}' conman)"
 unshare -n sh -c 'ip link set lo up && exec /usr/bin/python3 "$0" "$@"' bench/console-lab.py \
 	--prefix 127.43.110 --count "$n" --seconds "$secs" --gpufleet "$gf" --work "$work" \
-	--password-file "$work/pw" ${RATE:+--rate "$RATE"}
+	--password-file "$work/pw" ${RATE:+--rate "$RATE"} --burst "${BURST:-15}" --pause "${PAUSE:-8}"
 echo "# $(date -u +%FT%TZ) $(uptime)"
