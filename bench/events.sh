@@ -22,6 +22,7 @@
 # peak RSS). Before the lab starts, 50 sims are started to measure one's
 # memory (PSS); N_IPMI is lowered to what fits in half of MemAvailable (said
 # so). The figures, ratios and targets are printed last.
+# FOLLOW_ARGS: more options for both follows (e.g. --sessions 1000).
 # Needs root (UDP port 623), GNU time, sqlite3, ipmiseld
 # (freeipmi-ipmiseld), a built tree; run it in a network namespace.
 set -euo pipefail
@@ -195,7 +196,7 @@ echo "baseline: $(sqlite3 "$work/db" 'SELECT count(*) FROM events') events store
 # ---- the measured follow ---------------------------------------------------------------
 : > "$work/out"
 /usr/bin/time -f '%M %U %S %e' -o "$work/time" \
-	"$gf" events follow @evipmi @evrf --interval "$interval" \
+	"$gf" events follow @evipmi @evrf --interval "$interval" ${FOLLOW_ARGS:-} \
 	--format ndjson --no-progress > "$work/out" 2> "$work/err" &
 tpid=$!
 lab_at_exit "kill $tpid 2>/dev/null"
@@ -225,7 +226,7 @@ rate=$(echo "$stored $took" | awk '{printf "%.0f", $1 / $2}')
 
 # ---- beside it: the IPMI BMCs alone, gpufleet and ipmiseld ------------------------------
 /usr/bin/time -f '%M %U %S %e' -o "$work/time2" \
-	"$gf" events follow @evipmi --duration "$secs" --interval "$interval" --format ndjson \
+	"$gf" events follow @evipmi --duration "$secs" --interval "$interval" ${FOLLOW_ARGS:-} --format ndjson \
 	--no-progress > /dev/null 2> "$work/err2" || true
 read -r g_rss g_user g_sys g_wall < <(tail -1 "$work/time2")
 /usr/bin/time -f '%M %U %S %e' -o "$work/time3" \

@@ -14,7 +14,7 @@
 #include "lib/nodeset.h"
 #include "lib/util.h"
 
-enum { E_INTERVAL, E_DURATION, E_SINCE, E_SEVERITY, E_SOURCE, E_FAIL_ON };
+enum { E_INTERVAL, E_DURATION, E_SESSIONS, E_SINCE, E_SEVERITY, E_SOURCE, E_FAIL_ON };
 
 static const struct cli_opt events_opts[] = {
 	[E_INTERVAL] = {{"interval", required_argument, NULL, 0},
@@ -23,6 +23,9 @@ static const struct cli_opt events_opts[] = {
 	[E_DURATION] = {{"duration", required_argument, NULL, 0},
 			"DURATION",
 			"follow: stop after this long (default: until Ctrl-C or SIGTERM)"},
+	[E_SESSIONS] = {{"sessions", required_argument, NULL, 0},
+			"N",
+			"follow: IPMI sessions kept open between polls, at most (default 700)"},
 	[E_SINCE] = {{"since", required_argument, NULL, 0},
 		     "DATE|DURATION",
 		     "list: only events from then on (2026-11-29, 2026-11-29T12:00Z, 90m, 7d)"},
@@ -37,7 +40,7 @@ static const struct cli_opt events_opts[] = {
 		       "list: exit 3 when an event of this severity or worse is listed"},
 };
 
-#define FOLLOW_OPTS (CLI_OPT(E_INTERVAL) | CLI_OPT(E_DURATION))
+#define FOLLOW_OPTS (CLI_OPT(E_INTERVAL) | CLI_OPT(E_DURATION) | CLI_OPT(E_SESSIONS))
 #define LIST_OPTS (CLI_OPT(E_SINCE) | CLI_OPT(E_SEVERITY) | CLI_OPT(E_SOURCE) | CLI_OPT(E_FAIL_ON))
 
 /* Events' sources a --source may name: every one some path of gpufleet stores. */
@@ -45,6 +48,8 @@ static const char *const known_sources[] = {"sel", "redfish-sse", "redfish-log",
 
 struct events_args {
 	double interval, duration;
+	unsigned long sessions;
+	bool has_sessions; /* else the default */
 	bool has_since;
 	double since;
 	unsigned severities;
@@ -106,6 +111,11 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 			a->duration = v;
 		return 0;
 	}
+	case E_SESSIONS:
+		if (gf_parse_uint(arg, 0, 1000000, &a->sessions, &err, "--sessions") < 0)
+			return cli_fail(&err);
+		a->has_sessions = true;
+		return 0;
 	case E_SINCE:
 		if (cli_parse_since("--since", arg, &a->since))
 			return GF_EXIT_USAGE;
@@ -289,6 +299,7 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		.sources = sources,
 		.nsources = sizeof(sources) / sizeof(sources[0]),
 		.interval = a->interval > 0 ? a->interval : 5,
+		.sessions = a->has_sessions ? a->sessions : GF_EVENTS_SESSIONS_DEFAULT,
 		.duration = a->duration,
 		.stop = &stop_flag,
 		.db = db,

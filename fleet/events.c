@@ -471,9 +471,12 @@ int gf_events_follow_run(struct gf_events_follow *f, struct gf_err *err)
 		pn[npolled] = f->nodes[i];
 		map[npolled++] = i;
 	}
-	/* One session per BMC for the whole follow, opened again only after an error. */
-	if (f->interval <= KEEP_MAX_INTERVAL_S)
-		gf_fanout_keep_init(&keep, npolled);
+	/*
+	 * One session per BMC for the whole follow, opened again only after an
+	 * error: the first f->sessions polled nodes'; the others open one a round.
+	 */
+	if (f->interval <= KEEP_MAX_INTERVAL_S && f->sessions)
+		gf_fanout_keep_init(&keep, npolled < f->sessions ? npolled : f->sessions);
 	while (rc == 0 && !stopping(f)) {
 		double round_start = gf_monotime(), next;
 

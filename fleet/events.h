@@ -38,7 +38,14 @@
 #include "lib/model.h"
 
 /* Pushed events waiting to be stored, at most (a source past it waits). */
-#define GF_EVENTS_PUSHED_MAX 4000u
+#define GF_EVENTS_PUSHED_MAX 1000u
+
+/*
+ * Polled sessions kept open from one round to the next, at most: each is a
+ * FreeIPMI context of about 90 KiB, so the kept ones stay near 60 MiB
+ * however large the fleet; a node past them opens a session each round.
+ */
+#define GF_EVENTS_SESSIONS_DEFAULT 700u
 
 /* What one poll of a node read. */
 struct gf_event_poll {
@@ -86,6 +93,7 @@ struct gf_events_follow {
 	const struct gf_event_source *const *sources; /* polled each round */
 	size_t nsources;
 	double interval;            /* seconds from one round's start to the next's */
+	size_t sessions;            /* sessions kept between rounds, at most (the first nodes') */
 	double duration;            /* > 0: stop after it; 0: until @stop */
 	const gf_cancel_flag *stop; /* set: stop (Ctrl-C, SIGTERM) */
 	struct gf_db *db;

@@ -151,6 +151,12 @@ static void bmc_done_with(const struct gf_fanout *f, const struct gf_backend *be
 	be->close(sess);
 }
 
+/* Whether node @i's session is kept from one run to the next (f->keep: its first nodes'). */
+static bool kept(const struct gf_fanout *f, size_t i)
+{
+	return f->keep && i < f->keep->n;
+}
+
 /* Node @i's BMC part, on a worker thread. */
 static void bmc_task(const struct gf_fanout *f, size_t i, double deadline, struct gf_result *slot)
 {
@@ -170,8 +176,8 @@ static void bmc_task(const struct gf_fanout *f, size_t i, double deadline, struc
 		goto fail;
 	}
 	/* A kept session's backend was chosen before: auto is not probed again. */
-	be = f->keep && f->keep->sess[i] ? f->keep->be[i]
-					 : gf_bmc_choose(&f->bmc, i, deadline, &err);
+	be = kept(f, i) && f->keep->sess[i] ? f->keep->be[i]
+					    : gf_bmc_choose(&f->bmc, i, deadline, &err);
 	if (!be)
 		goto fail;
 	if (!n->protocol)
@@ -180,7 +186,7 @@ static void bmc_task(const struct gf_fanout *f, size_t i, double deadline, struc
 		stream(f, be, i, deadline, slot);
 		return;
 	}
-	if (f->keep && f->keep->sess[i] && f->keep->be[i] == be) {
+	if (kept(f, i) && f->keep->sess[i] && f->keep->be[i] == be) {
 		/* Last run's session: one more try on a fresh one if it went stale. */
 		sess = f->keep->sess[i];
 		f->keep->sess[i] = NULL;
@@ -199,7 +205,7 @@ static void bmc_task(const struct gf_fanout *f, size_t i, double deadline, struc
 	if (f->op(be, sess, n, f->ctx, slot, &err) < 0)
 		goto fail;
 ok:
-	if (f->keep && be->rearm) {
+	if (kept(f, i) && be->rearm) {
 		f->keep->sess[i] = sess;
 		f->keep->be[i] = be;
 	} else {
@@ -230,7 +236,7 @@ static bool no_ping(const void *ud, size_t i)
 {
 	const struct gf_fanout *f = ud;
 
-	if (f->keep && f->keep->sess[i])
+	if (kept(f, i) && f->keep->sess[i])
 		return true; /* its session is open: the op tells whether the BMC answers */
 	return f->may_be_restarting && f->may_be_restarting(f->ctx, &f->nodes[i]);
 }

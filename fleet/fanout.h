@@ -149,7 +149,8 @@ struct gf_fanout {
 	/*
 	 * NULL, or the sessions kept open from one run to the next over the
 	 * same nodes (ONCE mode; events follow's rounds, see struct
-	 * gf_fanout_keep): a node with a kept session is not pinged and its
+	 * gf_fanout_keep), those of its first keep->n nodes (the others open
+	 * and close theirs each run): a node with a kept session is not pinged and its
 	 * op runs on it; an op that fails on a kept session is run once more
 	 * on a fresh one (read-only ops only).
 	 */
@@ -213,7 +214,7 @@ struct gf_fanout {
  * the calling thread between runs.
  */
 struct gf_fanout_keep {
-	size_t n;
+	size_t n;                     /* the first n nodes' sessions (as keep: n <= the run's) */
 	const struct gf_backend **be; /* per node, NULL: no session kept */
 	void **sess;                  /* per node, open, closed by release */
 	size_t cap;                   /* as struct gf_fanout's later: the most held (0: none) */

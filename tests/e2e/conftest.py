@@ -37,6 +37,7 @@ LOOPBACK = {
     ("test_inventory", "ipmi"): "127.36.1",
     ("test_ipmi_fleet_ping", "ipmi"): "127.44.0",           # live .1-6, dead .201-204
     ("test_events_follow", "ipmi"): "127.50.1",
+    ("test_events_follow", "relay"): "127.50.3",             # UDP relays counting sessions
     ("test_console", "ipmi"): "127.52.1",                   # BMCs and their serial ports
     ("test_console", "log"): "127.52.2",                    # console log: BMCs, serial ports
     ("test_console_ssh", "lab"): "127.43.101",              # Redfish BMC .1 and its SSH console

@@ -18,6 +18,7 @@ from conftest import GPUFLEET, PASSWORD, TOP, loopback, register, started
 sys.path.insert(0, os.path.join(TOP, "tests", "lab"))
 import ipmisensors as S  # noqa: E402
 from ipmilab import IpmiLab  # noqa: E402
+from udprelay import UdpRelay  # noqa: E402
 
 COUNT = 6
 PROFILES = {i: {"sel": 1} for i in range(1, COUNT + 1)}
@@ -264,6 +265,9 @@ def test_list_filters_formats_and_fail_on(reg, lab):
 @pytest.mark.parametrize("args", [
     ["follow", "--interval", "soon", "gpu01"],
     ["follow", "--duration", "0", "gpu01"],
+    ["follow", "--sessions", "-1", "gpu01"],
+    ["follow", "--sessions", "many", "gpu01"],
+    ["list", "--sessions", "5"],
     ["follow", "--format", "json", "gpu01"],
     ["follow", "--since", "1h", "gpu01"],
     ["follow"],
@@ -334,3 +338,43 @@ def test_ctrl_c_ends_follow_with_130_and_what_was_printed_is_stored(reg, lab):
     assert rest == ""
     keys = [r["bmc_id"] for r in stored(reg, 5)]
     assert got[0]["id"] in keys and keys.count(got[0]["id"]) == 1
+
+
+def test_sessions_past_the_cap_are_opened_each_round(reg, lab):
+    """--sessions N keeps the first N nodes' sessions from one poll to the next; the others
+    open one each round and their events come all the same: the sessions counted where the
+    BMCs see them, by UDP relays in front of BMCs 3 (relay-a) and 4 (relay-b)."""
+    relay = loopback(__name__, "relay")
+    r = reg.run("nodes", "import", "-",
+                input=f"name,bmc,protocol\nrelay-a,{relay}.1,ipmi\nrelay-b,{relay}.2,ipmi\n")
+    assert r.returncode == 0, r.stderr
+    with UdpRelay(f"{relay}.1", 623, lab.addr(3), 623) as ra, \
+            UdpRelay(f"{relay}.2", 623, lab.addr(4), 623) as rb:
+        r = reg.run("events", "follow", "--format", "ndjson", "--duration", "1.2",
+                    "--interval", "0.4", "relay-a", "relay-b")
+        assert r.returncode == 0, r.stderr
+        # By default every session is kept: one each for the whole follow.
+        assert (ra.counts["logins"], rb.counts["logins"]) == (1, 1)
+        a0, b0 = ra.counts["logins"], rb.counts["logins"]
+        p = follow(reg, "--sessions", "1", "relay-a", "relay-b")
+        try:
+            psu_failure(lab, 4)
+            got = read_events(p, 1)
+            hot_gpu(lab, 3, 87)
+            got += read_events(p, 1)
+            # More rounds: relay-b's session is opened again for each (bounded wait).
+            until = time.monotonic() + 30
+            while rb.counts["logins"] - b0 < 3:
+                assert time.monotonic() < until, rb.counts
+                time.sleep(0.1)
+        finally:
+            rc, rest, err = stop(p)
+    assert rc == 0, err
+    assert rest == "", rest  # nothing printed twice
+    assert [(e["node"], e["sensor"]) for e in got] == [("relay-b", "PSU1 Status"),
+                                                       ("relay-a", "GPU1 Temp")]
+    assert ra.counts["logins"] - a0 == 1, ra.counts  # kept for the whole follow
+    rows = reg.sql("SELECT node, bmc_id FROM events WHERE node LIKE 'relay-%' AND source = 'sel'"
+                   " ORDER BY id")
+    for e in got:
+        assert [(x["node"], x["bmc_id"]) for x in rows].count((e["node"], e["id"])) == 1

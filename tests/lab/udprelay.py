@@ -15,7 +15,9 @@ BMC's answers. counts['session'] is how many in-session IPMI answers
 (RMCP+ payload type IPMI with a session ID: the commands after a session is
 open) came from the BMC; @session_answers, when not None, is how many of them
 get through; every later one is dropped (counted in 'session_dropped'): a BMC
-that opens sessions, then stops answering in them.
+that opens sessions, then stops answering in them. counts['logins'] is how many
+RAKP Message 1 the client sent: one per session it logged in to (an Open
+Session Request the BMC refused, such as a cipher suite it lacks, has none).
 Only the Python standard library; one thread.
 """
 
@@ -25,6 +27,12 @@ import select
 import socket
 import threading
 import time
+
+
+def _rakp1(data):
+    """An RMCP+ (auth type 6) RAKP Message 1 (payload type 0x12): a session's login."""
+    return (len(data) >= 6 and data[0] == 0x06 and data[3] == 0x07 and data[4] == 0x06
+            and data[5] & 0x3F == 0x12)
 
 
 def _in_session(data):
@@ -42,7 +50,8 @@ class UdpRelay:
         self.drop = float(drop)
         self.drop_answers = float(drop_answers)
         self.session_answers = session_answers
-        self.counts = {'in': 0, 'out': 0, 'dropped': 0, 'session': 0, 'session_dropped': 0}
+        self.counts = {'in': 0, 'out': 0, 'dropped': 0, 'session': 0, 'session_dropped': 0,
+                       'logins': 0}
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -108,6 +117,8 @@ class UdpRelay:
                     continue
                 if s is self._sock:
                     self.counts['in'] += 1
+                    if _rakp1(data):
+                        self.counts['logins'] += 1
                     if self.drop and self._rng.random() < self.drop:
                         self.counts['dropped'] += 1
                         continue
