@@ -481,6 +481,36 @@ static void kept_sessions_are_reused_and_reopened_after_an_error(void **state)
 	assert_null(keep.sess);
 }
 
+/* A keep made for fewer nodes than the run keeps theirs; the rest open and close each run. */
+static void only_the_first_nodes_sessions_are_kept(void **state)
+{
+	const char *refuse = "none";
+	struct gf_fanout_keep keep;
+	struct hooks_seen h = {0};
+	struct gf_fanout f;
+	struct gf_err err = {0};
+
+	gf_fanout_keep_init(&keep, 1);
+	for (int run = 0; run < 2; run++) {
+		memset(&h, 0, sizeof(h));
+		frame(&f, &h, 5, &refuse);
+		f.backend = &stub_keep_backend;
+		f.keep = &keep;
+		f.hooks.start = NULL;
+		assert_int_equal(gf_fanout_run(&f, &err), 0);
+		for (size_t i = 0; i < NNODES; i++) {
+			assert_true(f.slots[i].ok);
+			assert_int_equal(atomic_load(&stub.opens[i]), i == 0 ? run == 0 : 1);
+		}
+		assert_non_null(keep.sess[0]);
+		assert_int_equal(atomic_load(&stub.closes), NNODES - 1);
+		gf_fanout_release(&f);
+	}
+	memset(&stub.closes, 0, sizeof(stub.closes));
+	gf_fanout_keep_release(&keep);
+	assert_int_equal(atomic_load(&stub.closes), 1);
+}
+
 /* A backend that cannot rearm a session never has one kept: each run opens and closes. */
 static void sessions_of_a_backend_without_rearm_are_not_kept(void **state)
 {
@@ -512,6 +542,7 @@ int main(void)
 		cmocka_unit_test(stream_runs_until_its_deadline),
 		cmocka_unit_test(stream_stops_on_ctrl_c),
 		cmocka_unit_test(kept_sessions_are_reused_and_reopened_after_an_error),
+		cmocka_unit_test(only_the_first_nodes_sessions_are_kept),
 		cmocka_unit_test(sessions_of_a_backend_without_rearm_are_not_kept),
 	};
 
