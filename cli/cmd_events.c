@@ -48,8 +48,7 @@ static const char *const known_sources[] = {"sel", "redfish-sse", "redfish-log",
 
 struct events_args {
 	double interval, duration;
-	unsigned long sessions;
-	bool has_sessions; /* else the default */
+	unsigned long sessions; /* follow: sessions kept between rounds, at most */
 	bool has_since;
 	double since;
 	unsigned severities;
@@ -114,7 +113,6 @@ static int on_opt(void *ud, size_t idx, const char *arg)
 	case E_SESSIONS:
 		if (gf_parse_uint(arg, 0, 1000000, &a->sessions, &err, "--sessions") < 0)
 			return cli_fail(&err);
-		a->has_sessions = true;
 		return 0;
 	case E_SINCE:
 		if (cli_parse_since("--since", arg, &a->since))
@@ -299,7 +297,7 @@ static int follow_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud
 		.sources = sources,
 		.nsources = sizeof(sources) / sizeof(sources[0]),
 		.interval = a->interval > 0 ? a->interval : 5,
-		.sessions = a->has_sessions ? a->sessions : GF_EVENTS_SESSIONS_DEFAULT,
+		.sessions = a->sessions,
 		.duration = a->duration,
 		.stop = &stop_flag,
 		.db = db,
@@ -421,7 +419,7 @@ static const struct cli_subverb subs[] = {
 
 int cmd_events(struct gf_cli *cli, int argc, char **argv)
 {
-	struct events_args a = {0};
+	struct events_args a = {.sessions = GF_EVENTS_SESSIONS_DEFAULT};
 	char **args;
 	int nargs, rc;
 

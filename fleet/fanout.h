@@ -150,9 +150,9 @@ struct gf_fanout {
 	 * NULL, or the sessions kept open from one run to the next over the
 	 * same nodes (ONCE mode; events follow's rounds, see struct
 	 * gf_fanout_keep), those of its first keep->n nodes (the others open
-	 * and close theirs each run): a node with a kept session is not pinged and its
-	 * op runs on it; an op that fails on a kept session is run once more
-	 * on a fresh one (read-only ops only).
+	 * and close theirs each run): a node with a kept session is not
+	 * pinged and its op runs on it; an op that fails on a kept session is
+	 * run once more on a fresh one (read-only ops only).
 	 */
 	struct gf_fanout_keep *keep;
 	/*

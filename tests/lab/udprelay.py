@@ -29,16 +29,21 @@ import threading
 import time
 
 
+def _rmcpplus_payload(data):
+    """The payload type of an RMCP+ (auth type 6) IPMI datagram, None for another."""
+    if len(data) >= 6 and data[0] == 0x06 and data[3] == 0x07 and data[4] == 0x06:
+        return data[5] & 0x3F
+    return None
+
+
 def _rakp1(data):
-    """An RMCP+ (auth type 6) RAKP Message 1 (payload type 0x12): a session's login."""
-    return (len(data) >= 6 and data[0] == 0x06 and data[3] == 0x07 and data[4] == 0x06
-            and data[5] & 0x3F == 0x12)
+    """A RAKP Message 1 (payload type 0x12): a session's login."""
+    return _rmcpplus_payload(data) == 0x12
 
 
 def _in_session(data):
-    """An RMCP+ (auth type 6) IPMI payload with a session ID: a command in a session."""
-    return (len(data) >= 16 and data[0] == 0x06 and data[3] == 0x07 and data[4] == 0x06
-            and data[5] & 0x3F == 0x00 and data[6:10] != b'\0\0\0\0')
+    """An IPMI payload (type 0) with a session ID: a command in a session."""
+    return len(data) >= 16 and _rmcpplus_payload(data) == 0x00 and data[6:10] != b'\0\0\0\0'
 
 
 class UdpRelay:
