@@ -608,6 +608,7 @@ static void log_state(void *ud, size_t i, enum gf_console_log_state st, const st
 			cli_error("%s", e.msg);
 			r->io_failed = true;
 		}
+		gf_conlog_total_cap(r->logs, r->n, r->total_size); /* a marker counts too */
 	}
 	if (r->cli->format == GF_FMT_NDJSON) {
 		json_t *o = json_object();
@@ -729,6 +730,7 @@ static int log_consoles(struct gf_cli *cli, const struct console_args *a, char *
 			gf_conlog_marker(lr.logs[i], gf_walltime(), "gpufleet: console log ended",
 					 NULL);
 	}
+	gf_conlog_total_cap(lr.logs, n, lr.total_size); /* the cap holds after the last line */
 	if (!rc)
 		rc = log_signal == SIGINT     ? GF_EXIT_INTERRUPTED
 		     : log_signal             ? 128 + log_signal

@@ -475,6 +475,31 @@ def test_log_caps_hold_against_a_flood(lgf, log_lab, tmp_path):
         assert 'gpufleet_console_up{node="n3"} 0' in f.read()  # it ended
 
 
+def test_log_total_cap_holds_after_the_last_marker(lgf, log_lab, tmp_path):
+    """The logger's own lines count against --total-size too: a log filled by the node to
+    just under the cap stays under it once "console log ended" is written."""
+    d = str(tmp_path / "logs")
+    log = os.path.join(d, "n4.log")
+    lg = Logger(lgf, "n4", "--dir", d, "--max-size", "16K", "--keep", "2", "--total-size", "4K",
+                "--duration", "120")
+    try:
+        lg.wait_state("n4", "connected")
+        wait_logged(log, "console connected")
+        line = b"x" * 99  # logged as a 25-byte time, 99 bytes and a newline
+        room = 4096 - os.path.getsize(log)
+        n = room // 125
+        assert room - n * 125 < 56, room  # less room left than the end marker takes (56 bytes)
+        for k in range(n):
+            log_lab.serial[4].send(b"%02d" % k + line[2:] + b"\r\n")
+        wait_logged(log, "%02d" % (n - 1) + "x" * 97)
+        assert os.path.getsize(log) <= 4096
+    finally:
+        rc = lg.stop()
+    assert rc == 128 + signal.SIGTERM, lg.stderr
+    sizes = {f: os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if ".log" in f}
+    assert sum(sizes.values()) <= 4096, sizes
+
+
 def test_log_respects_busy(lgf, log_lab, tmp_path):
     d = str(tmp_path / "logs")
     holder = ipmiconsole(log_lab, 2)
