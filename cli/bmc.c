@@ -195,15 +195,10 @@ void cli_bmc_release(struct cli_bmc_run *run)
 	run->slots = NULL;
 }
 
-int cli_bmc_verb(struct gf_cli *cli, int argc, char **argv, gf_fanout_op op,
-		 const struct gf_render_spec *spec)
-{
-	return cli_bmc_verb_opts(cli, argc, argv, NULL, 0, NULL, op, &spec);
-}
-
-int cli_bmc_verb_opts(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *opts,
-		      size_t nopts, int (*on_opt)(void *ud, size_t idx, const char *arg),
-		      gf_fanout_op op, const struct gf_render_spec **spec)
+static int bmc_verb(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *opts,
+		    size_t nopts, int (*on_opt)(void *ud, size_t idx, const char *arg),
+		    gf_fanout_op op, const struct gf_render_spec **spec,
+		    const struct gf_bmc_opts *bopts)
 {
 	struct cli_bmc_run run = {0};
 	struct gf_node *nodes = NULL;
@@ -217,11 +212,29 @@ int cli_bmc_verb_opts(struct gf_cli *cli, int argc, char **argv, const struct cl
 	rc = cli_targets(cli, args, nargs, false, &nodes, &n);
 	if (rc)
 		return rc;
-	run = (struct cli_bmc_run){.cli = cli, .nodes = nodes, .n = n, .op = op, .spec = *spec};
+	run = (struct cli_bmc_run){.cli = cli,
+				   .nodes = nodes,
+				   .n = n,
+				   .op = op,
+				   .spec = *spec,
+				   .opts = bopts};
 	rc = cli_bmc_fanout(&run);
 	cli_bmc_release(&run);
 	gf_nodes_free(nodes, n);
 	return rc;
+}
+
+int cli_bmc_verb(struct gf_cli *cli, int argc, char **argv, gf_fanout_op op,
+		 const struct gf_render_spec *spec, const struct gf_bmc_opts *bopts)
+{
+	return bmc_verb(cli, argc, argv, NULL, 0, NULL, op, &spec, bopts);
+}
+
+int cli_bmc_verb_opts(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *opts,
+		      size_t nopts, int (*on_opt)(void *ud, size_t idx, const char *arg),
+		      gf_fanout_op op, const struct gf_render_spec **spec)
+{
+	return bmc_verb(cli, argc, argv, opts, nopts, on_opt, op, spec, NULL);
 }
 
 int cli_bmc_rollout_fan(void *ud, const struct gf_rollout_fanout *f)

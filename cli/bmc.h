@@ -66,10 +66,11 @@ void cli_bmc_release(struct cli_bmc_run *run);
 
 /*
  * A whole read-only verb with no options of its own: parse, resolve the
- * targets, run @op on each, render with @spec. Returns the exit code.
+ * targets, run @op on each (with the backend knobs @bopts, NULL: none),
+ * render with @spec. Returns the exit code.
  */
 int cli_bmc_verb(struct gf_cli *cli, int argc, char **argv, gf_fanout_op op,
-		 const struct gf_render_spec *spec);
+		 const struct gf_render_spec *spec, const struct gf_bmc_opts *bopts);
 /*
  * The same with options of its own: @on_opt (cli_parse()'s) is called with
  * @spec as its ud and may point *@spec at another spec (a view the option asks for).

@@ -31,5 +31,8 @@ int cmd_firmware(struct gf_cli *cli, int argc, char **argv)
 						   .ncols = sizeof(cols) / sizeof(cols[0]),
 						   .rows_key = "components"};
 
-	return cli_bmc_verb(cli, argc, argv, firmware_op, &spec);
+	/* One read where the BMC expands (UpdateService with its inventory). */
+	static const struct gf_bmc_opts bopts = {.few_reads = true};
+
+	return cli_bmc_verb(cli, argc, argv, firmware_op, &spec, &bopts);
 }

@@ -39,6 +39,13 @@ struct gf_bmc_opts {
 	const char *log_name; /* sel: the log to use (Redfish LogService Id), NULL: find it */
 	bool no_thresholds;   /* sensors: thresholds will not be shown; skip commands for them */
 	double request_timeout; /* > 0: each request also bounded by this (update), 0: deadline only */
+	/*
+	 * Read-only, one or two reads a node where the BMC expands collections
+	 * (firmware, power status): Redfish sends them with Basic credentials,
+	 * which costs less than a session's login and logout (a session still
+	 * where the BMC refuses Basic).
+	 */
+	bool few_reads;
 };
 
 /* What a backend needs to reach one BMC. Read-only for the backend. */

@@ -184,6 +184,21 @@ static char *header_value(const char *line, size_t len, const char *name)
 	return gf_xstrndup(v, (size_t)(e - v));
 }
 
+/* Does a WWW-Authenticate value offer the Basic scheme (one of its challenges)? */
+static bool offers_basic(const char *v)
+{
+	const char *p = v;
+
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (strncasecmp(p, "Basic", 5) == 0 && (p[5] == '\0' || p[5] == ' ' || p[5] == ','))
+			return true;
+		p += strcspn(p, ",");
+	}
+	return false;
+}
+
 static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
 {
 	struct rf_http *h = ud;
@@ -199,6 +214,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
 		free(h->cur->location);
 		free(h->cur->retry_after);
 		h->cur->etag = h->cur->token = h->cur->location = h->cur->retry_after = NULL;
+		h->cur->basic_offered = false;
 		return n;
 	}
 	if ((v = header_value(data, n, "ETag"))) {
@@ -213,6 +229,9 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
 	} else if ((v = header_value(data, n, "Retry-After"))) {
 		free(h->cur->retry_after);
 		h->cur->retry_after = v;
+	} else if ((v = header_value(data, n, "WWW-Authenticate"))) {
+		h->cur->basic_offered = h->cur->basic_offered || offers_basic(v);
+		free(v);
 	}
 	return n;
 }

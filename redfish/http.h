@@ -60,10 +60,11 @@ void rf_http_cleanup_mode(struct rf_http *h, double seconds);
 struct rf_resp {
 	long status;
 	struct gf_buf body;
-	char *etag;        /* ETag header */
-	char *token;       /* X-Auth-Token header (secret) */
-	char *location;    /* Location header */
-	char *retry_after; /* Retry-After header */
+	char *etag;         /* ETag header */
+	char *token;        /* X-Auth-Token header (secret) */
+	char *location;     /* Location header */
+	char *retry_after;  /* Retry-After header */
+	bool basic_offered; /* a WWW-Authenticate header offers Basic */
 };
 
 void rf_resp_release(struct rf_resp *r);

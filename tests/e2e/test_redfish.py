@@ -433,7 +433,7 @@ def test_pinning(rf, lab):
 # ---- sessions and auth ----------------------------------------------------
 
 def test_one_session_per_node_and_run(rf, lab):
-    r, data = rf.json("firmware", "@verbs", *rf.ca)
+    r, data = rf.json("hardware", "@verbs", *rf.ca)
     assert r.returncode == 0 and all(o["ok"] for o in data)
     for i in range(1, 6):
         st = lab.state(i)
@@ -447,24 +447,31 @@ def test_one_session_per_node_and_run(rf, lab):
 
 
 def test_basic_where_sessions_are_missing(rf, lab):
-    one(rf, "power", "status", "rf6", *rf.ca)
+    """hardware reads many resources, so it logs in where it can: rf6 has no
+    SessionService, so Basic on every request."""
+    one(rf, "hardware", "rf6", *rf.ca)
     log = lab.access_log(6)
-    assert any(a["auth"] == "basic" for a in log)
+    assert {a["auth"] for a in log if a["path"] != "/redfish/v1"} == {"basic"}, log
+    assert not any(a["method"] == "POST" for a in log), log
     assert lab.state(6)["sessions"]["open"] == 0
 
 
-def test_wrong_password_is_an_auth_error(rf, lab):
-    r, data = rf.json("power", "status", "rf8", *rf.ca)
+@pytest.mark.parametrize("verb", [["power", "status"], ["hardware"]])
+def test_wrong_password_is_an_auth_error(rf, lab, verb):
+    """Refused with Basic (power status reads once) or at the login (hardware)."""
+    r, data = rf.json(*verb, "rf8", *rf.ca)
     assert data[0]["error"]["kind"] == "auth", data
     assert "401" in data[0]["error"]["message"]
     assert lab.state(8)["sessions"]["open"] == 0
+    # One failed attempt either way.
+    assert sum(a["status"] == 401 for a in lab.access_log(8)) == 1, lab.access_log(8)
 
 
 def test_session_limit_falls_back_to_basic(rf, lab):
     """No session to be had (503 SessionLimitExceeded): Basic on every request."""
     lab.override(9, max_sessions=0)
     try:
-        one(rf, "power", "status", "rf9", *rf.ca)
+        one(rf, "hardware", "rf9", *rf.ca)
         assert lab.state(9)["sessions"]["refused"] == 1
         assert any(a["auth"] == "basic" for a in lab.access_log(9))
     finally:
@@ -475,7 +482,7 @@ def test_expired_session_is_renewed(rf, lab):
     """A BMC that drops the token mid-run costs one more login, not the run."""
     lab.set_mode(9, slow=0.5)
     try:
-        p = subprocess.Popen([GPUFLEET, "--format", "json", "firmware", "rf9", *rf.ca],
+        p = subprocess.Popen([GPUFLEET, "--format", "json", "bios", "show", "rf9", *rf.ca],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=rf.env())
         deadline = time.monotonic() + 20
@@ -574,9 +581,9 @@ def test_redirect_to_another_host_is_refused(rf, lab):
         r, data = rf.json("firmware", "rf9", *rf.ca)
         assert data[0]["error"]["kind"] == "protocol", data
         assert "another host" in data[0]["error"]["message"]
-        # The node failed after its login: the session was deleted all the same.
+        # firmware reads with Basic: the credentials did not follow, and no session was left.
         st = lab.state(9)["sessions"]
-        assert st["created"] == 1 and st["open"] == 0 and st["deleted"] == 1, st
+        assert st["open"] == 0 and st["created"] == st["deleted"], st
         # A redirect on the same host is followed.
         lab.put_resource(9, moved, saved)
         lab.redirect(9, uri, moved)
@@ -610,9 +617,9 @@ def test_broken_answers(rf, lab, body):
         r, data = rf.json("firmware", "rf11", *rf.ca)
         assert data[0]["ok"] is False
         assert data[0]["error"]["kind"] in ("protocol", "unsupported"), data
-        # A failed node still deletes the session it logged in with.
+        # A failed node leaves no session behind (firmware reads with Basic).
         st = lab.state(11)["sessions"]
-        assert st["created"] == 1 and st["open"] == 0 and st["deleted"] == 1, st
+        assert st["open"] == 0 and st["created"] == st["deleted"], st
     finally:
         lab.put_resource(11, uri, saved)
 
@@ -620,7 +627,7 @@ def test_broken_answers(rf, lab, body):
 def test_ctrl_c_closes_the_sessions(rf, lab):
     lab.set_mode(10, slow=1.0)
     try:
-        p = subprocess.Popen([GPUFLEET, "firmware", "rf10", *rf.ca, "--tls-pin", "new"],
+        p = subprocess.Popen([GPUFLEET, "hardware", "rf10", *rf.ca, "--tls-pin", "new"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=rf.env())
         deadline = time.monotonic() + 20
@@ -708,8 +715,9 @@ def test_protocol_auto_on_a_mixed_fleet(gf, lab, ipmi):
     assert got["rf1"]["protocol"] == "redfish" and got["rf4"]["protocol"] == "redfish"
     assert got["sim1"]["power"] == ipmi.power(1)
     assert got["rf4"]["power"] == lab.power(4).lower()
-    # What each peer saw: the Redfish BMCs a session, the sims their chassis queries.
+    # What each peer saw: the Redfish BMCs one read with Basic (no session for
+    # one read), the sims their chassis queries.
     for i in (1, 4):
-        st = lab.state(i)["sessions"]
-        assert st["created"] == 1 and st["deleted"] == 1 and st["open"] == 0, st
+        assert lab.state(i)["sessions"]["created"] == 0
+        assert any(a["auth"] == "basic" and a["status"] == 200 for a in lab.access_log(i))
     assert any(e == "status" for _, e, _ in ipmi.chassis_log(1))

@@ -1,8 +1,10 @@
 """Round trips per BMC, counted where they arrive: the emulator's access log
 (issue 23, point 4). A verb asks a Redfish BMC for no more than the protocol
 needs: the service root, a session, the data with $expand (and $select where
-the root allows it), each collection once per session, and the logout. Also
-the emulator's one-request-at-a-time mode the benchmarks use."""
+the root allows it), each collection once per session, and the logout; a
+verb that reads once or twice (firmware, power status) sends Basic
+credentials with its reads instead of a login and a logout. Also the
+emulator's one-request-at-a-time mode the benchmarks use."""
 import collections
 import os
 import subprocess
@@ -23,20 +25,23 @@ PREFIX = loopback(__name__, "redfish")
 DGX = "nvidia-dgx-h100"
 # 1: DGX as captured; 2: DGX whose root does not offer $select; 3: HPE ($expand
 # one level only); 4: DGX paging every 10 members; 5: DGX one request at a time;
-# 6: DGX whose logout (the session's DELETE) takes 0.5 s.
+# 6: DGX whose logout (the session's DELETE) takes 0.5 s; 7: DGX that takes
+# no Basic (sessions only); 8: DGX whose root offers no $expand.
 OVERRIDES = {
     2: {"select": False},
     3: {"vendor": "hpe-dl385-gen10plus-v2"},
     4: {"page_size": 10},
     5: {"one_at_a_time": True, "slow": 0.2},
     6: {"logout_delay": 0.5},
+    7: {"basic": False},
+    8: {"expand": False},
 }
 SESSIONS = "/redfish/v1/SessionService/Sessions"
 
 
 @pytest.fixture(scope="module")
 def lab():
-    with started(lambda d: RedfishLab(d, prefix=PREFIX, count=6, vendors=[DGX], user="admin",
+    with started(lambda d: RedfishLab(d, prefix=PREFIX, count=8, vendors=[DGX], user="admin",
                                       password=PASSWORD, overrides=OVERRIDES),
                  "gf-rflab-rt-") as lab:
         yield lab
@@ -50,13 +55,17 @@ def rf(gf, lab):
     return gf
 
 
-def firmware(gf, lab, i):
+def firmware(gf, lab, i, sessions=0):
     r, data = gf.json("firmware", f"rf{i}")
     assert r.returncode == 0 and len(data) == 1 and data[0]["ok"], (r.stderr, data)
     comps = data[0]["components"]
     assert len(comps) == len(lab.resource(i, FW_INV)["Members"])
     st = lab.state(i)["sessions"]
-    assert st["created"] == 1 and st["open"] == 0, st
+    assert st["created"] == sessions and st["open"] == 0, st
+    if not sessions:
+        # The root needs no credentials; every read came with Basic ones.
+        auth = [(a["path"], a["auth"]) for a in lab.access_log(i)]
+        assert auth[0] == ("/redfish/v1", "none") and {a for _, a in auth[1:]} == {"basic"}, auth
     return sorted((c["id"], c["version"]) for c in comps)
 
 
@@ -64,16 +73,68 @@ def requests(lab, i):
     return [(a["method"], a["path"]) for a in lab.access_log(i)]
 
 
-def test_firmware_in_four_round_trips(rf, lab):
+def wrong_creds(gf):
+    """A credentials file beside gf's with another password, for env=."""
+    path = os.path.join(gf.workdir, "credentials-wrong")
+    with open(gf.creds) as f:
+        text = f.read().replace(f"bmc_password = {PASSWORD}", "bmc_password = not-" + PASSWORD)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+def test_firmware_in_two_round_trips(rf, lab):
+    """The root, then the inventory inside its UpdateService with Basic: no
+    login and no logout, which would cost more round trips than the read."""
     firmware(rf, lab, 1)
     log = requests(lab, 1)
-    assert log[:3] == [
+    assert log == [
         ("GET", "/redfish/v1"),
-        ("POST", SESSIONS),
         ("GET", "/redfish/v1/UpdateService?$select=FirmwareInventory&$expand=.($levels=2)"),
     ], log
-    assert log[3][0] == "DELETE" and log[3][1].startswith(SESSIONS + "/") and len(log) == 4, log
     assert len({a["conn"] for a in lab.access_log(1)}) == 1
+
+
+def test_power_status_in_two_round_trips(rf, lab):
+    r, data = rf.json("power", "status", "rf1")
+    assert r.returncode == 0 and data[0]["power"] == lab.power(1).lower(), (r.stderr, data)
+    log = [(a["method"], a["path"], a["auth"]) for a in lab.access_log(1)]
+    assert log == [("GET", "/redfish/v1", "none"),
+                   ("GET", "/redfish/v1/Systems?$expand=.($levels=1)", "basic")], log
+    assert lab.state(1)["sessions"]["created"] == 0
+
+
+def test_a_bmc_without_basic_gets_a_session(rf, lab):
+    """rf7 takes sessions only (its 401 offers no Basic): one refused read,
+    then the login, the read again, and the logout; the same components."""
+    assert firmware(rf, lab, 7, sessions=1) == firmware(rf, lab, 1)
+    log = [(a["method"], a["path"].split("?")[0], a["auth"], a["status"])
+           for a in lab.access_log(7)]
+    assert [x[:3] for x in log[:4]] == [
+        ("GET", "/redfish/v1", "none"), ("GET", "/redfish/v1/UpdateService", "bad-basic"),
+        ("POST", SESSIONS, "none"), ("GET", "/redfish/v1/UpdateService", "session")], log
+    assert log[1][3] == 401 and log[4][0] == "DELETE" and len(log) == 5, log
+
+
+def test_a_wrong_password_is_tried_once(rf, lab):
+    """A 401 that offers Basic refused the password: an auth error after one
+    failed attempt, no login with the same password on top (lockouts count
+    failures)."""
+    r, data = rf.json("firmware", "rf1", env={"GPUFLEET_CREDENTIALS": wrong_creds(rf)})
+    assert data[0]["ok"] is False and data[0]["error"]["kind"] == "auth", data
+    log = [(a["method"], a["auth"]) for a in lab.access_log(1)]
+    assert log == [("GET", "none"), ("GET", "bad-basic")], log
+    assert lab.state(1)["sessions"]["created"] == 0
+
+
+def test_without_expand_a_session(rf, lab):
+    """No $expand at rf8: the inventory is read member by member, so a
+    session (one login) costs less than a password check per request."""
+    assert firmware(rf, lab, 8, sessions=1) == firmware(rf, lab, 1)
+    log = requests(lab, 8)
+    assert log[1] == ("POST", SESSIONS) and log[-1][0] == "DELETE", log
+    assert {a["auth"] for a in lab.access_log(8)[2:-1]} == {"session"}
 
 
 def test_firmware_without_select_takes_one_more(rf, lab):
@@ -122,8 +183,8 @@ def test_sweep_reads_each_resource_once(rf, lab):
     assert lab.state(1)["sessions"]["open"] == 0
 
 
-@pytest.mark.parametrize("args", [["--format", "table", "firmware"],
-                                  ["--format", "ndjson", "firmware"],
+@pytest.mark.parametrize("args", [["--format", "table", "hardware"],
+                                  ["--format", "ndjson", "hardware"],
                                   ["--format", "table", "sweep", "--no-ssh"]])
 def test_results_are_out_before_the_logout(rf, lab, args):
     """The logout is the last round trip and nothing printed waits for it:
@@ -157,7 +218,7 @@ def test_every_session_held_for_later_is_deleted(rf, lab, fanout):
     """Sessions left open until the results are out are all deleted, also
     past the number held (one per node at --fanout 1: the rest close at once)."""
     nodes = [1, 2, 3, 4, 6]
-    r = rf.run("--format", "json", "--fanout", fanout, "firmware", *[f"rf{i}" for i in nodes])
+    r = rf.run("--format", "json", "--fanout", fanout, "hardware", *[f"rf{i}" for i in nodes])
     assert r.returncode == 0, r.stderr
     for i in nodes:
         st = lab.state(i)["sessions"]
