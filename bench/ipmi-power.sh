@@ -10,6 +10,10 @@ set -euo pipefail
 
 n=${1:-200}
 runs=${RUNS:-7}
+if [ "${LOAD:-0}" = 1 ] && ! command -v stress-ng >/dev/null; then
+	echo "LOAD=1 needs stress-ng (tests/install-deps.sh installs it)" >&2
+	exit 2
+fi
 . "$(dirname "$0")/lab.sh"
 lab_init power
 lab_start 127.34.0 "$n" --power on

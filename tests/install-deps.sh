@@ -13,6 +13,8 @@ pkgs=(
 	# test lab and reference tools
 	openipmi libopenipmi-dev freeipmi-tools ipmitool openssh-server openssl sqlite3 groff-base
 	python3 python3-pytest hyperfine curl openssh-client valgrind
+	# the CPU hogs beside a bench (LOAD=1 bench/ipmi-power.sh)
+	stress-ng
 	# e2e modules side by side (run-all.sh); a test in a network namespace of its own
 	python3-pytest-xdist iproute2
 	# the clang fuzz build (README, bench/fuzz.sh): libFuzzer is in libclang-rt-dev
