@@ -96,9 +96,13 @@ def test_firmware_in_two_round_trips(rf, lab):
     assert len({a["conn"] for a in lab.access_log(1)}) == 1
 
 
-def test_power_status_in_two_round_trips(rf, lab):
-    r, data = rf.json("power", "status", "rf1")
-    assert r.returncode == 0 and data[0]["power"] == lab.power(1).lower(), (r.stderr, data)
+@pytest.mark.parametrize("verb,key", [(["power", "status"], "power"),
+                                     (["boot", "status"], "boot")])
+def test_power_and_boot_status_in_two_round_trips(rf, lab, verb, key):
+    r, data = rf.json(*verb, "rf1")
+    assert r.returncode == 0 and data[0]["ok"] and key in data[0], (r.stderr, data)
+    if key == "power":
+        assert data[0]["power"] == lab.power(1).lower(), data
     log = [(a["method"], a["path"], a["auth"]) for a in lab.access_log(1)]
     assert log == [("GET", "/redfish/v1", "none"),
                    ("GET", "/redfish/v1/Systems?$expand=.($levels=1)", "basic")], log
