@@ -206,6 +206,7 @@ static const struct key_def keys[] = {
 	STR_KEY(redfish_cacert, K_NONEMPTY),
 	STR_KEY(bios_ignore, K_BIOSGLOBS),
 	CHOICE_KEY(redfish_tls_pin, redfish_tls_pin_new, "new", true, "off"),
+	CHOICE_KEY(redfish_auth, redfish_sessions, "session", true, "auto"),
 	{"secret_command_timeout",
 	 K_DURATION,
 	 offsetof(struct gf_profile, secret_command_timeout),

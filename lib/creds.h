@@ -24,7 +24,8 @@ struct gf_profile {
 	char *ssh_key_passphrase;         /* secret, set by gf_creds_resolve_ssh() */
 	char *ssh_known_hosts;
 	char *redfish_cacert;
-	bool redfish_tls_pin_new;      /* redfish_tls_pin = new: pin certificates on first use */
+	bool redfish_tls_pin_new; /* redfish_tls_pin = new: pin certificates on first use */
+	bool redfish_sessions; /* redfish_auth = session: a session even for a verb that reads once */
 	double secret_command_timeout; /* seconds a password/passphrase command may take, 0: 30 */
 	char *bios_ignore; /* BIOS settings a sweep does not keep: bios.NAME globs, comma separated */
 };

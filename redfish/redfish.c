@@ -248,7 +248,8 @@ static void session_free(struct rf_session *s)
 }
 
 /*
- * Will the verb's reads be one or two requests? Only where the root offers
+ * Will the verb's reads be one or two requests (and the profile does not
+ * ask for a session: redfish_auth = session)? Only where the root offers
  * $expand: without it a collection is read member by member, and a BMC
  * that checks a password per request (PAM on OpenBMC) is faster with a
  * session.
@@ -257,7 +258,7 @@ static bool few_reads(const struct gf_bmc_target *t, const json_t *root)
 {
 	char expand[64];
 
-	if (!t->opts || !t->opts->few_reads)
+	if (!t->opts || !t->opts->few_reads || (t->prof && t->prof->redfish_sessions))
 		return false;
 	rf_expand_query(root, expand, sizeof(expand));
 	return expand[0] != '\0';

@@ -132,6 +132,23 @@ def test_a_wrong_password_is_tried_once(rf, lab):
     assert lab.state(1)["sessions"]["created"] == 0
 
 
+def test_a_profile_can_ask_for_sessions(rf, lab):
+    """redfish_auth = session: firmware logs in (and out) as every other verb does."""
+    with open(rf.creds) as f:
+        text = f.read()
+    rf.write_creds(text + "redfish_auth = session\n")
+    assert firmware(rf, lab, 1, sessions=1)
+    log = requests(lab, 1)
+    assert log[1] == ("POST", SESSIONS) and log[-1][0] == "DELETE" and len(log) == 4, log
+    assert {a["auth"] for a in lab.access_log(1)[2:-1]} == {"session"}
+    # A word it does not know is refused before any BMC is asked.
+    lab.clear(1)
+    rf.write_creds(text + "redfish_auth = basic\n")
+    r = rf.run("firmware", "rf1")
+    assert r.returncode == 2 and "redfish_auth 'basic' is not session or auto" in r.stderr, r
+    assert lab.access_log(1) == []
+
+
 def test_without_expand_a_session(rf, lab):
     """No $expand at rf8: the inventory is read member by member, so a
     session (one login) costs less than a password check per request."""

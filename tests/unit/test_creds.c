@@ -177,6 +177,7 @@ static void test_all_keys(void **state)
 			   "ssh_known_hosts = /etc/gpufleet/known_hosts\n"
 			   "redfish_cacert = /etc/gpufleet/ca.pem\n"
 			   "redfish_tls_pin = new\n"
+			   "redfish_auth = session\n"
 			   "bios_ignore = bios.httpdev?ip, BIOS.IscsiDev*TargetName\n"
 			   "\n"
 			   "[vault]\n"
@@ -208,6 +209,7 @@ static void test_all_keys(void **state)
 	assert_string_equal(p->ssh_known_hosts, "/etc/gpufleet/known_hosts");
 	assert_string_equal(p->redfish_cacert, "/etc/gpufleet/ca.pem");
 	assert_true(p->redfish_tls_pin_new);
+	assert_true(p->redfish_sessions);
 	assert_string_equal(p->bios_ignore, "bios.httpdev?ip, BIOS.IscsiDev*TargetName");
 	assert_true(gf_bios_ignored("dell", p->bios_ignore, "bios.httpdev1ip"));
 	assert_true(gf_bios_ignored(NULL, p->bios_ignore, "bios.iscsidev1con2targetname"));
@@ -216,6 +218,7 @@ static void test_all_keys(void **state)
 	p = resolve_ok(&c, "vault");
 	assert_null(p->bios_ignore);
 	assert_false(p->redfish_tls_pin_new);
+	assert_false(p->redfish_sessions);
 	assert_string_equal(p->bmc_user, "");
 	assert_string_equal(p->bmc_password_command, "echo hunter2");
 	assert_string_equal(p->bmc_password, "hunter2");
@@ -288,6 +291,7 @@ static const struct bad_case bad_cases[] = {
 	{"[a]\nssh_known_hosts =\n", 2, "ssh_known_hosts is empty"},
 	{"[a]\nredfish_cacert =\n", 2, "redfish_cacert is empty"},
 	{"[a]\nredfish_tls_pin = yes\n", 2, "redfish_tls_pin 'yes' is not new or off"},
+	{"[a]\nredfish_auth = basic\n", 2, "redfish_auth 'basic' is not session or auto"},
 	{"[my lab]\nbmc_user = x\n", 2,
 	 "profile name 'my lab' is not valid (letters, digits, '.', '_', '-', starting with a "
 	 "letter or digit)"},
