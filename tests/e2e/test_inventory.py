@@ -339,9 +339,11 @@ def test_drift_and_diff_find_exactly_what_changed(inv, lab, tmp_path):
     baseline_ipmi = tmp_path / "ipmi1.json"
     baseline_ipmi.write_text(r.stdout)
 
-    # A date between the sweeps: the first began seconds before, the second (after a
-    # BMC restart) begins seconds after.
-    mid = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time()))
+    # A date between the sweeps: the first began before now, the second begins after.
+    # With its fraction: sweeps start at fractions of a second, and a date cut to the
+    # second (before this, in CI) can fall before the first sweep's start.
+    now = time.time()
+    mid = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%06dZ" % int(now % 1 * 1e6)
     # Change three peers: an IPMI BMC flashed, a Redfish BMC flashed, a host's driver.
     try:
         lab.flash_ipmi(3, "1.80")
