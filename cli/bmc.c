@@ -195,6 +195,8 @@ void cli_bmc_release(struct cli_bmc_run *run)
 	run->slots = NULL;
 }
 
+const struct gf_bmc_opts cli_bmc_one_read = {.few_reads = true};
+
 static int bmc_verb(struct gf_cli *cli, int argc, char **argv, const struct cli_opt *opts,
 		    size_t nopts, int (*on_opt)(void *ud, size_t idx, const char *arg),
 		    gf_fanout_op op, const struct gf_render_spec **spec,

@@ -64,6 +64,9 @@ void cli_bmc_warn_insecure(const struct gf_cli *cli, const struct gf_fanout *f);
 int cli_bmc_pins_report(struct gf_cli *cli, const struct gf_fanout *f);
 void cli_bmc_release(struct cli_bmc_run *run);
 
+/* The knobs of a verb that reads once a node (firmware, power and boot status). */
+extern const struct gf_bmc_opts cli_bmc_one_read;
+
 /*
  * A whole read-only verb with no options of its own: parse, resolve the
  * targets, run @op on each (with the backend knobs @bopts, NULL: none),

@@ -128,8 +128,6 @@ struct boot_sub {
 static int boot_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
 		    int nargs)
 {
-	/* status: one read where the BMC expands (its Systems). */
-	static const struct gf_bmc_opts few = {.few_reads = true};
 	const struct boot_sub *bs = sv->data;
 	const struct boot_args *a = ud;
 	struct boot_ctx ctx = {.status = bs->status, .want.dev = bs->dev};
@@ -180,7 +178,7 @@ static int boot_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, 
 		.spec = &spec,
 		.action = ctx.status ? NULL : sub,
 		.audit = ctx.status ? NULL : gf_buf_str(&audit),
-		.opts = ctx.status ? &few : NULL,
+		.opts = ctx.status ? &cli_bmc_one_read : NULL, /* its Systems, expanded */
 	};
 	rc = cli_bmc_fanout(&run);
 out:

@@ -31,8 +31,6 @@ int cmd_firmware(struct gf_cli *cli, int argc, char **argv)
 						   .ncols = sizeof(cols) / sizeof(cols[0]),
 						   .rows_key = "components"};
 
-	/* One read where the BMC expands (UpdateService with its inventory). */
-	static const struct gf_bmc_opts bopts = {.few_reads = true};
-
-	return cli_bmc_verb(cli, argc, argv, firmware_op, &spec, &bopts);
+	/* One read where the BMC expands: the UpdateService with its inventory. */
+	return cli_bmc_verb(cli, argc, argv, firmware_op, &spec, &cli_bmc_one_read);
 }

@@ -139,8 +139,6 @@ static const struct gf_col action_cols[] = {{"action", "ACTION"}, {"power", "POW
 static int power_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud, char **args,
 		     int nargs)
 {
-	/* status: one read where the BMC expands (its Systems). */
-	static const struct gf_bmc_opts few = {.few_reads = true};
 	const struct power_args *a = ud;
 	const struct power_sub *sub = sv->data;
 	struct gf_node *nodes = NULL;
@@ -171,7 +169,6 @@ static int power_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud,
 		goto out;
 	}
 	ctx = (struct power_ctx){sv->name, sub, a};
-
 	snprintf(what, sizeof(what), "%s %s", cli->verb, sv->name);
 	run = (struct cli_bmc_run){
 		.cli = cli,
@@ -184,7 +181,7 @@ static int power_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud,
 		.interval = a->interval,
 		.action = sub->status ? NULL : sv->name,
 		.audit = sub->status ? NULL : what,
-		.opts = sub->status ? &few : NULL,
+		.opts = sub->status ? &cli_bmc_one_read : NULL, /* its Systems, expanded */
 	};
 	rc = cli_bmc_fanout(&run);
 out:

@@ -41,7 +41,7 @@ struct gf_bmc_opts {
 	double request_timeout; /* > 0: each request also bounded by this (update), 0: deadline only */
 	/*
 	 * Read-only, one or two reads a node where the BMC expands collections
-	 * (firmware, power status): Redfish sends them with Basic credentials,
+	 * (firmware, power and boot status): Redfish sends them with Basic credentials,
 	 * which costs less than a session's login and logout (a session still
 	 * where the BMC refuses Basic).
 	 */

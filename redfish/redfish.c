@@ -51,7 +51,12 @@ static void arm(struct rf_session *s)
 		rf_http_set_deadline(s->http, t < s->deadline ? t : s->deadline);
 }
 
-/* A request with credentials; a token that expired meanwhile is renewed once. */
+/*
+ * A request with credentials; a token that expired meanwhile is renewed
+ * once, and Basic chosen for a few reads that the BMC refuses without
+ * offering it (it takes sessions only) becomes a login. A 401 that offers
+ * Basic refused these credentials: one failed login, as with a session.
+ */
 static int request(struct rf_session *s, const char *method, const char *path, const char *body,
 		   const char *if_match, struct rf_resp *r, struct gf_err *err)
 {
@@ -60,26 +65,21 @@ static int request(struct rf_session *s, const char *method, const char *path, c
 	arm(s);
 	rc = rf_http_request(s->http, method, path, body, if_match, r, err);
 
-	if (rc == 0 && r->status == 401 && s->session && !s->relogged) {
+	if (rc < 0 || r->status != 401)
+		return rc;
+	if (s->session && !s->relogged) {
 		s->relogged = true;
 		free(s->session); /* the BMC dropped it already */
 		s->session = NULL;
-		rf_resp_release(r);
-		rc = login(s, err);
-		if (rc == 0)
-			rc = rf_http_request(s->http, method, path, body, if_match, r, err);
-	} else if (rc == 0 && r->status == 401 && s->basic_by_choice && !r->basic_offered) {
-		/*
-		 * Basic refused, and not offered either: a BMC that takes sessions
-		 * only. Log in and ask again. (A 401 that offers Basic refused
-		 * these credentials: one failed login, as with a session.)
-		 */
+	} else if (s->basic_by_choice && !r->basic_offered) {
 		s->basic_by_choice = false;
-		rf_resp_release(r);
-		rc = login(s, err);
-		if (rc == 0)
-			rc = rf_http_request(s->http, method, path, body, if_match, r, err);
+	} else {
+		return rc;
 	}
+	rf_resp_release(r);
+	rc = login(s, err);
+	if (rc == 0)
+		rc = rf_http_request(s->http, method, path, body, if_match, r, err);
 	return rc;
 }
 
@@ -254,14 +254,11 @@ static void session_free(struct rf_session *s)
  * that checks a password per request (PAM on OpenBMC) is faster with a
  * session.
  */
-static bool few_reads(const struct gf_bmc_target *t, const json_t *root)
+static bool few_reads(const struct gf_bmc_target *t, const struct rf_client *c)
 {
-	char expand[64];
-
 	if (!t->opts || !t->opts->few_reads || (t->prof && t->prof->redfish_sessions))
 		return false;
-	rf_expand_query(root, expand, sizeof(expand));
-	return expand[0] != '\0';
+	return c->expand[0] != '\0';
 }
 
 static int rf_open(const struct gf_bmc_target *t, void **ret, struct gf_err *err)
@@ -323,21 +320,21 @@ static int rf_open(const struct gf_bmc_target *t, void **ret, struct gf_err *err
 	if (rc < 0)
 		goto fail;
 	rf_resp_release(&r);
+	rf_client_setup(&s->client, &http_io, s, s->node, root);
+	s->client.log_name = t->opts ? t->opts->log_name : NULL;
 	if (!s->sessions) {
 		sessions = rf_odata_id(rf_obj(rf_obj(root, "Links"), "Sessions"));
 		if (!sessions && rf_link(root, "SessionService"))
 			sessions = "/redfish/v1/SessionService/Sessions";
 		s->sessions = sessions ? gf_xstrdup(sessions) : NULL;
-		if (few_reads(t, root)) {
+		if (s->sessions && few_reads(t, &s->client)) {
 			/* The login and the logout would cost more round trips than the reads. */
-			s->basic_by_choice = s->sessions != NULL;
+			s->basic_by_choice = true;
 			rf_http_set_basic(s->http, s->user, s->password);
 		} else if ((rc = login(s, err)) < 0) {
 			goto fail;
 		}
 	}
-	rf_client_setup(&s->client, &http_io, s, s->node, root);
-	s->client.log_name = t->opts ? t->opts->log_name : NULL;
 	json_decref(root);
 	*ret = s;
 	return 0;
