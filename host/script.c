@@ -1,5 +1,6 @@
 #include "host/script.h"
 
+#include <ctype.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,27 +38,61 @@ static void add_quoted(struct gf_buf *b, const char *s)
 	gf_buf_adds(b, "'");
 }
 
-/*
- * A line of plain words (no quoting, expansion, redirection or operator, no
- * assignment first): timeout(1) runs it as the shell would, without a shell.
- */
-static bool simple(const char *line)
+/* Is the word @w (@len bytes) one of the shell's own commands, which no program stands in for? */
+static bool builtin(const char *w, size_t len)
 {
-	/* The shell's own commands, which no program stands in for. */
 	static const char *const builtins[] = {
 		".",        ":",      "alias",   "break",  "cd",      "command", "continue",
 		"eval",     "exec",   "exit",    "export", "getopts", "hash",    "read",
 		"readonly", "return", "set",     "shift",  "times",   "trap",    "type",
 		"ulimit",   "umask",  "unalias", "unset",  "wait",
 	};
+
+	for (size_t i = 0; i < NELEM(builtins); i++)
+		if (strlen(builtins[i]) == len && strncmp(w, builtins[i], len) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A line of plain words (no quoting, expansion, redirection or operator, no
+ * assignment first): the script's shell runs it itself, with no second shell.
+ */
+static bool simple(const char *line)
+{
 	size_t first = strcspn(line, " ");
 
-	if (!*line || strpbrk(line, "|&;<>()$`\\\"'*?[]#~{}\t\n\r!") || memchr(line, '=', first))
-		return false;
-	for (size_t i = 0; i < NELEM(builtins); i++)
-		if (strlen(builtins[i]) == first && strncmp(line, builtins[i], first) == 0)
-			return false;
-	return true;
+	return *line && !strpbrk(line, "|&;<>()$`\\\"'*?[]#~{}\t\n\r!") &&
+	       !memchr(line, '=', first) && !builtin(line, first);
+}
+
+/*
+ * Where a simple line "env NAME=VALUE... PROGRAM ARGS" has its program:
+ * the shell sets the variables for that program itself, as env(1) would,
+ * without a process of its own. NULL for any other line.
+ */
+static const char *env_words(const char *line)
+{
+	const char *p = line + 4, *name;
+
+	if (strncmp(line, "env ", 4) != 0)
+		return NULL;
+	for (name = p;; name = p) {
+		size_t len = strcspn(p, " ");
+		const char *eq = memchr(p, '=', len);
+
+		if (!eq)
+			break;
+		if (eq == p || !(isalpha((unsigned char)*p) || *p == '_'))
+			return NULL;
+		for (const char *q = p; q < eq; q++)
+			if (!isalnum((unsigned char)*q) && *q != '_')
+				return NULL;
+		if (!p[len])
+			return NULL; /* variables and no program */
+		p += len + 1;
+	}
+	return name == line + 4 || builtin(name, strcspn(name, " ")) ? NULL : line + 4;
 }
 
 char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds, const char *tag)
@@ -68,38 +103,65 @@ char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds
 	if (seconds < 0.1)
 		seconds = 0.1;
 	/*
-	 * A FIFO says which command has ended (its status file written first),
-	 * so that its frame is printed then, in the order they end, with no
-	 * polling; a clock tells a command stopped by timeout(1) from one
-	 * killed otherwise (LATE).
+	 * The script ignores TERM. At the time limit the watchdog marks the round
+	 * late and sends TERM to the script's process group (sshd made the script
+	 * a session leader: that is every command and its children), then, for
+	 * a command that ignores TERM, ends the script's wait with USR1.
 	 */
 	gf_buf_addf(&s,
 		    "d=$(mktemp -d) || exit 97\ntrap 'rm -rf \"$d\"' EXIT\ncd \"$d\" || exit 97\n"
-		    "mkfifo q || exit 97\nexec 9<>q\n"
-		    "(sleep %.2f; : >late) </dev/null >/dev/null 2>&1 9>&- & w=$!\n",
-		    seconds > 0.2 ? seconds - 0.1 : seconds / 2);
+		    ": >t; ulimit -f %u; trap '' TERM; g=; trap g=1 USR1\n"
+		    "(trap - TERM; sleep %.2f; trap '' TERM; : >late; kill -TERM 0; sleep 0.2; "
+		    "kill -USR1 $$) </dev/null >/dev/null 2>&1 & w=$!\n",
+		    (unsigned)BLOCKS, seconds > 0.3 ? seconds - 0.15 : seconds / 2);
+	/*
+	 * Each command in a subshell that outlives a TERM to add "INDEX STATUS"
+	 * to t (one short append: lines do not mix).
+	 */
 	for (size_t i = 0; i < n; i++) {
-		gf_buf_addf(&s, "(ulimit -f %u; timeout -k 1 %.2f ", (unsigned)BLOCKS, seconds);
-		if (simple(cmds[i].line)) {
-			gf_buf_adds(&s, cmds[i].line);
+		const char *l = cmds[i].line, *env = simple(l) ? env_words(l) : NULL;
+
+		gf_buf_adds(&s, "(trap : TERM; ");
+		if (env) {
+			gf_buf_adds(&s, env);
+		} else if (simple(l)) {
+			gf_buf_adds(&s, l);
 		} else {
 			gf_buf_adds(&s, "/bin/sh -c ");
-			add_quoted(&s, cmds[i].line);
+			add_quoted(&s, l);
 		}
-		gf_buf_addf(&s, " 9>&-; echo $? >%zus; echo %zu >&9) </dev/null >%zuo 2>%zue &\n",
-			    i, i, i, i);
+		gf_buf_addf(&s, "; echo %zu $? >>t) </dev/null >%zuo 2>%zue & p%zu=$!\n", i, i, i,
+			    i);
 	}
-	gf_buf_addf(&s,
-		    "k=0\n"
-		    "while [ $k -lt %zu ] && read i <&9; do\n"
-		    " read s <${i}s; l=0; [ -e late ] && l=1\n"
-		    " wc -c ${i}o ${i}e >z; { read o x; read e x; } <z\n"
-		    " printf '%s %%s %%s %%s %%s %%s\\n' $i $s $l $o $e\n"
-		    " /bin/cat ${i}o ${i}e\n"
-		    " k=$((k + 1))\n"
-		    "done\n"
-		    "kill $w 2>/dev/null; exit 0\n",
-		    n, tag);
+	gf_buf_adds(&s, "wait");
+	for (size_t i = 0; i < n; i++)
+		gf_buf_addf(&s, " $p%zu", i);
+	/*
+	 * The watchdog is stopped while it is still the script's child. What
+	 * ended is in t; what did not (u) has status 137 and no output, since it
+	 * may still write.
+	 */
+	gf_buf_adds(&s, "\n[ \"$g\" ] || kill -KILL $w\nl=0; [ -e late ] && l=1; u=; f=\n"
+			"while read i v; do case $i in");
+	for (size_t i = 0; i < n; i++)
+		gf_buf_addf(&s, " %zu) s%zu=$v;;", i, i);
+	gf_buf_adds(&s, " esac; done <t\n");
+	for (size_t i = 0; i < n; i++)
+		gf_buf_addf(&s, "[ \"$s%zu\" ] && f=\"$f %zuo %zue\" || u=1\n", i, i, i);
+	/* Every header, then the outputs of what ended, in order: one wc, one printf, one cat. */
+	gf_buf_adds(&s, "set -- 0 x 0 x; [ -z \"$f\" ] || set -- $(wc -c $f)\n");
+	for (size_t i = 0; i < n; i++)
+		gf_buf_addf(&s,
+			    "if [ \"$s%zu\" ]; then o%zu=$1 e%zu=$3; shift 4; else s%zu=137 o%zu=0 "
+			    "e%zu=0; fi\n",
+			    i, i, i, i, i, i);
+	gf_buf_addf(&s, "printf '%s %%s %%s %%s %%s %%s\\n'", tag);
+	for (size_t i = 0; i < n; i++)
+		gf_buf_addf(&s, " %zu $s%zu $l $o%zu $e%zu", i, i, i, i);
+	/* A command still running (it ignored TERM) dies with the group once all is out. */
+	gf_buf_adds(&s, "\n[ -z \"$f\" ] || /bin/cat $f\n"
+			"[ -z \"$u\" ] || { cd /; rm -rf \"$d\"; kill -KILL 0; }\n"
+			"kill -TERM 0; exit 0\n");
 	/* One command line for the login's shell, whatever it is: /bin/sh runs the script. */
 	gf_buf_adds(&line, "exec /bin/sh -c ");
 	add_quoted(&line, gf_buf_str(&s));
@@ -132,6 +194,10 @@ int gf_script_parse(const char *out, size_t len, const char *tag, struct gf_remo
 {
 	const char *p = out, *end = out + len;
 	size_t taglen = strlen(tag);
+	unsigned long long *olen = gf_xcalloc(n ? n : 1, sizeof(*olen));
+	unsigned long long *elen = gf_xcalloc(n ? n : 1, sizeof(*elen));
+	int rc = 0;
+	size_t k;
 
 	gf_remote_cmds_reset(cmds, n);
 	/* What the login printed first (a profile's echo) is not ours: from the first frame on. */
@@ -139,40 +205,59 @@ int gf_script_parse(const char *out, size_t len, const char *tag, struct gf_remo
 		p++;
 	if (p + taglen > end)
 		p = end;
-	for (size_t k = 0; k < n && p < end; k++) {
+	/* Every command's header line, in order. */
+	for (k = 0; k < n && p < end; k++) {
 		char head[FRAME_LINE + 1];
 		const char *nl = memchr(p, '\n',
 					(size_t)(end - p) < FRAME_LINE ? (size_t)(end - p)
 								       : FRAME_LINE);
-		unsigned long long idx, olen, elen;
+		unsigned long long idx;
 		int status, late, used = 0;
-		struct gf_remote_cmd *c;
+		struct gf_remote_cmd *c = &cmds[k];
 
 		if (!nl && end - p < FRAME_LINE)
-			break; /* cut short: the frames that came are kept */
-		if (!nl)
-			return bad(err, "a frame without its header line");
+			break; /* cut short */
+		if (!nl) {
+			rc = bad(err, "a frame without its header line");
+			goto out;
+		}
 		memcpy(head, p, (size_t)(nl - p));
 		head[nl - p] = '\0';
 		if (strncmp(head, tag, taglen) != 0 ||
-		    sscanf(head + taglen, " %llu %d %d %llu %llu%n", &idx, &status, &late, &olen,
-			   &elen, &used) != 5 ||
-		    head[taglen + (size_t)used] != '\0')
-			return bad(err, "a malformed frame header");
+		    sscanf(head + taglen, " %llu %d %d %llu %llu%n", &idx, &status, &late, &olen[k],
+			   &elen[k], &used) != 5 ||
+		    head[taglen + (size_t)used] != '\0') {
+			rc = bad(err, "a malformed frame header");
+			goto out;
+		}
+		if (idx != k) {
+			rc = bad(err, "a frame out of place");
+			goto out;
+		}
 		p = nl + 1;
-		if (idx >= n || cmds[idx].ran)
-			return bad(err, "a frame out of place");
-		if (olen > (unsigned long long)(end - p) ||
-		    elen > (unsigned long long)(end - p) - olen)
-			break; /* cut short: that command's answer did not all come */
-		c = &cmds[idx];
-		c->ran = true;
-		keep(c, &c->out, p, (size_t)olen);
-		keep(c, &c->err, p + olen, (size_t)elen);
-		p += olen + elen;
-		c->timed_out = late && (status == 124 || status == 137);
+		c->timed_out = late && (status == 143 || status == 137);
 		/* A shell says 128 + N for signal N (1 to 64); 255 and the like are exits. */
 		c->status = (status > 128 && status <= 128 + 64) || c->timed_out ? -1 : status;
 	}
-	return 0;
+	/* Then their outputs, in the same order; what did not all come did not run. */
+	for (size_t i = 0; k == n && i < n; i++) {
+		struct gf_remote_cmd *c = &cmds[i];
+
+		if (olen[i] > (unsigned long long)(end - p) ||
+		    elen[i] > (unsigned long long)(end - p) - olen[i])
+			break;
+		c->ran = true;
+		keep(c, &c->out, p, (size_t)olen[i]);
+		keep(c, &c->err, p + olen[i], (size_t)elen[i]);
+		p += olen[i] + elen[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!cmds[i].ran) {
+			cmds[i].timed_out = false;
+			cmds[i].status = 0;
+		}
+out:
+	free(olen);
+	free(elen);
+	return rc;
 }

@@ -18,15 +18,18 @@
 
 /*
  * The script for @n commands: /bin/sh runs each command line (as the remote
- * user's shell would) in the background, stdin from /dev/null, stdout and
- * stderr to files of a private temporary directory capped past
- * GF_REMOTE_MAX_OUTPUT bytes (ulimit -f), stopped by timeout(1) after
- * @seconds (TERM, then KILL a second later, the command's whole process
- * group); as each command ends (its status file written, then its index
- * on a FIFO the script reads) it prints a line "TAG INDEX STATUS LATE OUTBYTES ERRBYTES" and then
- * the bytes of both outputs, so that what ended before a deadline comes back
- * even when another command has not; at the end it removes the directory. @tag: GF_SCRIPT_TAG_SIZE - 1 characters from
- * gf_script_tag(). The text is a single command line for exec. Caller frees.
+ * user's shell would) at once in the background, stdin from /dev/null,
+ * stdout and stderr to files of a private temporary directory capped past
+ * GF_REMOTE_MAX_OUTPUT bytes (ulimit -f). Shortly before @seconds a
+ * watchdog sends TERM to the script's process group (the host's sshd makes
+ * the script a session leader; a local caller must give it a group of its
+ * own), and a fifth of a second later stops the script's wait for a command
+ * that ignored it. Then, with one wc and one cat for all, it prints for each
+ * command a line "TAG INDEX STATUS LATE OUTBYTES ERRBYTES" and the bytes of
+ * both outputs: status 137 and no bytes for a command still running, which
+ * the script then kills with its group. At the end it removes the directory.
+ * @tag: GF_SCRIPT_TAG_SIZE - 1 characters from gf_script_tag(). The text is
+ * a single command line for exec. Caller frees.
  */
 char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds, const char *tag);
 
@@ -37,8 +40,8 @@ void gf_script_tag(char tag[GF_SCRIPT_TAG_SIZE]);
  * Read what the script printed (@out, @len: its stdout; anything the
  * login's shell startup printed before the first frame is skipped) into
  * @cmds: ran, status (-1 for a signal: 129 to 192, as a shell
- * reports them), timed_out (timeout(1)'s 124 or 137 once the
- * time was up: LATE),
+ * reports them), timed_out (stopped by the watchdog's TERM, 143, or
+ * still running, 137, once the time was up: LATE),
  * out, err, cut (more than GF_REMOTE_MAX_OUTPUT on a stream: what is kept
  * is that much). A command without a frame (the script was cut short) is
  * left not run, as is one whose frame came only in part. 0, or GF_E_NODE

@@ -71,6 +71,7 @@ LOOPBACK = {
     ("test_host", "ssh"): "127.33.0",
     ("test_host", "ssh-small"): "127.33.1",                 # a one-host lab
     ("test_host", "ssh-hang"): "127.33.2",                  # a host that hangs
+    ("test_host", "ssh-hard"): "127.33.3",                  # a hang that ignores TERM
     ("test_inventory", "ssh"): "127.33.36",
     ("test_host_partial_answer", "ssh"): "127.42.41",
     ("test_events_host_xid", "ssh"): "127.50.2",

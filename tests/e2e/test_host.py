@@ -216,6 +216,34 @@ def test_hung_command_times_out_within_deadline_without_delaying_others(hg, lab)
     assert max(others) < t_hang, arrived              # nobody waited for the hung node
 
 
+def test_command_ignoring_term_is_killed_and_the_others_answer(gf):
+    """A hung nvidia-smi that ignores TERM (issue 23's one shell per round): the node
+    still answers by its deadline with what its other commands printed, and the host's
+    script kills the command (KILL to its process group) instead of leaving it."""
+    workdir = tempfile.mkdtemp(prefix="gf-ssh-hard-")
+    hard = sshlab.SshLab(workdir, nodes=[dict(profile="hang-hard")],
+                         prefix=loopback(__name__, "ssh-hard"))
+    try:
+        hard.start()
+        gf.write_creds(creds_text(hard))
+        t0 = time.monotonic()
+        r, data = gf.json("host", "-H", hard.spec(1), "--timeout", "3", "--retries", "0")
+        took = time.monotonic() - t0
+        assert r.returncode == 0 and data[0]["ok"], data
+        assert data[0]["host"]["health"]["state"] == "timeout", data
+        assert data[0]["host"]["kernel"] == "6.1.0-lab"  # the other commands answered
+        assert took <= 3.5, took                         # by the deadline
+        pids = hang_pids(hard, 1)                        # nvidia-smi twice: query, table
+        assert len(pids) == 2, pids
+        limit = time.monotonic() + 10                    # a KILL already sent; reaped soon
+        while any(map(alive, pids)) and time.monotonic() < limit:
+            time.sleep(0.02)
+        assert not any(map(alive, pids)), pids           # killed, not left running
+    finally:
+        hard.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def test_unreachable_port_is_connect_error(hg):
     t0 = time.monotonic()
     r, data = hg.json("host", "-H", f"{PREFIX}.250:2222", "--timeout", "3", "--retries", "0")

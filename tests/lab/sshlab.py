@@ -271,6 +271,8 @@ PROFILES = {
     'no-driver': dict(smi='error', error='nvidia-smi_error_no-driver.txt', exit=9),
     'gpu-lost': dict(smi='error', error='nvidia-smi_error_gpu-fallen-off-bus.txt', exit=15),
     'hang': dict(smi='hang'),
+    # hangs and ignores TERM (a process stuck in the driver that catches it)
+    'hang-hard': dict(smi='hang', ignore_term=True),
     # nvidia-smi fails for a reason it does not name (a container that lost its device
     # cgroup): the host answers in part, its driver read from /proc
     'nvml-unknown': dict(smi='error', error='nvidia-smi_error_nvml-unknown-error.txt', exit=255,
@@ -453,9 +455,11 @@ def script_commands(entry):
     script, _ = _sh_unquote(entry[len(head):])
     cmds = []
     for line in script.split('\n'):
-        m = re.match(r"\(ulimit -f \d+; timeout -k 1 [\d.]+ (.*) 9>&-; echo \$\? >\d+s; ", line)
+        m = re.match(r"\(trap : TERM; (.*); echo \d+ \$\? >>t\) </dev/null ", line)
         if m and m.group(1).startswith("/bin/sh -c '"):
             cmds.append(_sh_unquote(m.group(1)[len("/bin/sh -c "):])[0])
+        elif m and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", m.group(1)):
+            cmds.append("env " + m.group(1))   # the shell sets the variables, as env(1) would
         elif m:
             cmds.append(m.group(1))
     return cmds
@@ -615,7 +619,7 @@ class SshLab:
     def _sysbin(self):
         d = os.path.join(self.dir, 'sysbin')
         os.makedirs(d, exist_ok=True)
-        for tool in ('env', 'sh', 'sleep', 'python3', 'mktemp', 'mkfifo', 'timeout', 'wc', 'rm'):
+        for tool in ('env', 'sh', 'sleep', 'python3', 'mktemp', 'wc', 'rm'):
             real = shutil.which(tool, path='/usr/bin:/bin')
             link = os.path.join(d, tool)
             if real and not os.path.lexists(link):
@@ -706,8 +710,9 @@ exec /bin/uname "$@"
             # hangs like nvidia-smi on a sick GPU; the lab kills it by PID when it stops
             # (hang.conns: PID and $SSH_CONNECTION, so that a test can tell which
             # client's session started it)
-            self._tool(i, 'nvidia-smi', "echo \"$$ ${SSH_CONNECTION:--}\" >> '%s/hang.conns'\n"
-                       "echo $$ >> '%s/hang.pids'\nexec /bin/sleep 60\n" % (d, d))
+            self._tool(i, 'nvidia-smi', "%secho \"$$ ${SSH_CONNECTION:--}\" >> '%s/hang.conns'\n"
+                       "echo $$ >> '%s/hang.pids'\nexec /bin/sleep 60\n"
+                       % ("trap '' TERM\n" if prof.get('ignore_term') else '', d, d))
 
         # toolkit, fabric manager, OFED
         if node.get('toolkit') and node['toolkit'][0] == 'nvcc':

@@ -8,8 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "host/hostcollect.h"
 #include "host/script.h"
@@ -64,6 +68,37 @@ static void outputs_and_status(void **state)
 		gf_remote_cmd_release(&c[i]);
 }
 
+static void env_lines_run_without_env(void **state)
+{
+	struct gf_remote_cmd c[4] = {
+		{.line = "env GF_A=1 GF_B=two printenv GF_B"},
+		{.line = "env LC_ALL=C gf-no-such-command --version"},
+		{.line = "env GF_A=1 read x"}, /* a builtin: env(1) runs its program */
+		{.line = "env -i printenv"},   /* an option: env(1) itself */
+	};
+	char tag[GF_SCRIPT_TAG_SIZE];
+	char *script;
+
+	(void)state;
+	gf_script_tag(tag);
+	script = gf_script_build(c, 4, 5, tag);
+	/* The shell sets the variables itself: no env process for the first two. */
+	assert_non_null(strstr(script, "(trap : TERM; GF_A=1 GF_B=two printenv GF_B;"));
+	assert_non_null(strstr(script, "(trap : TERM; LC_ALL=C gf-no-such-command --version;"));
+	assert_non_null(strstr(script, "(trap : TERM; env GF_A=1 read x;"));
+	assert_non_null(strstr(script, "(trap : TERM; env -i printenv;"));
+	free(script);
+	run_script(c, 4, 5);
+	assert_int_equal(c[0].status, 0);
+	assert_string_equal(gf_buf_str(&c[0].out), "two\n");
+	assert_int_equal(c[1].status, 127);
+	assert_int_equal(c[2].status, 127); /* env finds no program "read" */
+	assert_int_equal(c[3].status, 0);
+	assert_string_equal(gf_buf_str(&c[3].out), "");
+	for (int i = 0; i < 4; i++)
+		gf_remote_cmd_release(&c[i]);
+}
+
 static void hung_command_stopped_others_answer(void **state)
 {
 	struct gf_remote_cmd c[2] = {
@@ -84,31 +119,76 @@ static void hung_command_stopped_others_answer(void **state)
 		gf_remote_cmd_release(&c[i]);
 }
 
-static void frames_come_as_commands_end(void **state)
+/* Is @pid gone, or a zombie no one has reaped yet? Waits for it up to @seconds. */
+static bool gone(pid_t pid, double seconds)
 {
-	struct gf_remote_cmd c[2] = {
-		{.line = "sleep 30"},
+	double until = gf_monotime() + seconds;
+	char path[64], buf[512];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		char *p;
+
+		if (f)
+			fclose(f);
+		buf[len] = '\0';
+		p = strrchr(buf, ')');
+		if (!f || (p && p[1] == ' ' && p[2] == 'Z'))
+			return true;
+		if (gf_monotime() > until)
+			return false;
+		poll(NULL, 0, 10);
+	}
+}
+
+static void command_ignoring_term_killed_others_answer(void **state)
+{
+	char pidfile[] = "/tmp/gf-test-script-XXXXXX", line[128], tag[GF_SCRIPT_TAG_SIZE];
+	int fd = mkstemp(pidfile);
+	struct gf_remote_cmd c[3] = {
+		{.line = line},
 		{.line = "echo quick"},
+		{.line = "echo before; exec sleep 30"},
 	};
-	char tag[GF_SCRIPT_TAG_SIZE];
-	struct gf_remote_cmd sc = {.max = gf_script_max_output(2)};
+	struct gf_remote_cmd sc = {.max = gf_script_max_output(3)};
 	struct gf_err err = {0};
-	char *line;
+	double t0 = gf_monotime();
+	char *script;
+	FILE *f;
+	int pid = 0;
 
 	(void)state;
-	/* The script would wait 3 s for the first; the caller stops reading at 1.5 s. */
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(line, sizeof(line), "trap '' TERM; echo $$ >%s; exec sleep 30", pidfile);
 	gf_script_tag(tag);
-	line = gf_script_build(c, 2, 3, tag);
-	sc.line = line;
-	assert_int_equal(gf_host_run_local(NULL, &sc, 1, gf_monotime() + 1.5, NULL, &err), 0);
-	assert_true(sc.timed_out);
-	assert_int_equal(gf_script_parse(gf_buf_str(&sc.out), sc.out.len, tag, c, 2, &err), 0);
-	assert_false(c[0].ran);
-	assert_true(c[1].ran);
+	script = gf_script_build(c, 3, 1, tag);
+	sc.line = script;
+	assert_int_equal(gf_host_run_local(NULL, &sc, 1, gf_monotime() + 10, NULL, &err), 0);
+	/* The script ends before its time limit is past by much, not when the command would. */
+	assert_true(gf_monotime() - t0 < 2);
+	assert_false(sc.timed_out);
+	assert_int_equal(gf_script_parse(gf_buf_str(&sc.out), sc.out.len, tag, c, 3, &err), 0);
+	assert_true(c[0].ran && c[0].timed_out);
+	assert_int_equal(c[0].status, -1);
+	assert_true(c[1].ran && !c[1].timed_out);
+	assert_int_equal(c[1].status, 0);
 	assert_string_equal(gf_buf_str(&c[1].out), "quick\n");
+	assert_true(c[2].ran && c[2].timed_out); /* stopped by the TERM */
+	assert_string_equal(gf_buf_str(&c[2].out), "before\n");
+	/* The command that ignored TERM was killed, not left running. */
+	f = fopen(pidfile, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%d", &pid), 1);
+	fclose(f);
+	unlink(pidfile);
+	assert_true(pid > 0);
+	assert_true(gone((pid_t)pid, 5));
 	gf_remote_cmd_release(&sc);
-	free(line);
-	for (int i = 0; i < 2; i++)
+	free(script);
+	for (int i = 0; i < 3; i++)
 		gf_remote_cmd_release(&c[i]);
 }
 
@@ -149,8 +229,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(outputs_and_status),
+		cmocka_unit_test(env_lines_run_without_env),
 		cmocka_unit_test(hung_command_stopped_others_answer),
-		cmocka_unit_test(frames_come_as_commands_end),
+		cmocka_unit_test(command_ignoring_term_killed_others_answer),
 		cmocka_unit_test(flood_is_cut_at_the_bound),
 		cmocka_unit_test(login_noise_skipped_and_foreign_frames_refused),
 	};
