@@ -104,15 +104,20 @@ char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds
 		seconds = 0.1;
 	/*
 	 * The script ignores TERM. At the time limit the watchdog marks the round
-	 * late and sends TERM to the script's process group (sshd made the script
-	 * a session leader: that is every command and its children), then, for
-	 * a command that ignores TERM, ends the script's wait with USR1.
+	 * late and sends TERM to the script's process group (sshd makes the
+	 * script a session leader: that is every command and its children),
+	 * then, for a command that ignores TERM, ends the script's wait with
+	 * USR1. Only a group of the script's own (k, read from Linux's
+	 * /proc/PID/stat): under a login wrapper that did not exec it, the group
+	 * is the wrapper's too, and a command that hangs is then left running.
 	 */
 	gf_buf_addf(&s,
 		    "d=$(mktemp -d) || exit 97\ntrap 'rm -rf \"$d\"' EXIT\ncd \"$d\" || exit 97\n"
+		    "x=; { read x <\"/proc/$$/stat\"; } 2>/dev/null; x=\"${x##*) }\"; set -- $x; "
+		    "k=; [ \"$3\" != $$ ] || k=1\n"
 		    ": >t; ulimit -f %u; trap '' TERM; g=; trap g=1 USR1\n"
-		    "(trap - TERM; sleep %.2f; trap '' TERM; : >late; kill -TERM 0; sleep 0.2; "
-		    "kill -USR1 $$) </dev/null >/dev/null 2>&1 & w=$!\n",
+		    "(trap - TERM; sleep %.2f; trap '' TERM; : >late; [ -z \"$k\" ] || kill -TERM 0; "
+		    "sleep 0.2; kill -USR1 $$) </dev/null >/dev/null 2>&1 & w=$!\n",
 		    (unsigned)BLOCKS, seconds > 0.3 ? seconds - 0.15 : seconds / 2);
 	/*
 	 * Each command in a subshell that outlives a TERM to add "INDEX STATUS"
@@ -158,10 +163,14 @@ char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds
 	gf_buf_addf(&s, "printf '%s %%s %%s %%s %%s %%s\\n'", tag);
 	for (size_t i = 0; i < n; i++)
 		gf_buf_addf(&s, " %zu $s%zu $l $o%zu $e%zu", i, i, i, i);
-	/* A command still running (it ignored TERM) dies with the group once all is out. */
-	gf_buf_adds(&s, "\n[ -z \"$f\" ] || /bin/cat $f\n"
-			"[ -z \"$u\" ] || { cd /; rm -rf \"$d\"; kill -KILL 0; }\n"
-			"kill -TERM 0; exit 0\n");
+	/*
+	 * With a group of its own, a command still running (it ignored TERM) dies
+	 * with the group once all is out, and the watchdog's sleep with a TERM.
+	 */
+	gf_buf_adds(&s,
+		    "\n[ -z \"$f\" ] || /bin/cat $f\n"
+		    "[ -z \"$k\" ] || { [ -z \"$u\" ] || { cd /; rm -rf \"$d\"; kill -KILL 0; }; "
+		    "kill -TERM 0; }\nexit 0\n");
 	/* One command line for the login's shell, whatever it is: /bin/sh runs the script. */
 	gf_buf_adds(&line, "exec /bin/sh -c ");
 	add_quoted(&line, gf_buf_str(&s));

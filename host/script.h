@@ -23,8 +23,8 @@
  * GF_REMOTE_MAX_OUTPUT bytes (ulimit -f). Shortly before @seconds a
  * watchdog sends TERM to the script's process group (the host's sshd makes
  * the script a session leader; a local caller must give it a group of its
- * own), and a fifth of a second later stops the script's wait for a command
- * that ignored it. Then, with one wc and one cat for all, it prints for each
+ * own; in a group it does not lead, nothing is signalled), and a fifth of a
+ * second later stops the script's wait for a command that ignored it. Then, with one wc and one cat for all, it prints for each
  * command a line "TAG INDEX STATUS LATE OUTBYTES ERRBYTES" and the bytes of
  * both outputs: status 137 and no bytes for a command still running, which
  * the script then kills with its group. At the end it removes the directory.

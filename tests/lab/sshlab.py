@@ -792,8 +792,10 @@ exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
             'MaxStartups 1000:30:2000', 'LoginGraceTime 30', 'LogLevel VERBOSE',
         ] + self.sshd_options
         for i in members:
+            # exec: the command the client sent runs as the session's leader, as
+            # under an sshd without a ForceCommand (the login shell execs it)
             lines += ['Match LocalAddress %s' % self.addr(i),
-                      '\tForceCommand %s/enter' % self.node_dir(i)]
+                      '\tForceCommand exec %s/enter' % self.node_dir(i)]
         _write(os.path.join(d, 'sshd_config'), '\n'.join(lines) + '\n', 0o600)
 
     def write_known_hosts(self):

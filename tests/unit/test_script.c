@@ -192,6 +192,44 @@ static void command_ignoring_term_killed_others_answer(void **state)
 		gf_remote_cmd_release(&c[i]);
 }
 
+static void under_a_wrapper_its_group_is_left_alone(void **state)
+{
+	struct gf_remote_cmd c[2] = {
+		{.line = "sleep 3"},
+		{.line = "echo quick"},
+	};
+	char tag[GF_SCRIPT_TAG_SIZE];
+	struct gf_remote_cmd sc = {.max = gf_script_max_output(2) + 64};
+	struct gf_err err = {0};
+	struct gf_buf line = GF_BUF_INIT;
+	double t0 = gf_monotime();
+	char *script;
+
+	(void)state;
+	/*
+	 * A login wrapper that runs the script without exec: the script is not
+	 * its process group's leader, so it signals no group (the wrapper is in
+	 * it); it still stops waiting at the limit, and the wrapper goes on.
+	 */
+	gf_script_tag(tag);
+	script = gf_script_build(c, 2, 0.6, tag);
+	gf_buf_addf(&line, "(%s); echo wrapper-after", script);
+	sc.line = gf_buf_str(&line);
+	assert_int_equal(gf_host_run_local(NULL, &sc, 1, gf_monotime() + 10, NULL, &err), 0);
+	assert_true(gf_monotime() - t0 < 2.5);
+	assert_int_equal(sc.status, 0);
+	assert_int_equal(gf_script_parse(gf_buf_str(&sc.out), sc.out.len, tag, c, 2, &err), 0);
+	assert_true(c[0].ran && c[0].timed_out);
+	assert_string_equal(gf_buf_str(&c[1].out), "quick\n");
+	assert_true(sc.out.len > 14);
+	assert_string_equal(gf_buf_str(&sc.out) + sc.out.len - 14, "wrapper-after\n");
+	gf_remote_cmd_release(&sc);
+	gf_buf_release(&line);
+	free(script);
+	for (int i = 0; i < 2; i++)
+		gf_remote_cmd_release(&c[i]);
+}
+
 static void flood_is_cut_at_the_bound(void **state)
 {
 	struct gf_remote_cmd c[1] = {{.line = "head -c 20000000 /dev/zero"}};
@@ -232,6 +270,7 @@ int main(void)
 		cmocka_unit_test(env_lines_run_without_env),
 		cmocka_unit_test(hung_command_stopped_others_answer),
 		cmocka_unit_test(command_ignoring_term_killed_others_answer),
+		cmocka_unit_test(under_a_wrapper_its_group_is_left_alone),
 		cmocka_unit_test(flood_is_cut_at_the_bound),
 		cmocka_unit_test(login_noise_skipped_and_foreign_frames_refused),
 	};
