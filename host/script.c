@@ -146,8 +146,11 @@ char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds
 	 * ended is in t; what did not (u) has status 137 and no output, since it
 	 * may still write.
 	 */
-	gf_buf_adds(&s, "\n[ \"$g\" ] || kill -KILL $w\nl=0; [ -e late ] && l=1; u=; f=\n"
-			"while read i v; do case $i in");
+	gf_buf_adds(&s, "\n[ \"$g\" ] || kill -KILL $w\nl=0; [ -e late ] && l=1; u=; f=\n");
+	/* Not from the environment: a status is what t says. */
+	for (size_t i = 0; i < n; i++)
+		gf_buf_addf(&s, "s%zu=%s", i, i + 1 < n ? "; " : "\n");
+	gf_buf_adds(&s, "while read i v; do case $i in");
 	for (size_t i = 0; i < n; i++)
 		gf_buf_addf(&s, " %zu) s%zu=$v;;", i, i);
 	gf_buf_adds(&s, " esac; done <t\n");

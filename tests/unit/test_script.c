@@ -163,10 +163,13 @@ static void command_ignoring_term_killed_others_answer(void **state)
 	assert_true(fd >= 0);
 	close(fd);
 	snprintf(line, sizeof(line), "trap '' TERM; echo $$ >%s; exec sleep 30", pidfile);
+	/* A variable of the script's, set in the environment, is not taken for a status. */
+	setenv("s0", "0", 1);
 	gf_script_tag(tag);
 	script = gf_script_build(c, 3, 1, tag);
 	sc.line = script;
 	assert_int_equal(gf_host_run_local(NULL, &sc, 1, gf_monotime() + 10, NULL, &err), 0);
+	unsetenv("s0");
 	/* The script ends before its time limit is past by much, not when the command would. */
 	assert_true(gf_monotime() - t0 < 2);
 	assert_false(sc.timed_out);
