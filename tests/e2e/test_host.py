@@ -740,8 +740,10 @@ def tcp_aborts():
 
 
 def test_ctrl_c_tells_a_busy_server(gf):
-    """Ctrl-C while one command hangs and another streams output without end, so that
-    sshd always has data on its way to gpufleet: gpufleet sends its disconnect, stops
+    """Ctrl-C while one command hangs and the login streams output without end beside
+    the round's script (a command's own output goes to a file on the host since one
+    shell runs a round), so that sshd always has data on its way to gpufleet:
+    gpufleet sends its disconnect, stops
     writing and reads what sshd still sends until sshd closes (within a bound). Closing
     a socket with unread data resets the connection (the kernel counts it), and a busy
     sshd may meet the reset before it reads the disconnect: it then ends on a broken
@@ -749,7 +751,7 @@ def test_ctrl_c_tells_a_busy_server(gf):
     gpufleet run in a network namespace of their own, where the kernel's reset counters
     count their connections only (not what else the machine does meanwhile)."""
     workdir = tempfile.mkdtemp(prefix="gf-ssh-busy-")
-    busy = sshlab.SshLab(workdir, nodes=[dict(profile="hang", journal="trickle")],
+    busy = sshlab.SshLab(workdir, nodes=[dict(profile="hang", login="trickle")],
                          prefix=loopback(__name__, "ssh-hang"))
     with own_netns():
         try:
@@ -765,7 +767,7 @@ def test_ctrl_c_tells_a_busy_server(gf):
                 limit = time.monotonic() + 30
                 while not flood_pids(busy, 1) and time.monotonic() < limit:
                     time.sleep(0.02)
-                assert flood_pids(busy, 1), "the streaming journalctl never ran"
+                assert flood_pids(busy, 1), "the streaming login never ran"
                 before = tcp_aborts()
                 out, err, took = interrupt(p)
                 assert p.returncode == 130, (p.returncode, err)

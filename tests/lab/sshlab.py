@@ -767,13 +767,20 @@ exec /bin/uname "$@"
         # the logs are written by the login user
         for name in ('commands.log', 'calls.log', 'hang.pids', 'hang.conns', 'flood.pids'):
             _write(os.path.join(d, name), '', 0o666)
+        # a login that prints without end beside the command (a profile gone wrong), so
+        # that sshd always has output on its way (flood.pids: its PID, to stop it)
+        login = ''
+        if node.get('login') == 'trickle':
+            login = ("/usr/bin/python3 -c 'import sys, time\nline = b\"login: lab trickle \" * 1638 + "
+                     "b\"\\n\"\nwhile True:\n    sys.stdout.buffer.write(line)\n    sys.stdout.flush()\n"
+                     "    time.sleep(0.01)\n' trickle </dev/null 2>/dev/null &\necho $! >> '%s/flood.pids'\n" % d)
         # the ForceCommand: log the command, run it with only this node's tools on PATH
         _write(os.path.join(d, 'enter'), """#!/bin/sh
 printf '%%s\\n\\036\\n' "$SSH_ORIGINAL_COMMAND" >> '%s/commands.log'
-PATH='%s/bin:%s/sysbin'
+%sPATH='%s/bin:%s/sysbin'
 export PATH
 exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
-""" % (d, d, self.dir), 0o755)
+""" % (d, login, d, self.dir), 0o755)
 
     def _sshd_config(self, k, members):
         d = os.path.join(self.dir, 'sshd%d' % k)
