@@ -35,6 +35,10 @@ for path in sys.argv[2:]:
             json.dump(res, f)
 PY
 cp tests/data/gpu-node-outputs/*.txt tests/data/gpu-node-outputs/*.json "$work/hostfacts/" 2>/dev/null || true
+# A round's answer (host/script.c): the first byte picks how many commands (1 + byte % 13).
+printf '\001motd\n@gf1-0123456789abcdef 0 0 0 3 2\n@gf1-0123456789abcdef 1 143 1 0 0\nhi\ner' \
+	>"$work/hostfacts/frames-2"
+printf '\000@gf1-0123456789abcdef 0 137 1 0 0\n' >"$work/hostfacts/frames-1"
 printf 'name,bmc,protocol\nn1,127.0.0.1:623,ipmi\n' >"$work/nodes_csv/1.csv"
 printf 'name,bmc,host,protocol,profile\n"a,b",[::1]:443,h1,redfish,p\nn[1-3],10.0.0.1,,auto,\n' \
 	>"$work/nodes_csv/2.csv"

@@ -263,12 +263,13 @@ int gf_script_parse(const char *out, size_t len, const char *tag, struct gf_remo
 		keep(c, &c->err, p + olen[i], (size_t)elen[i]);
 		p += olen[i] + elen[i];
 	}
+out:
+	/* What did not come (or came wrong) did not run, whatever its header said. */
 	for (size_t i = 0; i < n; i++)
 		if (!cmds[i].ran) {
 			cmds[i].timed_out = false;
 			cmds[i].status = 0;
 		}
-out:
 	free(olen);
 	free(elen);
 	return rc;

@@ -3,7 +3,9 @@
  * it is, then the input is cut at 0xff bytes into the outputs of the
  * commands (the first byte of each piece picks its exit status and whether
  * it timed out) and assembled into facts, whose JSON must be valid and
- * consistent with them. Seeds: tests/data/gpu-node-outputs.
+ * consistent with them. The input is also read as a remote shell's answer
+ * to a round's script (host/script.c): its frames, however malformed, are
+ * taken within their bounds or refused. Seeds: tests/data/gpu-node-outputs.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 
 #include "host/facts.h"
 #include "host/hostfacts.h"
+#include "host/script.h"
 #include "lib/buf.h"
 #include "tests/fuzz/worker.h"
 
@@ -122,6 +125,32 @@ static void assemble(const uint8_t *data, size_t size)
 		free(pieces[c]);
 }
 
+/* The input as what a host printed for a round of 1 to GF_HC_COUNT commands (its first byte). */
+static void frames(const uint8_t *data, size_t size)
+{
+	static const char tag[] = "@gf1-0123456789abcdef";
+	struct gf_remote_cmd cmds[GF_HC_COUNT];
+	size_t n = size ? 1 + data[0] % GF_HC_COUNT : 1;
+	struct gf_err err = {0};
+	int rc;
+
+	memset(cmds, 0, sizeof(cmds));
+	rc = gf_script_parse(size ? (const char *)data + 1 : "", size ? size - 1 : 0, tag, cmds, n,
+			     &err);
+	if (rc != 0 && (rc != GF_E_NODE || err.kind != GF_EK_PROTOCOL || !err.msg[0]))
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		const struct gf_remote_cmd *c = &cmds[i];
+
+		if (c->out.len > GF_REMOTE_MAX_OUTPUT || c->err.len > GF_REMOTE_MAX_OUTPUT ||
+		    c->out.len + c->err.len > size || (!c->ran && (c->timed_out || c->out.len)) ||
+		    (c->timed_out && c->status != -1))
+			abort();
+	}
+	for (size_t i = 0; i < n; i++)
+		gf_remote_cmd_release(&cmds[i]);
+}
+
 static void fuzz_input(const uint8_t *data, size_t size)
 {
 	char *text = gf_xstrndup((const char *)data, size);
@@ -129,4 +158,5 @@ static void fuzz_input(const uint8_t *data, size_t size)
 	parsers(text);
 	free(text);
 	assemble(data, size);
+	frames(data, size);
 }

@@ -260,6 +260,17 @@ static void login_noise_skipped_and_foreign_frames_refused(void **state)
 	assert_int_equal(gf_script_parse(longer, sizeof(longer) - 1, tag, c, 1, &err), 0);
 	assert_false(c[0].ran);
 	assert_int_equal(gf_script_parse(other, sizeof(other) - 1, tag, c, 1, &err), GF_E_NODE);
+	/* A header and then something else: refused, and the header is not taken. */
+	{
+		const char half[] = "@gf1-0123456789abcdef 0 143 1 0 0\ngarbage\n";
+		struct gf_remote_cmd two[2] = {{.line = "x"}, {.line = "y"}};
+
+		assert_int_equal(gf_script_parse(half, sizeof(half) - 1, tag, two, 2, &err),
+				 GF_E_NODE);
+		assert_false(two[0].ran || two[0].timed_out);
+		for (int i = 0; i < 2; i++)
+			gf_remote_cmd_release(&two[i]);
+	}
 	/* Nothing of ours at all: no command ran. */
 	assert_int_equal(gf_script_parse("motd\n", 5, tag, c, 1, &err), 0);
 	assert_false(c[0].ran);
