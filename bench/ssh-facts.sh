@@ -3,8 +3,9 @@
 # OpenSSH sshd instances (tests/lab/sshlab.py, 127.33.10.0/24 and up) vs, in
 # the same run, `xargs -P 64 ssh` running the same commands on the same hosts
 # (one ssh per host, the commands joined in one remote shell, each followed
-# by its exit status, as a script would do it). Prints medians and the ratio
-# gpufleet / ssh. Needs sshd, ssh, hyperfine and a built tree.
+# by its exit status, as a script would do it). Prints the SSH sessions one
+# gpufleet run cost each host (sshd's, from the lab's logs), medians and the
+# ratio gpufleet / ssh. Needs sshd, ssh, hyperfine and a built tree.
 set -euo pipefail
 
 n=${1:-200}
@@ -54,8 +55,20 @@ exec ssh -q -o BatchMode=yes -o IdentitiesOnly=yes -i '$key' -o UserKnownHostsFi
 EOF
 chmod +x "$work/ssh-one"
 
-# Sanity: both see every host, and every command answered.
+# Sanity: both see every host, and every command answered; and how many SSH sessions
+# gpufleet's run cost each host (what sshd ran, from the lab's per-host command logs).
+/usr/bin/python3 - "$work/lab" <<'PY'
+import glob, os, sys
+for f in glob.glob(os.path.join(sys.argv[1], 'hosts', '*', 'commands.log')):
+    open(f, 'w').close()
+PY
 ok=$("$gf" host @bench --format ndjson --no-progress --timeout 60 | grep -c '"state":"ok"' || true)
+/usr/bin/python3 - "$work/lab" <<'PY'
+import glob, os, sys
+n = [open(f, encoding='utf-8', errors='replace').read().count('\n\x1e\n')
+     for f in glob.glob(os.path.join(sys.argv[1], 'hosts', '*', 'commands.log'))]
+print('gpufleet: SSH sessions per host in one run: min %d, max %d, over %d hosts' % (min(n), max(n), len(n)))
+PY
 ref=$(xargs -P "$fan" -n 1 "$work/ssh-one" < "$work/addrs" 2>/dev/null | grep -c '^@@ ' || true)
 echo "sanity: gpufleet $ok/$n hosts ok; ssh: $ref of $((n * 10)) commands ran"
 [ "$ok" -eq "$n" ] && [ "$ref" -eq $((n * 10)) ] || { echo "sanity check failed" >&2; exit 1; }
