@@ -124,12 +124,13 @@ char *gf_script_build(const struct gf_remote_cmd *cmds, size_t n, double seconds
 	 * to t (one short append: lines do not mix).
 	 */
 	for (size_t i = 0; i < n; i++) {
-		const char *l = cmds[i].line, *env = simple(l) ? env_words(l) : NULL;
+		const char *l = cmds[i].line, *env = NULL;
+		bool plain = simple(l);
 
+		if (plain && (env = env_words(l)))
+			l = env;
 		gf_buf_adds(&s, "(trap : TERM; ");
-		if (env) {
-			gf_buf_adds(&s, env);
-		} else if (simple(l)) {
+		if (plain) {
 			gf_buf_adds(&s, l);
 		} else {
 			gf_buf_adds(&s, "/bin/sh -c ");

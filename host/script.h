@@ -24,10 +24,12 @@
  * watchdog sends TERM to the script's process group (the host's sshd makes
  * the script a session leader; a local caller must give it a group of its
  * own; in a group it does not lead, nothing is signalled), and a fifth of a
- * second later stops the script's wait for a command that ignored it. Then, with one wc and one cat for all, it prints for each
- * command a line "TAG INDEX STATUS LATE OUTBYTES ERRBYTES" and the bytes of
- * both outputs: status 137 and no bytes for a command still running, which
- * the script then kills with its group. At the end it removes the directory.
+ * second later stops the script's wait for a command that ignored it. Then,
+ * with one wc and one cat for all, it prints a line "TAG INDEX STATUS LATE
+ * OUTBYTES ERRBYTES" for each command, in order, and after them the bytes
+ * of both outputs of each command, in the same order: status 137 and no
+ * bytes for a command still running, which the script then kills with its
+ * group. At the end it removes the directory.
  * @tag: GF_SCRIPT_TAG_SIZE - 1 characters from gf_script_tag(). The text is
  * a single command line for exec. Caller frees.
  */

@@ -240,6 +240,7 @@ def test_command_ignoring_term_is_killed_and_the_others_answer(gf):
             time.sleep(0.02)
         assert not any(map(alive, pids)), pids           # killed, not left running
     finally:
+        sshlab.kill_hung(hard.dir)                       # by PID, had the script not
         hard.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
