@@ -144,6 +144,7 @@ int cli_bmc_fanout(struct cli_bmc_run *run)
 	f.keep = run->keep;
 	if (!run->keep && !run->close_at_once)
 		gf_fanout_later(&f, &run->later);
+	f.reads_power = run->reads_power;
 	f.exec.batch = run->batch;
 	f.exec.interval = run->interval;
 	if (run->timeout > 0)

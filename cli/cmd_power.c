@@ -182,6 +182,7 @@ static int power_run(struct gf_cli *cli, const struct cli_subverb *sv, void *ud,
 		.action = sub->status ? NULL : sv->name,
 		.audit = sub->status ? NULL : what,
 		.opts = sub->status ? &cli_bmc_one_read : NULL, /* its Systems, expanded */
+		.reads_power = sub->status,
 	};
 	rc = cli_bmc_fanout(&run);
 out:

@@ -236,6 +236,8 @@ static bool no_ping(const void *ud, size_t i)
 {
 	const struct gf_fanout *f = ud;
 
+	if (f->served && f->served[i])
+		return true; /* the power loop read it: nothing left to wait for */
 	if (kept(f, i) && f->keep->sess[i])
 		return true; /* its session is open: the op tells whether the BMC answers */
 	return f->may_be_restarting && f->may_be_restarting(f->ctx, &f->nodes[i]);
@@ -283,6 +285,66 @@ static void done(void *ud, size_t i, const struct gf_result *slot)
 
 	if (f->hooks.done)
 		f->hooks.done(f->hooks.ud, i, slot);
+}
+
+/* ---- the power loop (reads_power) ------------------------------------------------- */
+
+struct power_loop {
+	struct gf_fanout *f;
+	struct gf_exec_ctl *c;
+};
+
+static void power_done(void *ud, size_t i, int rc, enum gf_power p, const struct gf_err *err)
+{
+	struct power_loop *l = ud;
+	struct gf_fanout *f = l->f;
+	struct gf_result *slot = &f->slots[i];
+
+	if (rc == GF_POWER_AGAIN)
+		return; /* a worker runs the op */
+	slot_start(f, slot);
+	if (rc == 0) {
+		json_object_set_new(slot->data, "power", json_string(gf_power_name(p)));
+		slot->ok = true;
+	} else {
+		gf_result_fail(slot, err);
+	}
+	f->served[i] = true;
+	gf_exec_inline_done(l->c, i);
+}
+
+/* The backend that reads every node's power state on this thread, NULL: none does. */
+static const struct gf_backend *power_loop_backend(const struct gf_fanout *f)
+{
+	const struct gf_backend *be = f->n ? f->nodes[0].protocol : NULL;
+
+	if (!f->reads_power || f->mode != GF_FANOUT_ONCE || f->side.task || f->keep ||
+	    f->may_be_restarting || f->backend || f->exec.batch || !be || !be->power_get_many)
+		return NULL;
+	for (size_t i = 0; i < f->n; i++)
+		if (f->nodes[i].protocol != be || !f->nodes[i].bmc)
+			return NULL; /* a mixed run: every node on the workers, at once */
+	return be;
+}
+
+/* On the calling thread, before any worker (gf_exec_inline). */
+static void power_loop_run(void *ud, struct gf_exec_ctl *c)
+{
+	struct gf_fanout *f = ud;
+	const struct gf_backend *be = power_loop_backend(f);
+	struct power_loop l = {.f = f, .c = c};
+	struct gf_bmc_target *t;
+	double deadline = gf_monotime() + f->exec.timeout;
+
+	t = gf_xcalloc(f->n, sizeof(*t));
+	for (size_t i = 0; i < f->n; i++) {
+		gf_bmc_target_of(&f->bmc, i, deadline, &t[i]);
+		if (!be->power_many_takes(&t[i]))
+			goto out; /* all or none, as above */
+	}
+	be->power_get_many(t, f->n, f->exec.fanout, power_done, &l);
+out:
+	free(t);
 }
 
 /* ---- pins ------------------------------------------------------------------------ */
@@ -383,6 +445,7 @@ int gf_fanout_run(struct gf_fanout *f, struct gf_err *err)
 		.start = gate_begin,
 		.ud = f,
 	};
+	struct gf_exec_inline inl = {.run = power_loop_run, .ud = f};
 	struct gf_exec_opts eo = f->exec;
 	int rc;
 
@@ -411,7 +474,13 @@ int gf_fanout_run(struct gf_fanout *f, struct gf_err *err)
 		eo.fanout = (unsigned)f->n;
 	/* Staggered runs (power on --batch) start nodes late on purpose: no ping. */
 	eo.gate = !eo.batch && f->mode != GF_FANOUT_STREAM ? &gate : NULL;
+	if (power_loop_backend(f)) {
+		f->served = gf_xcalloc(f->n, sizeof(*f->served));
+		eo.inl = &inl;
+	}
 	rc = gf_exec_run(&eo, f->n, task, f, f->slots, done, f, err);
+	free(f->served);
+	f->served = NULL;
 	gf_bmc_gate_stop(f->gate);
 	f->gate = NULL;
 	if (f->hooks.finish)

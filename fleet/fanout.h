@@ -164,6 +164,16 @@ struct gf_fanout {
 	 */
 	struct gf_fanout_keep *later;
 	/*
+	 * The op only reads the power state into slot->data "power" (power
+	 * status): when every node's backend can read all of them on the
+	 * calling thread (gf_backend.power_get_many: one event loop, where a
+	 * session takes a worker), the frame does that instead of the op, and
+	 * sets "power" itself; a node the loop hands back runs the op on a
+	 * worker afterwards, as any other. Not with a side part, kept
+	 * sessions, staggering or restarting BMCs.
+	 */
+	bool reads_power;
+	/*
 	 * The caller's hooks, each NULL for none, all called on the calling
 	 * thread with @ud. A hook's non-zero return is a code of the caller's
 	 * own (cli: an exit code, already printed), > 0.
@@ -205,6 +215,7 @@ struct gf_fanout {
 	struct gf_pins pins;
 	struct gf_bmc_run bmc;
 	struct gf_bmc_gate *gate;
+	bool *served; /* per node: read by the power loop (reads_power), not pinged again */
 };
 
 /*

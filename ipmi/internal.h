@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/socket.h>
+
 #include <freeipmi/freeipmi.h>
 
 #include "lib/backend.h"
@@ -120,6 +122,34 @@ enum gf_ipmi_fallback gf_ipmi_fallback_verdict(bool definite, int listed);
  * numeric address by the deadline (ipmi.c); GF_E_NODE otherwise.
  */
 int gf_ipmi_host_arg(const struct gf_bmc_target *t, char *buf, size_t size, struct gf_err *err);
+
+/* ---- the UDP side the fleet ping (ping.c) and the power loop (batch.c) share ---- */
+
+/* @t's address and port (623 unless given) when its host is numeric: nothing resolved. */
+bool gf_ipmi_numeric_addr(const struct gf_bmc_target *t, struct sockaddr_storage *sa,
+			  socklen_t *len);
+/* Order of addresses (family, address, port): sockaddr bytes compared field by field. */
+int gf_ipmi_addr_cmp(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
+/* A received peer address as gf_ipmi_numeric_addr() would have made it (IPv6: no zone, no flow). */
+void gf_ipmi_addr_norm(struct sockaddr_storage *sa);
+/* A non-blocking datagram socket of @family with room for a burst of answers; -1: none. */
+int gf_ipmi_udp_socket(int family);
+/* The time between two pings (and retransmissions) of a run of @timeout seconds: 0.2-1 s. */
+double gf_ipmi_ping_interval(double timeout);
+
+/* Does a recent session remember that @t's BMC lacks suite 17 (ipmi.c)? */
+bool gf_ipmi_memo_fallback(const struct gf_bmc_target *t);
+/* Remember (or forget) that @t's BMC lacks suite 17, for a week (ipmi.c). */
+void gf_ipmi_memo_set(const struct gf_bmc_target *t, bool fallback);
+/* GF_E_NODE: suite 3 not used after 17's malformed refusal (verdict REFUSE). */
+int gf_ipmi_fallback_refused(const char *node, int listed, struct gf_err *err);
+/* libgcrypt set up for RMCP+, once per process (ipmi.c); false: it could not be. */
+bool gf_ipmi_crypt_ready(void);
+
+/* The power loop (batch.c): gf_ipmi_backend's power_many_takes and power_get_many. */
+bool gf_ipmi_power_many_takes(const struct gf_bmc_target *t);
+void gf_ipmi_power_get_many(const struct gf_bmc_target *t, size_t n, unsigned fanout,
+			    gf_power_done done, void *ud);
 
 /* The console of the IPMI backend: Serial over LAN through libipmiconsole (console.c). */
 extern const struct gf_console_ops gf_ipmi_console_ops;

@@ -99,6 +99,12 @@ static void crypt_init(void)
 	crypt_rc = ipmi_rmcpplus_init();
 }
 
+bool gf_ipmi_crypt_ready(void)
+{
+	pthread_once(&crypt_once, crypt_init);
+	return crypt_rc >= 0;
+}
+
 /*
  * "host", "host:port" or "[v6]:port", the forms FreeIPMI's parser takes, of
  * @t's host resolved to a numeric address by the deadline.
@@ -215,7 +221,7 @@ static bool memo_path(const struct gf_bmc_target *t, char *buf, size_t size)
 	return n > 0 && (size_t)n < size;
 }
 
-static bool memo_says_fallback(const struct gf_bmc_target *t)
+bool gf_ipmi_memo_fallback(const struct gf_bmc_target *t)
 {
 	char path[4096];
 	struct stat st;
@@ -225,7 +231,7 @@ static bool memo_says_fallback(const struct gf_bmc_target *t)
 	return time(NULL) - st.st_mtime < CIPHER_MEMO_SECONDS;
 }
 
-static void memo_set(const struct gf_bmc_target *t, bool fallback)
+void gf_ipmi_memo_set(const struct gf_bmc_target *t, bool fallback)
 {
 	char path[4096];
 	int fd;
@@ -444,6 +450,16 @@ static int open_bounded(struct ipmi_session *s, const struct gf_bmc_target *t, c
 	return 0;
 }
 
+int gf_ipmi_fallback_refused(const char *node, int listed, struct gf_err *err)
+{
+	return gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
+			  "bmc '%s' answered cipher suite 17 with a malformed reply, and %s: "
+			  "not falling back to suite 3 (ipmi_cipher_suite = 3 in the profile "
+			  "chooses it)",
+			  node,
+			  listed > 0 ? "lists suite 17" : "its cipher suite list could not be read");
+}
+
 static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct gf_err *err)
 {
 	const struct gf_profile *p = t->prof;
@@ -467,7 +483,7 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 	wflags = ip.workaround_flags;
 	cipher = p->ipmi_v15 ? -1 : ip.cipher_suite < 0 ? CIPHER_DEFAULT : ip.cipher_suite;
 	fallback = !p->ipmi_v15 && ip.cipher_suite < 0;
-	memo = fallback && memo_says_fallback(t);
+	memo = fallback && gf_ipmi_memo_fallback(t);
 	if (p->bmc_user && strlen(p->bmc_user) > IPMI_MAX_USER_NAME_LENGTH)
 		return gf_err_set(err, GF_E_NODE, GF_EK_AUTH,
 				  "user name of profile '%s' is longer than ipmi allows (%d bytes)",
@@ -477,8 +493,7 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 				  "password of profile '%s' is longer than ipmi %s allows (%zu bytes)",
 				  p->name ? p->name : "default", p->ipmi_v15 ? "1.5" : "2.0",
 				  pw_max);
-	pthread_once(&crypt_once, crypt_init);
-	if (crypt_rc < 0)
+	if (!gf_ipmi_crypt_ready())
 		return gf_err_set(err, GF_E_NODE, GF_EK_INTERNAL,
 				  "the rmcp+ crypto library could not be set up");
 
@@ -513,7 +528,7 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 		if (memo && cipher == CIPHER_FALLBACK && cipher_refused(ipmi_ctx_errnum(s->ctx))) {
 			/* The memo is stale: this BMC now wants something else. */
 			memo = false;
-			memo_set(t, false);
+			gf_ipmi_memo_set(t, false);
 			cipher = CIPHER_DEFAULT;
 			continue;
 		}
@@ -532,16 +547,10 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 		int listed = lists_suite(s->ctx, CIPHER_DEFAULT, t->deadline);
 
 		switch (gf_ipmi_fallback_verdict(definite, listed)) {
-		case GF_IPMI_FALLBACK_MEMO: memo_set(t, true); break;
+		case GF_IPMI_FALLBACK_MEMO: gf_ipmi_memo_set(t, true); break;
 		case GF_IPMI_FALLBACK_USE: break;
 		case GF_IPMI_FALLBACK_REFUSE:
-			rc = gf_err_set(err, GF_E_NODE, GF_EK_PROTOCOL,
-					"bmc '%s' answered cipher suite 17 with a malformed reply, and %s: "
-					"not falling back to suite 3 (ipmi_cipher_suite = 3 in the "
-					"profile chooses it)",
-					node,
-					listed > 0 ? "lists suite 17"
-						   : "its cipher suite list could not be read");
+			rc = gf_ipmi_fallback_refused(node, listed, err);
 			goto fail;
 		}
 	}
@@ -929,6 +938,8 @@ const struct gf_backend gf_ipmi_backend = {
 	.rearm = ipmi_rearm,
 	.close = ipmi_close,
 	.power_get = ipmi_power_get,
+	.power_many_takes = gf_ipmi_power_many_takes,
+	.power_get_many = gf_ipmi_power_get_many,
 	.power_set = ipmi_power_set,
 	.sensors = ipmi_sensors,
 	.sel_list = ipmi_sel_list,

@@ -6,6 +6,7 @@
  * session that follows decides); datagrams from anywhere else are dropped.
  */
 #include "ipmi/ping.h"
+#include "ipmi/internal.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -119,8 +120,7 @@ struct gf_ping {
 	bool done;
 };
 
-/* Order of addresses (family, address, port): sockaddr bytes compared field by field. */
-static int addr_cmp(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+int gf_ipmi_addr_cmp(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
 	if (a->ss_family != b->ss_family)
 		return a->ss_family < b->ss_family ? -1 : 1;
@@ -142,11 +142,11 @@ static int addr_cmp(const struct sockaddr_storage *a, const struct sockaddr_stor
 
 static int entry_cmp(const void *a, const void *b)
 {
-	return addr_cmp(&((const struct entry *)a)->sa, &((const struct entry *)b)->sa);
+	return gf_ipmi_addr_cmp(&((const struct entry *)a)->sa, &((const struct entry *)b)->sa);
 }
 
-/* @t's address if it is numeric (no name resolution: that is unbounded). */
-static bool numeric_addr(const struct gf_bmc_target *t, struct target *ret)
+bool gf_ipmi_numeric_addr(const struct gf_bmc_target *t, struct sockaddr_storage *sa,
+			  socklen_t *len)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM,
 				 .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
@@ -160,18 +160,26 @@ static bool numeric_addr(const struct gf_bmc_target *t, struct target *ret)
 	if (getaddrinfo(t->host, port, &hints, &res) != 0)
 		return false;
 	if (res && (res->ai_family == AF_INET || res->ai_family == AF_INET6) &&
-	    res->ai_addrlen <= sizeof(ret->sa)) {
-		memset(&ret->sa, 0, sizeof(ret->sa));
-		memcpy(&ret->sa, res->ai_addr, res->ai_addrlen);
-		ret->len = res->ai_addrlen;
-		ret->fam = res->ai_family == AF_INET ? 0 : 1;
+	    res->ai_addrlen <= sizeof(*sa)) {
+		memset(sa, 0, sizeof(*sa));
+		memcpy(sa, res->ai_addr, res->ai_addrlen);
+		*len = res->ai_addrlen;
 		ok = true;
 	}
 	freeaddrinfo(res);
 	return ok;
 }
 
-static int open_socket(int family)
+/* @t's address if it is numeric (no name resolution: that is unbounded). */
+static bool numeric_addr(const struct gf_bmc_target *t, struct target *ret)
+{
+	if (!gf_ipmi_numeric_addr(t, &ret->sa, &ret->len))
+		return false;
+	ret->fam = ret->sa.ss_family == AF_INET ? 0 : 1;
+	return true;
+}
+
+int gf_ipmi_udp_socket(int family)
 {
 	int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int buf = 1 << 20;
@@ -180,6 +188,22 @@ static int open_socket(int family)
 	if (fd >= 0)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	return fd;
+}
+
+void gf_ipmi_addr_norm(struct sockaddr_storage *sa)
+{
+	if (sa->ss_family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (void *)sa;
+
+		if (!IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr))
+			s6->sin6_scope_id = 0; /* as a numeric address without a zone has it */
+		s6->sin6_flowinfo = 0;
+	}
+}
+
+double gf_ipmi_ping_interval(double timeout)
+{
+	return timeout / 6 < 0.2 ? 0.2 : timeout / 6 > 1.0 ? 1.0 : timeout / 6;
 }
 
 /* Mark every pinged target at @sa answered; true when one was still waiting. */
@@ -191,13 +215,13 @@ static bool answered(struct gf_ping *p, const struct sockaddr_storage *sa)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (addr_cmp(&p->order[mid].sa, sa) < 0)
+		if (gf_ipmi_addr_cmp(&p->order[mid].sa, sa) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	/* Two nodes may share one BMC address and port: all of them answered. */
-	for (; lo < p->norder && addr_cmp(&p->order[lo].sa, sa) == 0; lo++) {
+	for (; lo < p->norder && gf_ipmi_addr_cmp(&p->order[lo].sa, sa) == 0; lo++) {
 		int was = GF_PING_WAITING;
 
 		fresh = atomic_compare_exchange_strong(&p->t[p->order[lo].j].state, &was,
@@ -222,14 +246,7 @@ static size_t receive(struct gf_ping *p, int fd)
 		got = recvfrom(fd, d, sizeof(d), MSG_TRUNC, (struct sockaddr *)&sa, &len);
 		if (got < 0)
 			break; /* EAGAIN: all read; anything else: the next wake-up tries again */
-		if (sa.ss_family == AF_INET6) {
-			struct sockaddr_in6 *s6 = (void *)&sa;
-
-			if (!IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr))
-				s6->sin6_scope_id =
-					0; /* as a numeric address without a zone has it */
-			s6->sin6_flowinfo = 0;
-		}
+		gf_ipmi_addr_norm(&sa);
 		/* A valid answer or not (the session decides), it came from the BMC's address and port. */
 		if (answered(p, &sa))
 			fresh++;
@@ -354,7 +371,7 @@ static int ping_start(const struct gf_bmc_target *t, size_t n, double timeout, s
 			continue;
 		}
 		if (p->fd[x->fam] < 0)
-			p->fd[x->fam] = open_socket(x->fam == 0 ? AF_INET : AF_INET6);
+			p->fd[x->fam] = gf_ipmi_udp_socket(x->fam == 0 ? AF_INET : AF_INET6);
 		if (p->fd[x->fam] < 0) {
 			x->fam = -1;
 			atomic_init(&x->state, GF_PING_SKIPPED); /* no socket: the normal path */
@@ -371,7 +388,7 @@ static int ping_start(const struct gf_bmc_target *t, size_t n, double timeout, s
 	p->start = gf_monotime();
 	p->end = p->start + timeout;
 	/* A sixth of the deadline between rounds, within 0.2-1 s: lossy links get several. */
-	p->interval = timeout / 6 < 0.2 ? 0.2 : timeout / 6 > 1.0 ? 1.0 : timeout / 6;
+	p->interval = gf_ipmi_ping_interval(timeout);
 	atomic_init(&p->stop, false);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, GF_THREAD_STACK);

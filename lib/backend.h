@@ -27,6 +27,15 @@ enum gf_power_op {
 	GF_POWER_OP_NMI,   /* diagnostic interrupt */
 };
 
+/*
+ * One target of a backend's power_get_many done: @rc 0 with its state in
+ * @p, < 0 with @err, or GF_POWER_AGAIN: not for that loop after all (it
+ * sent nothing a login could fail on): the usual session reads it.
+ */
+#define GF_POWER_AGAIN 1
+typedef void (*gf_power_done)(void *ud, size_t j, int rc, enum gf_power p,
+			      const struct gf_err *err);
+
 const char *gf_power_name(enum gf_power p);        /* "on", "off", "unknown" */
 const char *gf_power_op_name(enum gf_power_op op); /* "on", "off", "cycle", ... */
 
@@ -249,6 +258,18 @@ struct gf_backend {
 	 */
 	bool close_later;
 	int (*power_get)(void *session, enum gf_power *ret, struct gf_err *err);
+	/*
+	 * The power state of many BMCs on the calling thread: one event loop
+	 * for all their sessions, where open/power_get/close take a thread
+	 * each. NULL: none. power_many_takes: can it read @t (else the node
+	 * goes through open, power_get and close on a worker)?
+	 * power_get_many: reads @t[0..n-1] (each taken), at most @fanout
+	 * sessions at once, and calls @done on this thread for each target
+	 * as it ends; it returns once every session it opened is closed.
+	 */
+	bool (*power_many_takes)(const struct gf_bmc_target *t);
+	void (*power_get_many)(const struct gf_bmc_target *t, size_t n, unsigned fanout,
+			       gf_power_done done, void *ud);
 	int (*power_set)(void *session, enum gf_power_op op, struct gf_err *err);
 	/* Boot override: what the BMC holds now; set, then the caller reads it back. */
 	int (*boot_get)(void *session, struct gf_boot *ret, struct gf_err *err);

@@ -40,6 +40,27 @@ struct gf_exec_gate {
 	void *ud;
 };
 
+/*
+ * Work the calling thread does itself before any worker starts: one event
+ * loop that serves many nodes at once (the IPMI power status of a fleet),
+ * where a thread per node would cost more than the work. @run is called by
+ * gf_exec_run() once Ctrl-C is caught, before the gate starts, with every
+ * slot initialised; it fills the slots of the nodes it serves and calls
+ * gf_exec_inline_done() for each as it ends (done is called then, on this
+ * thread). The nodes it did not finish run on workers once it returns, as
+ * without it, but by the run's deadline (its start + timeout): a node the
+ * loop handed back has had part of its time. Not with parts or batching.
+ */
+struct gf_exec_ctl; /* the run in progress, opaque */
+
+struct gf_exec_inline {
+	void (*run)(void *ud, struct gf_exec_ctl *c);
+	void *ud;
+};
+
+/* Node @i's slot is filled: it is done (one attempt), no worker runs it. */
+void gf_exec_inline_done(struct gf_exec_ctl *c, size_t i);
+
 struct gf_exec_opts {
 	unsigned fanout;   /* concurrent nodes, >= 1 */
 	unsigned parts;    /* tasks per node, run at once (0: one); see gf_exec_run() */
@@ -50,6 +71,7 @@ struct gf_exec_opts {
 	size_t stack_size; /* worker stack, 0: GF_THREAD_STACK (lib/util.h) */
 	const struct gf_exec_gate
 		*gate; /* NULL: every node is taken in order (no batching with one) */
+	const struct gf_exec_inline *inl; /* NULL: every node on a worker */
 };
 
 /*

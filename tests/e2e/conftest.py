@@ -45,6 +45,8 @@ LOOPBACK = {
     ("test_terminal_fit_and_problems", "dead"): "127.56.2",  # nothing listens
     ("test_ctrl_c_in_flight", "ipmi"): "127.56.10",
     ("test_ctrl_c_in_flight", "relay"): "127.56.11",          # UDP relays in front of them
+    ("test_power_loop", "ipmi"): "127.57.1",
+    ("test_power_loop", "relay"): "127.57.2",               # relays counting, a hostile BMC
     # Redfish emulator BMCs
     ("test_redfish", "redfish"): "127.32.1",
     ("test_hostile", "redfish"): "127.32.10",

@@ -447,6 +447,85 @@ static void empty(void **state)
 	assert_int_equal(gf_exec_run(&o, 0, task, NULL, NULL, NULL, NULL, NULL), 0);
 }
 
+/* ---- the inline run: nodes served on the calling thread, the rest on workers ---- */
+
+struct inl_ctx {
+	struct gf_result *slots;
+	pthread_t caller;
+	bool on_caller; /* the run was called on the calling thread */
+	double sleep_s; /* it takes this long */
+	size_t n, step;  /* serves nodes 0, step, 2 * step... of n */
+};
+
+static void inl_run(void *ud, struct gf_exec_ctl *c)
+{
+	struct inl_ctx *x = ud;
+
+	x->on_caller = pthread_equal(pthread_self(), x->caller);
+	usleep((useconds_t)(x->sleep_s * 1e6));
+	for (size_t i = 0; i < x->n; i += x->step) {
+		x->slots[i].ok = true;
+		x->slots[i].data = json_pack("{s:s}", "by", "loop");
+		gf_exec_inline_done(c, i);
+		gf_exec_inline_done(c, i); /* twice: counted once */
+	}
+}
+
+static void inline_serves_and_hands_back(void **state)
+{
+	struct ctx c = {.fail_first = -1};
+	struct seen s = {0};
+	struct gf_result slots[6];
+	/* Serves the even nodes; hands the odd ones back. */
+	struct inl_ctx x = {
+		.slots = slots, .caller = pthread_self(), .sleep_s = 0.3, .n = 6, .step = 2};
+	struct gf_exec_inline inl = {.run = inl_run, .ud = &x};
+	struct gf_exec_opts o = {.fanout = 4, .timeout = 1.0, .inl = &inl};
+	struct gf_err err = {0};
+	double t0 = gf_monotime();
+
+	(void)state;
+	assert_int_equal(gf_exec_run(&o, 6, task, &c, slots, done, &s, &err), 0);
+	assert_true(x.on_caller);
+	assert_int_equal(s.n, 6); /* each node done once */
+	for (int i = 0; i < 6; i++) {
+		assert_true(slots[i].ok);
+		assert_int_equal(slots[i].attempts, 1);
+		/* Served nodes never reach a worker; the others run there once. */
+		assert_int_equal(atomic_load(&c.calls[i]), i % 2 ? 1 : 0);
+		assert_non_null(json_object_get(slots[i].data, i % 2 ? "i" : "by"));
+	}
+	/* The served ones were done first, as they ended. */
+	assert_int_equal(s.order[0], 0);
+	assert_int_equal(s.order[1], 2);
+	assert_int_equal(s.order[2], 4);
+	/* Handed-back nodes keep the run's deadline (the task asserts time is left). */
+	assert_true(gf_monotime() - t0 < 1.0);
+	for (int i = 0; i < 6; i++)
+		gf_result_release(&slots[i]);
+}
+
+static void inline_serving_all_leaves_nothing_to_workers(void **state)
+{
+	struct ctx c = {.fail_first = -1};
+	struct seen s = {0};
+	struct gf_result slots[3];
+	struct inl_ctx x = {.slots = slots, .caller = pthread_self(), .n = 3, .step = 1};
+	struct gf_exec_inline inl = {.run = inl_run, .ud = &x};
+	struct gf_exec_opts o = {.fanout = 4, .timeout = 1.0, .inl = &inl};
+	struct gf_err err = {0};
+
+	(void)state;
+	assert_int_equal(gf_exec_run(&o, 3, task, &c, slots, done, &s, &err), 0);
+	assert_int_equal(s.n, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_true(slots[i].ok);
+		assert_int_equal(atomic_load(&c.calls[i]), 0);
+		gf_result_release(&slots[i]);
+	}
+	assert_int_equal(atomic_load(&c.peak), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -460,6 +539,8 @@ int main(void)
 		cmocka_unit_test(gate_with_parts),
 		cmocka_unit_test(gate_starts_once_ctrl_c_is_caught),
 		cmocka_unit_test(empty),
+		cmocka_unit_test(inline_serves_and_hands_back),
+		cmocka_unit_test(inline_serving_all_leaves_nothing_to_workers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
