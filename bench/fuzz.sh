@@ -22,7 +22,7 @@ ninja -C "$build" >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 findings=$build/fuzz-findings
-mkdir -p "$findings" "$work"/{redfish,hostfacts,nodes_csv,nodeset,cper,sse}
+mkdir -p "$findings" "$work"/{redfish,hostfacts,nodes_csv,nodeset,cper,sse,ipmi_loop}
 
 # Seeds: each Redfish resource of every captured tree as a document of its own.
 /usr/bin/python3 - "$work/redfish" tests/data/redfish/*/tree.json <<'PY'
@@ -56,10 +56,27 @@ open(f"{out}/cper/1.bin", "wb").write(ev.cper_record())
 open(f"{out}/cper/2.bin", "wb").write(ev.cper_record(xid=48, xid_message="DBE", recovery_action=4))
 payload = b'{"Events":[{"EventId":"1","Message":"m","MessageSeverity":"Critical"}]}'
 open(f"{out}/sse/1", "wb").write(b"\x07: hi\r\nid: 1\r\ndata: " + payload + b"\r\n\r\nretry: 10\n\n")
+# The power loop (ipmi/batch.c): the first byte is the session's message tag
+# (bit 0: suite 17, else 3); then an RMCP+ answer. An Open Session Response
+# for the fuzzer's session ids (suite 3), ipmi_sim's two-byte refusal, and an
+# answer to the ping.
+rmcpplus = bytes([0x06, 0x00, 0xFF, 0x07, 0x06])
+def setup(ptype, body):
+    return rmcpplus + bytes([ptype]) + bytes(8) + len(body).to_bytes(2, "little") + body
+algos = bytes([0, 0, 0, 8, 1, 0, 0, 0, 1, 0, 0, 8, 1, 0, 0, 0, 2, 0, 0, 8, 1, 0, 0, 0])
+tag = 0x02
+open_ok = bytes([tag, 0, 4, 0]) + (0x01020304).to_bytes(4, "little") + \
+    (0x0a0b0c0d).to_bytes(4, "little") + algos
+open(f"{out}/ipmi_loop/open", "wb").write(bytes([tag]) + setup(0x11, open_ok))
+open(f"{out}/ipmi_loop/refused", "wb").write(bytes([tag]) + setup(0x11, bytes([tag, 4])))
+open(f"{out}/ipmi_loop/rakp2", "wb").write(bytes([tag]) + setup(0x13, bytes([tag, 0, 0, 0]) +
+    (0x01020304).to_bytes(4, "little") + bytes(32) + bytes(20)))
+open(f"{out}/ipmi_loop/ping", "wb").write(bytes([tag, 0x06, 0, 0xFF, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    16, 0x81, 0x1C, 0x63, 0x20, 0, 0x38, 0, 1, 0x95, 0x04, 0, 0, 0, 0, 0x9e]))
 PY
 
 status=0
-for t in ${GF_FUZZ_TARGETS:-redfish hostfacts nodes_csv nodeset cper sse}; do
+for t in ${GF_FUZZ_TARGETS:-redfish hostfacts nodes_csv nodeset cper sse ipmi_loop}; do
 	log=$work/$t.log
 	rc=0
 	"$build/tests/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \

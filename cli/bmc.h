@@ -23,7 +23,7 @@ struct cli_bmc_run {
 	unsigned batch;                    /* staggering, see gf_exec_opts */
 	double interval;
 	bool reads_power; /* the op reads the power state only (struct gf_fanout's) */
-	double timeout; /* > 0: the node's deadline instead of --timeout */
+	double timeout;   /* > 0: the node's deadline instead of --timeout */
 	/* NULL, or a node whose BMC may be restarting (struct gf_fanout's). */
 	bool (*may_be_restarting)(const void *ctx, const struct gf_node *n);
 	/* Called on the main thread as each node finishes, after rendering (NULL: none). */

@@ -110,7 +110,7 @@ struct eng {
 	size_t norder;
 	int fd[2];
 	unsigned fanout, active;
-	size_t queued_from; /* sessions before it are past ST_QUEUED */
+	size_t queued_from;     /* sessions before it are past ST_QUEUED */
 	double start, interval; /* the ping's */
 	double retransmit;      /* in a login or session: FreeIPMI's, a tenth of the time */
 	const gf_cancel_flag *cancel;
@@ -285,8 +285,8 @@ static int session_pkt(struct eng *e, struct bs *b, uint8_t netfn, fiid_obj_t cm
 	    fill_rmcpplus_session_trlr(o->trlr) < 0)
 		return -1;
 	return assemble_ipmi_rmcpplus_pkt(b->auth, b->integ, b->conf, b->ikp, b->ikl, b->ckp,
-					  b->ckl, pw, pwl, o->rmcp, o->hdr, o->lan_rq, cmd,
-					  o->trlr, pkt, PKT_MAX, IPMI_INTERFACE_FLAGS_DEFAULT);
+					  b->ckl, pw, pwl, o->rmcp, o->hdr, o->lan_rq, cmd, o->trlr,
+					  pkt, PKT_MAX, IPMI_INTERFACE_FLAGS_DEFAULT);
 }
 
 /* The request of @b's stage, (re)built and sent now. */
@@ -316,9 +316,13 @@ static void send_stage(struct eng *e, struct bs *b, double now)
 		uint8_t code[KEY_MAX];
 		unsigned pwl;
 		const char *pw = password(b, &pwl);
-		int cl = ipmi_calculate_rakp_3_key_exchange_authentication_code(
-			b->auth, pw, pwl, b->ms_rand, sizeof(b->ms_rand), b->rc_id,
-			IPMI_NAME_ONLY_LOOKUP, b->priv, u, ul, code, sizeof(code));
+		int cl = ipmi_calculate_rakp_3_key_exchange_authentication_code(b->auth, pw, pwl,
+										b->ms_rand,
+										sizeof(b->ms_rand),
+										b->rc_id,
+										IPMI_NAME_ONLY_LOOKUP,
+										b->priv, u, ul,
+										code, sizeof(code));
 
 		if (cl >= 0 &&
 		    fill_rmcpplus_rakp_message_3(b->tag, RMCPPLUS_STATUS_NO_ERRORS, b->ms_id, code,
@@ -327,9 +331,10 @@ static void send_stage(struct eng *e, struct bs *b, double now)
 		break;
 	}
 	case ST_SUITES:
-		if (fill_cmd_get_channel_cipher_suites(
-			    IPMI_CHANNEL_NUMBER_CURRENT_CHANNEL, IPMI_PAYLOAD_TYPE_IPMI,
-			    b->suite_index, IPMI_LIST_ALGORITHMS_BY_CIPHER_SUITE, o->suites_rq) == 0)
+		if (fill_cmd_get_channel_cipher_suites(IPMI_CHANNEL_NUMBER_CURRENT_CHANNEL,
+						       IPMI_PAYLOAD_TYPE_IPMI, b->suite_index,
+						       IPMI_LIST_ALGORITHMS_BY_CIPHER_SUITE,
+						       o->suites_rq) == 0)
 			len = session_pkt(e, b, IPMI_NET_FN_APP_RQ, o->suites_rq, pkt);
 		break;
 	case ST_PRIV:
@@ -420,9 +425,10 @@ static int setup_answer(struct eng *e, struct bs *b, const uint8_t *d, size_t n,
 		return 0;
 	whole = unassemble_ipmi_rmcpplus_pkt(IPMI_AUTHENTICATION_ALGORITHM_RAKP_NONE,
 					     IPMI_INTEGRITY_ALGORITHM_NONE,
-					     IPMI_CONFIDENTIALITY_ALGORITHM_NONE, NULL, 0, NULL, 0, d,
-					     (unsigned)n, o->rmcp, o->hdr, o->payload, o->lan_rs, cmd,
-					     o->lan_trlr, o->trlr, IPMI_INTERFACE_FLAGS_DEFAULT);
+					     IPMI_CONFIDENTIALITY_ALGORITHM_NONE, NULL, 0, NULL, 0,
+					     d, (unsigned)n, o->rmcp, o->hdr, o->payload, o->lan_rs,
+					     cmd, o->lan_trlr, o->trlr,
+					     IPMI_INTERFACE_FLAGS_DEFAULT);
 	if (whole < 0 || ipmi_rmcpplus_check_message_tag(cmd, b->tag) != 1)
 		return 0;
 	/* Every field there, as FreeIPMI wants it (ipmi_sim refuses a suite in two bytes). */
@@ -511,24 +517,30 @@ static void on_rakp2(struct eng *e, struct bs *b, const uint8_t *d, size_t n, do
 		return;
 	default: restart(e, b, now); return;
 	}
-	if (fiid_obj_get_data(rs, "managed_system_random_number", b->ms_rand,
-			      sizeof(b->ms_rand)) != (int)sizeof(b->ms_rand) ||
+	if (fiid_obj_get_data(rs, "managed_system_random_number", b->ms_rand, sizeof(b->ms_rand)) !=
+		    (int)sizeof(b->ms_rand) ||
 	    fiid_obj_get_data(rs, "managed_system_guid", b->ms_guid, sizeof(b->ms_guid)) !=
 		    (int)sizeof(b->ms_guid))
 		return;
-	if (ipmi_rmcpplus_check_rakp_2_key_exchange_authentication_code(
-		    b->auth, pw, pwl, b->rc_id, b->ms_id, b->rc_rand, sizeof(b->rc_rand), b->ms_rand,
-		    sizeof(b->ms_rand), b->ms_guid, sizeof(b->ms_guid), IPMI_NAME_ONLY_LOOKUP,
-		    b->priv, u, ul, rs) != 1) {
+	if (ipmi_rmcpplus_check_rakp_2_key_exchange_authentication_code(b->auth, pw, pwl, b->rc_id,
+									b->ms_id, b->rc_rand,
+									sizeof(b->rc_rand),
+									b->ms_rand,
+									sizeof(b->ms_rand),
+									b->ms_guid,
+									sizeof(b->ms_guid),
+									IPMI_NAME_ONLY_LOOKUP,
+									b->priv, u, ul, rs) != 1) {
 		login_failed(e, b, IPMI_ERR_PASSWORD_INVALID, GF_EK_AUTH);
 		return;
 	}
 	b->sikp = b->sik, b->ikp = b->ik, b->ckp = b->ck;
 	b->sikl = b->ikl = b->ckl = KEY_MAX;
-	if (ipmi_calculate_rmcpplus_session_keys(
-		    b->auth, b->integ, b->conf, pw, pwl, NULL, 0, b->rc_rand, sizeof(b->rc_rand),
-		    b->ms_rand, sizeof(b->ms_rand), IPMI_NAME_ONLY_LOOKUP, b->priv, u, ul, &b->sikp,
-		    &b->sikl, &b->ikp, &b->ikl, &b->ckp, &b->ckl) < 0) {
+	if (ipmi_calculate_rmcpplus_session_keys(b->auth, b->integ, b->conf, pw, pwl, NULL, 0,
+						 b->rc_rand, sizeof(b->rc_rand), b->ms_rand,
+						 sizeof(b->ms_rand), IPMI_NAME_ONLY_LOOKUP, b->priv,
+						 u, ul, &b->sikp, &b->sikl, &b->ikp, &b->ikl,
+						 &b->ckp, &b->ckl) < 0) {
 		hand_back(e, b);
 		return;
 	}
@@ -552,9 +564,10 @@ static void on_rakp4(struct eng *e, struct bs *b, const uint8_t *d, size_t n, do
 		restart(e, b, now);
 		return;
 	}
-	if (ipmi_rmcpplus_check_rakp_4_integrity_check_value(
-		    b->auth, b->sikp, b->sikl, b->rc_rand, sizeof(b->rc_rand), b->ms_id, b->ms_guid,
-		    sizeof(b->ms_guid), rs) != 1) {
+	if (ipmi_rmcpplus_check_rakp_4_integrity_check_value(b->auth, b->sikp, b->sikl, b->rc_rand,
+							     sizeof(b->rc_rand), b->ms_id,
+							     b->ms_guid, sizeof(b->ms_guid),
+							     rs) != 1) {
 		login_failed(e, b, IPMI_ERR_K_G_INVALID, GF_EK_AUTH);
 		return;
 	}
@@ -573,8 +586,8 @@ static void on_rakp4(struct eng *e, struct bs *b, const uint8_t *d, size_t n, do
  * An answer in the session to the command of @b's stage (@netfn_rs, @cmd):
  * 1 with @rs filled and every check passed, 0 not this one.
  */
-static int session_answer(struct eng *e, struct bs *b, const uint8_t *d, size_t n,
-			  uint8_t netfn_rs, uint8_t cmd, fiid_obj_t rs)
+static int session_answer(struct eng *e, struct bs *b, const uint8_t *d, size_t n, uint8_t netfn_rs,
+			  uint8_t cmd, fiid_obj_t rs)
 {
 	struct objs *o = &e->o;
 	unsigned pwl;
@@ -594,9 +607,11 @@ static int session_answer(struct eng *e, struct bs *b, const uint8_t *d, size_t 
 	    field(o->hdr, "payload_type.authenticated") != (authed ? 1 : 0) ||
 	    field(o->hdr, "payload_type.encrypted") != (sealed ? 1 : 0))
 		return 0;
-	if (authed && (ipmi_rmcpplus_check_packet_session_authentication_code(
-			       b->integ, d, (unsigned)n, b->ikp, b->ikl, pw, pwl, o->trlr) != 1 ||
-		       ipmi_rmcpplus_check_integrity_pad(o->trlr) != 1))
+	if (authed &&
+	    (ipmi_rmcpplus_check_packet_session_authentication_code(b->integ, d, (unsigned)n,
+								    b->ikp, b->ikl, pw, pwl,
+								    o->trlr) != 1 ||
+	     ipmi_rmcpplus_check_integrity_pad(o->trlr) != 1))
 		return 0;
 	if (sealed && ipmi_rmcpplus_check_payload_pad(b->conf, o->payload) != 1)
 		return 0;
@@ -616,8 +631,9 @@ static void refused(struct eng *e, struct bs *b, const char *what, fiid_obj_t rs
 	if (ipmi_completion_code_strerror_cmd_r(rs, netfn, text, sizeof(text)) < 0)
 		snprintf(text, sizeof(text), "unknown completion code");
 	gf_ipmi_lower(text, text, sizeof(text));
-	gf_err_set(&err, GF_E_NODE, GF_EK_REFUSED, "bmc '%s' refused %s (completion code 0x%02x: %s)",
-		   node_of(b), what, (unsigned)cc, text);
+	gf_err_set(&err, GF_E_NODE, GF_EK_REFUSED,
+		   "bmc '%s' refused %s (completion code 0x%02x: %s)", node_of(b), what,
+		   (unsigned)cc, text);
 	err.detail = (long)cc;
 	fail(e, b, &err);
 	enter(e, b, ST_CLOSE, now);
@@ -629,7 +645,8 @@ static void on_status(struct eng *e, struct bs *b, const uint8_t *d, size_t n, d
 	uint64_t cc, on;
 	struct gf_err err = {0};
 
-	if (session_answer(e, b, d, n, IPMI_NET_FN_CHASSIS_RS, IPMI_CMD_GET_CHASSIS_STATUS, rs) != 1)
+	if (session_answer(e, b, d, n, IPMI_NET_FN_CHASSIS_RS, IPMI_CMD_GET_CHASSIS_STATUS, rs) !=
+	    1)
 		return;
 	cc = field(rs, "comp_code");
 	if (cc == IPMI_COMP_CODE_INSUFFICIENT_PRIVILEGE_LEVEL && !b->priv_tried) {
@@ -757,9 +774,8 @@ static struct bs *lookup(struct eng *e, const struct sockaddr_storage *sa)
 		else
 			hi = mid;
 	}
-	return lo < e->norder && gf_ipmi_addr_cmp(&e->order[lo].sa, sa) == 0
-		       ? &e->s[e->order[lo].j]
-		       : NULL;
+	return lo < e->norder && gf_ipmi_addr_cmp(&e->order[lo].sa, sa) == 0 ? &e->s[e->order[lo].j]
+									     : NULL;
 }
 
 static void receive(struct eng *e, int fd)
@@ -793,7 +809,8 @@ static void timed_out(struct eng *e, struct bs *b, double now)
 		gf_err_set(&err, GF_E_NODE, GF_EK_TIMEOUT,
 			   "bmc '%s' at %s did not answer in %g s (no answer to the IPMI ping "
 			   "sent at the start of the run; no session was opened)",
-			   node_of(b), b->t->host, (double)(long)((b->t->deadline - e->start) * 10 + 0.5) / 10);
+			   node_of(b), b->t->host,
+			   (double)(long)((b->t->deadline - e->start) * 10 + 0.5) / 10);
 	else
 		gf_err_set(&err, GF_E_NODE, GF_EK_TIMEOUT,
 			   "bmc '%s' (%s) did not answer in %.1f s (session timeout)", node_of(b),
@@ -863,7 +880,8 @@ static void interrupted(struct eng *e, double now)
 
 static bool suite_algorithms(int cipher, struct bs *b)
 {
-	return ipmi_cipher_suite_id_to_algorithms((uint8_t)cipher, &b->auth, &b->integ, &b->conf) == 0;
+	return ipmi_cipher_suite_id_to_algorithms((uint8_t)cipher, &b->auth, &b->integ, &b->conf) ==
+	       0;
 }
 
 /* The suite @t's session would use; -1: not one this loop takes. */
@@ -885,7 +903,8 @@ bool gf_ipmi_power_many_takes(const struct gf_bmc_target *t)
 
 	if (!p || p->ipmi_v15 || gf_ipmi_profile_parse(p, &ip, NULL) < 0)
 		return false;
-	if (ip.workaround_flags & ~(unsigned)IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE)
+	if (ip.workaround_flags &
+	    ~(unsigned)IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE)
 		return false;
 	if (suite_for(t, &ip) < 0)
 		return false;
@@ -928,10 +947,11 @@ static bool eng_init(struct eng *e, const struct gf_bmc_target *t, size_t n)
 			continue;
 		b->priv = ip.privilege;
 		b->may_fall_back = ip.cipher_suite < 0 && !gf_ipmi_memo_fallback(&t[j]);
-		b->open_priv = ip.workaround_flags &
-					       IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE
-				       ? ip.privilege
-				       : IPMI_PRIVILEGE_LEVEL_HIGHEST_LEVEL;
+		b->open_priv =
+			ip.workaround_flags &
+					IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE
+				? ip.privilege
+				: IPMI_PRIVILEGE_LEVEL_HIGHEST_LEVEL;
 		if (!login_ids(b))
 			continue;
 		b->st = ST_PING;
@@ -966,7 +986,7 @@ void gf_ipmi_power_get_many(const struct gf_bmc_target *t, size_t n, unsigned fa
 		.done = done,
 		.ud = ud,
 	};
-	double now, end = 0;
+	double now, end = 0, due = 0;
 	bool ok = eng_init(&e, t, n) && gf_ipmi_crypt_ready();
 
 	e.start = gf_monotime();
@@ -1002,7 +1022,14 @@ void gf_ipmi_power_get_many(const struct gf_bmc_target *t, size_t n, unsigned fa
 			interrupted(&e, now);
 			break;
 		}
-		next = tick(&e, now);
+		/*
+		 * The scan of every session only when something is due: an answer
+		 * moves its own session on at once, so at 2,000 BMCs the loop does
+		 * not walk them all for every datagram.
+		 */
+		if (now >= due)
+			due = tick(&e, now);
+		next = due;
 		if (!e.left)
 			break;
 		for (int f = 0; f < 2; f++)
@@ -1033,4 +1060,61 @@ void gf_ipmi_power_get_many(const struct gf_bmc_target *t, size_t n, unsigned fa
 	objs_free(&e.o);
 	free(e.order);
 	free(e.s);
+}
+
+/* ---- for the fuzzer ------------------------------------------------------------- */
+
+static void feed_done(void *ud, size_t j, int rc, enum gf_power p, const struct gf_err *err)
+{
+	(void)ud, (void)j, (void)p;
+	if (rc < 0 && (!err || !err->msg[0]))
+		abort(); /* a failure always says why */
+}
+
+void gf_ipmi_batch_feed(const uint8_t *d, size_t n)
+{
+	char u[] = "admin", pw[] = "fuzz-password";
+	struct gf_profile prof = {.bmc_user = u, .bmc_password = pw};
+	struct gf_bmc_target t = {.node = "fuzz", .host = "127.0.0.1", .prof = &prof};
+	struct eng e = {.n = 1, .fanout = 1, .done = feed_done, .fd = {-1, -1}};
+	struct bs b;
+
+	if (n == 0 || !gf_ipmi_crypt_ready() || !objs_make(&e.o)) {
+		objs_free(&e.o);
+		return;
+	}
+	e.s = &b;
+	e.retransmit = e.interval = 1.0;
+	t.deadline = gf_monotime() + 60;
+	/* The answer in every stage; the first byte picks the suite, the tag and the fallback. */
+	for (enum stage st = ST_PING; st < ST_DONE; st++) {
+		memset(&b, 0, sizeof(b));
+		b.t = &t;
+		if (!suite_algorithms(d[0] & 1 ? 17 : 3, &b))
+			break;
+		b.st = st;
+		b.active = true;
+		e.active = 1;
+		e.left = 1;
+		e.queued_from = 0;
+		b.tag = d[0];
+		b.rc_id = 0x01020304;
+		b.ms_id = 0x0a0b0c0d;
+		b.priv = IPMI_PRIVILEGE_LEVEL_ADMIN;
+		b.may_fall_back = d[0] & 2;
+		b.fell_back = d[0] & 4;
+		memset(b.rc_rand, 0x5a, sizeof(b.rc_rand));
+		memset(b.ms_rand, 0xa5, sizeof(b.ms_rand));
+		memset(b.ik, 0x11, sizeof(b.ik));
+		memset(b.ck, 0x22, sizeof(b.ck));
+		memset(b.sik, 0x33, sizeof(b.sik));
+		b.sikp = b.sik, b.ikp = b.ik, b.ckp = b.ck;
+		b.sikl = 20;
+		b.ikl = b.integ == IPMI_INTEGRITY_ALGORITHM_HMAC_SHA256_128 ? 32 : 20;
+		b.ckl = 16;
+		on_datagram(&e, &b, d + 1, n - 1, gf_monotime());
+		if (b.st == ST_SUITES)
+			on_datagram(&e, &b, d + 1, n - 1, gf_monotime());
+	}
+	objs_free(&e.o);
 }

@@ -151,6 +151,9 @@ bool gf_ipmi_power_many_takes(const struct gf_bmc_target *t);
 void gf_ipmi_power_get_many(const struct gf_bmc_target *t, size_t n, unsigned fanout,
 			    gf_power_done done, void *ud);
 
+/* For the fuzzer (tests/fuzz/fuzz_ipmi_loop.c): @d[1..] as a BMC's answer in every stage of one session. */
+void gf_ipmi_batch_feed(const uint8_t *d, size_t n);
+
 /* The console of the IPMI backend: Serial over LAN through libipmiconsole (console.c). */
 extern const struct gf_console_ops gf_ipmi_console_ops;
 

@@ -457,7 +457,8 @@ int gf_ipmi_fallback_refused(const char *node, int listed, struct gf_err *err)
 			  "not falling back to suite 3 (ipmi_cipher_suite = 3 in the profile "
 			  "chooses it)",
 			  node,
-			  listed > 0 ? "lists suite 17" : "its cipher suite list could not be read");
+			  listed > 0 ? "lists suite 17"
+				     : "its cipher suite list could not be read");
 }
 
 static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct gf_err *err)

@@ -27,8 +27,8 @@ struct exec_state {
 	bool *taken;                     /* per node */
 	size_t first;                    /* nodes before it are all taken */
 
-	bool *served;  /* per node: finished by the inline run (opts->inl) */
-	bool inl_ran;  /* then the other nodes' deadlines count from the run's start */
+	bool *served; /* per node: finished by the inline run (opts->inl) */
+	bool inl_ran; /* then the other nodes' deadlines count from the run's start */
 	size_t nserved;
 	gf_exec_done done; /* called as nodes finish, on the calling thread */
 	void *done_ud;

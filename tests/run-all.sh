@@ -256,6 +256,8 @@ if [ "${GF_VALGRIND:-1}" != 0 ]; then
 			"tests/e2e/test_inventory.py::test_export_import_round_trip_and_idempotence" \
 			"tests/e2e/test_inventory.py::test_partial_and_failed_nodes_are_stored" \
 			"tests/e2e/test_inventory.py::test_migration_from_every_earlier_schema" \
+			"tests/e2e/test_power_loop.py::test_a_hostile_bmc_fails_alone_at_its_deadline" \
+			"tests/e2e/test_power_loop.py::test_a_refused_login_is_tried_once" \
 			tests/e2e/test_cli.py tests/e2e/test_nodes.py
 		e=$?
 		[ $u -eq 0 ] && [ $e -eq 0 ]

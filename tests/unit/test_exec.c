@@ -454,7 +454,7 @@ struct inl_ctx {
 	pthread_t caller;
 	bool on_caller; /* the run was called on the calling thread */
 	double sleep_s; /* it takes this long */
-	size_t n, step;  /* serves nodes 0, step, 2 * step... of n */
+	size_t n, step; /* serves nodes 0, step, 2 * step... of n */
 };
 
 static void inl_run(void *ud, struct gf_exec_ctl *c)
@@ -477,8 +477,11 @@ static void inline_serves_and_hands_back(void **state)
 	struct seen s = {0};
 	struct gf_result slots[6];
 	/* Serves the even nodes; hands the odd ones back. */
-	struct inl_ctx x = {
-		.slots = slots, .caller = pthread_self(), .sleep_s = 0.3, .n = 6, .step = 2};
+	struct inl_ctx x = {.slots = slots,
+			    .caller = pthread_self(),
+			    .sleep_s = 0.3,
+			    .n = 6,
+			    .step = 2};
 	struct gf_exec_inline inl = {.run = inl_run, .ud = &x};
 	struct gf_exec_opts o = {.fanout = 4, .timeout = 1.0, .inl = &inl};
 	struct gf_err err = {0};
