@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -531,6 +532,127 @@ static void sessions_of_a_backend_without_rearm_are_not_kept(void **state)
 	gf_fanout_keep_release(&keep);
 }
 
+/* ---- the power loop (reads_power): a backend that reads every node on one thread ---- */
+
+static struct loop_seen {
+	int calls;      /* power_get_many */
+	size_t n;       /* targets it got */
+	bool refuse[3]; /* power_many_takes says no for these */
+	bool on_caller;
+	pthread_t caller;
+} loop;
+
+static bool loop_takes(const struct gf_bmc_target *t)
+{
+	return !loop.refuse[node_index(t->node)];
+}
+
+/* node0 read (on), node1 handed back, node2 silent (a timeout). */
+static void loop_get_many(const struct gf_bmc_target *t, size_t n, unsigned fanout,
+			  gf_power_done done, void *ud)
+{
+	struct gf_err err = {0};
+
+	loop.calls++;
+	loop.n = n;
+	loop.on_caller = pthread_equal(pthread_self(), loop.caller);
+	assert_int_equal(fanout, 2);
+	for (size_t j = 0; j < n; j++) {
+		assert_true(t[j].deadline > gf_monotime());
+		switch (node_index(t[j].node)) {
+		case 0: done(ud, j, 0, GF_POWER_ON, NULL); break;
+		case 1: done(ud, j, GF_POWER_AGAIN, GF_POWER_UNKNOWN, NULL); break;
+		default:
+			gf_err_set(&err, GF_E_NODE, GF_EK_TIMEOUT, "bmc '%s' did not answer",
+				   t[j].node);
+			done(ud, j, GF_E_NODE, GF_POWER_UNKNOWN, &err);
+		}
+	}
+}
+
+static const struct gf_backend loop_backend = {
+	.name = "loop",
+	.title = "Loop",
+	.open = stub_open,
+	.close = stub_close,
+	.power_get = stub_power_get,
+	.power_many_takes = loop_takes,
+	.power_get_many = loop_get_many,
+};
+
+static struct gf_node loop_nodes[NNODES] = {
+	{.name = names[0], .bmc = bmcs[0], .protocol = &loop_backend},
+	{.name = names[1], .bmc = bmcs[1], .protocol = &loop_backend},
+	{.name = names[2], .bmc = bmcs[2], .protocol = &loop_backend},
+};
+
+static void loop_frame(struct gf_fanout *f, struct hooks_seen *h, const char **refuse)
+{
+	frame(f, h, 5, refuse);
+	memset(&loop.calls, 0, sizeof(loop) - offsetof(struct loop_seen, calls));
+	loop.caller = pthread_self();
+	f->nodes = loop_nodes;
+	f->backend = NULL; /* each node's own: the loop's */
+	f->reads_power = true;
+}
+
+static void power_loop_reads_on_the_calling_thread(void **state)
+{
+	const char *refuse = "";
+	struct hooks_seen h = {0};
+	struct gf_fanout f;
+	struct gf_err err = {0};
+
+	loop_frame(&f, &h, &refuse);
+	memset(loop.refuse, 0, sizeof(loop.refuse));
+	assert_int_equal(gf_fanout_run(&f, &err), 0);
+	assert_int_equal(loop.calls, 1);
+	assert_int_equal(loop.n, NNODES);
+	assert_true(loop.on_caller);
+	assert_int_equal(h.dones, NNODES);
+	/* Read by the loop: no session opened for it. */
+	assert_true(f.slots[0].ok);
+	assert_string_equal(json_string_value(json_object_get(f.slots[0].data, "power")), "on");
+	assert_int_equal(atomic_load(&stub.opens[0]), 0);
+	/* Handed back: the op on a worker, with a session of its own. */
+	assert_true(f.slots[1].ok);
+	assert_string_equal(json_string_value(json_object_get(f.slots[1].data, "power")), "off");
+	assert_int_equal(atomic_load(&stub.opens[1]), 1);
+	/* Failed in the loop: its error, no second try on a worker. */
+	assert_false(f.slots[2].ok);
+	assert_int_equal(f.slots[2].err.kind, GF_EK_TIMEOUT);
+	assert_int_equal(atomic_load(&stub.opens[2]), 0);
+	assert_int_equal(atomic_load(&stub.sessions), 0);
+	gf_fanout_release(&f);
+}
+
+static void power_loop_takes_all_or_none(void **state)
+{
+	const char *refuse = "";
+	struct hooks_seen h = {0};
+	struct gf_fanout f;
+	struct gf_err err = {0};
+
+	/* One node the loop cannot read: every node gets a session on a worker. */
+	loop_frame(&f, &h, &refuse);
+	loop.refuse[2] = true;
+	assert_int_equal(gf_fanout_run(&f, &err), 0);
+	assert_int_equal(loop.calls, 0);
+	for (size_t i = 0; i < NNODES; i++) {
+		assert_true(f.slots[i].ok);
+		assert_int_equal(atomic_load(&stub.opens[i]), 1);
+	}
+	gf_fanout_release(&f);
+	/* An op that is not power status never goes to the loop. */
+	loop_frame(&f, &h, &refuse);
+	memset(&h, 0, sizeof(h));
+	f.reads_power = false;
+	assert_int_equal(gf_fanout_run(&f, &err), 0);
+	assert_int_equal(loop.calls, 0);
+	assert_int_equal(h.dones, NNODES);
+	gf_fanout_release(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -544,6 +666,8 @@ int main(void)
 		cmocka_unit_test(kept_sessions_are_reused_and_reopened_after_an_error),
 		cmocka_unit_test(only_the_first_nodes_sessions_are_kept),
 		cmocka_unit_test(sessions_of_a_backend_without_rearm_are_not_kept),
+		cmocka_unit_test(power_loop_reads_on_the_calling_thread),
+		cmocka_unit_test(power_loop_takes_all_or_none),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
