@@ -4,7 +4,8 @@
 # by side in one run. Prints medians and ratios (gpufleet / reference).
 # LOAD=1: the same beside a CPU hog (`stress-ng --cpu 2`), as on a management
 # host running other jobs. Also prints the machine's load and gpufleet's peak
-# RSS; the ratio gpufleet (cipher 3) / ipmipower last.
+# RSS; the ratio gpufleet (cipher 3) / ipmipower last. Up to 200 BMCs also
+# gpufleet with the BMCs on the command line (-H, no inventory), for reading.
 # Needs root (UDP port 623), hyperfine, and a built tree (ninja -C build).
 set -euo pipefail
 
@@ -36,6 +37,10 @@ cmds=(
 )
 names=("gpufleet (cipher 3)" "gpufleet (default: 17, falls back to 3)" "ipmipower -F $fan")
 if [ "$n" -le 200 ]; then
+	# For reading, not the figure: the BMCs named on the command line, as
+	# ipmipower gets them, with no inventory to open (and no group to resolve).
+	cmds+=("GPUFLEET_CREDENTIALS=$work/cred3 $gf -H '$hosts' --protocol ipmi power status --fanout $fan --no-progress -q -C")
+	names+=("gpufleet -H (cipher 3, no inventory)")
 	cmds+=("for h in \$(/usr/bin/python3 -c \"import sys; sys.path.insert(0, 'tests/lab'); from ipmilab import IpmiLab; l=IpmiLab.attach('$work/lab'); print(' '.join(l.addr(i) for i in l.indices()))\"); do ipmitool -I lanplus -C 3 -H \$h -U admin -f $work/pw power status; done")
 	names+=("ipmitool loop (sequential)")
 fi
