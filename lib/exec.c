@@ -159,7 +159,8 @@ static void *part_main(void *arg)
 
 /*
  * Node @i: its turn in the stagger, then its parts at once (this thread runs
- * the first), all under one deadline that starts now.
+ * the first), all under one deadline that starts now (after an inline run:
+ * that started with the run, for what the inline run handed back).
  */
 static void run_one(struct exec_state *st, size_t i)
 {

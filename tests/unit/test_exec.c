@@ -17,8 +17,11 @@ struct ctx {
 	atomic_int running;
 	atomic_int peak;
 	atomic_int calls[64];
-	int fail_first; /* node index whose first attempt times out */
+	int fail_first;       /* node index whose first attempt times out */
+	double last_deadline; /* the latest deadline a task was given */
 };
+
+static pthread_mutex_t deadline_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void task(void *vctx, size_t i, double deadline, struct gf_result *slot)
 {
@@ -41,6 +44,10 @@ static void task(void *vctx, size_t i, double deadline, struct gf_result *slot)
 		slot->data = json_pack("{s:i}", "i", (int)i);
 	}
 	assert_true(deadline > gf_monotime());
+	pthread_mutex_lock(&deadline_lock);
+	if (deadline > c->last_deadline)
+		c->last_deadline = deadline;
+	pthread_mutex_unlock(&deadline_lock);
 	atomic_fetch_sub(&c->running, 1);
 }
 
@@ -502,7 +509,12 @@ static void inline_serves_and_hands_back(void **state)
 	assert_int_equal(s.order[0], 0);
 	assert_int_equal(s.order[1], 2);
 	assert_int_equal(s.order[2], 4);
-	/* Handed-back nodes keep the run's deadline (the task asserts time is left). */
+	/*
+	 * Handed-back nodes keep the run's deadline: its start + timeout, not
+	 * a fresh timeout from when the inline run (0.3 s) gave them back.
+	 */
+	assert_true(c.last_deadline > 0);
+	assert_true(c.last_deadline <= t0 + 1.0 + 0.05);
 	assert_true(gf_monotime() - t0 < 1.0);
 	for (int i = 0; i < 6; i++)
 		gf_result_release(&slots[i]);
