@@ -437,11 +437,21 @@ static int open_bounded(struct ipmi_session *s, const struct gf_bmc_target *t, c
 		.retransmit_ms = retransmit_ms,
 		.wflags = wflags,
 	};
-	/* The deadline is FreeIPMI's own (session_ms): only Ctrl-C leaves it early. */
-	rc = gf_bounded_run(open_call_run, open_call_free, c, gf_monotime() + 3600, t->cancel, 0,
+	/*
+	 * FreeIPMI's session timeout (session_ms) counts from the BMC's last
+	 * answer, not from the start: on a lossy link, where some answers get
+	 * through, an opening ran seconds past the node's deadline. So it is
+	 * left behind there, as every operation is (GRACE_S after it).
+	 */
+	rc = gf_bounded_run(open_call_run, open_call_free, c, t->deadline + GRACE_S, t->cancel, 0,
 			    "opening the session", &e);
 	if (rc < 0) {
 		s->ctx = NULL; /* the call's thread destroys it */
+		if (e.kind == GF_EK_TIMEOUT)
+			return gf_err_set(err, rc, e.kind,
+					  "bmc '%s' (%s) did not answer in time (the session was "
+					  "still opening at the deadline)",
+					  s->node, t->host);
 		return gf_err_set(err, rc, e.kind, "bmc '%s': %s", s->node, e.msg);
 	}
 	*ret_rc = c->rc;
