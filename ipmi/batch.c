@@ -15,10 +15,11 @@
  * the command once more.
  *
  * Only what this loop fully checks is its own: IPMI 2.0, cipher suite 3 or
- * 17, no workaround but opensesspriv, a numeric address that no other
- * target shares. A BMC that refuses the suite at Open Session (nothing
- * authenticated sent yet) is handed back (GF_POWER_AGAIN): the backend's
- * own session then tries 17 and 3 as it always does, and remembers.
+ * 17 (the default's fallback from 17 to 3 and its memo by the backend's
+ * rules), no workaround but opensesspriv, a numeric address. A run with
+ * one target else reads none (target_init()). Targets that share an
+ * address, and a BMC whose login still goes wrong after RESTARTS, are
+ * handed back (GF_POWER_AGAIN) to the backend's own session.
  *
  * The packets are FreeIPMI's (its templates, assembly and key derivation);
  * every answer is checked as FreeIPMI checks it: payload type, message tag
@@ -91,11 +92,6 @@ struct bs {
 	unsigned sikl, ikl, ckl;
 };
 
-struct addr_entry {
-	struct sockaddr_storage sa;
-	size_t j;
-};
-
 /* Scratch FreeIPMI objects: one thread, so one set for every session. */
 struct objs {
 	fiid_obj_t rmcp, hdr, trlr, lan_rq, lan_rs, lan_trlr, payload;
@@ -106,7 +102,7 @@ struct objs {
 struct eng {
 	struct bs *s;
 	size_t n;
-	struct addr_entry *order;
+	struct gf_ipmi_addr_entry *order;
 	size_t norder;
 	int fd[2];
 	unsigned fanout, active;
@@ -764,16 +760,8 @@ static void on_datagram(struct eng *e, struct bs *b, const uint8_t *d, size_t n,
 
 static struct bs *lookup(struct eng *e, const struct sockaddr_storage *sa)
 {
-	size_t lo = 0, hi = e->norder;
+	size_t lo = gf_ipmi_addr_lower(e->order, e->norder, sa);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (gf_ipmi_addr_cmp(&e->order[mid].sa, sa) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < e->norder && gf_ipmi_addr_cmp(&e->order[lo].sa, sa) == 0 ? &e->s[e->order[lo].j]
 									     : NULL;
 }
@@ -884,43 +872,52 @@ static bool suite_algorithms(int cipher, struct bs *b)
 	       0;
 }
 
-/* The suite @t's session would use; -1: not one this loop takes. */
-static int suite_for(const struct gf_bmc_target *t, const struct gf_ipmi_profile *ip)
-{
-	if (ip->cipher_suite == 3 || ip->cipher_suite == 17)
-		return ip->cipher_suite;
-	if (ip->cipher_suite < 0)
-		return gf_ipmi_memo_fallback(t) ? 3 : 17;
-	return -1;
-}
-
-bool gf_ipmi_power_many_takes(const struct gf_bmc_target *t)
+/*
+ * Set up @b for @t: false when it is not one this loop reads (IPMI 1.5, a
+ * suite but 3 or 17, a workaround but opensesspriv, a name too long (the
+ * session words that error), a host name) or it cannot be set up.
+ */
+static bool target_init(struct eng *e, struct bs *b, const struct gf_bmc_target *t)
 {
 	const struct gf_profile *p = t->prof;
 	struct gf_ipmi_profile ip;
-	struct sockaddr_storage sa;
-	socklen_t len;
+	bool memo;
 
-	if (!p || p->ipmi_v15 || gf_ipmi_profile_parse(p, &ip, NULL) < 0)
-		return false;
-	if (ip.workaround_flags &
-	    ~(unsigned)IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE)
-		return false;
-	if (suite_for(t, &ip) < 0)
-		return false;
-	if ((p->bmc_user && strlen(p->bmc_user) > IPMI_MAX_USER_NAME_LENGTH) ||
+	b->t = t;
+	if (!p || p->ipmi_v15 || gf_ipmi_profile_parse(p, &ip, NULL) < 0 ||
+	    (ip.workaround_flags &
+	     ~(unsigned)IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE) ||
+	    (p->bmc_user && strlen(p->bmc_user) > IPMI_MAX_USER_NAME_LENGTH) ||
 	    (p->bmc_password && strlen(p->bmc_password) > IPMI_2_0_MAX_PASSWORD_LENGTH))
-		return false; /* the session words the error */
-	return gf_ipmi_numeric_addr(t, &sa, &len);
+		return false;
+	memo = ip.cipher_suite < 0 && gf_ipmi_memo_fallback(t);
+	if (ip.cipher_suite != 3 && ip.cipher_suite != 17 && ip.cipher_suite >= 0)
+		return false;
+	if (!suite_algorithms(ip.cipher_suite >= 0 ? ip.cipher_suite
+			      : memo               ? 3
+						   : 17,
+			      b) ||
+	    !gf_ipmi_numeric_addr(t, &b->sa, &b->salen))
+		return false;
+	b->fam = b->sa.ss_family == AF_INET ? 0 : 1;
+	if (e->fd[b->fam] < 0)
+		e->fd[b->fam] = gf_ipmi_udp_socket(b->sa.ss_family);
+	if (e->fd[b->fam] < 0 || !login_ids(b))
+		return false;
+	b->priv = ip.privilege;
+	b->may_fall_back = ip.cipher_suite < 0 && !memo;
+	b->open_priv = ip.workaround_flags &
+				       IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE
+			       ? ip.privilege
+			       : IPMI_PRIVILEGE_LEVEL_HIGHEST_LEVEL;
+	b->st = ST_PING;
+	return true;
 }
 
-static int addr_entry_cmp(const void *a, const void *b)
-{
-	return gf_ipmi_addr_cmp(&((const struct addr_entry *)a)->sa,
-				&((const struct addr_entry *)b)->sa);
-}
-
-/* Set up @e for @t[0..n-1]; targets that share an address are handed back. */
+/*
+ * Set up @e for @t[0..n-1]: false when one of them is not for this loop
+ * (then it reads none). Targets that share an address are handed back.
+ */
 static bool eng_init(struct eng *e, const struct gf_bmc_target *t, size_t n)
 {
 	size_t k = 0;
@@ -931,33 +928,11 @@ static bool eng_init(struct eng *e, const struct gf_bmc_target *t, size_t n)
 	if (!objs_make(&e->o))
 		return false;
 	for (size_t j = 0; j < n; j++) {
-		struct bs *b = &e->s[j];
-		struct gf_ipmi_profile ip;
-
-		b->t = &t[j];
-		b->st = ST_DONE; /* until it is set up */
-		if (gf_ipmi_profile_parse(t[j].prof, &ip, NULL) < 0 ||
-		    !suite_algorithms(suite_for(&t[j], &ip), b) ||
-		    !gf_ipmi_numeric_addr(&t[j], &b->sa, &b->salen))
-			continue;
-		b->fam = b->sa.ss_family == AF_INET ? 0 : 1;
-		if (e->fd[b->fam] < 0)
-			e->fd[b->fam] = gf_ipmi_udp_socket(b->sa.ss_family);
-		if (e->fd[b->fam] < 0)
-			continue;
-		b->priv = ip.privilege;
-		b->may_fall_back = ip.cipher_suite < 0 && !gf_ipmi_memo_fallback(&t[j]);
-		b->open_priv =
-			ip.workaround_flags &
-					IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE
-				? ip.privilege
-				: IPMI_PRIVILEGE_LEVEL_HIGHEST_LEVEL;
-		if (!login_ids(b))
-			continue;
-		b->st = ST_PING;
-		e->order[k++] = (struct addr_entry){.sa = b->sa, .j = j};
+		if (!target_init(e, &e->s[j], &t[j]))
+			return false;
+		e->order[k++] = (struct gf_ipmi_addr_entry){.sa = e->s[j].sa, .j = j};
 	}
-	gf_sort(e->order, k, sizeof(*e->order), addr_entry_cmp);
+	gf_sort(e->order, k, sizeof(*e->order), gf_ipmi_addr_entry_cmp);
 	/* Two targets at one address could not tell their answers apart. */
 	for (size_t a = 0; a < k;) {
 		size_t z = a + 1;
@@ -987,14 +962,15 @@ void gf_ipmi_power_get_many(const struct gf_bmc_target *t, size_t n, unsigned fa
 		.ud = ud,
 	};
 	double now, end = 0, due = 0;
-	bool ok = eng_init(&e, t, n) && gf_ipmi_crypt_ready();
 
+	/* One target not for this loop, or no crypto: none is read, nothing sent. */
+	if (!eng_init(&e, t, n) || !gf_ipmi_crypt_ready())
+		goto out;
 	e.start = gf_monotime();
 	for (size_t j = 0; j < n; j++) {
 		struct bs *b = &e.s[j];
 
-		if (!ok || b->st != ST_PING) {
-			b->t = &t[j];
+		if (b->st != ST_PING) { /* it shares its address */
 			report(&e, b, GF_POWER_AGAIN, GF_POWER_UNKNOWN, NULL);
 			continue;
 		}
@@ -1049,6 +1025,7 @@ void gf_ipmi_power_get_many(const struct gf_bmc_target *t, size_t n, unsigned fa
 				   node_of(&e.s[j]));
 			fail(&e, &e.s[j], &err);
 		}
+out:
 	for (int f = 0; f < 2; f++)
 		if (e.fd[f] >= 0)
 			close(e.fd[f]);

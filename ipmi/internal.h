@@ -130,6 +130,15 @@ bool gf_ipmi_numeric_addr(const struct gf_bmc_target *t, struct sockaddr_storage
 			  socklen_t *len);
 /* Order of addresses (family, address, port): sockaddr bytes compared field by field. */
 int gf_ipmi_addr_cmp(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
+/* A target's address and its index, in an array sorted by gf_ipmi_addr_entry_cmp. */
+struct gf_ipmi_addr_entry {
+	struct sockaddr_storage sa;
+	size_t j;
+};
+int gf_ipmi_addr_entry_cmp(const void *a, const void *b); /* for gf_sort() */
+/* The first of @v[0..n-1] (sorted) at @sa or after it; n when none is. */
+size_t gf_ipmi_addr_lower(const struct gf_ipmi_addr_entry *v, size_t n,
+			  const struct sockaddr_storage *sa);
 /* A received peer address as gf_ipmi_numeric_addr() would have made it (IPv6: no zone, no flow). */
 void gf_ipmi_addr_norm(struct sockaddr_storage *sa);
 /* A non-blocking datagram socket of @family with room for a burst of answers; -1: none. */
@@ -146,8 +155,7 @@ int gf_ipmi_fallback_refused(const char *node, int listed, struct gf_err *err);
 /* libgcrypt set up for RMCP+, once per process (ipmi.c); false: it could not be. */
 bool gf_ipmi_crypt_ready(void);
 
-/* The power loop (batch.c): gf_ipmi_backend's power_many_takes and power_get_many. */
-bool gf_ipmi_power_many_takes(const struct gf_bmc_target *t);
+/* The power loop (batch.c): gf_ipmi_backend's power_get_many. */
 void gf_ipmi_power_get_many(const struct gf_bmc_target *t, size_t n, unsigned fanout,
 			    gf_power_done done, void *ud);
 

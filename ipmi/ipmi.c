@@ -949,7 +949,6 @@ const struct gf_backend gf_ipmi_backend = {
 	.rearm = ipmi_rearm,
 	.close = ipmi_close,
 	.power_get = ipmi_power_get,
-	.power_many_takes = gf_ipmi_power_many_takes,
 	.power_get_many = gf_ipmi_power_get_many,
 	.power_set = ipmi_power_set,
 	.sensors = ipmi_sensors,

@@ -98,15 +98,10 @@ struct target {
 	atomic_int state; /* enum gf_ping_state */
 };
 
-struct entry {
-	struct sockaddr_storage sa; /* a copy of t[j].sa */
-	size_t j;
-};
-
 struct gf_ping {
 	size_t n;
 	struct target *t;
-	struct entry *order; /* the pinged targets by address, for the answers */
+	struct gf_ipmi_addr_entry *order; /* the pinged targets by address, for the answers */
 	size_t norder;
 	int fd[2]; /* IPv4, IPv6; -1: none */
 	double start, end, interval;
@@ -140,9 +135,26 @@ int gf_ipmi_addr_cmp(const struct sockaddr_storage *a, const struct sockaddr_sto
 	}
 }
 
-static int entry_cmp(const void *a, const void *b)
+int gf_ipmi_addr_entry_cmp(const void *a, const void *b)
 {
-	return gf_ipmi_addr_cmp(&((const struct entry *)a)->sa, &((const struct entry *)b)->sa);
+	return gf_ipmi_addr_cmp(&((const struct gf_ipmi_addr_entry *)a)->sa,
+				&((const struct gf_ipmi_addr_entry *)b)->sa);
+}
+
+size_t gf_ipmi_addr_lower(const struct gf_ipmi_addr_entry *v, size_t n,
+			  const struct sockaddr_storage *sa)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (gf_ipmi_addr_cmp(&v[mid].sa, sa) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 bool gf_ipmi_numeric_addr(const struct gf_bmc_target *t, struct sockaddr_storage *sa,
@@ -209,17 +221,9 @@ double gf_ipmi_ping_interval(double timeout)
 /* Mark every pinged target at @sa answered; true when one was still waiting. */
 static bool answered(struct gf_ping *p, const struct sockaddr_storage *sa)
 {
-	size_t lo = 0, hi = p->norder;
+	size_t lo = gf_ipmi_addr_lower(p->order, p->norder, sa);
 	bool fresh = false;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (gf_ipmi_addr_cmp(&p->order[mid].sa, sa) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* Two nodes may share one BMC address and port: all of them answered. */
 	for (; lo < p->norder && gf_ipmi_addr_cmp(&p->order[lo].sa, sa) == 0; lo++) {
 		int was = GF_PING_WAITING;
@@ -378,13 +382,13 @@ static int ping_start(const struct gf_bmc_target *t, size_t n, double timeout, s
 			continue;
 		}
 		atomic_init(&x->state, GF_PING_WAITING);
-		p->order[p->norder++] = (struct entry){.sa = x->sa, .j = j};
+		p->order[p->norder++] = (struct gf_ipmi_addr_entry){.sa = x->sa, .j = j};
 	}
 	if (p->norder == 0) {
 		ping_free(p);
 		return gf_err_set(err, GF_E_IO, GF_EK_INTERNAL, "no BMC address to ping");
 	}
-	gf_sort(p->order, p->norder, sizeof(*p->order), entry_cmp);
+	gf_sort(p->order, p->norder, sizeof(*p->order), gf_ipmi_addr_entry_cmp);
 	p->start = gf_monotime();
 	p->end = p->start + timeout;
 	/* A sixth of the deadline between rounds, within 0.2-1 s: lossy links get several. */

@@ -261,13 +261,12 @@ struct gf_backend {
 	/*
 	 * The power state of many BMCs on the calling thread: one event loop
 	 * for all their sessions, where open/power_get/close take a thread
-	 * each. NULL: none. power_many_takes: can it read @t (else the node
-	 * goes through open, power_get and close on a worker)?
-	 * power_get_many: reads @t[0..n-1] (each taken), at most @fanout
-	 * sessions at once, and calls @done on this thread for each target
-	 * as it ends; it returns once every session it opened is closed.
+	 * each. NULL: none. Reads @t[0..n-1], at most @fanout sessions at
+	 * once, and calls @done on this thread for each target as it ends; it
+	 * returns once every session it opened is closed. All or none: when
+	 * it cannot read one of them it sends nothing and calls @done for none
+	 * (then each node goes through open, power_get and close on a worker).
 	 */
-	bool (*power_many_takes)(const struct gf_bmc_target *t);
 	void (*power_get_many)(const struct gf_bmc_target *t, size_t n, unsigned fanout,
 			       gf_power_done done, void *ud);
 	int (*power_set)(void *session, enum gf_power_op op, struct gf_err *err);

@@ -535,17 +535,12 @@ static void sessions_of_a_backend_without_rearm_are_not_kept(void **state)
 /* ---- the power loop (reads_power): a backend that reads every node on one thread ---- */
 
 static struct loop_seen {
-	int calls;      /* power_get_many */
+	int calls;      /* power_get_many calls that read their targets */
 	size_t n;       /* targets it got */
-	bool refuse[3]; /* power_many_takes says no for these */
+	bool refuse[3]; /* power_get_many cannot read these: it reads none */
 	bool on_caller;
 	pthread_t caller;
 } loop;
-
-static bool loop_takes(const struct gf_bmc_target *t)
-{
-	return !loop.refuse[node_index(t->node)];
-}
 
 /* node0 read (on), node1 handed back, node2 silent (a timeout). */
 static void loop_get_many(const struct gf_bmc_target *t, size_t n, unsigned fanout,
@@ -553,6 +548,9 @@ static void loop_get_many(const struct gf_bmc_target *t, size_t n, unsigned fano
 {
 	struct gf_err err = {0};
 
+	for (size_t j = 0; j < n; j++)
+		if (loop.refuse[node_index(t[j].node)])
+			return; /* all or none: nothing sent, no node done */
 	loop.calls++;
 	loop.n = n;
 	loop.on_caller = pthread_equal(pthread_self(), loop.caller);
@@ -576,7 +574,6 @@ static const struct gf_backend loop_backend = {
 	.open = stub_open,
 	.close = stub_close,
 	.power_get = stub_power_get,
-	.power_many_takes = loop_takes,
 	.power_get_many = loop_get_many,
 };
 
