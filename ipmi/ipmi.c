@@ -291,6 +291,52 @@ static int lists_suite(ipmi_ctx_t ctx, uint8_t id, double deadline)
 	return 0;
 }
 
+struct list_call {
+	ipmi_ctx_t ctx;
+	double deadline;
+	int listed;
+};
+
+static void list_call_run(void *vc)
+{
+	struct list_call *c = vc;
+
+	c->listed = lists_suite(c->ctx, CIPHER_DEFAULT, c->deadline);
+}
+
+static void list_call_free(void *vc)
+{
+	struct list_call *c = vc;
+
+	if (c->ctx)
+		ipmi_ctx_destroy(c->ctx);
+	free(c);
+}
+
+/*
+ * lists_suite() of @s's open session, left behind GRACE_S after @t's
+ * deadline as the opening is (FreeIPMI's timeout counts from the BMC's last
+ * answer, so a BMC that answers slowly, then not at all, held it seconds
+ * past the deadline): -1 then (the list could not be read), and @s->ctx is
+ * the call's thread's (NULL).
+ */
+static int lists_suite_bounded(struct ipmi_session *s, const struct gf_bmc_target *t)
+{
+	struct list_call *c = gf_xcalloc(1, sizeof(*c));
+	int listed;
+
+	*c = (struct list_call){.ctx = s->ctx, .deadline = t->deadline, .listed = -1};
+	if (gf_bounded_run(list_call_run, list_call_free, c, t->deadline + GRACE_S, t->cancel, 0,
+			   "reading the cipher suite list", NULL) < 0) {
+		s->ctx = NULL; /* the call's thread destroys it */
+		return -1;
+	}
+	listed = c->listed;
+	c->ctx = NULL;
+	list_call_free(c);
+	return listed;
+}
+
 /* @err from a failed open, in the words of ipmipower where they fit. */
 static int open_error(const struct gf_bmc_target *t, ipmi_ctx_t ctx, int cipher, bool tried_default,
 		      unsigned wflags, double t0, struct gf_err *err)
@@ -555,13 +601,20 @@ static int ipmi_open(const struct gf_bmc_target *t, void **ret_session, struct g
 		 */
 		bool definite = refusal == IPMI_ERR_CIPHER_SUITE_ID_UNAVAILABLE ||
 				refusal == IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE;
-		int listed = lists_suite(s->ctx, CIPHER_DEFAULT, t->deadline);
+		int listed = lists_suite_bounded(s, t);
 
 		switch (gf_ipmi_fallback_verdict(definite, listed)) {
 		case GF_IPMI_FALLBACK_MEMO: gf_ipmi_memo_set(t, true); break;
 		case GF_IPMI_FALLBACK_USE: break;
 		case GF_IPMI_FALLBACK_REFUSE:
 			rc = gf_ipmi_fallback_refused(node, listed, err);
+			goto fail;
+		}
+		if (!s->ctx) { /* left behind at the deadline */
+			rc = gf_err_set(err, GF_E_NODE, GF_EK_TIMEOUT,
+					"bmc '%s' (%s) did not answer in time (its cipher suite "
+					"list was still being read at the deadline)",
+					node, t->host);
 			goto fail;
 		}
 	}
