@@ -4,10 +4,14 @@
  * where the backend's open/power_get/close take a worker and a runner
  * thread per BMC, woken once per datagram.
  *
- * Per BMC: the fleet ping's Get Channel Authentication Capabilities (the
- * same datagram, to every BMC at once and again while it is silent), then
- * at most @fanout sessions at once: RMCP+ Open Session, RAKP 1-4, Get
- * Chassis Status, Close Session. The state is reported as soon as it is
+ * Per BMC, at most @fanout sessions at once: RMCP+ Open Session, RAKP 1-4,
+ * Get Chassis Status, Close Session. The first @fanout BMCs' Open Session
+ * is their ping (one round trip less); the others get the fleet ping's Get
+ * Channel Authentication Capabilities (the same datagram, to every BMC at
+ * once and again while it is silent) and their session once they answered
+ * and a slot is free. A first-window BMC that leaves its Open Session
+ * unanswered until it is due again is pinged as the others are
+ * (probe_unanswered()). The state is reported as soon as it is
  * read; the close follows. Set Session Privilege Level is not sent: a
  * session starts at the User level (IPMI 2.0 13.17), which Get Chassis
  * Status needs, and the login already proved the requested privilege
@@ -72,6 +76,7 @@ struct bs {
 	int fam;
 	enum stage st;
 	bool reported, active;
+	bool probing;     /* in ST_OPEN: the run's first request, nothing answered yet */
 	double next_send; /* monotonic: when the stage's request goes (again) */
 	unsigned sends;   /* of this stage */
 	uint8_t auth, integ, conf, priv, open_priv;
@@ -391,6 +396,31 @@ static bool login_ids(struct bs *b)
 }
 
 /*
+ * A session of the first window whose Open Session (sent in the ping's
+ * place) is unanswered when it is due again: it gives up its slot and is
+ * pinged, as every BMC past the first window is, and begins its login in
+ * turn once it answers (a BMC that wants Get Channel Authentication
+ * Capabilities first has had it then).
+ */
+static void probe_unanswered(struct eng *e, struct bs *b, double now)
+{
+	size_t j = (size_t)(b - e->s);
+
+	b->probing = false;
+	release_slot(e, b);
+	/* Fresh ids: a late answer to this request is not taken for the next one's. */
+	if (!login_ids(b)) {
+		hand_back(e, b);
+		return;
+	}
+	b->st = ST_PING;
+	b->sends = 0;
+	if (j < e->queued_from)
+		e->queued_from = j;
+	send_stage(e, b, now);
+}
+
+/*
  * The login went wrong where a lost datagram leads (a RAKP message sent
  * again after the BMC had moved on): begin it again, a few times; then
  * the backend's own session takes the node.
@@ -466,6 +496,7 @@ static void on_open(struct eng *e, struct bs *b, const uint8_t *d, size_t n, dou
 
 	if (r == 0)
 		return; /* a late answer to the ping, or someone else's */
+	b->probing = false;
 	/*
 	 * Refused or malformed (ipmi_sim answers a suite it lacks with two
 	 * bytes): the backend's session words it, or falls back to suite 3.
@@ -793,12 +824,13 @@ static void timed_out(struct eng *e, struct bs *b, double now)
 	struct gf_err err = {0};
 	double took = now - e->start;
 
-	if (b->st == ST_PING)
+	if (b->st == ST_PING || b->probing)
 		gf_err_set(&err, GF_E_NODE, GF_EK_TIMEOUT,
-			   "bmc '%s' at %s did not answer in %g s (no answer to the IPMI ping "
+			   "bmc '%s' at %s did not answer in %g s (no answer to the %s "
 			   "sent at the start of the run; no session was opened)",
 			   node_of(b), b->t->host,
-			   (double)(long)((b->t->deadline - e->start) * 10 + 0.5) / 10);
+			   (double)(long)((b->t->deadline - e->start) * 10 + 0.5) / 10,
+			   b->probing ? "Open Session request" : "IPMI ping");
 	else
 		gf_err_set(&err, GF_E_NODE, GF_EK_TIMEOUT,
 			   "bmc '%s' (%s) did not answer in %.1f s (session timeout)", node_of(b),
@@ -829,11 +861,14 @@ static double tick(struct eng *e, double now)
 		if (b->st == ST_QUEUED)
 			continue;
 		if (now >= b->next_send) {
-			if (b->st == ST_CLOSE && b->sends >= CLOSE_SENDS) {
+			if (b->probing) {
+				probe_unanswered(e, b, now);
+			} else if (b->st == ST_CLOSE && b->sends >= CLOSE_SENDS) {
 				finish(e, b);
 				continue;
+			} else {
+				send_stage(e, b, now);
 			}
-			send_stage(e, b, now);
 		}
 		if (b->next_send < next)
 			next = b->next_send;
@@ -985,9 +1020,24 @@ void gf_ipmi_power_get_many(const struct gf_bmc_target *t, size_t n, unsigned fa
 	if (e.retransmit > RETRANSMIT_MAX_S)
 		e.retransmit = RETRANSMIT_MAX_S;
 	now = e.start;
-	for (size_t j = 0; j < n; j++)
-		if (e.s[j].st == ST_PING)
-			send_stage(&e, &e.s[j], now);
+	/*
+	 * The first window's Open Session is its ping: a live BMC answers it
+	 * with its session, one round trip sooner. Past the first window, and
+	 * for a BMC that leaves it unanswered, the ping finds who is there.
+	 */
+	for (size_t j = 0; j < n; j++) {
+		struct bs *b = &e.s[j];
+
+		if (b->st != ST_PING)
+			continue;
+		if (e.active < e.fanout) {
+			b->active = b->probing = true;
+			e.active++;
+			enter(&e, b, ST_OPEN, now);
+		} else {
+			send_stage(&e, b, now);
+		}
+	}
 	while (e.left) {
 		struct pollfd fds[2];
 		nfds_t nfds = 0;
@@ -1080,6 +1130,7 @@ void gf_ipmi_batch_feed(const uint8_t *d, size_t n)
 		b.priv = IPMI_PRIVILEGE_LEVEL_ADMIN;
 		b.may_fall_back = d[0] & 2;
 		b.fell_back = d[0] & 4;
+		b.probing = st == ST_OPEN && (d[0] & 8);
 		memset(b.rc_rand, 0x5a, sizeof(b.rc_rand));
 		memset(b.ms_rand, 0xa5, sizeof(b.ms_rand));
 		memset(b.ik, 0x11, sizeof(b.ik));

@@ -1,5 +1,6 @@
 """`power status` of IPMI BMCs runs in one event loop on the calling thread
-(ipmi/batch.c, issue 23 point 2): the ping, RMCP+ Open Session, RAKP 1-4,
+(ipmi/batch.c, issue 23 point 2): RMCP+ Open Session (the first window's
+ping; the ping before it for the others), RAKP 1-4,
 Get Chassis Status and Close Session of every BMC, no thread per session
 and no Set Session Privilege Level. UDP relays (tests/lab/udprelay.py) in
 front of ipmi_sim BMCs count what each BMC saw; a hostile BMC answers
@@ -51,18 +52,20 @@ def nodes(gf, fleet, relays):
     return gf
 
 
-def test_one_loop_six_datagrams_a_bmc(nodes, fleet, relays):
-    """Each BMC sees the ping, Open Session, RAKP 1 and 3, Get Chassis Status
-    and Close Session: 6 datagrams and 6 answers, one login, two answers in
-    the session. A worker's FreeIPMI session (here `boot status`) sends the
-    ping, its own Get Channel Authentication Capabilities and Set Session
-    Privilege Level besides: that the count differs shows which path ran."""
+def test_one_loop_five_datagrams_a_bmc(nodes, fleet, relays):
+    """Each BMC of the first window sees Open Session (its ping: nothing goes
+    before it), RAKP 1 and 3, Get Chassis Status and Close Session: 5
+    datagrams and 5 answers, one login, two answers in the session. A
+    worker's FreeIPMI session (here `boot status`) sends the ping, its own
+    Get Channel Authentication Capabilities and Set Session Privilege Level
+    besides: that the count differs shows which path ran."""
     r, data = nodes.json("power", "status", "@all")
     assert r.returncode == 0, r.stderr
     assert {o["node"]: o["power"] for o in data} == {
         f"r{i}": fleet.power(i) for i in range(1, LAB_COUNT + 1)}
     for rel in relays:
-        assert rel.counts["in"] == 6 and rel.counts["out"] == 6, rel.counts
+        assert rel.counts["in"] == 5 and rel.counts["out"] == 5, rel.counts
+        assert rel.counts["auth_caps"] == 0 and rel.counts["opens"] == 1, rel.counts
         assert rel.counts["logins"] == 1 and rel.counts["session"] == 2, rel.counts
         rel.counts.update({k: 0 for k in rel.counts})
     r, data = nodes.json("boot", "status", "r1")
@@ -71,11 +74,32 @@ def test_one_loop_six_datagrams_a_bmc(nodes, fleet, relays):
 
 
 def test_fanout_one_still_answers_every_bmc(nodes, fleet, relays):
-    """--fanout 1: one session at a time, every BMC answered, each once."""
+    """--fanout 1: one session at a time, every BMC answered, each once. Only
+    the first window (here one BMC) skips the ping; the others are pinged at
+    the start and open their session in turn: 6 datagrams."""
     r, data = nodes.json("power", "status", "@all", "--fanout", "1")
     assert r.returncode == 0, r.stderr
     assert all(o["ok"] for o in data) and len(data) == LAB_COUNT, data
     assert all(rel.counts["logins"] == 1 for rel in relays), [r.counts for r in relays]
+    assert sorted((rel.counts["in"], rel.counts["auth_caps"]) for rel in relays) == \
+        [(5, 0)] + [(6, 1)] * (LAB_COUNT - 1), [r.counts for r in relays]
+
+
+def test_a_bmc_that_wants_the_ping_first_is_answered_after_it(nodes, fleet, relays):
+    """A BMC that ignores an Open Session with no Get Channel Authentication
+    Capabilities before it (the relay drops it) leaves the first window's
+    request unanswered: it gives up its slot, is pinged, and logs in once
+    after the ping, in the loop (one login, no worker's session)."""
+    relays[1].auth_caps_first = True
+    r, data = nodes.json("power", "status", "@all", "--timeout", "3")
+    assert r.returncode == 0, r.stderr
+    by = {o["node"]: o for o in data}
+    assert by["r2"]["ok"] is True and by["r2"]["power"] == fleet.power(2), by["r2"]
+    c = relays[1].counts
+    assert c["opens_dropped"] == 1 and c["auth_caps"] >= 1 and c["opens"] == 2, c
+    assert c["logins"] == 1 and c["session"] == 2, c
+    assert all(rel.counts["in"] == 5 for k, rel in enumerate(relays) if k != 1), \
+        [rel.counts for rel in relays]
 
 
 @pytest.mark.parametrize("user,password,why", [

@@ -15,7 +15,13 @@ BMC's answers. counts['session'] is how many in-session IPMI answers
 (RMCP+ payload type IPMI with a session ID: the commands after a session is
 open) came from the BMC; @session_answers, when not None, is how many of them
 get through; every later one is dropped (counted in 'session_dropped'): a BMC
-that opens sessions, then stops answering in them. counts['logins'] is how many
+that opens sessions, then stops answering in them. @auth_caps_first: an RMCP+
+Open Session Request from a client that has sent no Get Channel Authentication
+Capabilities through the relay yet is dropped (counted in 'opens_dropped'), as
+a BMC that wants that command before a session would ignore it.
+counts['opens'] is how many Open Session Requests clients sent, and
+counts['auth_caps'] how many Get Channel Authentication Capabilities (the
+ping). counts['logins'] is how many
 RAKP Message 1 the client sent: one per session it logged in to (an Open
 Session Request the BMC refused, such as a cipher suite it lacks, has none).
 Only the Python standard library; one thread.
@@ -41,6 +47,17 @@ def _rakp1(data):
     return _rmcpplus_payload(data) == 0x12
 
 
+def _open_session(data):
+    """An RMCP+ Open Session Request (payload type 0x10)."""
+    return _rmcpplus_payload(data) == 0x10
+
+
+def _auth_caps(data):
+    """IPMI 1.5 outside a session, Get Channel Authentication Capabilities (0x38)."""
+    return (len(data) >= 20 and data[0] == 0x06 and data[3] == 0x07 and data[4] == 0x00
+            and data[15] >> 2 == 0x06 and data[19] == 0x38)
+
+
 def _in_session(data):
     """An IPMI payload (type 0) with a session ID: a command in a session."""
     return len(data) >= 16 and _rmcpplus_payload(data) == 0x00 and data[6:10] != b'\0\0\0\0'
@@ -48,15 +65,18 @@ def _in_session(data):
 
 class UdpRelay:
     def __init__(self, listen_addr, listen_port, target_addr, target_port, delay=0.0,
-                 drop=0.0, drop_answers=0.0, seed=1, session_answers=None):
+                 drop=0.0, drop_answers=0.0, seed=1, session_answers=None,
+                 auth_caps_first=False):
         self.listen = (listen_addr, listen_port)
         self.target = (target_addr, target_port)
         self.delay = float(delay)
         self.drop = float(drop)
         self.drop_answers = float(drop_answers)
         self.session_answers = session_answers
+        self.auth_caps_first = auth_caps_first
+        self._asked = set()  # clients that sent Get Channel Authentication Capabilities
         self.counts = {'in': 0, 'out': 0, 'dropped': 0, 'session': 0, 'session_dropped': 0,
-                       'logins': 0}
+                       'logins': 0, 'opens': 0, 'opens_dropped': 0, 'auth_caps': 0}
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -124,6 +144,14 @@ class UdpRelay:
                     self.counts['in'] += 1
                     if _rakp1(data):
                         self.counts['logins'] += 1
+                    if _auth_caps(data):
+                        self.counts['auth_caps'] += 1
+                        self._asked.add(addr)
+                    if _open_session(data):
+                        self.counts['opens'] += 1
+                        if self.auth_caps_first and addr not in self._asked:
+                            self.counts['opens_dropped'] += 1
+                            continue
                     if self.drop and self._rng.random() < self.drop:
                         self.counts['dropped'] += 1
                         continue
