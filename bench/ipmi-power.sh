@@ -4,7 +4,10 @@
 # by side in one run. Prints medians and ratios (gpufleet / reference).
 # LOAD=1: the same beside a CPU hog (`stress-ng --cpu 2`), as on a management
 # host running other jobs. Also prints the machine's load and gpufleet's peak
-# RSS; the ratio gpufleet (cipher 3) / ipmipower last. Up to 200 BMCs also
+# RSS; the ratio gpufleet (cipher 3) / ipmipower last. DELAY_MS=MS (up to 50
+# BMCs): every BMC answers through a UDP relay (bench/udp-delay.py,
+# 127.35.x.y in front of 127.34.x.y) that holds each datagram MS ms each way,
+# as BMCs that answer late: then the round trips count. Up to 200 BMCs also
 # gpufleet with the BMCs on the command line (-H, no inventory), for reading.
 # Needs root (UDP port 623), hyperfine, and a built tree (ninja -C build).
 set -euo pipefail
@@ -24,10 +27,30 @@ mv "$work/cred" "$work/cred3"
 grep -v '^ipmi_cipher_suite' "$work/cred3" > "$work/cred17"
 
 hog=
+relay=
 lab_at_exit '[ -z "$hog" ] || kill "$hog" 2>/dev/null'
+lab_at_exit '[ -z "$relay" ] || kill "$relay" 2>/dev/null'
 hosts=$(lab_hostrange)
 export GPUFLEET_DB=$work/db
-lab_import
+if [ -n "${DELAY_MS:-}" ]; then
+	# One relay thread a BMC, in one Python process: past some 50 they
+	# fall behind (ipmitool's sessions through 200 took seconds each).
+	[ "$n" -le 50 ] || { echo "DELAY_MS: up to 50 BMCs (one relay thread each)" >&2; exit 2; }
+	lab_addrs | awk '{t = $1; sub(/^127\.34\./, "127.35.", $1); print $1, t}' > "$work/pairs"
+	/usr/bin/python3 bench/udp-delay.py "$DELAY_MS" "$work/relays-ready" < "$work/pairs" &
+	relay=$!
+	for _ in $(seq 100); do
+		[ -e "$work/relays-ready" ] || ! kill -0 "$relay" 2>/dev/null && break
+		sleep 0.1
+	done
+	[ -e "$work/relays-ready" ] || { echo "the relays did not start" >&2; exit 1; }
+	hosts=$(echo "$hosts" | sed 's/127\.34\./127.35./g')
+	awk '{print $1}' "$work/pairs" > "$work/targets"
+	echo "every BMC behind a relay holding each datagram $DELAY_MS ms each way"
+else
+	lab_addrs > "$work/targets"
+fi
+lab_import "$work/targets"
 
 fan=64
 cmds=(
@@ -41,7 +64,7 @@ if [ "$n" -le 200 ]; then
 	# ipmipower gets them, with no inventory to open (and no group to resolve).
 	cmds+=("GPUFLEET_CREDENTIALS=$work/cred3 $gf -H '$hosts' --protocol ipmi power status --fanout $fan --no-progress -q -C")
 	names+=("gpufleet -H (cipher 3, no inventory)")
-	cmds+=("for h in \$(/usr/bin/python3 -c \"import sys; sys.path.insert(0, 'tests/lab'); from ipmilab import IpmiLab; l=IpmiLab.attach('$work/lab'); print(' '.join(l.addr(i) for i in l.indices()))\"); do ipmitool -I lanplus -C 3 -H \$h -U admin -f $work/pw power status; done")
+	cmds+=("for h in \$(cat $work/targets); do ipmitool -I lanplus -C 3 -H \$h -U admin -f $work/pw power status; done")
 	names+=("ipmitool loop (sequential)")
 fi
 
