@@ -6,7 +6,7 @@
 # host running other jobs. Also prints the machine's load and gpufleet's peak
 # RSS; the ratio gpufleet (cipher 3) / ipmipower last. DELAY_MS=MS (up to 200
 # BMCs): every BMC answers through a UDP relay (bench/udp-delay.py,
-# 127.35.x.y in front of 127.34.x.y) that holds each datagram MS ms each way,
+# 127.37.x.y in front of 127.34.x.y) that holds each datagram MS ms each way,
 # as BMCs that answer late: then the round trips count. Up to 200 BMCs also
 # gpufleet with the BMCs on the command line (-H, no inventory), for reading.
 # Needs root (UDP port 623), hyperfine, and a built tree (ninja -C build).
@@ -34,7 +34,7 @@ hosts=$(lab_hostrange)
 export GPUFLEET_DB=$work/db
 if [ -n "${DELAY_MS:-}" ]; then
 	[ "$n" -le 200 ] || { echo "DELAY_MS: up to 200 BMCs" >&2; exit 2; }
-	lab_addrs | awk '{t = $1; sub(/^127\.34\./, "127.35.", $1); print $1, t}' > "$work/pairs"
+	lab_addrs | awk '{t = $1; sub(/^127\.34\./, "127.37.", $1); print $1, t}' > "$work/pairs"
 	/usr/bin/python3 bench/udp-delay.py "$DELAY_MS" "$work/relays-ready" < "$work/pairs" &
 	relay=$!
 	for _ in $(seq 100); do
@@ -42,7 +42,7 @@ if [ -n "${DELAY_MS:-}" ]; then
 		sleep 0.1
 	done
 	[ -e "$work/relays-ready" ] || { echo "the relays did not start" >&2; exit 1; }
-	hosts=$(echo "$hosts" | sed 's/127\.34\./127.35./g')
+	hosts=$(echo "$hosts" | sed 's/127\.34\./127.37./g')
 	awk '{print $1}' "$work/pairs" > "$work/targets"
 	echo "every BMC behind a relay holding each datagram $DELAY_MS ms each way"
 else
@@ -52,15 +52,15 @@ lab_import "$work/targets"
 
 fan=64
 cmds=(
-	"GPUFLEET_CREDENTIALS=$work/cred3 $gf power status @bench --fanout $fan --no-progress -q -C"
-	"GPUFLEET_CREDENTIALS=$work/cred17 $gf power status @bench --fanout $fan --no-progress -q -C"
+	"$gf --credentials $work/cred3 power status @bench --fanout $fan --no-progress -q -C"
+	"$gf --credentials $work/cred17 power status @bench --fanout $fan --no-progress -q -C"
 	"ipmipower -h '$hosts' --config-file $work/freeipmi.conf --stat -F $fan"
 )
 names=("gpufleet (cipher 3)" "gpufleet (default: 17, falls back to 3)" "ipmipower -F $fan")
 if [ "$n" -le 200 ]; then
 	# For reading, not the figure: the BMCs named on the command line, as
 	# ipmipower gets them, with no inventory to open (and no group to resolve).
-	cmds+=("GPUFLEET_CREDENTIALS=$work/cred3 $gf -H '$hosts' --protocol ipmi power status --fanout $fan --no-progress -q -C")
+	cmds+=("$gf --credentials $work/cred3 -H '$hosts' --protocol ipmi power status --fanout $fan --no-progress -q -C")
 	names+=("gpufleet -H (cipher 3, no inventory)")
 fi
 # Not behind the relays (DELAY_MS): 3 x N sequential sessions of several round trips.
@@ -94,14 +94,17 @@ for i in "${!cmds[@]}"; do
 done
 # Rounds: every command once per round (hyperfine -r 1), the order turned
 # each round, so that a change in the machine's load hits every command alike.
-hyperfine -i -w 1 -r 1 --style none "${args[@]}" > /dev/null 2>&1
+# -N: no shell, so no shell start-up for hyperfine to measure and subtract on
+# every call (on a loaded machine that estimate moved the ratio at 10 BMCs
+# by up to +-0.1 from pass to pass).
+hyperfine -N -i -w 1 -r 1 --style none "${args[@]}" > /dev/null 2>&1
 k=$((${#args[@]} / 3))
 for ((r = 0; r < runs; r++)); do
 	for ((j = 0; j < k; j++)); do
 		i=$(((j + r) % k))
 		# -i: a session that times out under load (either tool) fails
 		# that run, which is timed all the same.
-		hyperfine -i -r 1 --export-json "$work/h.$r.$i.json" --style none \
+		hyperfine -N -i -r 1 --export-json "$work/h.$r.$i.json" --style none \
 			"${args[@]:$((3 * i)):3}" > /dev/null 2>&1
 	done
 done

@@ -92,6 +92,7 @@ LOOPBACK = {
     ("lab", "demo.sh: sshd"): "127.33.30",
     ("bench", "redfish-firmware.sh"): "127.32.160-199",
     ("bench", "ipmi-power.sh"): "127.34.0-255",
+    ("bench", "ipmi-power.sh: DELAY_MS relays"): "127.37.0-255",
     ("bench", "ipmi-read.sh"): "127.35.0-255",
     ("bench", "dead-bmcs.sh"): "127.42.11-14",
     ("bench", "update.sh"): "127.43.0-39",
