@@ -366,18 +366,20 @@ static void enter(struct eng *e, struct bs *b, enum stage st, double now)
 	send_stage(e, b, now);
 }
 
+/* @b takes a session slot and sends its Open Session. */
+static void take_slot(struct eng *e, struct bs *b, double now)
+{
+	b->active = true;
+	e->active++;
+	enter(e, b, ST_OPEN, now);
+}
+
 /* Sessions waiting for a slot start, in order, while there is room. */
 static void start_queued(struct eng *e, double now)
 {
-	for (size_t j = e->queued_from; j < e->n && e->active < e->fanout; j++) {
-		struct bs *b = &e->s[j];
-
-		if (b->st != ST_QUEUED)
-			continue;
-		b->active = true;
-		e->active++;
-		enter(e, b, ST_OPEN, now);
-	}
+	for (size_t j = e->queued_from; j < e->n && e->active < e->fanout; j++)
+		if (e->s[j].st == ST_QUEUED)
+			take_slot(e, &e->s[j], now);
 	while (e->queued_from < e->n && e->s[e->queued_from].st > ST_QUEUED)
 		e->queued_from++;
 }
@@ -1031,9 +1033,8 @@ void gf_ipmi_power_get_many(const struct gf_bmc_target *t, size_t n, unsigned fa
 		if (b->st != ST_PING)
 			continue;
 		if (e.active < e.fanout) {
-			b->active = b->probing = true;
-			e.active++;
-			enter(&e, b, ST_OPEN, now);
+			b->probing = true;
+			take_slot(&e, b, now);
 		} else {
 			send_stage(&e, b, now);
 		}
